@@ -1,0 +1,45 @@
+/* Shared pieces of the `lyh` subcommands. */
+#ifndef LYH_CLI_H
+#define LYH_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "cli/lyh_client.h"
+
+/* Exit codes. */
+enum {
+    EXIT_OK = 0,
+    EXIT_DAEMON_ERROR = 1, /* the daemon answered with an error */
+    EXIT_USAGE = 2,
+    EXIT_UNAVAILABLE = 69, /* EX_UNAVAILABLE: no daemon to talk to */
+};
+
+struct cli {
+    const char *socket_path; /* resolved: --socket, $LYH_SOCKET, default */
+    const char *prog;
+};
+
+struct cli_command {
+    const char *name;
+    const char *summary;
+    int (*run)(struct cli *cli, int argc, char **argv);
+    void (*usage)(FILE *f);
+};
+
+/* Connect or print why not (and how to start the daemon); returns an exit code
+ * (EXIT_OK on success). */
+int cli_connect(struct cli *cli, struct lyh_client **ret);
+/* One unary call. Prints transport errors and daemon errors to stderr; returns
+ * EXIT_OK only when the daemon answered OK. resp is caller-allocated. */
+int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, lianyaohu_v1_Response *resp);
+
+/* Print s as a JSON string literal (with quotes). */
+void json_string(FILE *f, const char *s);
+
+int cmd_capabilities(struct cli *cli, int argc, char **argv);
+void usage_capabilities(FILE *f);
+int cmd_status(struct cli *cli, int argc, char **argv);
+void usage_status(FILE *f);
+
+#endif

@@ -1,0 +1,90 @@
+/* lyh status [--json]: uptime, connections, sessions, guards. */
+#include <getopt.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+#include "common/macros.h"
+
+void usage_status(FILE *f) {
+    fprintf(f, "Usage: lyh status [--json]\n"
+               "Show the daemon's uptime, connections, sessions and firewall guards.\n");
+}
+
+static const char *scope_name(int scope) {
+    switch (scope) {
+    case lianyaohu_v1_Scope_SCOPE_SESSION: return "session";
+    case lianyaohu_v1_Scope_SCOPE_UID_GID: return "uid+gid";
+    case lianyaohu_v1_Scope_SCOPE_USER: return "user";
+    case lianyaohu_v1_Scope_SCOPE_NONE: return "none";
+    default: return "unspecified";
+    }
+}
+
+int cmd_status(struct cli *cli, int argc, char **argv) {
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'}, {0}};
+    bool json = false;
+    int c, rc;
+
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        if (c == 'j')
+            json = true;
+        else if (c == 'h') {
+            usage_status(stdout);
+            return EXIT_OK;
+        } else {
+            usage_status(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s status: unexpected argument '%s'\n", cli->prog, argv[optind]);
+        return EXIT_USAGE;
+    }
+
+    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    if (!req || !resp)
+        return EXIT_DAEMON_ERROR;
+    req->which_method = lianyaohu_v1_Request_status_tag;
+    rc = cli_unary(cli, req, resp);
+    if (rc != EXIT_OK)
+        return rc;
+    if (resp->which_result != lianyaohu_v1_Response_status_tag) {
+        fprintf(stderr, "%s: the daemon answered without a status\n", cli->prog);
+        return EXIT_DAEMON_ERROR;
+    }
+    const lianyaohu_v1_StatusReply *st = &resp->result.status;
+    if (json) {
+        printf("{\"uptime_ms\":%llu,\"pid\":%llu,\"connections\":%u,\"connections_of_caller\":%u,"
+               "\"sessions\":%u,\"state_dir\":",
+               (unsigned long long)st->uptime_ms, (unsigned long long)st->pid, st->connections,
+               st->connections_of_caller, st->sessions);
+        json_string(stdout, st->state_dir);
+        printf(",\"guards\":[");
+        for (pb_size_t i = 0; i < st->guards_count; i++) {
+            const lianyaohu_v1_GuardInfo *g = &st->guards[i];
+            printf("%s{\"uid\":%u,\"scope\":\"%s\",\"interface\":", i ? "," : "", g->uid,
+                   scope_name(g->scope));
+            json_string(stdout, g->interface);
+            printf(",\"chain\":");
+            json_string(stdout, g->chain);
+            printf(",\"refcount\":%u}", g->refcount);
+        }
+        printf("]}\n");
+        return EXIT_OK;
+    }
+    unsigned long long up = (unsigned long long)st->uptime_ms / 1000;
+    printf("lyhd pid %llu, up %llud %02lluh%02llum%02llus, state in %s\n",
+           (unsigned long long)st->pid, up / 86400, up / 3600 % 24, up / 60 % 60, up % 60,
+           st->state_dir);
+    printf("connections: %u (yours: %u)\n", st->connections, st->connections_of_caller);
+    printf("sessions:    %u running\n", st->sessions);
+    printf("guards:      %u\n", (unsigned)st->guards_count);
+    for (pb_size_t i = 0; i < st->guards_count; i++) {
+        const lianyaohu_v1_GuardInfo *g = &st->guards[i];
+        printf("  %-12s uid %-6u %-8s via %-8s refs %u\n", g->chain, g->uid, scope_name(g->scope),
+               g->interface, g->refcount);
+    }
+    return EXIT_OK;
+}

@@ -1,0 +1,70 @@
+/* Helpers shared by subcommands: connecting with a useful error, unary calls,
+ * JSON output. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/macros.h"
+
+int cli_connect(struct cli *cli, struct lyh_client **ret) {
+    int r = lyh_client_connect(cli->socket_path, ret);
+
+    if (r == 0)
+        return EXIT_OK;
+    if (r == -ENOENT || r == -ECONNREFUSED)
+        fprintf(stderr,
+                "%s: lyhd is not running (nothing answers on %s).\n"
+                "Start it as root with `lyhd` (or `systemctl start lyhd`), or point lyh at\n"
+                "another socket with --socket PATH or LYH_SOCKET.\n",
+                cli->prog, cli->socket_path);
+    else if (r == -EACCES)
+        fprintf(stderr, "%s: permission denied connecting to %s\n", cli->prog, cli->socket_path);
+    else
+        fprintf(stderr, "%s: cannot connect to %s: %s\n", cli->prog, cli->socket_path,
+                strerror(-r));
+    return EXIT_UNAVAILABLE;
+}
+
+int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, lianyaohu_v1_Response *resp) {
+    struct lyh_client *c = NULL;
+    int rc = cli_connect(cli, &c);
+    int r;
+
+    if (rc != EXIT_OK)
+        return rc;
+    r = lyh_client_call(c, req, resp, 30000);
+    lyh_client_close(c);
+    if (r < 0) {
+        fprintf(stderr, "%s: call to lyhd on %s failed: %s\n", cli->prog, cli->socket_path,
+                r == -ECONNRESET ? "the daemon closed the connection" : strerror(-r));
+        return EXIT_UNAVAILABLE;
+    }
+    if (resp->code != lianyaohu_v1_Code_OK) {
+        fprintf(stderr, "%s: %s: %s\n", cli->prog, lyh_code_name(resp->code), resp->message);
+        return resp->code == lianyaohu_v1_Code_RESOURCE_EXHAUSTED ||
+                       resp->code == lianyaohu_v1_Code_UNAVAILABLE
+                   ? EXIT_UNAVAILABLE
+                   : EXIT_DAEMON_ERROR;
+    }
+    return EXIT_OK;
+}
+
+void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}

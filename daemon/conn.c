@@ -1,0 +1,501 @@
+/* One client connection: reads frames and the fds that come with them, checks
+ * each request, dispatches it, and writes responses.
+ *
+ * What this file owns: the connection's socket, its frame reader, the queue of
+ * received fds, the output buffer and the list of calls in flight. It never
+ * interprets a request beyond the envelope; that is rpc_table.c's job.
+ *
+ * Failure policy: a malformed frame (bad flag byte, oversize length, bytes that
+ * are not a Request) closes this connection only. A well-formed request that we
+ * cannot serve (unknown field, unknown method, limit reached) gets an error
+ * response and the connection stays open. Nothing a client sends can stop the
+ * daemon from serving everyone else.
+ *
+ * fd passing: libevent bufferevents drop ancillary data, so we read with
+ * recvmsg(MSG_CMSG_CLOEXEC) ourselves. On a Unix stream socket the kernel hands
+ * out the fds of a sendmsg together with bytes of that same sendmsg and stops
+ * the read there, so the stream offset at the end of the read that delivered
+ * them lies inside the frame they were sent with (clients send a frame that
+ * carries fds in one sendmsg). Each received fd is tagged with that offset; a
+ * completed frame [start, end) owns the fds tagged <= end. Fds the request does
+ * not take are closed once it has been dispatched. */
+#include "daemon/conn.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/frame.h"
+#include "common/macros.h"
+#include "daemon/log.h"
+#include "daemon/lyhd.h"
+#include "daemon/rpc.h"
+#include "daemon/server.h"
+
+/* A client that does not read its responses may make us buffer this much. */
+#define CONN_MAX_OUTPUT (8u << 20)
+/* Most bytes read per readiness event, so one busy client cannot starve others. */
+#define CONN_READ_BUDGET (256u << 10)
+/* Received fds waiting for their frame; more than this is abuse. */
+#define CONN_MAX_QUEUED_FDS 16u
+
+struct queued_fd {
+    int fd;          /* -1: an fd the kernel delivered beyond the limit (closed) */
+    uint64_t tag;    /* stream offset at the end of the read that delivered it */
+};
+
+struct conn {
+    struct lyhd *d;
+    int fd;
+    struct ucred peer;
+    bool peer_is_admin;
+    bool dead;
+    struct event *ev_read;
+    struct event *ev_write;
+    struct event *ev_frame_timeout;
+    struct evbuffer *out;
+    struct frame_reader reader;
+    uint64_t frame_started_mono_ms;
+    struct queued_fd fds[CONN_MAX_QUEUED_FDS];
+    unsigned n_fds;
+    TAILQ_HEAD(, rpc_call) calls;
+    unsigned n_calls;
+};
+
+uid_t conn_uid(const struct conn *c) { return c->peer.uid; }
+bool conn_is_dead(const struct conn *c) { return c->dead; }
+unsigned conn_calls_in_flight(const struct conn *c) { return c->n_calls; }
+
+static void conn_free_cb(evutil_socket_t fd, short what, void *arg) {
+    struct conn *c = arg;
+
+    frame_reader_done(&c->reader);
+    if (c->out)
+        evbuffer_free(c->out);
+    free(c);
+}
+
+void conn_close(struct conn *c, const char *why) {
+    struct rpc_call *call;
+
+    if (c->dead)
+        return;
+    c->dead = true;
+    if (why)
+        log_debug("connection of uid %u pid %d closed: %s", c->peer.uid, c->peer.pid, why);
+
+    /* Calls still open (streams) hear that their client went away. */
+    while ((call = TAILQ_FIRST(&c->calls))) {
+        TAILQ_REMOVE(&c->calls, call, link);
+        c->n_calls--;
+        call->conn = NULL;
+        if (call->on_disconnect)
+            call->on_disconnect(call);
+        /* A call being dispatched right now is freed by handle_frame(). */
+        if (!call->in_dispatch)
+            rpc_call_free(call);
+    }
+    for (unsigned i = 0; i < c->n_fds; i++)
+        CLOSE_FD(c->fds[i].fd);
+    c->n_fds = 0;
+    event_free(c->ev_read);
+    event_free(c->ev_write);
+    event_free(c->ev_frame_timeout);
+    c->ev_read = c->ev_write = c->ev_frame_timeout = NULL;
+    CLOSE_FD(c->fd);
+    server_conn_removed(c->d->server, c);
+    /* We may be inside one of this connection's callbacks: free later. */
+    if (event_base_once(c->d->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL) < 0)
+        log_error("cannot schedule connection release; leaking %zu bytes", sizeof(*c));
+}
+
+static void on_writable(evutil_socket_t fd, short what, void *arg) {
+    struct conn *c = arg;
+
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                break;
+            conn_close(c, "write failed");
+            return;
+        }
+        if (n == 0)
+            break;
+    }
+    if (evbuffer_get_length(c->out) == 0)
+        event_del(c->ev_write);
+}
+
+int conn_send(struct conn *c, const LyhResponse *resp) {
+    _cleanup_free_ uint8_t *buf = NULL;
+    size_t len = 0;
+    int r;
+
+    if (c->dead)
+        return -ENOTCONN;
+    r = wire_response_frame(resp, &buf, &len);
+    if (r < 0)
+        return r;
+    return conn_send_frame(c, buf, len);
+}
+
+int conn_send_frame(struct conn *c, const uint8_t *buf, size_t len) {
+    if (c->dead)
+        return -ENOTCONN;
+    if (evbuffer_get_length(c->out) + len > CONN_MAX_OUTPUT) {
+        log_warn("client uid %u pid %d does not read its responses; closing", c->peer.uid,
+                 c->peer.pid);
+        conn_close(c, "output limit");
+        return -ENOBUFS;
+    }
+    if (evbuffer_add(c->out, buf, len) < 0)
+        return -ENOMEM;
+    /* Try at once: most responses fit the socket buffer and this saves a
+     * trip through the loop. */
+    on_writable(c->fd, EV_WRITE, c);
+    if (!c->dead && evbuffer_get_length(c->out) > 0)
+        event_add(c->ev_write, NULL);
+    return 0;
+}
+
+void conn_refuse(struct conn *c, int code, const char *message) {
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+
+    resp.call_id = 0;
+    resp.code = code;
+    resp.message = (char *)message;
+    resp.end_of_stream = true;
+    (void)conn_send(c, &resp);
+    conn_close(c, message);
+}
+
+/* Answer a request that never reaches a handler. */
+static void reply_error(struct conn *c, uint64_t call_id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reply_error(struct conn *c, uint64_t call_id, int code, const char *fmt, ...) {
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    resp.call_id = call_id;
+    resp.code = code;
+    resp.message = msg;
+    resp.end_of_stream = true;
+    (void)conn_send(c, &resp);
+}
+
+struct rpc_call *conn_find_call(struct conn *c, uint64_t call_id) {
+    struct rpc_call *call;
+
+    TAILQ_FOREACH(call, &c->calls, link)
+        if (call->call_id == call_id && !call->finished)
+            return call;
+    return NULL;
+}
+
+/* Take the fds that came with the frame ending at stream offset end. Returns
+ * how many real fds were taken, or -E2BIG if the kernel delivered more than
+ * the limit with this frame (those were closed on arrival). */
+static int take_frame_fds(struct conn *c, uint64_t end, int *out, unsigned max, unsigned *ret_n) {
+    unsigned n = 0, keep = 0;
+    bool overflow = false;
+
+    for (unsigned i = 0; i < c->n_fds; i++) {
+        if (c->fds[i].tag > end) {
+            c->fds[keep++] = c->fds[i];
+            continue;
+        }
+        if (c->fds[i].fd < 0 || n >= max) {
+            overflow = true;
+            CLOSE_FD(c->fds[i].fd);
+            continue;
+        }
+        out[n++] = c->fds[i].fd;
+    }
+    c->n_fds = keep;
+    *ret_n = n;
+    return overflow ? -E2BIG : 0;
+}
+
+static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t end) {
+    LyhRequest *req = NULL;
+    struct wire_check chk;
+    struct rpc_call *call = NULL;
+    int fds[LYH_MAX_FDS_PER_MESSAGE];
+    unsigned n_fds = 0;
+    unsigned max_fds = c->d->cfg.max_fds_per_msg;
+    int r;
+
+    if (max_fds > LYH_MAX_FDS_PER_MESSAGE)
+        max_fds = LYH_MAX_FDS_PER_MESSAGE;
+    r = take_frame_fds(c, end, fds, max_fds, &n_fds);
+
+    if (wire_request_decode(body, len, &req) < 0) {
+        for (unsigned i = 0; i < n_fds; i++)
+            close(fds[i]);
+        conn_close(c, "malformed request");
+        return;
+    }
+
+    if (r == -E2BIG) {
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                    "too many file descriptors with one message (limit %u); they were closed",
+                    max_fds);
+        goto out_fds;
+    }
+    if (req->fd_count != n_fds) {
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    "request says it carries %u file descriptors but %u arrived with it; send "
+                    "them with the sendmsg that carries the frame",
+                    req->fd_count, n_fds);
+        goto out_fds;
+    }
+    wire_request_check(req, &chk);
+    switch (chk.verdict) {
+    case WIRE_OK:
+        break;
+    case WIRE_UNKNOWN_METHOD:
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__UNIMPLEMENTED,
+                    "method field %u is not known to lyhd %s (protocol %u)", chk.field, LYH_VERSION,
+                    LYH_PROTOCOL_VERSION);
+        goto out_fds;
+    case WIRE_UNKNOWN_FIELD:
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                    "field %u of %s is not known to lyhd %s (protocol %u); refusing rather than "
+                    "ignoring it: upgrade lyhd or drop the option",
+                    chk.field, chk.message, LYH_VERSION, LYH_PROTOCOL_VERSION);
+        goto out_fds;
+    case WIRE_NO_METHOD:
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    "request names no method");
+        goto out_fds;
+    }
+    if (req->protocol_version != LYH_PROTOCOL_VERSION) {
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                    "client speaks protocol %u, lyhd %s speaks protocol %u", req->protocol_version,
+                    LYH_VERSION, LYH_PROTOCOL_VERSION);
+        goto out_fds;
+    }
+    if (req->call_id == 0 || conn_find_call(c, req->call_id)) {
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    req->call_id == 0 ? "call_id must be non-zero"
+                                      : "call_id %llu is already in flight on this connection",
+                    (unsigned long long)req->call_id);
+        goto out_fds;
+    }
+    if (req->deadline_ms > 0 && lyhd_mono_ms() - c->frame_started_mono_ms > req->deadline_ms) {
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__DEADLINE_EXCEEDED,
+                    "deadline of %u ms passed before the request was complete", req->deadline_ms);
+        goto out_fds;
+    }
+    if (c->n_calls >= c->d->cfg.max_calls_per_conn) {
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                    "too many calls in flight on this connection (limit %u); wait for one to "
+                    "finish or open another connection",
+                    c->d->cfg.max_calls_per_conn);
+        goto out_fds;
+    }
+
+    call = calloc(1, sizeof(*call));
+    if (!call) {
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+        goto out_fds;
+    }
+    call->conn = c;
+    call->call_id = req->call_id;
+    call->method = req->method_case;
+    call->peer = c->peer;
+    call->peer_is_admin = c->peer_is_admin;
+    for (unsigned i = 0; i < LYH_MAX_FDS_PER_MESSAGE; i++)
+        call->fds[i] = i < n_fds ? fds[i] : -1;
+    call->n_fds = n_fds;
+    n_fds = 0;
+    TAILQ_INSERT_TAIL(&c->calls, call, link);
+    c->n_calls++;
+
+    call->in_dispatch = true;
+    rpc_dispatch(c->d, call, req);
+    call->in_dispatch = false;
+    /* Fds the handler did not take are closed now, whatever it does later. */
+    for (unsigned i = 0; i < call->n_fds; i++)
+        CLOSE_FD(call->fds[i]);
+    if (call->finished || !call->conn) {
+        if (call->conn) {
+            TAILQ_REMOVE(&c->calls, call, link);
+            c->n_calls--;
+        }
+        rpc_call_free(call);
+    }
+
+out_fds:
+    for (unsigned i = 0; i < n_fds; i++)
+        close(fds[i]);
+    wire_request_free(req);
+}
+
+void conn_call_done(struct rpc_call *call) {
+    struct conn *c = call->conn;
+
+    if (c && !call->in_dispatch) {
+        TAILQ_REMOVE(&c->calls, call, link);
+        c->n_calls--;
+        rpc_call_free(call);
+    }
+}
+
+static int queue_fds(struct conn *c, struct msghdr *mh, uint64_t tag) {
+    int dropped = 0;
+
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        const unsigned char *data = CMSG_DATA(cm);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, data + i * sizeof(int), sizeof(int));
+            if (c->n_fds >= CONN_MAX_QUEUED_FDS) {
+                close(fd);
+                dropped++;
+                continue;
+            }
+            c->fds[c->n_fds].fd = fd;
+            c->fds[c->n_fds].tag = tag;
+            c->n_fds++;
+        }
+    }
+    if (mh->msg_flags & MSG_CTRUNC)
+        dropped++;
+    /* Record the loss so the frame these came with is refused, not run with
+     * fewer fds than it sent. */
+    if (dropped && c->n_fds < CONN_MAX_QUEUED_FDS) {
+        c->fds[c->n_fds].fd = -1;
+        c->fds[c->n_fds].tag = tag;
+        c->n_fds++;
+        return 0;
+    }
+    return dropped ? -E2BIG : 0;
+}
+
+static void arm_frame_timeout(struct conn *c) {
+    if (frame_reader_partial(&c->reader)) {
+        if (!event_pending(c->ev_frame_timeout, EV_TIMEOUT, NULL)) {
+            struct timeval tv = {
+                .tv_sec = c->d->cfg.frame_timeout_ms / 1000,
+                .tv_usec = (c->d->cfg.frame_timeout_ms % 1000) * 1000,
+            };
+            event_add(c->ev_frame_timeout, &tv);
+        }
+    } else {
+        event_del(c->ev_frame_timeout);
+    }
+}
+
+static void on_frame_timeout(evutil_socket_t fd, short what, void *arg) {
+    struct conn *c = arg;
+
+    log_warn("client uid %u pid %d did not finish a frame within %u ms; dropped", c->peer.uid,
+             c->peer.pid, c->d->cfg.frame_timeout_ms);
+    conn_close(c, "frame timeout");
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg) {
+    struct conn *c = arg;
+    uint8_t buf[64 * 1024];
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * (LYH_MAX_FDS_PER_MESSAGE + 1))];
+    } ctl;
+    size_t budget = CONN_READ_BUDGET;
+
+    while (budget > 0 && !c->dead) {
+        struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+        struct msghdr mh = {
+            .msg_iov = &iov,
+            .msg_iovlen = 1,
+            .msg_control = ctl.buf,
+            .msg_controllen = sizeof(ctl.buf),
+        };
+        ssize_t n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                break;
+            conn_close(c, "read failed");
+            return;
+        }
+        if (n == 0) {
+            conn_close(c, "client closed");
+            return;
+        }
+        budget -= (size_t)n < budget ? (size_t)n : budget;
+        if (queue_fds(c, &mh, c->reader.offset + (uint64_t)n) < 0) {
+            conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                        "too many file descriptors sent without a frame to carry them");
+            return;
+        }
+
+        size_t off = 0;
+        while (off < (size_t)n && !c->dead) {
+            bool done = false;
+            if (!frame_reader_partial(&c->reader))
+                c->frame_started_mono_ms = lyhd_mono_ms();
+            ssize_t used = frame_reader_feed(&c->reader, buf + off, (size_t)n - off, &done);
+            if (used < 0) {
+                conn_close(c, used == -EMSGSIZE ? "frame larger than the limit"
+                                                : "malformed frame header");
+                return;
+            }
+            off += (size_t)used;
+            if (done) {
+                uint32_t len;
+                uint64_t start, end;
+                _cleanup_free_ uint8_t *body = frame_reader_take(&c->reader, &len, &start, &end);
+                handle_frame(c, body, len, end);
+            }
+        }
+    }
+    if (!c->dead)
+        arm_frame_timeout(c);
+}
+
+int conn_new(struct lyhd *d, int fd, const struct ucred *peer, struct conn **ret) {
+    struct conn *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return -ENOMEM;
+    c->d = d;
+    c->fd = fd;
+    c->peer = *peer;
+    TAILQ_INIT(&c->calls);
+    frame_reader_init(&c->reader, LYH_MAX_FRAME_BYTES);
+    c->out = evbuffer_new();
+    c->ev_read = event_new(d->base, fd, EV_READ | EV_PERSIST, on_readable, c);
+    c->ev_write = event_new(d->base, fd, EV_WRITE | EV_PERSIST, on_writable, c);
+    c->ev_frame_timeout = evtimer_new(d->base, on_frame_timeout, c);
+    if (!c->out || !c->ev_read || !c->ev_write || !c->ev_frame_timeout ||
+        event_add(c->ev_read, NULL) < 0) {
+        if (c->out)
+            evbuffer_free(c->out);
+        if (c->ev_read)
+            event_free(c->ev_read);
+        if (c->ev_write)
+            event_free(c->ev_write);
+        if (c->ev_frame_timeout)
+            event_free(c->ev_frame_timeout);
+        free(c);
+        return -ENOMEM;
+    }
+    *ret = c;
+    return 0;
+}
+
+void conn_set_admin(struct conn *c, bool admin) { c->peer_is_admin = admin; }

@@ -1,0 +1,73 @@
+/* One client connection: framing, fd passing, limits, calls in flight.
+ *
+ * A connection reads with recvmsg (so SCM_RIGHTS fds that arrive with a frame
+ * are kept), reassembles frames, matches received fds to the frame they came
+ * with, decodes and checks the request, and hands it to the RPC dispatcher.
+ * Responses are queued on an output buffer and written when the socket is
+ * writable. */
+#ifndef LYHD_CONN_H
+#define LYHD_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include "common/lyh_limits.h"
+#include "daemon/wire.h"
+
+struct lyhd;
+struct conn;
+struct rpc_method;
+
+/* A call in flight. Unary calls live only for the duration of dispatch;
+ * streaming calls stay on the connection's list until rpc_finish(). */
+struct rpc_call {
+    struct conn *conn;
+    uint64_t call_id;
+    uint32_t method;            /* Request.method case */
+    const struct rpc_method *row;
+    struct ucred peer;          /* from SO_PEERCRED at connect */
+    bool peer_is_admin;
+    int fds[LYH_MAX_FDS_PER_MESSAGE]; /* owned until taken; -1 = taken/none */
+    unsigned n_fds;
+    bool finished;
+    bool in_dispatch;
+    bool hold_final;            /* mutating call: final answer waits for the commit */
+    int final_code;
+    uint8_t *held;              /* owned: the held final frame */
+    size_t held_len;
+    /* For streaming handlers: called once if the connection goes away before
+     * rpc_finish(); must release what the handler attached to the call. */
+    void (*on_disconnect)(struct rpc_call *call);
+    void *state;
+    TAILQ_ENTRY(rpc_call) link;
+};
+
+/* Takes ownership of fd (a connected, non-blocking, CLOEXEC socket). */
+int conn_new(struct lyhd *d, int fd, const struct ucred *peer, struct conn **ret);
+/* Tear down: open calls get on_disconnect, fds are closed, the server is told.
+ * Safe to call from inside the connection's own callbacks (freeing is deferred). */
+void conn_close(struct conn *c, const char *why);
+/* Queue one response frame. -EMSGSIZE if it cannot be framed; -ENOBUFS when the
+ * client does not read and the output limit is reached (the connection is then
+ * closed). */
+int conn_send(struct conn *c, const LyhResponse *resp);
+/* Queue an already framed response (header included). */
+int conn_send_frame(struct conn *c, const uint8_t *frame, size_t len);
+/* Send a connection-level error (call id 0) and close. */
+void conn_refuse(struct conn *c, int code, const char *message);
+
+/* Whether the peer counts as admin (root or --admin-group); set by the server
+ * at accept from SO_PEERCRED / SO_PEERGROUPS. */
+void conn_set_admin(struct conn *c, bool admin);
+/* A finished call outside dispatch: unlink from its connection and free. */
+void conn_call_done(struct rpc_call *call);
+
+/* The open call with this id, or NULL. */
+struct rpc_call *conn_find_call(struct conn *c, uint64_t call_id);
+
+uid_t conn_uid(const struct conn *c);
+bool conn_is_dead(const struct conn *c);
+unsigned conn_calls_in_flight(const struct conn *c);
+#endif

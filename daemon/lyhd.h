@@ -1,0 +1,44 @@
+/* The daemon's context: configuration (set once from the command line) and
+ * the long-lived objects every part of the daemon reaches through it. There
+ * are no global option variables; everything hangs off struct lyhd. */
+#ifndef LYHD_H
+#define LYHD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct event_base;
+struct store;
+struct server;
+
+struct lyhd_config {
+    const char *socket_path;
+    const char *state_dir;
+    unsigned max_conns;          /* all connections */
+    unsigned max_conns_per_uid;  /* per non-root uid */
+    unsigned max_calls_per_conn; /* calls in flight on one connection */
+    unsigned frame_timeout_ms;   /* time to finish a frame once it started */
+    unsigned max_fds_per_msg;
+    const char *admin_group;     /* NULL: only root is admin */
+    gid_t admin_gid;
+    uint32_t guard_gid;
+    bool use_syslog;
+    bool verbose;
+};
+
+struct lyhd {
+    struct lyhd_config cfg;
+    struct event_base *base;
+    struct store *store;
+    struct server *server;
+    uint64_t start_mono_ms;
+    int lock_fd;
+    int exit_code;
+};
+
+/* Monotonic and wall clocks in milliseconds. */
+uint64_t lyhd_mono_ms(void);
+int64_t lyhd_wall_ms(void);
+
+#endif

@@ -1,0 +1,277 @@
+/* lyhd: the LianYaoHu root daemon. Parses flags into struct lyhd_config, opens
+ * state, starts the listener and runs the libevent loop until a signal says
+ * stop. Runs in the foreground; logs to stderr (and syslog with --syslog). */
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/lyh_limits.h"
+#include "common/macros.h"
+#include "daemon/log.h"
+#include "daemon/lyhd.h"
+#include "daemon/server.h"
+#include "storage/store.h"
+
+uint64_t lyhd_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int64_t lyhd_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "Usage: lyhd [OPTIONS]\n"
+            "The LianYaoHu daemon: runs code agents confined to a VPN interface.\n"
+            "Runs in the foreground as root; logs to stderr.\n\n"
+            "  --socket PATH             listen here (default %s)\n"
+            "  --state-dir DIR           state.db and locks (default %s, created 0700)\n"
+            "  --admin-group NAME        members may change the admin policy (default: root only)\n"
+            "  --guard-gid GID           gid of guarded sockets (default %u)\n"
+            "  --max-connections N       all connections (default 256)\n"
+            "  --max-connections-per-uid N  per non-root user (default 32)\n"
+            "  --max-calls-per-connection N calls in flight on one connection (default 16)\n"
+            "  --frame-timeout-ms MS     time to finish a frame once started (default 5000)\n"
+            "  --max-fds-per-message N   fds one request may carry (default and maximum %u)\n"
+            "  --syslog                  also log to syslog\n"
+            "  --verbose                 debug logging\n"
+            "  --version, --help\n",
+            LYH_DEFAULT_SOCKET, LYH_DEFAULT_STATE_DIR, LYH_GUARD_GID_DEFAULT,
+            LYH_MAX_FDS_PER_MESSAGE);
+}
+
+static int parse_uint(const char *opt, const char *s, unsigned min, unsigned max, unsigned *ret) {
+    char *end = NULL;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno || !end || *end || end == s || s[0] == '-' || v < min || v > max) {
+        fprintf(stderr, "lyhd: %s wants a number from %u to %u, not '%s'\n", opt, min, max, s);
+        return -EINVAL;
+    }
+    *ret = (unsigned)v;
+    return 0;
+}
+
+/* Returns 0 to run, 1 to exit 0 (help/version), -EINVAL for usage errors. */
+static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
+    enum {
+        O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
+        O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP,
+    };
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, O_SOCKET},
+        {"state-dir", required_argument, NULL, O_STATE},
+        {"admin-group", required_argument, NULL, O_ADMIN},
+        {"guard-gid", required_argument, NULL, O_GUARD},
+        {"max-connections", required_argument, NULL, O_MAXC},
+        {"max-connections-per-uid", required_argument, NULL, O_MAXCU},
+        {"max-calls-per-connection", required_argument, NULL, O_MAXCALLS},
+        {"frame-timeout-ms", required_argument, NULL, O_FRAME},
+        {"max-fds-per-message", required_argument, NULL, O_MAXFDS},
+        {"syslog", no_argument, NULL, O_SYSLOG},
+        {"verbose", no_argument, NULL, O_VERBOSE},
+        {"version", no_argument, NULL, O_VERSION},
+        {"help", no_argument, NULL, O_HELP},
+        {0},
+    };
+    unsigned v;
+    int c;
+
+    *cfg = (struct lyhd_config){
+        .socket_path = LYH_DEFAULT_SOCKET,
+        .state_dir = LYH_DEFAULT_STATE_DIR,
+        .max_conns = 256,
+        .max_conns_per_uid = 32,
+        .max_calls_per_conn = 16,
+        .frame_timeout_ms = 5000,
+        .max_fds_per_msg = LYH_MAX_FDS_PER_MESSAGE,
+        .guard_gid = LYH_GUARD_GID_DEFAULT,
+    };
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_SOCKET: cfg->socket_path = optarg; break;
+        case O_STATE: cfg->state_dir = optarg; break;
+        case O_ADMIN: cfg->admin_group = optarg; break;
+        case O_GUARD:
+            if (parse_uint("--guard-gid", optarg, 1, 0x7ffffffe, &v) < 0)
+                return -EINVAL;
+            cfg->guard_gid = v;
+            break;
+        case O_MAXC:
+            if (parse_uint("--max-connections", optarg, 1, 65536, &cfg->max_conns) < 0)
+                return -EINVAL;
+            break;
+        case O_MAXCU:
+            if (parse_uint("--max-connections-per-uid", optarg, 1, 65536, &cfg->max_conns_per_uid) < 0)
+                return -EINVAL;
+            break;
+        case O_MAXCALLS:
+            if (parse_uint("--max-calls-per-connection", optarg, 1, 4096, &cfg->max_calls_per_conn) < 0)
+                return -EINVAL;
+            break;
+        case O_FRAME:
+            if (parse_uint("--frame-timeout-ms", optarg, 10, 600000, &cfg->frame_timeout_ms) < 0)
+                return -EINVAL;
+            break;
+        case O_MAXFDS:
+            if (parse_uint("--max-fds-per-message", optarg, 0, LYH_MAX_FDS_PER_MESSAGE,
+                           &cfg->max_fds_per_msg) < 0)
+                return -EINVAL;
+            break;
+        case O_SYSLOG: cfg->use_syslog = true; break;
+        case O_VERBOSE: cfg->verbose = true; break;
+        case O_VERSION: printf("lyhd %s (protocol %u)\n", LYH_VERSION, LYH_PROTOCOL_VERSION); return 1;
+        case O_HELP: usage(stdout); return 1;
+        default: usage(stderr); return -EINVAL;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "lyhd: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return -EINVAL;
+    }
+    if (cfg->socket_path[0] != '/' || cfg->state_dir[0] != '/') {
+        fprintf(stderr, "lyhd: --socket and --state-dir must be absolute paths\n");
+        return -EINVAL;
+    }
+    if (cfg->admin_group) {
+        struct group *g = getgrnam(cfg->admin_group);
+        if (!g) {
+            fprintf(stderr, "lyhd: --admin-group '%s' does not exist\n", cfg->admin_group);
+            return -EINVAL;
+        }
+        cfg->admin_gid = g->gr_gid;
+    }
+    return 0;
+}
+
+/* One daemon per state dir: an flock held for the process's lifetime. */
+static int take_lock(const char *state_dir, int *ret_fd) {
+    char path[PATH_MAX];
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/lyhd.lock", state_dir);
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    *ret_fd = fd;
+    return 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg) {
+    struct lyhd *d = arg;
+
+    log_info("%s received; shutting down", strsignal((int)sig));
+    server_stop(d->server);
+    event_base_loopexit(d->base, NULL);
+}
+
+int main(int argc, char **argv) {
+    struct lyhd d = {.lock_fd = -1};
+    struct event *ev_sig[3] = {0};
+    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    const char *err = NULL;
+    char why[512];
+    int r;
+
+    r = parse_args(argc, argv, &d.cfg);
+    if (r != 0)
+        return r > 0 ? 0 : 2;
+    log_init(d.cfg.use_syslog, d.cfg.verbose);
+    signal(SIGPIPE, SIG_IGN);
+    umask(0022);
+    d.start_mono_ms = lyhd_mono_ms();
+
+    /* Lock first, so a second daemon never touches state.db, then open it
+     * (store_open checks the directory's ownership and mode). */
+    if (mkdir(d.cfg.state_dir, 0700) < 0 && errno != EEXIST) {
+        log_error("cannot create state dir %s: %s", d.cfg.state_dir, strerror(errno));
+        return 1;
+    }
+    r = take_lock(d.cfg.state_dir, &d.lock_fd);
+    if (r < 0) {
+        if (r == -EWOULDBLOCK)
+            log_error("another lyhd already uses state dir %s; stop it first", d.cfg.state_dir);
+        else
+            log_error("cannot lock state dir %s: %s", d.cfg.state_dir, strerror(-r));
+        return 1;
+    }
+    r = store_open(d.cfg.state_dir, &d.store, &err);
+    if (r < 0) {
+        log_error("cannot open state in %s: %s", d.cfg.state_dir, err ? err : strerror(-r));
+        CLOSE_FD(d.lock_fd);
+        return 1;
+    }
+
+    d.base = event_base_new();
+    if (!d.base) {
+        log_error("cannot create the event loop");
+        goto fail;
+    }
+    r = server_start(&d, &d.server, why, sizeof(why));
+    if (r < 0) {
+        log_error("%s", why);
+        goto fail;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+        ev_sig[i] = evsignal_new(d.base, sigs[i], on_signal, &d);
+        if (!ev_sig[i] || event_add(ev_sig[i], NULL) < 0) {
+            log_error("cannot install signal handlers");
+            goto fail;
+        }
+    }
+    log_info("lyhd %s listening on %s (state %s, pid %d)", LYH_VERSION, d.cfg.socket_path,
+             d.cfg.state_dir, getpid());
+
+    if (event_base_dispatch(d.base) < 0) {
+        log_error("event loop failed");
+        d.exit_code = 1;
+    }
+
+    server_free(d.server);
+    d.server = NULL;
+    /* Run once more so deferred connection releases happen before exit. */
+    event_base_loop(d.base, EVLOOP_NONBLOCK);
+    for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
+        if (ev_sig[i])
+            event_free(ev_sig[i]);
+    event_base_free(d.base);
+    store_close(d.store);
+    CLOSE_FD(d.lock_fd);
+    log_info("stopped");
+    return d.exit_code;
+
+fail:
+    server_free(d.server);
+    for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
+        if (ev_sig[i])
+            event_free(ev_sig[i]);
+    if (d.base)
+        event_base_free(d.base);
+    store_close(d.store);
+    CLOSE_FD(d.lock_fd);
+    return 1;
+}

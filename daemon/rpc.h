@@ -1,0 +1,58 @@
+/* The RPC table and dispatcher. The table in rpc_table.c is the authorization
+ * policy: one row per method with its flags; the dispatcher enforces them and
+ * handlers never re-check the caller ad hoc. */
+#ifndef LYHD_RPC_H
+#define LYHD_RPC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/conn.h"
+#include "daemon/wire.h"
+
+struct lyhd;
+
+enum rpc_flags {
+    RPC_ADMIN = 1u << 0,     /* root or a member of --admin-group */
+    RPC_OWNER = 1u << 1,     /* the caller owns the object (owner_of), or is admin */
+    RPC_MUTATES = 1u << 2,   /* runs inside one state.db transaction */
+    RPC_STREAMING = 1u << 3, /* may answer with several responses */
+};
+
+/* A handler answers with rpc_send()/rpc_fail(), now or later (streaming). */
+typedef void (*rpc_handler_fn)(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+/* For RPC_OWNER rows: who owns the object the request names. -ENOENT when the
+ * object does not exist (answered NOT_FOUND). */
+typedef int (*rpc_owner_fn)(struct lyhd *d, const LyhRequest *req, uid_t *ret_owner);
+
+struct rpc_method {
+    uint32_t method; /* Request.method case */
+    const char *name;
+    unsigned flags;
+    rpc_handler_fn handler; /* NULL: answered UNIMPLEMENTED */
+    rpc_owner_fn owner_of;
+};
+
+const struct rpc_method *rpc_lookup(uint32_t method);
+/* Enforce the row's flags, then run its handler. Unary handlers must have
+ * answered by the time they return. */
+void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+
+/* Send one response of this call; end = last one (the call is then finished
+ * and, outside dispatch, freed). The response's call_id, code (OK) and
+ * end_of_stream are filled in here. */
+void rpc_send(struct rpc_call *call, LyhResponse *resp, bool end);
+/* Finish the call with an error status and message. */
+void rpc_fail(struct rpc_call *call, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Take ownership of the i-th fd that came with the request (-1 if none). */
+int rpc_take_fd(struct rpc_call *call, unsigned i);
+/* Free a finished or orphaned call, closing fds not taken. */
+void rpc_call_free(struct rpc_call *call);
+
+/* Handlers (one file each). */
+void rpc_capabilities(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_cancel(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+
+#endif

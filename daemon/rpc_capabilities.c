@@ -1,0 +1,29 @@
+/* Capabilities: what this daemon speaks and implements. Answers anyone. */
+#include "common/lyh_limits.h"
+#include "common/macros.h"
+#include "daemon/lyhd.h"
+#include "daemon/rpc.h"
+
+/* Feature names a client may test for. Only what this build really does. */
+static char *const features[] = {
+    "framing-v1",
+    "unknown-field-refusal",
+    "fd-passing",
+    "sqlite-state",
+};
+
+void rpc_capabilities(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    Lianyaohu__V1__CapabilitiesReply caps = LIANYAOHU__V1__CAPABILITIES_REPLY__INIT;
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+
+    caps.protocol_version = LYH_PROTOCOL_VERSION;
+    caps.build_version = (char *)LYH_VERSION;
+    caps.n_features = ARRAY_SIZE(features);
+    caps.features = (char **)features;
+    caps.max_frame_bytes = LYH_MAX_FRAME_BYTES;
+    caps.max_fds_per_message = d->cfg.max_fds_per_msg;
+    caps.max_calls_per_connection = d->cfg.max_calls_per_conn;
+    resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_CAPABILITIES;
+    resp.capabilities = &caps;
+    rpc_send(call, &resp, true);
+}

@@ -1,0 +1,174 @@
+/* The RPC table: which methods exist, who may call them, and what the
+ * dispatcher must wrap around them. This table is the authorization policy;
+ * handlers never re-check the caller themselves.
+ *
+ * Methods without a handler yet answer UNIMPLEMENTED so that clients can probe
+ * for them (Capabilities lists what this build implements). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/macros.h"
+#include "daemon/log.h"
+#include "daemon/lyhd.h"
+#include "daemon/rpc.h"
+#include "storage/store.h"
+
+#define M(x) LIANYAOHU__V1__REQUEST__METHOD_##x
+
+static const struct rpc_method rpc_methods[] = {
+    {M(CAPABILITIES), "Capabilities", 0, rpc_capabilities, NULL},
+    {M(STATUS), "Status", 0, rpc_status, NULL},
+    {M(SESSIONS), "Sessions", 0, NULL, NULL},
+    {M(RUN), "Run", RPC_MUTATES | RPC_STREAMING, NULL, NULL},
+    {M(SIGNAL), "Signal", RPC_OWNER, NULL, NULL},
+    {M(INSTALL), "Install", RPC_MUTATES, NULL, NULL},
+    {M(UNINSTALL), "Uninstall", RPC_MUTATES, NULL, NULL},
+    {M(AUDIT_QUERY), "AuditQuery", RPC_STREAMING, NULL, NULL},
+    {M(AUDIT_FOLLOW), "AuditFollow", RPC_STREAMING, NULL, NULL},
+    {M(POLICY_GET), "PolicyGet", 0, NULL, NULL},
+    {M(POLICY_UPDATE), "PolicyUpdate", RPC_ADMIN | RPC_MUTATES, NULL, NULL},
+    {M(POLICY_HISTORY), "PolicyHistory", RPC_STREAMING, NULL, NULL},
+    {M(CANCEL), "Cancel", 0, rpc_cancel, NULL},
+};
+
+const struct rpc_method *rpc_lookup(uint32_t method) {
+    for (size_t i = 0; i < ARRAY_SIZE(rpc_methods); i++)
+        if (rpc_methods[i].method == method)
+            return &rpc_methods[i];
+    return NULL;
+}
+
+void rpc_call_free(struct rpc_call *call) {
+    if (!call)
+        return;
+    for (unsigned i = 0; i < call->n_fds; i++)
+        CLOSE_FD(call->fds[i]);
+    free(call->held);
+    free(call);
+}
+
+int rpc_take_fd(struct rpc_call *call, unsigned i) {
+    if (i >= call->n_fds)
+        return -1;
+    return TAKE_FD(call->fds[i]);
+}
+
+static void send_final(struct rpc_call *call, LyhResponse *resp) {
+    call->finished = true;
+    call->final_code = (int)resp->code;
+    if (call->hold_final) {
+        /* A mutating call answers only after its transaction committed. */
+        if (wire_response_frame(resp, &call->held, &call->held_len) < 0)
+            call->held = NULL;
+        return;
+    }
+    if (call->conn)
+        (void)conn_send(call->conn, resp);
+    conn_call_done(call);
+}
+
+void rpc_send(struct rpc_call *call, LyhResponse *resp, bool end) {
+    if (call->finished)
+        return;
+    resp->call_id = call->call_id;
+    resp->code = LIANYAOHU__V1__CODE__OK;
+    resp->end_of_stream = end;
+    if (end) {
+        send_final(call, resp);
+        return;
+    }
+    if (call->conn)
+        (void)conn_send(call->conn, resp);
+}
+
+void rpc_fail(struct rpc_call *call, int code, const char *fmt, ...) {
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+    char msg[1024];
+    va_list ap;
+
+    if (call->finished)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    resp.call_id = call->call_id;
+    resp.code = code;
+    resp.message = msg;
+    resp.end_of_stream = true;
+    if (code == LIANYAOHU__V1__CODE__PERMISSION_DENIED || code == LIANYAOHU__V1__CODE__INVALID_ARGUMENT)
+        log_info("refused %s from uid %u pid %d: %s", call->row ? call->row->name : "request",
+                 call->peer.uid, call->peer.pid, msg);
+    send_final(call, &resp);
+}
+
+void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    const struct rpc_method *m = rpc_lookup(req->method_case);
+    int r;
+
+    if (!m) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNIMPLEMENTED, "method %u is not implemented by lyhd %s",
+                 req->method_case, LYH_VERSION);
+        return;
+    }
+    call->row = m;
+    if (!m->handler) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNIMPLEMENTED,
+                 "%s is not implemented by lyhd %s yet (see `lyh capabilities`)", m->name,
+                 LYH_VERSION);
+        return;
+    }
+    if ((m->flags & RPC_ADMIN) && !call->peer_is_admin) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                 "%s needs root or membership in the admin group%s%s", m->name,
+                 d->cfg.admin_group ? " " : "", d->cfg.admin_group ? d->cfg.admin_group : "");
+        return;
+    }
+    if ((m->flags & RPC_OWNER) && !call->peer_is_admin) {
+        uid_t owner;
+        r = m->owner_of(d, req, &owner);
+        if (r == -ENOENT) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__NOT_FOUND, "%s: no such object", m->name);
+            return;
+        }
+        if (r < 0 || owner != call->peer.uid) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                     "%s: the object belongs to another user", m->name);
+            return;
+        }
+    }
+    if (m->flags & RPC_MUTATES) {
+        r = store_begin(d->store);
+        if (r < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s",
+                     store_errmsg(d->store));
+            return;
+        }
+        call->hold_final = true;
+        m->handler(d, call, req);
+        call->hold_final = false;
+        /* The synchronous part of a mutating request is one transaction: kept
+         * when the call succeeded or is still going (a stream), else undone.
+         * The final answer leaves only after the commit. */
+        if (!call->finished || call->final_code == LIANYAOHU__V1__CODE__OK) {
+            r = store_commit(d->store);
+            if (r < 0) {
+                log_error("state.db commit for %s failed: %s", m->name, store_errmsg(d->store));
+                store_rollback(d->store);
+                free(call->held);
+                call->held = NULL;
+                call->finished = false;
+                rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE,
+                         "could not record the change in state.db; nothing was changed");
+                return;
+            }
+        } else {
+            store_rollback(d->store);
+        }
+        if (call->held && call->conn)
+            (void)conn_send_frame(call->conn, call->held, call->held_len);
+        return;
+    }
+    m->handler(d, call, req);
+}

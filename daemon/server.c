@@ -1,0 +1,347 @@
+/* The listening socket and the set of connections.
+ *
+ * Owns: the listener fd, the socket path (created here, unlinked on stop), the
+ * fd reserve, and the list of open connections with their uids (for the global
+ * and per-uid limits). Never reads requests; conn.c does.
+ *
+ * Why mode 0666: every request is authorized on its own from the peer's
+ * credentials (SO_PEERCRED, read from the kernel at connect), so the socket
+ * itself needs no access control; anyone may ask, the table decides.
+ *
+ * Why an fd reserve: when the process runs out of fds, accept() keeps failing
+ * with EMFILE while the pending connection stays in the backlog, and a
+ * level-triggered loop would spin. We keep one spare fd; on EMFILE we free it,
+ * accept and close the waiting connection (the client sees EOF rather than a
+ * hang), and stop accepting until some connection closes. */
+#include "daemon/server.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/macros.h"
+#include "daemon/conn.h"
+#include "daemon/log.h"
+#include "daemon/lyhd.h"
+
+struct conn_slot {
+    struct conn *conn;
+    uid_t uid;
+};
+
+struct server {
+    struct lyhd *d;
+    int listen_fd;
+    int reserve_fd;
+    bool accept_paused;
+    bool stopping;
+    bool unlinked;
+    struct event *ev_accept;
+    struct conn_slot *slots;
+    unsigned n_slots;
+    unsigned cap_slots;
+};
+
+unsigned server_conn_count(const struct server *s) { return s ? s->n_slots : 0; }
+bool server_stopping(const struct server *s) { return s->stopping; }
+
+unsigned server_conn_count_uid(const struct server *s, uid_t uid) {
+    unsigned n = 0;
+
+    for (unsigned i = 0; s && i < s->n_slots; i++)
+        if (s->slots[i].uid == uid)
+            n++;
+    return n;
+}
+
+static void reserve_fd_take(struct server *s) {
+    if (s->reserve_fd < 0)
+        s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+void server_conn_removed(struct server *s, struct conn *c) {
+    if (!s)
+        return;
+    for (unsigned i = 0; i < s->n_slots; i++) {
+        if (s->slots[i].conn == c) {
+            s->slots[i] = s->slots[--s->n_slots];
+            break;
+        }
+    }
+    if (s->accept_paused && !s->stopping) {
+        reserve_fd_take(s);
+        if (s->reserve_fd >= 0) {
+            s->accept_paused = false;
+            event_add(s->ev_accept, NULL);
+            log_info("fds available again; accepting connections");
+        }
+    }
+}
+
+/* Is the peer an admin: root, or a member of --admin-group (supplementary
+ * groups as the kernel recorded them at connect, via SO_PEERGROUPS). */
+static bool peer_is_admin(const struct server *s, int fd, const struct ucred *cred) {
+    gid_t groups[256];
+    socklen_t len = sizeof(groups);
+
+    if (cred->uid == 0)
+        return true;
+    if (!s->d->cfg.admin_group)
+        return false;
+    if (cred->gid == s->d->cfg.admin_gid)
+        return true;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+        return false; /* fail closed: too many groups or no support */
+    for (size_t i = 0; i < len / sizeof(gid_t); i++)
+        if (groups[i] == s->d->cfg.admin_gid)
+            return true;
+    return false;
+}
+
+static void accept_one(struct server *s, int fd) {
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    struct conn *c = NULL;
+    char msg[256];
+    int r;
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        log_warn("SO_PEERCRED failed on a new connection: %s; closing it", strerror(errno));
+        close(fd);
+        return;
+    }
+    r = conn_new(s->d, fd, &cred, &c);
+    if (r < 0) {
+        log_error("cannot set up a connection for uid %u: %s", cred.uid, strerror(-r));
+        close(fd);
+        return;
+    }
+    conn_set_admin(c, peer_is_admin(s, fd, &cred));
+    if (s->n_slots == s->cap_slots) {
+        unsigned ncap = s->cap_slots ? s->cap_slots * 2 : 64;
+        struct conn_slot *n = reallocarray(s->slots, ncap, sizeof(*n));
+        if (!n) {
+            conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "lyhd is out of memory");
+            return;
+        }
+        s->slots = n;
+        s->cap_slots = ncap;
+    }
+    s->slots[s->n_slots].conn = c;
+    s->slots[s->n_slots].uid = cred.uid;
+    s->n_slots++;
+
+    /* Limits are answered with a frame so the client can say why. */
+    if (s->n_slots > s->d->cfg.max_conns) {
+        snprintf(msg, sizeof(msg),
+                 "lyhd has too many connections (limit %u); try again shortly",
+                 s->d->cfg.max_conns);
+        log_warn("connection limit reached (%u); refused uid %u pid %d", s->d->cfg.max_conns,
+                 cred.uid, cred.pid);
+        conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
+        return;
+    }
+    /* Root is not capped per uid: it can stop the daemon anyway, and the
+     * global cap still holds. */
+    if (cred.uid != 0 && server_conn_count_uid(s, cred.uid) > s->d->cfg.max_conns_per_uid) {
+        snprintf(msg, sizeof(msg),
+                 "too many connections for uid %u (limit %u per user); close some and retry",
+                 cred.uid, s->d->cfg.max_conns_per_uid);
+        log_warn("per-uid connection limit reached for uid %u (%u)", cred.uid,
+                 s->d->cfg.max_conns_per_uid);
+        conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
+        return;
+    }
+}
+
+static void on_accept(evutil_socket_t lfd, short what, void *arg) {
+    struct server *s = arg;
+
+    /* Bounded: take what is waiting now, then let other events run. */
+    for (int i = 0; i < 64 && !s->stopping; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            accept_one(s, fd);
+            continue;
+        }
+        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+            return;
+        if (errno == EMFILE || errno == ENFILE) {
+            CLOSE_FD(s->reserve_fd);
+            fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0)
+                close(fd);
+            reserve_fd_take(s);
+            if (!s->accept_paused) {
+                log_warn("out of file descriptors; not accepting until a connection closes");
+                s->accept_paused = true;
+                event_del(s->ev_accept);
+            }
+            return;
+        }
+        log_error("accept failed: %s", strerror(errno));
+        return;
+    }
+}
+
+/* Is someone serving on path? 1 yes, 0 no (stale or absent), <0 error. */
+static int probe_socket(const char *path, char *why, size_t whylen) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat st;
+    _cleanup_close_ int fd = -1;
+
+    if (lstat(path, &st) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(why, whylen, "cannot stat %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(why, whylen, "%s exists and is not a socket; remove it or pick --socket", path);
+        return -EEXIST;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(why, whylen, "socket: %s", strerror(errno));
+        return -errno;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+        struct ucred cred = {0};
+        socklen_t len = sizeof(cred);
+        (void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+        snprintf(why, whylen, "another lyhd (pid %d) is already serving on %s; stop it first",
+                 cred.pid, path);
+        return 1;
+    }
+    return 0; /* ECONNREFUSED and friends: nobody home */
+}
+
+static int make_parent_dir(const char *path, char *why, size_t whylen) {
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    char *slash;
+
+    snprintf(dir, sizeof(dir), "%s", path);
+    slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = '\0';
+    /* Create each missing component 0755; existing ones are left as they are. */
+    for (char *p = dir + 1; ; p++) {
+        char c = *p;
+        if (c == '/' || c == '\0') {
+            *p = '\0';
+            if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+                snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
+                return -errno;
+            }
+            *p = c;
+        }
+        if (c == '\0')
+            break;
+    }
+    return 0;
+}
+
+int server_start(struct lyhd *d, struct server **ret, char *why, size_t whylen) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    const char *path = d->cfg.socket_path;
+    struct server *s = NULL;
+    mode_t old_umask;
+    int r;
+
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        snprintf(why, whylen, "socket path %s is longer than %zu bytes", path,
+                 sizeof(sa.sun_path) - 1);
+        return -ENAMETOOLONG;
+    }
+    r = make_parent_dir(path, why, whylen);
+    if (r < 0)
+        return r;
+    r = probe_socket(path, why, whylen);
+    if (r != 0)
+        return r > 0 ? -EADDRINUSE : r;
+
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->d = d;
+    s->reserve_fd = -1;
+    s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s->listen_fd < 0) {
+        r = -errno;
+        snprintf(why, whylen, "socket: %s", strerror(errno));
+        goto fail;
+    }
+    /* The probe said nobody answers: replace a stale socket. */
+    if (unlink(path) < 0 && errno != ENOENT) {
+        r = -errno;
+        snprintf(why, whylen, "cannot remove stale socket %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    old_umask = umask(0111);
+    r = bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+    umask(old_umask);
+    if (r < 0) {
+        r = -errno;
+        snprintf(why, whylen, "cannot bind %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (chmod(path, 0666) < 0 || listen(s->listen_fd, 128) < 0) {
+        r = -errno;
+        snprintf(why, whylen, "cannot listen on %s: %s", path, strerror(errno));
+        unlink(path);
+        goto fail;
+    }
+    reserve_fd_take(s);
+    s->ev_accept = event_new(d->base, s->listen_fd, EV_READ | EV_PERSIST, on_accept, s);
+    if (!s->ev_accept || event_add(s->ev_accept, NULL) < 0) {
+        r = -ENOMEM;
+        snprintf(why, whylen, "cannot register the listener with the event loop");
+        unlink(path);
+        goto fail;
+    }
+    *ret = s;
+    return 0;
+
+fail:
+    CLOSE_FD(s->listen_fd);
+    CLOSE_FD(s->reserve_fd);
+    free(s);
+    return r;
+}
+
+void server_stop(struct server *s) {
+    if (!s || s->stopping)
+        return;
+    s->stopping = true;
+    if (s->ev_accept)
+        event_del(s->ev_accept);
+    CLOSE_FD(s->listen_fd);
+    if (!s->unlinked) {
+        unlink(s->d->cfg.socket_path);
+        s->unlinked = true;
+    }
+}
+
+void server_free(struct server *s) {
+    if (!s)
+        return;
+    server_stop(s);
+    while (s->n_slots > 0)
+        conn_close(s->slots[0].conn, "daemon shutting down"); /* removes the slot */
+    if (s->ev_accept)
+        event_free(s->ev_accept);
+    CLOSE_FD(s->reserve_fd);
+    free(s->slots);
+    free(s);
+}

@@ -1,0 +1,28 @@
+/* The listener: socket setup (stale-socket probe, permissions), accept with
+ * connection limits and an fd reserve, signal handling and orderly shutdown. */
+#ifndef LYHD_SERVER_H
+#define LYHD_SERVER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct lyhd;
+struct server;
+struct conn;
+
+/* Bind and listen on d->cfg.socket_path. Refuses (-EADDRINUSE, message in
+ * why) when another instance answers on the socket, or the path exists and is
+ * not a socket. A stale socket (connect refused) is replaced. */
+int server_start(struct lyhd *d, struct server **ret, char *why, size_t whylen);
+/* Stop accepting and unlink the socket (idempotent). */
+void server_stop(struct server *s);
+/* Close every connection and free. Accepts NULL. */
+void server_free(struct server *s);
+
+/* Connection accounting, used by conn.c and the Status RPC. */
+void server_conn_removed(struct server *s, struct conn *c);
+unsigned server_conn_count(const struct server *s);
+unsigned server_conn_count_uid(const struct server *s, uid_t uid);
+bool server_stopping(const struct server *s);
+
+#endif

@@ -1,0 +1,116 @@
+/* Turns frame bodies into protobuf-c Requests and Responses into frames.
+ *
+ * Why unknown fields are refused: protobuf's rule is to skip fields a decoder
+ * does not know. For a sandbox that rule is dangerous: a newer client might
+ * send a restriction (say, a deny rule in a field added later) and an older
+ * daemon would silently run the agent without it. protobuf-c keeps unknown
+ * fields on the message, so we walk the decoded tree and refuse the request
+ * if any are present. */
+#include "daemon/wire.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/frame.h"
+#include "common/lyh_limits.h"
+
+/* Nesting in our proto is shallow (Request > RunRequest > DestRule); anything
+ * deeper than this is not ours. protobuf-c itself bounds recursion too. */
+#define WIRE_MAX_DEPTH 16
+
+int wire_request_decode(const uint8_t *buf, size_t len, LyhRequest **ret) {
+    LyhRequest *req = lianyaohu__v1__request__unpack(NULL, len, buf);
+    if (!req)
+        return -EBADMSG;
+    *ret = req;
+    return 0;
+}
+
+void wire_request_free(LyhRequest *req) {
+    if (req)
+        lianyaohu__v1__request__free_unpacked(req, NULL);
+}
+
+static int find_unknown(const ProtobufCMessage *m, unsigned depth, struct wire_check *out) {
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+
+    if (depth > WIRE_MAX_DEPTH) {
+        out->verdict = WIRE_UNKNOWN_FIELD;
+        out->field = 0;
+        out->message = d->name;
+        return 1;
+    }
+    if (m->n_unknown_fields > 0) {
+        out->verdict = WIRE_UNKNOWN_FIELD;
+        out->field = m->unknown_fields[0].tag;
+        out->message = d->name;
+        return 1;
+    }
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
+        const char *base = (const char *)m;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n = *(const size_t *)(base + f->quantifier_offset);
+            ProtobufCMessage *const *arr = *(ProtobufCMessage *const *const *)(base + f->offset);
+            for (size_t j = 0; j < n; j++)
+                if (arr[j] && find_unknown(arr[j], depth + 1, out))
+                    return 1;
+        } else {
+            if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+                *(const uint32_t *)(base + f->quantifier_offset) != f->id)
+                continue;
+            const ProtobufCMessage *sub = *(ProtobufCMessage *const *)(base + f->offset);
+            if (sub && find_unknown(sub, depth + 1, out))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+void wire_request_check(const LyhRequest *req, struct wire_check *ret) {
+    ret->verdict = WIRE_OK;
+    ret->field = 0;
+    ret->message = NULL;
+
+    /* An unknown method shows up as an unknown field of the envelope in the
+     * method range while no known method is set. */
+    if (req->method_case == LIANYAOHU__V1__REQUEST__METHOD__NOT_SET) {
+        for (size_t i = 0; i < req->base.n_unknown_fields; i++) {
+            uint32_t tag = req->base.unknown_fields[i].tag;
+            if (tag >= LYH_METHOD_FIELD_MIN && tag <= LYH_METHOD_FIELD_MAX) {
+                ret->verdict = WIRE_UNKNOWN_METHOD;
+                ret->field = tag;
+                ret->message = req->base.descriptor->name;
+                return;
+            }
+        }
+    }
+    if (find_unknown(&req->base, 0, ret))
+        return;
+    if (req->method_case == LIANYAOHU__V1__REQUEST__METHOD__NOT_SET)
+        ret->verdict = WIRE_NO_METHOD;
+}
+
+const char *wire_method_name(uint32_t method_case) {
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field(&lianyaohu__v1__request__descriptor, method_case);
+    if (!f || method_case < LYH_METHOD_FIELD_MIN)
+        return NULL;
+    return f->name;
+}
+
+int wire_response_frame(const LyhResponse *resp, uint8_t **ret_buf, size_t *ret_len) {
+    size_t n = lianyaohu__v1__response__get_packed_size(resp);
+    if (n > LYH_MAX_FRAME_BYTES)
+        return -EMSGSIZE;
+    uint8_t *buf = malloc(LYH_FRAME_HEADER_BYTES + n);
+    if (!buf)
+        return -ENOMEM;
+    frame_write_header(buf, (uint32_t)n);
+    lianyaohu__v1__response__pack(resp, buf + LYH_FRAME_HEADER_BYTES);
+    *ret_buf = buf;
+    *ret_len = LYH_FRAME_HEADER_BYTES + n;
+    return 0;
+}

@@ -1,0 +1,47 @@
+/* Request decoding and response encoding for the daemon (protobuf-c).
+ * Pure: no I/O, no logging; shared by the connection code and the fuzz harness. */
+#ifndef LYHD_WIRE_H
+#define LYHD_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lianyaohu.pb-c.h"
+
+typedef Lianyaohu__V1__Request LyhRequest;
+typedef Lianyaohu__V1__Response LyhResponse;
+
+/* Result of checking a decoded request. */
+enum wire_verdict {
+    WIRE_OK = 0,
+    WIRE_UNKNOWN_METHOD,  /* a method field number this build does not know */
+    WIRE_UNKNOWN_FIELD,   /* any other field this build does not know */
+    WIRE_NO_METHOD,       /* no method set at all */
+};
+
+struct wire_check {
+    enum wire_verdict verdict;
+    uint32_t field;       /* offending field number */
+    const char *message;  /* full name of the message that carried it (static) */
+};
+
+/* Decode one frame body. Returns 0 and *ret (free with wire_request_free), or
+ * -EBADMSG when the bytes are not a Request (the caller closes the connection).
+ * protobuf-c consumes the whole buffer or fails. */
+int wire_request_decode(const uint8_t *buf, size_t len, LyhRequest **ret);
+void wire_request_free(LyhRequest *req); /* accepts NULL */
+
+/* Walk the whole decoded request (depth-bounded) and report the first field the
+ * daemon does not know. Unknown field numbers in the method range of the
+ * envelope, with no method set, mean an unknown method. */
+void wire_request_check(const LyhRequest *req, struct wire_check *ret);
+
+/* Name of a method case ("capabilities", ...), or NULL when unknown. */
+const char *wire_method_name(uint32_t method_case);
+
+/* Encode a response into a newly allocated buffer that begins with the 5-byte
+ * frame header. Returns 0 or -ENOMEM / -EMSGSIZE (the packed response would
+ * exceed LYH_MAX_FRAME_BYTES). */
+int wire_response_frame(const LyhResponse *resp, uint8_t **ret_buf, size_t *ret_len);
+
+#endif
