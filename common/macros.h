@@ -3,6 +3,7 @@
 #define LYH_MACROS_H
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -17,6 +18,10 @@ static inline void closep(int *fd) {
         close(*fd);
         errno = saved;
     }
+}
+static inline void fclosep_(FILE **f) {
+    if (*f)
+        fclose(*f);
 }
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)
