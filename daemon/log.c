@@ -21,6 +21,7 @@ void log_init(bool use_syslog, bool verbose) {
         openlog("lyhd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
+__attribute__((format(printf, 3, 0)))
 static void vlog(int prio, const char *tag, const char *fmt, va_list ap) {
     char line[2048];
     struct timespec ts;
