@@ -285,11 +285,17 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
                     LYH_VERSION, LYH_PROTOCOL_VERSION);
         goto out_fds;
     }
+    /* Call ids are how responses find their call: a missing or reused one is
+     * a protocol error (like a reused HTTP/2 stream id), answered once at the
+     * connection level and then the connection is closed, because any answer
+     * carrying that id would be mistaken for the other call's. */
     if (req->call_id == 0 || conn_find_call(c, req->call_id)) {
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                    req->call_id == 0 ? "call_id must be non-zero"
-                                      : "call_id %llu is already in flight on this connection",
-                    (unsigned long long)req->call_id);
+        char msg[128];
+        snprintf(msg, sizeof(msg),
+                 req->call_id == 0 ? "call_id must be non-zero"
+                                   : "call_id %llu is already in flight on this connection",
+                 (unsigned long long)req->call_id);
+        conn_refuse(c, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, msg);
         goto out_fds;
     }
     if (req->deadline_ms > 0 && lyhd_mono_ms() - c->frame_started_mono_ms > req->deadline_ms) {
@@ -459,6 +465,9 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
                 uint32_t len;
                 uint64_t start, end;
                 _cleanup_free_ uint8_t *body = frame_reader_take(&c->reader, &len, &start, &end);
+                /* Each frame gets the full frame timeout from its own start. */
+                if (c->ev_frame_timeout)
+                    event_del(c->ev_frame_timeout);
                 handle_frame(c, body, len, end);
             }
         }

@@ -20,6 +20,7 @@
 #include "common/macros.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
+#include "daemon/rpc.h"
 #include "daemon/server.h"
 #include "storage/store.h"
 
@@ -201,6 +202,10 @@ int main(int argc, char **argv) {
     if (r != 0)
         return r > 0 ? 0 : 2;
     log_init(d.cfg.use_syslog, d.cfg.verbose);
+    if (!rpc_table_verify()) {
+        log_error("the RPC table is inconsistent (an owner-only method without an owner lookup)");
+        return 1;
+    }
     signal(SIGPIPE, SIG_IGN);
     umask(0022);
     d.start_mono_ms = lyhd_mono_ms();

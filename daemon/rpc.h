@@ -35,6 +35,9 @@ struct rpc_method {
 };
 
 const struct rpc_method *rpc_lookup(uint32_t method);
+/* Startup self-check of the table (e.g. every owner-only row can name its
+ * owner). False means a build bug: lyhd refuses to start. */
+bool rpc_table_verify(void);
 /* Enforce the row's flags, then run its handler. Unary handlers must have
  * answered by the time they return. */
 void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);

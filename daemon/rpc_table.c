@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/macros.h"
 #include "daemon/log.h"
@@ -20,7 +21,7 @@
 static const struct rpc_method rpc_methods[] = {
     {M(CAPABILITIES), "Capabilities", 0, rpc_capabilities, NULL},
     {M(STATUS), "Status", 0, rpc_status, NULL},
-    {M(SESSIONS), "Sessions", 0, NULL, NULL},
+    {M(SESSIONS), "Sessions", RPC_STREAMING, NULL, NULL},
     {M(RUN), "Run", RPC_MUTATES | RPC_STREAMING, NULL, NULL},
     {M(SIGNAL), "Signal", RPC_OWNER, NULL, NULL},
     {M(INSTALL), "Install", RPC_MUTATES, NULL, NULL},
@@ -55,18 +56,50 @@ int rpc_take_fd(struct rpc_call *call, unsigned i) {
     return TAKE_FD(call->fds[i]);
 }
 
-static void send_final(struct rpc_call *call, LyhResponse *resp) {
-    call->finished = true;
-    call->final_code = (int)resp->code;
+/* Queue one response of the call. While a mutating call is being dispatched
+ * its responses are held (packed, in order) until the transaction commits; a
+ * response that cannot be framed becomes an INTERNAL error so the client is
+ * never left waiting for an answer that was dropped. */
+static void emit(struct rpc_call *call, LyhResponse *resp) {
+    uint8_t *frame = NULL;
+    size_t len = 0;
+    int r = wire_response_frame(resp, &frame, &len);
+
+    if (r < 0) {
+        LyhResponse err = LIANYAOHU__V1__RESPONSE__INIT;
+        err.call_id = call->call_id;
+        err.code = LIANYAOHU__V1__CODE__INTERNAL;
+        err.message = (char *)"the daemon could not encode its answer (too large); this is a bug";
+        err.end_of_stream = true;
+        call->finished = true;
+        call->final_code = err.code;
+        log_error("response of %s to uid %u could not be framed: %s",
+                  call->row ? call->row->name : "call", call->peer.uid, strerror(-r));
+        r = wire_response_frame(&err, &frame, &len);
+        if (r < 0)
+            return;
+    }
     if (call->hold_final) {
-        /* A mutating call answers only after its transaction committed. */
-        if (wire_response_frame(resp, &call->held, &call->held_len) < 0)
-            call->held = NULL;
+        uint8_t *n = realloc(call->held, call->held_len + len);
+        if (n) {
+            memcpy(n + call->held_len, frame, len);
+            call->held = n;
+            call->held_len += len;
+        }
+        free(frame);
         return;
     }
     if (call->conn)
-        (void)conn_send(call->conn, resp);
-    conn_call_done(call);
+        (void)conn_send_frame(call->conn, frame, len);
+    free(frame);
+}
+
+static void send_final(struct rpc_call *call, LyhResponse *resp) {
+    call->finished = true;
+    call->final_code = (int)resp->code;
+    emit(call, resp);
+    if (!call->hold_final)
+        conn_call_done(call);
 }
 
 void rpc_send(struct rpc_call *call, LyhResponse *resp, bool end) {
@@ -79,8 +112,7 @@ void rpc_send(struct rpc_call *call, LyhResponse *resp, bool end) {
         send_final(call, resp);
         return;
     }
-    if (call->conn)
-        (void)conn_send(call->conn, resp);
+    emit(call, resp);
 }
 
 void rpc_fail(struct rpc_call *call, int code, const char *fmt, ...) {
@@ -101,6 +133,15 @@ void rpc_fail(struct rpc_call *call, int code, const char *fmt, ...) {
         log_info("refused %s from uid %u pid %d: %s", call->row ? call->row->name : "request",
                  call->peer.uid, call->peer.pid, msg);
     send_final(call, &resp);
+}
+
+/* A unary handler must have answered by the time it returns: a broken
+ * internal invariant, but the client still gets an answer. */
+static void check_unary(const struct rpc_method *m, struct rpc_call *call) {
+    if (!(m->flags & RPC_STREAMING) && !call->finished) {
+        log_error("handler of %s returned without answering; this is a bug", m->name);
+        rpc_fail(call, LIANYAOHU__V1__CODE__INTERNAL, "%s did not answer; this is a bug", m->name);
+    }
 }
 
 void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
@@ -158,7 +199,11 @@ void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) 
                 store_rollback(d->store);
                 free(call->held);
                 call->held = NULL;
+                call->held_len = 0;
                 call->finished = false;
+                if (call->on_disconnect) /* a started stream must undo itself */
+                    call->on_disconnect(call);
+                call->on_disconnect = NULL;
                 rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE,
                          "could not record the change in state.db; nothing was changed");
                 return;
@@ -168,7 +213,21 @@ void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) 
         }
         if (call->held && call->conn)
             (void)conn_send_frame(call->conn, call->held, call->held_len);
+        free(call->held);
+        call->held = NULL;
+        call->held_len = 0;
+        check_unary(m, call);
         return;
     }
     m->handler(d, call, req);
+    check_unary(m, call);
+}
+
+bool rpc_table_verify(void) {
+    for (size_t i = 0; i < ARRAY_SIZE(rpc_methods); i++) {
+        const struct rpc_method *m = &rpc_methods[i];
+        if (m->handler && (m->flags & RPC_OWNER) && !m->owner_of)
+            return false;
+    }
+    return true;
 }
