@@ -55,7 +55,8 @@ static const char migration_1[] =
     "  started_ms     INTEGER NOT NULL,"
     "  ended_ms       INTEGER NOT NULL,"
     "  exit_code      INTEGER NOT NULL CHECK (exit_code BETWEEN -2147483648 AND 2147483647),"
-    "  signal         INTEGER NOT NULL CHECK (signal BETWEEN -2147483648 AND 2147483647)"
+    "  signal         INTEGER NOT NULL CHECK (signal BETWEEN -2147483648 AND 2147483647),"
+    "  guard_spec     BLOB NOT NULL CHECK (length(guard_spec) <= 4096)"
     ") STRICT;"
     /* Live-session lookups: the walk in start order, the per-uid count, and
      * pruning of ended ones. The queries repeat these WHERE terms literally so

@@ -40,7 +40,7 @@
 
 #define SESSION_COLS                                                                      \
     "id, uid, pid, pid_start, scope, interface, chain, cgroup, cgroup_id, tmpdir, argv0, " \
-    "cwd, policy_version, state, started_ms, ended_ms, exit_code, signal"
+    "cwd, policy_version, state, started_ms, ended_ms, exit_code, signal, guard_spec"
 #define GUARD_COLS "chain, uid, scope, interface, refcount, rules_hash, created_ms"
 #define POLICY_COLS "version, blob, set_by_uid, set_ms"
 
@@ -52,12 +52,12 @@ static const char *const stmt_sql[STMT__MAX] = {
     [STMT_ROLLBACK] = "ROLLBACK",
     [STMT_SESSION_INSERT] = "INSERT INTO sessions (" SESSION_COLS ") VALUES "
                             "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-                            "?15, ?16, ?17, ?18)",
+                            "?15, ?16, ?17, ?18, ?19)",
     [STMT_SESSION_UPDATE] = "UPDATE sessions SET uid = ?2, pid = ?3, pid_start = ?4, scope = ?5, "
                             "interface = ?6, chain = ?7, cgroup = ?8, cgroup_id = ?9, "
                             "tmpdir = ?10, argv0 = ?11, cwd = ?12, policy_version = ?13, "
                             "state = ?14, started_ms = ?15, ended_ms = ?16, exit_code = ?17, "
-                            "signal = ?18 WHERE id = ?1",
+                            "signal = ?18, guard_spec = ?19 WHERE id = ?1",
     [STMT_SESSION_GET] = "SELECT " SESSION_COLS " FROM sessions WHERE id = ?1",
     [STMT_SESSION_LIVE] = "SELECT " SESSION_COLS " FROM sessions WHERE state <> 4 "
                           "ORDER BY started_ms, id",
@@ -783,7 +783,16 @@ static int bind_session(struct store *s, sqlite3_stmt *st, const struct store_se
     r = bind_texts(s, st, texts, ARRAY_SIZE(texts));
     if (r < 0)
         return r;
-    return bind_ints(s, st, ints, ARRAY_SIZE(ints));
+    r = bind_ints(s, st, ints, ARRAY_SIZE(ints));
+    if (r < 0)
+        return r;
+    if (ss->guard_spec_len > sizeof(ss->guard_spec))
+        return store_errf(s, -EINVAL, "session guard spec too long");
+    /* A zero-length blob must still be a blob (the column is NOT NULL). */
+    if (sqlite3_bind_blob(st, 19, ss->guard_spec_len ? (const void *)ss->guard_spec : (const void *)"",
+                          (int)ss->guard_spec_len, SQLITE_TRANSIENT) != SQLITE_OK)
+        return store_errf(s, -ENOMEM, "cannot bind the session guard spec");
+    return 0;
 }
 
 static int read_session(struct store *s, sqlite3_stmt *st, struct store_session *ret) {
@@ -829,6 +838,15 @@ static int read_session(struct store *s, sqlite3_stmt *st, struct store_session 
     ss.ended_ms = ints[8].v;
     ss.exit_code = (int32_t)ints[9].v;
     ss.signal = (int32_t)ints[10].v;
+    {
+        const void *blob = sqlite3_column_blob(st, 18);
+        int n = sqlite3_column_bytes(st, 18);
+        if (n < 0 || (size_t)n > sizeof(ss.guard_spec))
+            return store_errf(s, -EBADMSG, "session %s: guard spec of %d bytes", ss.id, n);
+        if (n > 0)
+            memcpy(ss.guard_spec, blob, (size_t)n);
+        ss.guard_spec_len = (size_t)n;
+    }
     *ret = ss;
     return 0;
 }

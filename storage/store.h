@@ -35,6 +35,8 @@ struct store;
 /* Size of the error message buffers (store->err, store_open's message). */
 #define STORE_ERR_MAX 512
 
+#define STORE_GUARD_SPEC_MAX 4096
+
 /* Session states, as stored. A session's state never goes backwards (the
  * schema refuses it: an ENDED session coming back to life would reopen its
  * chain). */
@@ -65,6 +67,10 @@ struct store_session {
     int64_t ended_ms;      /* 0 while live */
     int32_t exit_code;     /* -1 unless exited normally */
     int32_t signal;
+    /* What the session's firewall chain was rendered from (opaque to storage;
+     * daemon/guard_spec.c), so the reaper can rebuild it after a flush. */
+    uint8_t guard_spec[STORE_GUARD_SPEC_MAX];
+    size_t guard_spec_len;
 };
 
 struct store_guard {

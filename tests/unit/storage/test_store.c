@@ -178,6 +178,8 @@ static void assert_session_eq(const struct store_session *a, const struct store_
     assert_true(a->ended_ms == b->ended_ms);
     assert_int_equal(a->exit_code, b->exit_code);
     assert_int_equal(a->signal, b->signal);
+    assert_int_equal(a->guard_spec_len, b->guard_spec_len);
+    assert_memory_equal(a->guard_spec, b->guard_spec, a->guard_spec_len);
 }
 
 static struct store_guard mk_guard(const char *chain, uint32_t uid, int scope) {
@@ -590,6 +592,9 @@ static void test_session_crud(void **state) {
     ss.cwd[sizeof ss.cwd - 1] = '\0';
     ss.policy_version = 3;
     ss.signal = 0;
+    for (size_t i = 0; i < sizeof ss.guard_spec; i++)
+        ss.guard_spec[i] = (uint8_t)(i * 7);
+    ss.guard_spec_len = sizeof ss.guard_spec;
 
     assert_int_equal(store_session_insert(f->s, &ss), 0);
     assert_string_equal(store_errmsg(f->s), "");
