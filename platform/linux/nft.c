@@ -1,0 +1,1731 @@
+/* nft: the only code that changes nftables, and only table `inet lianyaohu`.
+ *
+ * Owns: the netfilter netlink socket, the encoding of nft_render's rule descriptions
+ * into libnftnl objects, and the transactions that install and remove them.
+ * Must never: run `nft`, `iptables` or any other process; touch another table; send
+ * a batch after one of its builders failed; report success without an ACK for every
+ * message of the batch; log (callers log once, naming the object).
+ *
+ * Why this is safe:
+ * - One transaction per change (NFNL_MSG_BATCH_BEGIN .. END): the kernel applies the
+ *   whole batch or nothing, so a session chain never exists without its rules or
+ *   without its dispatch, and a rebuilt base replaces the old one without a window.
+ * - Every object message carries NLM_F_ACK; the kernel processes a batch inside our
+ *   sendmsg() and queues one ACK or error per message (and an error on the BEGIN
+ *   message if the commit itself failed or the generation moved), so we read until
+ *   every message is accounted for. The receive buffer is sized for the batch first.
+ * - Read-then-act operations (ensure_base, the deletes) put the generation id they
+ *   read into NFNL_BATCH_GENID; if anyone committed in between, the kernel refuses
+ *   the batch with ERESTART and we read again (bounded).
+ * - Fail closed: if the base is broken we delete and rebuild the whole table in one
+ *   batch; guarded sockets hit `guarded`'s final reject until sessions are re-added.
+ *
+ * Rule userdata (NFTNL_RULE_USERDATA, libnftnl udata TLVs):
+ * - dispatch rules of uid scopes carry a comment (NFTNL_UDATA_RULE_COMMENT, which
+ *   `nft list` shows) with their chain's name: that is how nft_uid_chain_del() finds
+ *   them, without remembering rule handles across restarts.
+ * - rules we put into the base chains also carry a private TLV (LYH_UDATA_TAG, which
+ *   nft ignores): "b:<chain>:<index>:<hash of the rule's text>" for base rules,
+ *   "d:<chain>" for dispatch rules. nft_ensure_base() compares these with what it
+ *   would install: a missing, reordered, changed or foreign rule means "rebuild".
+ *   Comparing tags rather than re-decoding expressions keeps the check independent of
+ *   which attributes a kernel version echoes back.
+ */
+#include "platform/linux/nft.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/batch.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/gen.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+#include <libnftnl/udata.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+
+#include "common/macros.h"
+
+#define RECV_BUF_SIZE  (64u * 1024u) /* > the 32 KiB the kernel puts in one dump skb */
+#define REQ_BUF_SIZE   8192u         /* single GET requests */
+#define BATCH_PAGE     (128u * 1024u)
+#define BATCH_OVERRUN  (UINT16_MAX + 4096u) /* > the largest single message */
+#define ACK_TRUESIZE   1024u         /* generous per-ACK receive-buffer cost */
+#define RETRIES        8             /* generation races, interrupted dumps */
+#define UDATA_MAX      256u
+#define LYH_UDATA_TAG  0xa7          /* private rule udata type, ignored by nft */
+#define TAG_MAX        96
+
+/* nft's datatype ids (src/datatype.h), only so that `nft list` prints our sets. */
+#define NFT_TYPE_IPADDR    7
+#define NFT_TYPE_IP6ADDR   8
+#define NFT_TYPE_CGROUPV2  46
+#define NFT_BYTEORDER_HOST 1
+#define NFT_BYTEORDER_BIG  2
+
+#define SET_ID_LAN4     1
+#define SET_ID_LAN6     2
+#define SET_ID_SESSIONS 3
+
+struct nft {
+    struct mnl_socket *nl; /* owned */
+    uint32_t portid;
+    uint32_t seq;
+    char *rbuf;            /* owned, RECV_BUF_SIZE */
+    char *qbuf;            /* owned, REQ_BUF_SIZE */
+    int rcvbuf;            /* what we last set, 0 = kernel default */
+    int sndbuf;
+    char err_obj[96];
+};
+
+/* ---- cleanup helpers ----------------------------------------------------------------- */
+
+static void tablep(struct nftnl_table **p) { if (*p) nftnl_table_free(*p); }
+static void chainp(struct nftnl_chain **p) { if (*p) nftnl_chain_free(*p); }
+static void rulep(struct nftnl_rule **p) { if (*p) nftnl_rule_free(*p); }
+static void setp(struct nftnl_set **p) { if (*p) nftnl_set_free(*p); }
+static void elemp(struct nftnl_set_elem **p) { if (*p) nftnl_set_elem_free(*p); }
+static void udatap(struct nftnl_udata_buf **p) { if (*p) nftnl_udata_buf_free(*p); }
+static void genp(struct nftnl_gen **p) { if (*p) nftnl_gen_free(*p); }
+static void iterp(struct nftnl_expr_iter **p) { if (*p) nftnl_expr_iter_destroy(*p); }
+static void base_freep(struct nftr_base **p) { nftr_base_free(*p); }
+
+/* ---- socket ---------------------------------------------------------------------------- */
+
+void nft_close(struct nft *n) {
+    if (!n)
+        return;
+    if (n->nl)
+        mnl_socket_close(n->nl);
+    free(n->rbuf);
+    free(n->qbuf);
+    free(n);
+}
+
+static void nft_closep(struct nft **p) { nft_close(*p); }
+
+int nft_open(struct nft **ret) {
+    _cleanup_(nft_closep) struct nft *n = calloc(1, sizeof(*n));
+    if (!n)
+        return -ENOMEM;
+    n->rbuf = malloc(RECV_BUF_SIZE);
+    n->qbuf = malloc(REQ_BUF_SIZE);
+    if (!n->rbuf || !n->qbuf)
+        return -ENOMEM;
+    n->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+    if (!n->nl)
+        return -errno;
+    if (mnl_socket_bind(n->nl, 0, MNL_SOCKET_AUTOPID) < 0)
+        return -errno;
+    /* ACKs without a copy of the request: smaller, so more fit in the buffer. */
+    int one = 1;
+    (void)mnl_socket_setsockopt(n->nl, NETLINK_CAP_ACK, &one, sizeof(one));
+    n->portid = mnl_socket_get_portid(n->nl);
+    n->seq = (uint32_t)time(NULL);
+    *ret = TAKE_PTR(n);
+    return 0;
+}
+
+const char *nft_last_error_object(const struct nft *n) {
+    return n->err_obj;
+}
+
+/* Grow SO_RCVBUF / SO_SNDBUF to at least `want` bytes (FORCE needs CAP_NET_ADMIN,
+ * which we have; fall back to the capped variant). */
+static void ensure_buf(struct nft *n, int opt_force, int opt, int *cur, size_t want) {
+    if (want > INT32_MAX / 2)
+        want = INT32_MAX / 2;
+    if (*cur >= (int)want || want <= 200u * 1024u)
+        return;
+    int v = (int)want;
+    int fd = mnl_socket_get_fd(n->nl);
+    if (setsockopt(fd, SOL_SOCKET, opt_force, &v, sizeof(v)) == 0 ||
+        setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v)) == 0)
+        *cur = v;
+}
+
+/* One datagram from the kernel into n->rbuf. Returns its length or -errno. */
+static ssize_t recv_one(struct nft *n, bool wait) {
+    for (;;) {
+        struct sockaddr_nl sa;
+        struct iovec iov = { .iov_base = n->rbuf, .iov_len = RECV_BUF_SIZE };
+        struct msghdr msg = {
+            .msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1,
+        };
+        ssize_t len = recvmsg(mnl_socket_get_fd(n->nl), &msg, wait ? 0 : MSG_DONTWAIT);
+        if (len < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (msg.msg_flags & MSG_TRUNC)
+            return -EMSGSIZE;
+        if (msg.msg_namelen != sizeof(sa) || sa.nl_pid != 0)
+            continue; /* not from the kernel */
+        return len;
+    }
+}
+
+/* ---- request / reply (GET and dumps) ------------------------------------------------- */
+
+typedef int (*msg_cb)(const struct nlmsghdr *nlh, void *data);
+
+/* Send one request built in n->qbuf and read its replies: each reply message goes to
+ * cb; the exchange ends with the ACK (GET) or NLMSG_DONE (dump). */
+static int talk(struct nft *n, struct nlmsghdr *req, msg_cb cb, void *data) {
+    uint32_t seq = req->nlmsg_seq;
+    if (mnl_socket_sendto(n->nl, req, req->nlmsg_len) < 0)
+        return -errno;
+    int err = 0;
+    bool intr = false;
+    for (;;) {
+        ssize_t len = recv_one(n, true);
+        if (len < 0)
+            return (int)len;
+        int left = (int)len; /* <= RECV_BUF_SIZE */
+        for (struct nlmsghdr *nlh = (struct nlmsghdr *)n->rbuf; mnl_nlmsg_ok(nlh, left);
+             nlh = mnl_nlmsg_next(nlh, &left)) {
+            if (nlh->nlmsg_seq != seq || nlh->nlmsg_pid != n->portid)
+                continue; /* a late reply to something earlier */
+            if (nlh->nlmsg_flags & NLM_F_DUMP_INTR)
+                intr = true;
+            if (nlh->nlmsg_type == NLMSG_ERROR) {
+                const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
+                if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*e)))
+                    return -EPROTO;
+                if (e->error != 0)
+                    return e->error;
+                return err ? err : intr ? -EINTR : 0;
+            }
+            if (nlh->nlmsg_type == NLMSG_DONE) {
+                if (nlh->nlmsg_len >= mnl_nlmsg_size(sizeof(int))) {
+                    const int *e = mnl_nlmsg_get_payload(nlh);
+                    if (*e < 0)
+                        return *e;
+                }
+                return err ? err : intr ? -EINTR : 0;
+            }
+            if (err == 0 && cb) {
+                int r = cb(nlh, data);
+                if (r < 0)
+                    err = r; /* keep draining to NLMSG_DONE */
+            }
+        }
+    }
+}
+
+static struct nlmsghdr *req_hdr(struct nft *n, uint16_t type, uint16_t flags) {
+    return nftnl_nlmsg_build_hdr(n->qbuf, type, NFPROTO_INET, flags, ++n->seq);
+}
+
+/* A dump, retried while the kernel says the ruleset changed underneath it. The
+ * builder fills in the request's payload; reset() forgets partial results. */
+static int dump(struct nft *n, uint16_t type, void (*build)(struct nlmsghdr *, const void *),
+                const void *obj, msg_cb cb, void (*reset)(void *), void *data) {
+    int r = -EINTR;
+    for (int i = 0; i < RETRIES && r == -EINTR; i++) {
+        if (reset)
+            reset(data);
+        struct nlmsghdr *nlh = req_hdr(n, type, NLM_F_DUMP);
+        if (build)
+            build(nlh, obj);
+        r = talk(n, nlh, cb, data);
+    }
+    return r;
+}
+
+static int gen_cb(const struct nlmsghdr *nlh, void *data) {
+    return nftnl_gen_nlmsg_parse(nlh, data) < 0 ? -EPROTO : 0;
+}
+static int table_cb(const struct nlmsghdr *nlh, void *data) {
+    return nftnl_table_nlmsg_parse(nlh, data) < 0 ? -EPROTO : 0;
+}
+static int chain_cb(const struct nlmsghdr *nlh, void *data) {
+    return nftnl_chain_nlmsg_parse(nlh, data) < 0 ? -EPROTO : 0;
+}
+static int set_cb(const struct nlmsghdr *nlh, void *data) {
+    return nftnl_set_nlmsg_parse(nlh, data) < 0 ? -EPROTO : 0;
+}
+
+static int get_genid(struct nft *n, uint32_t *ret) {
+    _cleanup_(genp) struct nftnl_gen *g = nftnl_gen_alloc();
+    if (!g)
+        return -ENOMEM;
+    struct nlmsghdr *nlh = req_hdr(n, NFT_MSG_GETGEN, NLM_F_ACK);
+    int r = talk(n, nlh, gen_cb, g);
+    if (r < 0)
+        return r;
+    if (!nftnl_gen_is_set(g, NFTNL_GEN_ID))
+        return -EPROTO;
+    *ret = nftnl_gen_get_u32(g, NFTNL_GEN_ID);
+    return 0;
+}
+
+/* ---- batches -------------------------------------------------------------------------- */
+
+struct batch {
+    struct nftnl_batch *b;
+    uint32_t begin_seq;
+    uint32_t n_msgs;        /* object messages, seq begin_seq+1 .. begin_seq+n_msgs */
+    char (*what)[64];       /* description of each object message, for errors */
+    size_t what_cap;
+    int err;                /* first builder failure: the batch will not be sent */
+};
+
+static void batch_free(struct batch *bt) {
+    if (bt->b)
+        nftnl_batch_free(bt->b);
+    free(bt->what);
+    bt->b = NULL;
+    bt->what = NULL;
+}
+
+static int batch_start(struct nft *n, struct batch *bt, const uint32_t *genid) {
+    *bt = (struct batch){ .b = nftnl_batch_alloc(BATCH_PAGE, BATCH_OVERRUN) };
+    if (!bt->b)
+        return -ENOMEM;
+    bt->begin_seq = ++n->seq;
+    struct nlmsghdr *nlh = nftnl_batch_begin(nftnl_batch_buffer(bt->b), bt->begin_seq);
+    if (genid)
+        mnl_attr_put_u32(nlh, NFNL_BATCH_GENID, htonl(*genid));
+    if (nftnl_batch_update(bt->b) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* Header of the next object message, or NULL once the batch has failed. */
+__attribute__((format(printf, 5, 6))) static struct nlmsghdr *
+batch_msg(struct nft *n, struct batch *bt, uint16_t type, uint16_t flags, const char *fmt, ...) {
+    if (bt->err)
+        return NULL;
+    if (bt->n_msgs == bt->what_cap) {
+        size_t cap = bt->what_cap ? bt->what_cap * 2 : 32;
+        void *w = reallocarray(bt->what, cap, sizeof(bt->what[0]));
+        if (!w) {
+            bt->err = -ENOMEM;
+            return NULL;
+        }
+        bt->what = w;
+        bt->what_cap = cap;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(bt->what[bt->n_msgs], sizeof(bt->what[0]), fmt, ap);
+    va_end(ap);
+    bt->n_msgs++;
+    return nftnl_nlmsg_build_hdr(nftnl_batch_buffer(bt->b), type, NFPROTO_INET,
+                                 flags | NLM_F_ACK, ++n->seq);
+}
+
+static void batch_next(struct batch *bt) {
+    if (!bt->err && nftnl_batch_update(bt->b) < 0)
+        bt->err = -ENOMEM;
+}
+
+/* Close, send, and account for every ACK. Consumes bt. */
+static int batch_send(struct nft *n, struct batch *bt) {
+    _cleanup_free_ struct iovec *iov = NULL;
+    _cleanup_free_ int *res = NULL;
+    int r = bt->err;
+    n->err_obj[0] = '\0';
+    if (r < 0)
+        goto out;
+    uint32_t end_seq = ++n->seq;
+    nftnl_batch_end(nftnl_batch_buffer(bt->b), end_seq);
+    if (nftnl_batch_update(bt->b) < 0) {
+        r = -ENOMEM;
+        goto out;
+    }
+    int niov = nftnl_batch_iovec_len(bt->b);
+    iov = calloc((size_t)niov, sizeof(*iov));
+    res = malloc((bt->n_msgs + 1) * sizeof(*res)); /* [0]: BEGIN, [i]: message i */
+    if (!iov || !res) {
+        r = -ENOMEM;
+        goto out;
+    }
+    nftnl_batch_iovec(bt->b, iov, (uint32_t)niov);
+    size_t total = 0;
+    for (int i = 0; i < niov; i++)
+        total += iov[i].iov_len;
+    ensure_buf(n, SO_SNDBUFFORCE, SO_SNDBUF, &n->sndbuf, total + 64u * 1024u);
+    ensure_buf(n, SO_RCVBUFFORCE, SO_RCVBUF, &n->rcvbuf,
+               (size_t)(bt->n_msgs + 1) * ACK_TRUESIZE + 64u * 1024u);
+    for (uint32_t i = 0; i <= bt->n_msgs; i++)
+        res[i] = 1; /* pending */
+
+    struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+    struct msghdr msg = {
+        .msg_name = &kernel, .msg_namelen = sizeof(kernel), .msg_iov = iov,
+        .msg_iovlen = (size_t)niov,
+    };
+    if (sendmsg(mnl_socket_get_fd(n->nl), &msg, 0) < 0) {
+        r = -errno;
+        goto out;
+    }
+
+    /* nf_tables handled the batch inside sendmsg(); its replies are queued. Read
+     * without blocking; wait briefly only if something is still unaccounted for. */
+    uint32_t acked = 0;
+    bool begin_failed = false, waited = false;
+    for (;;) {
+        ssize_t len = recv_one(n, false);
+        if (len == -EAGAIN || len == -EWOULDBLOCK) {
+            /* all queued replies read: done, unless ACKs are missing and nothing
+             * explains it yet (then wait once, briefly, before calling it EPROTO) */
+            if (acked == bt->n_msgs || begin_failed || waited)
+                break;
+            struct pollfd p = { .fd = mnl_socket_get_fd(n->nl), .events = POLLIN };
+            (void)poll(&p, 1, 1000);
+            waited = true;
+            continue;
+        }
+        if (len < 0) {
+            r = (int)len; /* ENOBUFS: ACKs lost, the outcome is unknown */
+            goto out;
+        }
+        int left = (int)len; /* <= RECV_BUF_SIZE */
+        for (struct nlmsghdr *nlh = (struct nlmsghdr *)n->rbuf; mnl_nlmsg_ok(nlh, left);
+             nlh = mnl_nlmsg_next(nlh, &left)) {
+            if (nlh->nlmsg_type != NLMSG_ERROR || nlh->nlmsg_pid != n->portid)
+                continue;
+            const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
+            if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*e)))
+                continue;
+            uint32_t i = nlh->nlmsg_seq - bt->begin_seq;
+            if (nlh->nlmsg_seq == bt->begin_seq || nlh->nlmsg_seq == end_seq) {
+                res[0] = e->error ? e->error : -EPROTO;
+                begin_failed = true;
+            } else if (i >= 1 && i <= bt->n_msgs && res[i] == 1) {
+                res[i] = e->error;
+                acked++;
+            }
+        }
+    }
+    r = 0;
+    if (res[0] != 1) {
+        r = res[0];
+        snprintf(n->err_obj, sizeof(n->err_obj), "the transaction (commit or generation)");
+    }
+    for (uint32_t i = 1; i <= bt->n_msgs && r == 0; i++) {
+        if (res[i] < 0) {
+            r = res[i];
+            snprintf(n->err_obj, sizeof(n->err_obj), "%s", bt->what[i - 1]);
+        }
+    }
+    if (r == 0 && acked < bt->n_msgs)
+        r = -EPROTO; /* an ACK went missing: never claim success without it */
+out:
+    batch_free(bt);
+    return r;
+}
+
+/* ---- object builders ------------------------------------------------------------------- */
+
+static void put_table(struct nft *n, struct batch *bt, uint16_t type, uint16_t flags) {
+    _cleanup_(tablep) struct nftnl_table *t = nftnl_table_alloc();
+    if (!t || nftnl_table_set_str(t, NFTNL_TABLE_NAME, NFTR_TABLE) < 0) {
+        bt->err = bt->err ? bt->err : -ENOMEM;
+        return;
+    }
+    nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
+    if (type == NFT_MSG_NEWTABLE)
+        nftnl_table_set_u32(t, NFTNL_TABLE_FLAGS, 0);
+    struct nlmsghdr *nlh = batch_msg(n, bt, type, flags, "table %s", NFTR_TABLE);
+    if (!nlh)
+        return;
+    nftnl_table_nlmsg_build_payload(nlh, t);
+    batch_next(bt);
+}
+
+static struct nftnl_chain *chain_obj(const char *name) {
+    struct nftnl_chain *c = nftnl_chain_alloc();
+    if (!c)
+        return NULL;
+    if (nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NFTR_TABLE) < 0 ||
+        nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name) < 0) {
+        nftnl_chain_free(c);
+        return NULL;
+    }
+    nftnl_chain_set_u32(c, NFTNL_CHAIN_FAMILY, NFPROTO_INET);
+    return c;
+}
+
+/* NEWCHAIN (a base chain if `hook`), DELCHAIN. */
+static void put_chain(struct nft *n, struct batch *bt, uint16_t type, uint16_t flags,
+                      const char *name, bool hook) {
+    _cleanup_(chainp) struct nftnl_chain *c = chain_obj(name);
+    if (!c || (hook && nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "filter") < 0)) {
+        bt->err = bt->err ? bt->err : -ENOMEM;
+        return;
+    }
+    if (hook) {
+        nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, NF_INET_LOCAL_OUT);
+        nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, 0);
+        nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
+    }
+    struct nlmsghdr *nlh = batch_msg(n, bt, type, flags, "chain %s", name);
+    if (!nlh)
+        return;
+    nftnl_chain_nlmsg_build_payload(nlh, c);
+    batch_next(bt);
+}
+
+static struct nftnl_rule *rule_obj(const char *chain) {
+    struct nftnl_rule *r = nftnl_rule_alloc();
+    if (!r)
+        return NULL;
+    if (nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NFTR_TABLE) < 0 ||
+        nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain) < 0) {
+        nftnl_rule_free(r);
+        return NULL;
+    }
+    nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_INET);
+    return r;
+}
+
+/* DELRULE by handle, or a flush of the whole chain (handle 0). */
+static void put_delrule(struct nft *n, struct batch *bt, const char *chain, uint64_t handle) {
+    _cleanup_(rulep) struct nftnl_rule *r = rule_obj(chain);
+    if (!r) {
+        bt->err = bt->err ? bt->err : -ENOMEM;
+        return;
+    }
+    if (handle)
+        nftnl_rule_set_u64(r, NFTNL_RULE_HANDLE, handle);
+    struct nlmsghdr *nlh =
+        handle ? batch_msg(n, bt, NFT_MSG_DELRULE, 0, "rule handle %" PRIu64 " of chain %s",
+                           handle, chain)
+               : batch_msg(n, bt, NFT_MSG_DELRULE, 0, "flush of chain %s", chain);
+    if (!nlh)
+        return;
+    nftnl_rule_nlmsg_build_payload(nlh, r);
+    batch_next(bt);
+}
+
+/* ---- expressions ----------------------------------------------------------------------- */
+
+/* Add an expression to a rule (which takes ownership); remembers ENOMEM. */
+struct eb {
+    struct nftnl_rule *r;
+    int err;
+};
+
+static struct nftnl_expr *ex(struct eb *b, const char *name) {
+    if (b->err)
+        return NULL;
+    struct nftnl_expr *e = nftnl_expr_alloc(name);
+    if (!e) {
+        b->err = -ENOMEM;
+        return NULL;
+    }
+    nftnl_rule_add_expr(b->r, e);
+    return e;
+}
+
+static void ex_data(struct eb *b, struct nftnl_expr *e, uint16_t attr, const void *d, uint32_t len) {
+    if (e && nftnl_expr_set(e, attr, d, len) < 0)
+        b->err = -ENOMEM;
+}
+
+static void ex_str(struct eb *b, struct nftnl_expr *e, uint16_t attr, const char *s) {
+    if (e && nftnl_expr_set_str(e, attr, s) < 0)
+        b->err = -ENOMEM;
+}
+
+static void e_meta(struct eb *b, uint32_t key) {
+    struct nftnl_expr *e = ex(b, "meta");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG_1);
+}
+
+static void e_cmp(struct eb *b, uint32_t op, const void *data, uint32_t len) {
+    struct nftnl_expr *e = ex(b, "cmp");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
+    ex_data(b, e, NFTNL_EXPR_CMP_DATA, data, len);
+}
+
+static void e_payload(struct eb *b, uint32_t base, uint32_t offset, uint32_t len) {
+    struct nftnl_expr *e = ex(b, "payload");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, offset);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
+}
+
+static void e_bitwise(struct eb *b, const void *mask, uint32_t len) {
+    static const uint8_t zero[16];
+    struct nftnl_expr *e = ex(b, "bitwise");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, len);
+    ex_data(b, e, NFTNL_EXPR_BITWISE_MASK, mask, len);
+    ex_data(b, e, NFTNL_EXPR_BITWISE_XOR, zero, len);
+}
+
+static void e_lookup(struct eb *b, const char *set, bool verdict) {
+    struct nftnl_expr *e = ex(b, "lookup");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
+    if (verdict)
+        nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
+    ex_str(b, e, NFTNL_EXPR_LOOKUP_SET, set);
+}
+
+static void e_nfproto(struct eb *b, int family) {
+    uint8_t p = family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6;
+    e_meta(b, NFT_META_NFPROTO);
+    e_cmp(b, NFT_CMP_EQ, &p, sizeof(p));
+}
+
+static void e_l4proto(struct eb *b, uint8_t proto) {
+    e_meta(b, NFT_META_L4PROTO);
+    e_cmp(b, NFT_CMP_EQ, &proto, sizeof(proto));
+}
+
+static void e_verdict(struct eb *b, int verdict, const char *chain) {
+    struct nftnl_expr *e = ex(b, "immediate");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)verdict);
+    if (chain)
+        ex_str(b, e, NFTNL_EXPR_IMM_CHAIN, chain);
+}
+
+static void e_reject(struct eb *b, uint32_t type, uint8_t code) {
+    struct nftnl_expr *e = ex(b, "reject");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_REJECT_TYPE, type);
+    nftnl_expr_set_u8(e, NFTNL_EXPR_REJECT_CODE, code);
+}
+
+static void e_match(struct eb *b, const struct nftr_match *m) {
+    switch (m->type) {
+    case NFTR_M_OIFNAME: {
+        char name[IFNAMSIZ] = { 0 }; /* exact match: compare all 16 bytes */
+        memcpy(name, m->name, strnlen(m->name, IFNAMSIZ - 1));
+        e_meta(b, NFT_META_OIFNAME);
+        e_cmp(b, NFT_CMP_EQ, name, sizeof(name));
+        break;
+    }
+    case NFTR_M_NFPROTO:
+        e_nfproto(b, m->family);
+        break;
+    case NFTR_M_L4PROTO:
+        e_l4proto(b, m->l4proto);
+        break;
+    case NFTR_M_DADDR: {
+        /* As nft does: load only the bytes the prefix covers, mask a partial last
+         * byte, compare. The nfproto match first makes the offset mean ip/ip6. */
+        bool v4 = m->family == AF_INET;
+        uint32_t len = (m->prefix_len + 7u) / 8u;
+        uint8_t addr[16] = { 0 }, mask[16] = { 0 };
+        memcpy(addr, m->addr, len);
+        for (uint32_t i = 0; i < len; i++)
+            mask[i] = 0xff;
+        if (m->prefix_len % 8)
+            mask[len - 1] = (uint8_t)(0xff00u >> (m->prefix_len % 8));
+        for (uint32_t i = 0; i < len; i++)
+            addr[i] &= mask[i];
+        e_nfproto(b, m->family);
+        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, v4 ? 16 : 24, len);
+        if (m->prefix_len % 8)
+            e_bitwise(b, mask, len);
+        e_cmp(b, NFT_CMP_EQ, addr, len);
+        break;
+    }
+    case NFTR_M_DADDR_SET: {
+        bool v4 = m->family == AF_INET;
+        e_nfproto(b, m->family);
+        e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, v4 ? 16 : 24, v4 ? 4 : 16);
+        e_lookup(b, m->name, false);
+        break;
+    }
+    case NFTR_M_DPORT: {
+        uint16_t lo = htons(m->port_min), hi = htons(m->port_max);
+        e_l4proto(b, m->l4proto);
+        e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2); /* tcp/udp dport */
+        if (m->port_min == m->port_max) {
+            e_cmp(b, NFT_CMP_EQ, &lo, sizeof(lo));
+        } else { /* cmp is a memcmp: big-endian bytes order like the numbers */
+            e_cmp(b, NFT_CMP_GTE, &lo, sizeof(lo));
+            e_cmp(b, NFT_CMP_LTE, &hi, sizeof(hi));
+        }
+        break;
+    }
+    case NFTR_M_CT_NEW: {
+        uint32_t bit = NF_CT_STATE_BIT(IP_CT_NEW), zero = 0;
+        struct nftnl_expr *e = ex(b, "ct");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_STATE);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+        }
+        e_bitwise(b, &bit, sizeof(bit));
+        e_cmp(b, NFT_CMP_NEQ, &zero, sizeof(zero));
+        break;
+    }
+    case NFTR_M_SKUID:
+    case NFTR_M_SKGID:
+        e_meta(b, m->type == NFTR_M_SKUID ? NFT_META_SKUID : NFT_META_SKGID);
+        e_cmp(b, NFT_CMP_EQ, &m->id, sizeof(m->id));
+        break;
+    }
+}
+
+static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
+    struct eb b = { .r = nr };
+    for (size_t i = 0; i < r->n_match; i++)
+        e_match(&b, &r->match[i]);
+    if (r->limit) {
+        struct nftnl_expr *e = ex(&b, "limit");
+        if (e) {
+            nftnl_expr_set_u64(e, NFTNL_EXPR_LIMIT_RATE, r->limit_rate);
+            nftnl_expr_set_u64(e, NFTNL_EXPR_LIMIT_UNIT, 1); /* per second */
+            nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_BURST, r->limit_burst);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_TYPE, NFT_LIMIT_PKTS);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_FLAGS, 0);
+        }
+    }
+    if (r->log) {
+        struct nftnl_expr *e = ex(&b, "log");
+        if (e) {
+            ex_str(&b, e, NFTNL_EXPR_LOG_PREFIX, r->log_prefix);
+            nftnl_expr_set_u16(e, NFTNL_EXPR_LOG_GROUP, r->log_group);
+        }
+    }
+    if (r->counter)
+        ex(&b, "counter");
+    switch (r->verdict) {
+    case NFTR_V_CONTINUE:
+        break;
+    case NFTR_V_ACCEPT:
+        e_verdict(&b, NF_ACCEPT, NULL);
+        break;
+    case NFTR_V_REJECT_TCP_RESET:
+        e_reject(&b, NFT_REJECT_TCP_RST, 0);
+        break;
+    case NFTR_V_REJECT_ADMIN:
+        e_reject(&b, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
+        break;
+    case NFTR_V_JUMP:
+        e_verdict(&b, NFT_JUMP, r->target);
+        break;
+    case NFTR_V_VMAP_CGROUP: {
+        /* nft cannot express "this cgroup id" without resolving a path below
+         * /sys/fs/cgroup; we hand the kernel the 8-byte id ourselves. */
+        struct nftnl_expr *e = ex(&b, "socket");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY, NFT_SOCKET_CGROUPV2);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_1);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, r->cgroup_level);
+        }
+        e_lookup(&b, r->target, true);
+        break;
+    }
+    }
+    return b.err;
+}
+
+/* NEWRULE: appended, or inserted at the head of the chain. tag: private udata. */
+static void put_rule(struct nft *n, struct batch *bt, const char *chain, const struct nftr_rule *r,
+                     size_t index, bool append, const char *tag) {
+    if (bt->err)
+        return;
+    _cleanup_(rulep) struct nftnl_rule *nr = rule_obj(chain);
+    _cleanup_(udatap) struct nftnl_udata_buf *ud = NULL;
+    int e = nr ? rule_exprs(nr, r) : -ENOMEM;
+    if (e == 0 && (r->comment[0] || tag)) {
+        ud = nftnl_udata_buf_alloc(UDATA_MAX);
+        if (!ud || (r->comment[0] && !nftnl_udata_put_strz(ud, NFTNL_UDATA_RULE_COMMENT, r->comment)) ||
+            (tag && !nftnl_udata_put_strz(ud, LYH_UDATA_TAG, tag)) ||
+            nftnl_rule_set_data(nr, NFTNL_RULE_USERDATA, nftnl_udata_buf_data(ud),
+                                nftnl_udata_buf_len(ud)) < 0)
+            e = -ENOMEM;
+    }
+    if (e < 0) {
+        bt->err = e;
+        return;
+    }
+    struct nlmsghdr *nlh = batch_msg(n, bt, NFT_MSG_NEWRULE, NLM_F_CREATE | (append ? NLM_F_APPEND : 0),
+                                     "rule %zu of chain %s", index, chain);
+    if (!nlh)
+        return;
+    nftnl_rule_nlmsg_build_payload(nlh, nr);
+    batch_next(bt);
+}
+
+/* ---- sets ------------------------------------------------------------------------------ */
+
+static struct nftnl_set *set_obj(const char *name, uint32_t id) {
+    struct nftnl_set *s = nftnl_set_alloc();
+    if (!s)
+        return NULL;
+    if (nftnl_set_set_str(s, NFTNL_SET_TABLE, NFTR_TABLE) < 0 ||
+        nftnl_set_set_str(s, NFTNL_SET_NAME, name) < 0) {
+        nftnl_set_free(s);
+        return NULL;
+    }
+    nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
+    if (id)
+        nftnl_set_set_u32(s, NFTNL_SET_ID, id);
+    return s;
+}
+
+/* An interval set holds a start element per range and an INTERVAL_END element at
+ * the first address after it; a range reaching the top of the space has no end
+ * (nft marks its start "open" in the element's udata so it prints as a prefix). */
+struct elem {
+    uint8_t key[16];
+    bool end;
+    bool open;
+};
+
+static size_t prefix_elems(int family, struct elem *out) {
+    const struct nftr_dest *v;
+    size_t n = nftr_lan_prefixes(family, &v), k = 0, alen = family == AF_INET ? 4 : 16;
+    for (size_t i = 0; i < n; i++) {
+        struct elem s = { .end = false }, e = { .end = true };
+        memcpy(s.key, v[i].addr, alen);
+        memcpy(e.key, v[i].addr, alen);
+        /* e = start + 2^(bits - prefix): set the host bits, then add one */
+        for (size_t bit = v[i].prefix_len; bit < alen * 8; bit++)
+            e.key[bit / 8] |= (uint8_t)(0x80u >> (bit % 8));
+        bool carry = true;
+        for (size_t j = alen; j-- > 0 && carry;) {
+            e.key[j]++;
+            carry = e.key[j] == 0;
+        }
+        s.open = carry; /* wrapped: the range runs to the last address */
+        out[k++] = s;
+        if (!carry)
+            out[k++] = e;
+    }
+    return k;
+}
+
+static void put_set_elems(struct nft *n, struct batch *bt, int family) {
+    const char *name = family == AF_INET ? NFTR_SET_LAN4 : NFTR_SET_LAN6;
+    uint32_t alen = family == AF_INET ? 4 : 16;
+    struct elem el[2 * 16];
+    size_t k = prefix_elems(family, el);
+    _cleanup_(setp) struct nftnl_set *s = set_obj(name, family == AF_INET ? SET_ID_LAN4 : SET_ID_LAN6);
+    if (!s) {
+        bt->err = bt->err ? bt->err : -ENOMEM;
+        return;
+    }
+    for (size_t i = 0; i < k; i++) {
+        _cleanup_(elemp) struct nftnl_set_elem *e = nftnl_set_elem_alloc();
+        if (!e || nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, el[i].key, alen) < 0) {
+            bt->err = -ENOMEM;
+            return;
+        }
+        if (el[i].end)
+            nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
+        if (el[i].open) {
+            _cleanup_(udatap) struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(16);
+            if (!ud || !nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_ELEM_FLAGS, NFTNL_SET_ELEM_F_INTERVAL_OPEN) ||
+                nftnl_set_elem_set(e, NFTNL_SET_ELEM_USERDATA, nftnl_udata_buf_data(ud),
+                                   nftnl_udata_buf_len(ud)) < 0) {
+                bt->err = -ENOMEM;
+                return;
+            }
+        }
+        nftnl_set_elem_add(s, TAKE_PTR(e));
+    }
+    struct nlmsghdr *nlh = batch_msg(n, bt, NFT_MSG_NEWSETELEM, NLM_F_CREATE, "elements of set %s", name);
+    if (!nlh)
+        return;
+    nftnl_set_elems_nlmsg_build_payload(nlh, s);
+    batch_next(bt);
+}
+
+static void put_set(struct nft *n, struct batch *bt, const char *name) {
+    bool map = strcmp(name, NFTR_MAP_SESSIONS) == 0, v4 = strcmp(name, NFTR_SET_LAN4) == 0;
+    uint32_t id = map ? SET_ID_SESSIONS : v4 ? SET_ID_LAN4 : SET_ID_LAN6;
+    _cleanup_(setp) struct nftnl_set *s = set_obj(name, id);
+    _cleanup_(udatap) struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(16);
+    if (!s || !ud ||
+        !nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, map ? NFT_BYTEORDER_HOST : NFT_BYTEORDER_BIG) ||
+        nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud), nftnl_udata_buf_len(ud)) < 0) {
+        bt->err = bt->err ? bt->err : -ENOMEM;
+        return;
+    }
+    if (map) {
+        nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
+        nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, NFT_TYPE_CGROUPV2);
+        nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, sizeof(uint64_t));
+        nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
+        nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, 0);
+    } else {
+        nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_INTERVAL);
+        nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, v4 ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR);
+        nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, v4 ? 4 : 16);
+    }
+    struct nlmsghdr *nlh = batch_msg(n, bt, NFT_MSG_NEWSET, NLM_F_CREATE | NLM_F_EXCL, "set %s", name);
+    if (!nlh)
+        return;
+    nftnl_set_nlmsg_build_payload(nlh, s);
+    batch_next(bt);
+}
+
+/* NEWSETELEM / DELSETELEM of { cgroup_id : jump chain } in map sessions. */
+static void put_session_elem(struct nft *n, struct batch *bt, uint16_t type, uint64_t cgroup_id,
+                             const char *chain) {
+    _cleanup_(setp) struct nftnl_set *s = set_obj(NFTR_MAP_SESSIONS, 0);
+    _cleanup_(elemp) struct nftnl_set_elem *e = nftnl_set_elem_alloc();
+    /* the kernel writes the id into the register in host byte order */
+    if (!s || !e || nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, &cgroup_id, sizeof(cgroup_id)) < 0 ||
+        (chain && nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, chain) < 0)) {
+        bt->err = bt->err ? bt->err : -ENOMEM;
+        return;
+    }
+    if (chain)
+        nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_JUMP);
+    nftnl_set_elem_add(s, TAKE_PTR(e));
+    struct nlmsghdr *nlh = batch_msg(n, bt, type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE | NLM_F_EXCL : 0,
+                                     "element %" PRIu64 " of map %s", cgroup_id, NFTR_MAP_SESSIONS);
+    if (!nlh)
+        return;
+    nftnl_set_elems_nlmsg_build_payload(nlh, s);
+    batch_next(bt);
+}
+
+/* ---- reading single objects ------------------------------------------------------------ */
+
+static void build_table(struct nlmsghdr *nlh, const void *o) { nftnl_table_nlmsg_build_payload(nlh, o); }
+static void build_chain(struct nlmsghdr *nlh, const void *o) { nftnl_chain_nlmsg_build_payload(nlh, o); }
+static void build_rule(struct nlmsghdr *nlh, const void *o) { nftnl_rule_nlmsg_build_payload(nlh, (struct nftnl_rule *)o); }
+static void build_set(struct nlmsghdr *nlh, const void *o) { nftnl_set_nlmsg_build_payload(nlh, (struct nftnl_set *)o); }
+static void build_elems(struct nlmsghdr *nlh, const void *o) { nftnl_set_elems_nlmsg_build_payload(nlh, (struct nftnl_set *)o); }
+
+static int get_table(struct nft *n, struct nftnl_table *out) {
+    _cleanup_(tablep) struct nftnl_table *t = nftnl_table_alloc();
+    if (!t || nftnl_table_set_str(t, NFTNL_TABLE_NAME, NFTR_TABLE) < 0)
+        return -ENOMEM;
+    struct nlmsghdr *nlh = req_hdr(n, NFT_MSG_GETTABLE, NLM_F_ACK);
+    build_table(nlh, t);
+    return talk(n, nlh, table_cb, out);
+}
+
+static int get_chain(struct nft *n, const char *name, struct nftnl_chain *out) {
+    _cleanup_(chainp) struct nftnl_chain *c = chain_obj(name);
+    if (!c)
+        return -ENOMEM;
+    struct nlmsghdr *nlh = req_hdr(n, NFT_MSG_GETCHAIN, NLM_F_ACK);
+    build_chain(nlh, c);
+    return talk(n, nlh, chain_cb, out);
+}
+
+static int get_set(struct nft *n, const char *name, struct nftnl_set *out) {
+    _cleanup_(setp) struct nftnl_set *s = set_obj(name, 0);
+    if (!s)
+        return -ENOMEM;
+    struct nlmsghdr *nlh = req_hdr(n, NFT_MSG_GETSET, NLM_F_ACK);
+    build_set(nlh, s);
+    return talk(n, nlh, set_cb, out);
+}
+
+static int chain_exists(struct nft *n, const char *name) {
+    _cleanup_(chainp) struct nftnl_chain *c = nftnl_chain_alloc();
+    if (!c)
+        return -ENOMEM;
+    int r = get_chain(n, name, c);
+    return r == 0 ? 1 : r == -ENOENT ? 0 : r;
+}
+
+/* ---- rule dumps ------------------------------------------------------------------------ */
+
+struct rule_info {
+    uint64_t handle;
+    char comment[NFTR_NAME_MAX];
+    char tag[TAG_MAX];
+    bool counter;
+    uint64_t packets, bytes;
+    int verdict; /* 0 none, 1 accept, 2 reject, 3 other */
+};
+
+struct rule_list {
+    struct rule_info *v;
+    size_t n, cap;
+};
+
+static void rule_list_reset(void *data) {
+    struct rule_list *l = data;
+    l->n = 0;
+}
+
+static int udata_cb(const struct nftnl_udata *attr, void *data) {
+    const struct nftnl_udata **tb = data;
+    tb[nftnl_udata_type(attr)] = attr;
+    return 0;
+}
+
+static void udata_str(const struct nftnl_udata *a, char *buf, size_t size) {
+    buf[0] = '\0';
+    if (!a)
+        return;
+    size_t len = nftnl_udata_len(a);
+    const char *v = nftnl_udata_get(a);
+    if (len == 0 || v[len - 1] != '\0' || len > size)
+        return;
+    memcpy(buf, v, len);
+}
+
+static int rule_cb(const struct nlmsghdr *nlh, void *data) {
+    struct rule_list *l = data;
+    _cleanup_(rulep) struct nftnl_rule *r = nftnl_rule_alloc();
+    if (!r)
+        return -ENOMEM;
+    if (nftnl_rule_nlmsg_parse(nlh, r) < 0)
+        return -EPROTO;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 32;
+        void *v = reallocarray(l->v, cap, sizeof(l->v[0]));
+        if (!v)
+            return -ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    struct rule_info *ri = &l->v[l->n];
+    memset(ri, 0, sizeof(*ri));
+    ri->handle = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
+    if (nftnl_rule_is_set(r, NFTNL_RULE_USERDATA)) {
+        uint32_t len = 0;
+        const void *ud = nftnl_rule_get_data(r, NFTNL_RULE_USERDATA, &len);
+        const struct nftnl_udata *tb[256] = { NULL };
+        if (ud && nftnl_udata_parse(ud, len, udata_cb, tb) >= 0) {
+            udata_str(tb[NFTNL_UDATA_RULE_COMMENT], ri->comment, sizeof(ri->comment));
+            udata_str(tb[LYH_UDATA_TAG], ri->tag, sizeof(ri->tag));
+        }
+    }
+    _cleanup_(iterp) struct nftnl_expr_iter *it = nftnl_expr_iter_create(r);
+    if (!it)
+        return -ENOMEM;
+    for (struct nftnl_expr *e = nftnl_expr_iter_next(it); e; e = nftnl_expr_iter_next(it)) {
+        const char *name = nftnl_expr_get_str(e, NFTNL_EXPR_NAME);
+        if (!name)
+            continue;
+        if (strcmp(name, "counter") == 0) {
+            ri->counter = true;
+            ri->packets = nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_PACKETS);
+            ri->bytes = nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_BYTES);
+        } else if (strcmp(name, "reject") == 0) {
+            ri->verdict = 2;
+        } else if (strcmp(name, "immediate") == 0 && nftnl_expr_is_set(e, NFTNL_EXPR_IMM_VERDICT)) {
+            ri->verdict = (int)nftnl_expr_get_u32(e, NFTNL_EXPR_IMM_VERDICT) == NF_ACCEPT ? 1 : 3;
+        } else if (strcmp(name, "lookup") == 0 && nftnl_expr_is_set(e, NFTNL_EXPR_LOOKUP_DREG)) {
+            ri->verdict = 3;
+        }
+    }
+    l->n++;
+    return 0;
+}
+
+static int dump_rules(struct nft *n, const char *chain, struct rule_list *out) {
+    _cleanup_(rulep) struct nftnl_rule *r = rule_obj(chain);
+    if (!r)
+        return -ENOMEM;
+    return dump(n, NFT_MSG_GETRULE, build_rule, r, rule_cb, rule_list_reset, out);
+}
+
+/* ---- base shape ------------------------------------------------------------------------ */
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) {
+        h ^= (uint8_t)*s;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* "b:<chain>:<index>:<hash of the rule's text>" */
+static int base_tag(const char *chain, size_t i, const struct nftr_rule *r, char tag[static TAG_MAX]) {
+    _cleanup_free_ char *text = NULL;
+    int e = nftr_rule_text(r, &text);
+    if (e < 0)
+        return e;
+    snprintf(tag, TAG_MAX, "b:%s:%zu:%016" PRIx64, chain, i, fnv1a(text));
+    return 0;
+}
+
+static int elem_cmp(const void *a, const void *b) {
+    const struct elem *x = a, *y = b;
+    int c = memcmp(x->key, y->key, sizeof(x->key));
+    if (c)
+        return c;
+    return (int)y->end - (int)x->end; /* an end sorts before a start at the same key */
+}
+
+/* Reduce interval-set elements to their covered ranges, merged, as a canonical list
+ * of [start, end) keys ("end" all-zero + open = to the top), so that the elements
+ * the kernel reports compare equal to what we would send however it stores them. */
+struct range {
+    uint8_t lo[16], hi[16];
+    bool open;
+};
+
+static int ranges_of(struct elem *el, size_t n, struct range *out, size_t cap, size_t *ret_n) {
+    qsort(el, n, sizeof(el[0]), elem_cmp);
+    size_t k = 0;
+    bool in = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!el[i].end) {
+            if (in)
+                return -EINVAL; /* two starts */
+            if (k > 0 && !out[k - 1].open && memcmp(out[k - 1].hi, el[i].key, 16) == 0) {
+                k--; /* adjacent to the previous range: merge */
+            } else {
+                if (k == cap)
+                    return -EINVAL;
+                memcpy(out[k].lo, el[i].key, 16);
+            }
+            in = true;
+        } else if (in) {
+            memcpy(out[k].hi, el[i].key, 16);
+            out[k].open = false;
+            k++;
+            in = false;
+        } /* a stray end before any start (old nft's leading 0 end): ignore */
+    }
+    if (in) {
+        memset(out[k].hi, 0, 16);
+        out[k].open = true;
+        k++;
+    }
+    *ret_n = k;
+    return 0;
+}
+
+struct elem_list {
+    struct elem v[64];
+    size_t n;
+    uint32_t alen;
+    bool overflow;
+};
+
+static void elem_list_reset(void *data) {
+    struct elem_list *l = data;
+    l->n = 0;
+    l->overflow = false;
+}
+
+static int elem_cb(struct nftnl_set_elem *e, void *data) {
+    struct elem_list *l = data;
+    if (l->n == ARRAY_SIZE(l->v)) {
+        l->overflow = true;
+        return 0;
+    }
+    struct elem *x = &l->v[l->n];
+    memset(x, 0, sizeof(*x));
+    uint32_t len = 0;
+    const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+    if (!key || len != l->alen) {
+        l->overflow = true; /* malformed for our purpose: treat as a mismatch */
+        return 0;
+    }
+    memcpy(x->key, key, len);
+    if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_FLAGS))
+        x->end = nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS) & NFT_SET_ELEM_INTERVAL_END;
+    l->n++;
+    return 0;
+}
+
+static int elems_msg_cb(const struct nlmsghdr *nlh, void *data) {
+    _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
+    if (!s)
+        return -ENOMEM;
+    if (nftnl_set_elems_nlmsg_parse(nlh, s) < 0)
+        return -EPROTO;
+    return nftnl_set_elem_foreach(s, elem_cb, data) < 0 ? -EPROTO : 0;
+}
+
+/* 1 if set `family`'s elements cover exactly our prefixes, 0 if not, or -errno. */
+static int set_elems_match(struct nft *n, int family) {
+    const char *name = family == AF_INET ? NFTR_SET_LAN4 : NFTR_SET_LAN6;
+    struct elem want[2 * 16];
+    size_t nw = prefix_elems(family, want);
+    struct elem_list got = { .alen = family == AF_INET ? 4 : 16 };
+    _cleanup_(setp) struct nftnl_set *s = set_obj(name, 0);
+    if (!s)
+        return -ENOMEM;
+    int r = dump(n, NFT_MSG_GETSETELEM, build_elems, s, elems_msg_cb, elem_list_reset, &got);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return r;
+    if (got.overflow)
+        return 0;
+    struct range rw[32], rg[32];
+    size_t nrw, nrg;
+    if (ranges_of(want, nw, rw, ARRAY_SIZE(rw), &nrw) < 0)
+        return -EINVAL; /* our own table is broken: a bug */
+    if (ranges_of(got.v, got.n, rg, ARRAY_SIZE(rg), &nrg) < 0)
+        return 0;
+    return nrw == nrg && memcmp(rw, rg, nrw * sizeof(rw[0])) == 0;
+}
+
+static bool set_shape_ok(const struct nftnl_set *s, uint32_t flags, uint32_t key_len, bool map) {
+    if (!nftnl_set_is_set(s, NFTNL_SET_FLAGS) || !nftnl_set_is_set(s, NFTNL_SET_KEY_LEN))
+        return false;
+    if (nftnl_set_get_u32(s, NFTNL_SET_FLAGS) != flags || nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN) != key_len)
+        return false;
+    if (map)
+        return nftnl_set_is_set(s, NFTNL_SET_DATA_TYPE) &&
+               nftnl_set_get_u32(s, NFTNL_SET_DATA_TYPE) == NFT_DATA_VERDICT;
+    return true;
+}
+
+/* 1 if a set/map exists with the given shape, 0 if missing or different. */
+static int set_matches(struct nft *n, const char *name, uint32_t flags, uint32_t key_len, bool map) {
+    _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
+    if (!s)
+        return -ENOMEM;
+    int r = get_set(n, name, s);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return r;
+    return set_shape_ok(s, flags, key_len, map);
+}
+
+/* 1 if `chain` holds our dispatch rules (any number, tag "d:<chain>...") followed by
+ * exactly the base rules `want`, in order; 0 otherwise. */
+static int chain_rules_match(struct nft *n, const char *chain, const struct nftr_rule *want, size_t nwant) {
+    struct rule_list got = { .v = NULL };
+    int r = dump_rules(n, chain, &got);
+    if (r < 0) {
+        free(got.v);
+        return r == -ENOENT ? 0 : r;
+    }
+    char dprefix[NFTR_NAME_MAX + 3];
+    snprintf(dprefix, sizeof(dprefix), "d:%s", chain);
+    size_t i = 0, w = 0;
+    for (; i < got.n && strcmp(got.v[i].tag, dprefix) == 0 && got.v[i].comment[0]; i++)
+        ;
+    int ok = 1;
+    for (; ok && w < nwant; w++, i++) {
+        char tag[TAG_MAX];
+        r = base_tag(chain, w, &want[w], tag);
+        if (r < 0) {
+            free(got.v);
+            return r;
+        }
+        ok = i < got.n && strcmp(got.v[i].tag, tag) == 0;
+    }
+    if (i != got.n)
+        ok = 0; /* a rule after ours, or a foreign one */
+    free(got.v);
+    return ok;
+}
+
+enum { BASE_MISSING, BASE_OK, BASE_BROKEN };
+
+static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
+    _cleanup_(tablep) struct nftnl_table *t = nftnl_table_alloc();
+    _cleanup_(chainp) struct nftnl_chain *out = nftnl_chain_alloc();
+    _cleanup_(chainp) struct nftnl_chain *gu = nftnl_chain_alloc();
+    if (!t || !out || !gu)
+        return -ENOMEM;
+    int r = get_table(n, t);
+    if (r == -ENOENT) {
+        *ret = BASE_MISSING;
+        return 0;
+    }
+    if (r < 0)
+        return r;
+    *ret = BASE_BROKEN;
+    if (nftnl_table_is_set(t, NFTNL_TABLE_FLAGS) &&
+        (nftnl_table_get_u32(t, NFTNL_TABLE_FLAGS) & NFT_TABLE_F_DORMANT))
+        return 0;
+
+    r = get_chain(n, NFTR_CHAIN_OUTPUT, out);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return r;
+    const char *type = nftnl_chain_get_str(out, NFTNL_CHAIN_TYPE);
+    if (!nftnl_chain_is_set(out, NFTNL_CHAIN_HOOKNUM) ||
+        nftnl_chain_get_u32(out, NFTNL_CHAIN_HOOKNUM) != NF_INET_LOCAL_OUT ||
+        nftnl_chain_get_s32(out, NFTNL_CHAIN_PRIO) != 0 ||
+        nftnl_chain_get_u32(out, NFTNL_CHAIN_POLICY) != NF_ACCEPT || !type || strcmp(type, "filter") != 0)
+        return 0;
+    r = get_chain(n, NFTR_CHAIN_GUARDED, gu);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return r;
+    if (nftnl_chain_is_set(gu, NFTNL_CHAIN_HOOKNUM))
+        return 0;
+
+    /* each check: 1 = as expected, 0 = not (state stays BASE_BROKEN), <0 = error */
+    if ((r = set_matches(n, NFTR_SET_LAN4, NFT_SET_INTERVAL, 4, false)) <= 0 ||
+        (r = set_matches(n, NFTR_SET_LAN6, NFT_SET_INTERVAL, 16, false)) <= 0 ||
+        (r = set_elems_match(n, AF_INET)) <= 0 || (r = set_elems_match(n, AF_INET6)) <= 0)
+        return r;
+    r = set_matches(n, NFTR_MAP_SESSIONS, NFT_SET_MAP, 8, true);
+    if (r < 0)
+        return r;
+    if (r != (b->params.cgroupv2 ? 1 : 0))
+        return 0; /* map missing, or present although this base has none */
+    if ((r = chain_rules_match(n, NFTR_CHAIN_OUTPUT, b->output, b->n_output)) <= 0 ||
+        (r = chain_rules_match(n, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded)) <= 0)
+        return r;
+    *ret = BASE_OK;
+    return 0;
+}
+
+static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b, bool replace) {
+    if (replace)
+        put_table(n, bt, NFT_MSG_DELTABLE, 0);
+    put_table(n, bt, NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_EXCL);
+    put_set(n, bt, NFTR_SET_LAN4);
+    put_set_elems(n, bt, AF_INET);
+    put_set(n, bt, NFTR_SET_LAN6);
+    put_set_elems(n, bt, AF_INET6);
+    if (b->params.cgroupv2)
+        put_set(n, bt, NFTR_MAP_SESSIONS);
+    put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_OUTPUT, true);
+    put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_GUARDED, false);
+    struct {
+        const char *chain;
+        const struct nftr_rule *v;
+        size_t n;
+    } lists[] = {
+        { NFTR_CHAIN_OUTPUT, b->output, b->n_output },
+        { NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded },
+    };
+    for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+        for (size_t i = 0; i < lists[l].n; i++) {
+            char tag[TAG_MAX];
+            int r = base_tag(lists[l].chain, i, &lists[l].v[i], tag);
+            if (r < 0) {
+                bt->err = bt->err ? bt->err : r;
+                return;
+            }
+            put_rule(n, bt, lists[l].chain, &lists[l].v[i], i, true, tag);
+        }
+    }
+}
+
+int nft_ensure_base(struct nft *n, const struct nftr_base_params *p, unsigned *ret_flags) {
+    _cleanup_(base_freep) struct nftr_base *b = NULL;
+    int r = nftr_render_base(p, &b);
+    if (r < 0)
+        return r;
+    r = -ERESTART;
+    for (int attempt = 0; attempt < RETRIES && r == -ERESTART; attempt++) {
+        uint32_t genid;
+        int state = BASE_BROKEN;
+        r = get_genid(n, &genid);
+        if (r < 0)
+            return r;
+        r = probe_base(n, b, &state);
+        if (r < 0)
+            return r;
+        if (state == BASE_OK) {
+            *ret_flags = 0;
+            return 0;
+        }
+        struct batch bt;
+        r = batch_start(n, &bt, &genid);
+        if (r < 0) {
+            batch_free(&bt);
+            return r;
+        }
+        put_base(n, &bt, b, state == BASE_BROKEN);
+        r = batch_send(n, &bt);
+        if (r == 0)
+            *ret_flags = state == BASE_MISSING ? NFT_BASE_CREATED : NFT_BASE_REBUILT;
+    }
+    return r;
+}
+
+/* ---- sessions -------------------------------------------------------------------------- */
+
+static bool has_prefix(const char *s, const char *prefix) {
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int nft_session_add(struct nft *n, const struct nftr_chain *c) {
+    if (!c || c->scope != NFTR_SCOPE_SESSION || c->cgroup_id == 0 ||
+        !has_prefix(c->name, NFTR_SESSION_CHAIN_PREFIX))
+        return -EINVAL;
+    struct batch bt;
+    int r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    put_chain(n, &bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, c->name, false);
+    for (size_t i = 0; i < c->n_rules; i++)
+        put_rule(n, &bt, c->name, &c->rules[i], i, true, NULL);
+    put_session_elem(n, &bt, NFT_MSG_NEWSETELEM, c->cgroup_id, c->name);
+    return batch_send(n, &bt);
+}
+
+struct one_elem {
+    bool found;
+    uint32_t verdict;
+    char chain[NFTR_NAME_MAX];
+};
+
+static int one_elem_cb(struct nftnl_set_elem *e, void *data) {
+    struct one_elem *o = data;
+    o->found = true;
+    if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_VERDICT))
+        o->verdict = nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_VERDICT);
+    const char *c = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN)
+                        ? nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN)
+                        : NULL;
+    snprintf(o->chain, sizeof(o->chain), "%s", c ? c : "");
+    return 0;
+}
+
+static int one_elem_msg_cb(const struct nlmsghdr *nlh, void *data) {
+    _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
+    if (!s)
+        return -ENOMEM;
+    if (nftnl_set_elems_nlmsg_parse(nlh, s) < 0)
+        return -EPROTO;
+    return nftnl_set_elem_foreach(s, one_elem_cb, data) < 0 ? -EPROTO : 0;
+}
+
+/* GETSETELEM of one key: 0 with o->found set or not, or -errno. */
+static int get_session_elem(struct nft *n, uint64_t cgroup_id, struct one_elem *o) {
+    _cleanup_(setp) struct nftnl_set *s = set_obj(NFTR_MAP_SESSIONS, 0);
+    _cleanup_(elemp) struct nftnl_set_elem *e = nftnl_set_elem_alloc();
+    if (!s || !e || nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, &cgroup_id, sizeof(cgroup_id)) < 0)
+        return -ENOMEM;
+    nftnl_set_elem_add(s, TAKE_PTR(e));
+    memset(o, 0, sizeof(*o));
+    struct nlmsghdr *nlh = req_hdr(n, NFT_MSG_GETSETELEM, NLM_F_ACK);
+    build_elems(nlh, s);
+    int r = talk(n, nlh, one_elem_msg_cb, o);
+    if (r == -ENOENT) {
+        o->found = false;
+        return 0;
+    }
+    return r;
+}
+
+int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id) {
+    if (!name || !has_prefix(name, NFTR_SESSION_CHAIN_PREFIX) || strlen(name) >= NFTR_NAME_MAX)
+        return -EINVAL;
+    int r = -ERESTART;
+    for (int attempt = 0; attempt < RETRIES && r == -ERESTART; attempt++) {
+        uint32_t genid;
+        struct one_elem o;
+        r = get_genid(n, &genid);
+        if (r < 0)
+            return r;
+        int have_chain = chain_exists(n, name);
+        if (have_chain < 0)
+            return have_chain;
+        r = cgroup_id ? get_session_elem(n, cgroup_id, &o) : 0;
+        if (r < 0)
+            return r;
+        if (!cgroup_id)
+            o.found = false;
+        if (o.found && (o.verdict != (uint32_t)NFT_JUMP || strcmp(o.chain, name) != 0))
+            return -EBUSY; /* that cgroup belongs to someone else now */
+        if (!o.found && !have_chain)
+            return -ENOENT;
+        struct batch bt;
+        r = batch_start(n, &bt, &genid);
+        if (r < 0) {
+            batch_free(&bt);
+            return r;
+        }
+        if (o.found)
+            put_session_elem(n, &bt, NFT_MSG_DELSETELEM, cgroup_id, NULL);
+        if (have_chain) {
+            put_delrule(n, &bt, name, 0);
+            put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, name, false);
+        }
+        r = batch_send(n, &bt);
+    }
+    return r;
+}
+
+/* ---- uid scopes ------------------------------------------------------------------------ */
+
+int nft_uid_chain_add(struct nft *n, const struct nftr_chain *c) {
+    if (!c || (c->scope != NFTR_SCOPE_UID && c->scope != NFTR_SCOPE_SHARED_USER) ||
+        strcmp(c->dispatch.comment, c->name) != 0 || strcmp(c->dispatch.target, c->name) != 0)
+        return -EINVAL;
+    char tag[TAG_MAX];
+    snprintf(tag, sizeof(tag), "d:%s", c->dispatch_chain);
+    struct batch bt;
+    int r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    put_chain(n, &bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, c->name, false);
+    for (size_t i = 0; i < c->n_rules; i++)
+        put_rule(n, &bt, c->name, &c->rules[i], i, true, NULL);
+    /* at the head: before guarded's final reject, resp. before output's gid rule */
+    put_rule(n, &bt, c->dispatch_chain, &c->dispatch, 0, false, tag);
+    return batch_send(n, &bt);
+}
+
+int nft_uid_chain_del(struct nft *n, enum nftr_scope scope, uint32_t uid) {
+    char name[NFTR_NAME_MAX];
+    if (scope != NFTR_SCOPE_UID && scope != NFTR_SCOPE_SHARED_USER)
+        return -EINVAL;
+    int r = nftr_chain_name(scope, NULL, uid, name);
+    if (r < 0)
+        return r;
+    const char *from = scope == NFTR_SCOPE_UID ? NFTR_CHAIN_GUARDED : NFTR_CHAIN_OUTPUT;
+    r = -ERESTART;
+    for (int attempt = 0; attempt < RETRIES && r == -ERESTART; attempt++) {
+        uint32_t genid;
+        r = get_genid(n, &genid);
+        if (r < 0)
+            return r;
+        int have_chain = chain_exists(n, name);
+        if (have_chain < 0)
+            return have_chain;
+        struct rule_list rules = { .v = NULL };
+        r = dump_rules(n, from, &rules);
+        if (r < 0 && r != -ENOENT) {
+            free(rules.v);
+            return r;
+        }
+        size_t ndispatch = 0;
+        for (size_t i = 0; i < rules.n; i++)
+            ndispatch += strcmp(rules.v[i].comment, name) == 0;
+        if (!have_chain && ndispatch == 0) {
+            free(rules.v);
+            return -ENOENT;
+        }
+        struct batch bt;
+        r = batch_start(n, &bt, &genid);
+        if (r == 0) {
+            for (size_t i = 0; i < rules.n; i++)
+                if (strcmp(rules.v[i].comment, name) == 0)
+                    put_delrule(n, &bt, from, rules.v[i].handle);
+            if (have_chain) {
+                put_delrule(n, &bt, name, 0);
+                put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, name, false);
+            }
+            r = batch_send(n, &bt);
+        } else {
+            batch_free(&bt);
+        }
+        free(rules.v);
+    }
+    return r;
+}
+
+/* ---- listing, counters, table ---------------------------------------------------------- */
+
+struct name_list {
+    char **v;
+    size_t n, cap;
+};
+
+void nft_names_free(char **names) {
+    if (!names)
+        return;
+    for (char **p = names; *p; p++)
+        free(*p);
+    free(names);
+}
+
+static void name_list_reset(void *data) {
+    struct name_list *l = data;
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    l->n = 0;
+}
+
+static int chain_name_cb(const struct nlmsghdr *nlh, void *data) {
+    struct name_list *l = data;
+    _cleanup_(chainp) struct nftnl_chain *c = nftnl_chain_alloc();
+    if (!c)
+        return -ENOMEM;
+    if (nftnl_chain_nlmsg_parse(nlh, c) < 0)
+        return -EPROTO;
+    const char *table = nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE);
+    const char *name = nftnl_chain_get_str(c, NFTNL_CHAIN_NAME);
+    if (!table || !name || strcmp(table, NFTR_TABLE) != 0 ||
+        nftnl_chain_get_u32(c, NFTNL_CHAIN_FAMILY) != NFPROTO_INET)
+        return 0;
+    if (l->n + 1 >= l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **v = reallocarray(l->v, cap, sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n] = strdup(name);
+    if (!l->v[l->n])
+        return -ENOMEM;
+    l->n++;
+    return 0;
+}
+
+int nft_list_chains(struct nft *n, char ***ret_names, size_t *ret_n) {
+    _cleanup_(tablep) struct nftnl_table *t = nftnl_table_alloc();
+    _cleanup_(chainp) struct nftnl_chain *filter = chain_obj("");
+    if (!t || !filter)
+        return -ENOMEM;
+    int r = get_table(n, t);
+    if (r < 0)
+        return r;
+    nftnl_chain_unset(filter, NFTNL_CHAIN_NAME);
+    struct name_list l = { .v = NULL };
+    r = dump(n, NFT_MSG_GETCHAIN, build_chain, filter, chain_name_cb, name_list_reset, &l);
+    if (r == 0 && !l.v) {
+        l.v = calloc(1, sizeof(*l.v));
+        if (!l.v)
+            r = -ENOMEM;
+    }
+    if (r < 0) {
+        name_list_reset(&l);
+        free(l.v);
+        return r;
+    }
+    l.v[l.n] = NULL;
+    *ret_names = l.v;
+    *ret_n = l.n;
+    return 0;
+}
+
+struct sess_list {
+    struct nft_session_elem *v;
+    size_t n, cap;
+    int err;
+};
+
+static void sess_list_reset(void *data) {
+    struct sess_list *l = data;
+    l->n = 0;
+    l->err = 0;
+}
+
+static int sess_elem_cb(struct nftnl_set_elem *e, void *data) {
+    struct sess_list *l = data;
+    uint32_t len = 0;
+    const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+    if (!key || len != sizeof(uint64_t))
+        return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        void *v = reallocarray(l->v, cap, sizeof(l->v[0]));
+        if (!v) {
+            l->err = -ENOMEM;
+            return -1;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    struct nft_session_elem *s = &l->v[l->n++];
+    memcpy(&s->cgroup_id, key, sizeof(s->cgroup_id));
+    const char *c = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN) ? nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN)
+                                                                   : NULL;
+    snprintf(s->chain, sizeof(s->chain), "%s", c ? c : "");
+    return 0;
+}
+
+static int sess_msg_cb(const struct nlmsghdr *nlh, void *data) {
+    struct sess_list *l = data;
+    _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
+    if (!s)
+        return -ENOMEM;
+    if (nftnl_set_elems_nlmsg_parse(nlh, s) < 0)
+        return -EPROTO;
+    if (nftnl_set_elem_foreach(s, sess_elem_cb, l) < 0)
+        return l->err ? l->err : -EPROTO;
+    return 0;
+}
+
+int nft_list_sessions(struct nft *n, struct nft_session_elem **ret, size_t *ret_n) {
+    _cleanup_(setp) struct nftnl_set *s = set_obj(NFTR_MAP_SESSIONS, 0);
+    if (!s)
+        return -ENOMEM;
+    struct sess_list l = { .v = NULL };
+    int r = dump(n, NFT_MSG_GETSETELEM, build_elems, s, sess_msg_cb, sess_list_reset, &l);
+    if (r < 0) {
+        free(l.v);
+        return r;
+    }
+    *ret = l.v;
+    *ret_n = l.n;
+    return 0;
+}
+
+int nft_table_delete(struct nft *n) {
+    struct batch bt;
+    int r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    put_table(n, &bt, NFT_MSG_DELTABLE, 0);
+    return batch_send(n, &bt);
+}
+
+int nft_chain_counters(struct nft *n, const char *chain, struct nft_counters *ret) {
+    if (!chain || !chain[0] || strlen(chain) >= NFTR_NAME_MAX)
+        return -EINVAL;
+    int have = chain_exists(n, chain);
+    if (have < 0)
+        return have;
+    if (!have)
+        return -ENOENT;
+    struct rule_list l = { .v = NULL };
+    int r = dump_rules(n, chain, &l);
+    if (r < 0) {
+        free(l.v);
+        return r;
+    }
+    struct nft_counters c = { 0 };
+    for (size_t i = 0; i < l.n; i++) {
+        if (!l.v[i].counter)
+            continue;
+        if (l.v[i].verdict == 1) {
+            c.accept_packets += l.v[i].packets;
+            c.accept_bytes += l.v[i].bytes;
+        } else if (l.v[i].verdict == 2) {
+            c.reject_packets += l.v[i].packets;
+            c.reject_bytes += l.v[i].bytes;
+        }
+    }
+    free(l.v);
+    *ret = c;
+    return 0;
+}

@@ -1,0 +1,106 @@
+/* nft: installs and removes the egress guard in table `inet lianyaohu`.
+ *
+ * Every change is one nf_tables netlink transaction (NFNL_MSG_BATCH_BEGIN .. END):
+ * it applies completely or not at all. Every message asks for an ACK and every ACK
+ * is checked; if building any message fails, nothing is sent. Operations that act
+ * on what they read first (ensure_base, the deletes) pin the ruleset generation they
+ * read in the batch, so a concurrent change makes them retry instead of acting on
+ * stale state. The rules come from nft_render.h; this module only encodes them.
+ *
+ * Contract for every function below: returns 0 or a negative errno (as the kernel
+ * reported it for the first failing message, or -ENOMEM, -EINVAL, -EPROTO ...);
+ * ret_* parameters are set only on success; nothing logs; calls block on the
+ * netlink socket (a kernel round trip, no timeouts needed: nf_tables answers
+ * synchronously). After a failed change nothing was changed, with one exception:
+ * -ENOBUFS / -EPROTO from a change mean its ACKs were lost and the outcome is
+ * unknown (re-read the state; the receive buffer is sized so this should not happen).
+ * Needs CAP_NET_ADMIN in the network namespace of the caller; the socket and its
+ * table belong to the network namespace nft_open() ran in. Not thread-safe.
+ */
+#ifndef LYH_PLATFORM_LINUX_NFT_H
+#define LYH_PLATFORM_LINUX_NFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "platform/linux/nft_render.h"
+
+struct nft;
+
+/* Open the (one, CLOEXEC) netfilter netlink socket and keep it for later calls. */
+int nft_open(struct nft **ret);
+void nft_close(struct nft *n); /* NULL ok */
+
+/* nft_ensure_base() *ret_flags */
+enum {
+    NFT_BASE_CREATED = 1u << 0, /* the table was missing and has been created */
+    NFT_BASE_REBUILT = 1u << 1, /* the table existed without our shape (flushed, a set
+                                 * emptied, a base rule missing or foreign, dormant,
+                                 * other parameters): it was deleted and built again
+                                 * in the same transaction. All session and uid chains
+                                 * are gone; re-add the live ones. Worth an audit record. */
+};
+
+/* Make sure the table has its base objects: sets lan4/lan6 with their elements, map
+ * sessions (if p->cgroupv2), chains output and guarded with their rules. If the
+ * table already has exactly that shape, nothing is changed and *ret_flags is 0.
+ * Chains of sessions and uid scopes are not inspected. */
+int nft_ensure_base(struct nft *n, const struct nftr_base_params *p, unsigned *ret_flags);
+
+/* Session scope, one transaction: chain s-<id> with its rules, and the element
+ * { cgroup_id : jump s-<id> } of map sessions. -EEXIST if the chain or the element
+ * already exists (nothing changed). -EINVAL if c is not a session chain. */
+int nft_session_add(struct nft *n, const struct nftr_chain *c);
+
+/* Remove what exists of a session, one transaction: the map element of cgroup_id
+ * (only if it jumps to `name`), then flush and delete chain `name`. cgroup_id 0 =
+ * unknown: chain only (nft_list_sessions() tells which ids jump where). -ENOENT if
+ * neither exists; -EBUSY if the element of cgroup_id jumps to another chain or the
+ * chain is still referenced from elsewhere (nothing changed). name must be "s-*". */
+int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id);
+
+/* Uid scopes (NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER), one transaction: chain
+ * LYH-<uid> / LYH-U-<uid> with its rules, and the dispatch rule inserted at the
+ * head of guarded / output, tagged (rule userdata comment) with the chain name.
+ * -EEXIST if the chain exists. */
+int nft_uid_chain_add(struct nft *n, const struct nftr_chain *c);
+
+/* Remove a uid scope, one transaction: every dispatch rule tagged with its chain
+ * name (found by that tag in guarded / output), then flush and delete the chain.
+ * -ENOENT if neither the chain nor a dispatch rule exists. */
+int nft_uid_chain_del(struct nft *n, enum nftr_scope scope, uint32_t uid);
+
+/* Names of all chains in the table (output and guarded included), in kernel order.
+ * *ret_names is a NULL-terminated array owned by the caller: nft_names_free().
+ * -ENOENT if the table does not exist. */
+int nft_list_chains(struct nft *n, char ***ret_names, size_t *ret_n);
+void nft_names_free(char **names); /* NULL ok */
+
+/* The elements of map sessions: cgroup id -> chain name. *ret is owned by the
+ * caller: free(). For the startup reaper. -ENOENT without table or map. */
+struct nft_session_elem {
+    uint64_t cgroup_id;
+    char chain[NFTR_NAME_MAX];
+};
+int nft_list_sessions(struct nft *n, struct nft_session_elem **ret, size_t *ret_n);
+
+/* Delete the whole table, one transaction. -ENOENT if it does not exist. */
+int nft_table_delete(struct nft *n);
+
+/* Sum of the counters of a chain's verdict rules (rules with a counter that end in
+ * accept, resp. reject); log-only rules carry no counter. -ENOENT without chain. */
+struct nft_counters {
+    uint64_t accept_packets;
+    uint64_t accept_bytes;
+    uint64_t reject_packets;
+    uint64_t reject_bytes;
+};
+int nft_chain_counters(struct nft *n, const char *chain, struct nft_counters *ret);
+
+/* After a failed batch: which message the kernel refused first, e.g.
+ * "rule 3 of chain s-abc", or "the transaction (commit or generation)" when the
+ * kernel refused the batch as a whole; "" when nothing was refused (e.g. -ENOMEM
+ * while building). Storage inside n, valid until the next call. For the log line. */
+const char *nft_last_error_object(const struct nft *n);
+
+#endif

@@ -1,0 +1,761 @@
+/* nft_render: turns a validated firewall request into rule descriptions and text.
+ *
+ * This file owns the *meaning* of the egress guard: which rules a session, uid or
+ * shared-user scope gets, in which order, and what the base chains do. It must never
+ * do I/O, talk to the kernel, log, or keep state between calls: nft.c encodes what
+ * we return, the golden tests pin it down, and `lyh run --print-firewall` shows it.
+ *
+ * Why the chains look the way they do:
+ * - Every chain ends in a reject, so a jump into it never falls back into `guarded`;
+ *   `guarded` itself ends in a reject, so a guarded socket that matches no live
+ *   session (its chain is gone, or it never had one) can send nothing.
+ * - Rejects answer at once (tcp reset for tcp, icmpx admin-prohibited otherwise):
+ *   an agent fails fast instead of hanging on a silently dropped SYN.
+ * - A limit expression stops the rule it is in once the bucket is empty. If the limit
+ *   sat in the verdict rule, packets over the rate would skip the verdict and fall
+ *   through to later rules. So logging is its own rule without a verdict
+ *   (`M [ct state new] limit .. log ..`), followed by the verdict rule
+ *   (`M counter accept|reject`): the limit thins out log events only, and the counter
+ *   of the verdict rule still counts every packet. Log rules carry no counter, so
+ *   nft_chain_counters() can sum verdict rules only. Each log rule has its own bucket.
+ * - Accepts log only new flows (ct state new); rejects log every rejected packet.
+ * - `reject with tcp reset` is only valid for tcp, so each reject point is split into
+ *   an l4proto-tcp rule and a catch-all icmpx rule.
+ * - A destination with ports covers tcp and udp (two rules), without ports every
+ *   protocol. A /0 destination is rendered as `meta nfproto ipv4|ipv6`.
+ * - Text form: one nft command per netlink message, so the printed form is a
+ *   transcript of the transaction and parses again with `nft -c -f`.
+ */
+#include "platform/linux/nft_render.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/macros.h"
+
+/* ---- the blocked destination sets ------------------------------------------------ */
+
+#define V4(a, b, c, d, len) \
+    { .family = AF_INET, .addr = { a, b, c, d }, .prefix_len = len }
+#define V6(len, ...) \
+    { .family = AF_INET6, .addr = { __VA_ARGS__ }, .prefix_len = len }
+
+/* "this network", private, CGN, loopback on a non-lo interface, link-local, IETF
+ * protocol assignments, TEST-NETs, 6to4 relay anycast, benchmarking, multicast,
+ * reserved and limited broadcast. */
+static const struct nftr_dest lan4[] = {
+    V4(0, 0, 0, 0, 8),       V4(10, 0, 0, 0, 8),     V4(100, 64, 0, 0, 10),
+    V4(127, 0, 0, 0, 8),     V4(169, 254, 0, 0, 16), V4(172, 16, 0, 0, 12),
+    V4(192, 0, 0, 0, 24),    V4(192, 0, 2, 0, 24),   V4(192, 88, 99, 0, 24),
+    V4(192, 168, 0, 0, 16),  V4(198, 18, 0, 0, 15),  V4(198, 51, 100, 0, 24),
+    V4(203, 0, 113, 0, 24),  V4(224, 0, 0, 0, 4),    V4(240, 0, 0, 0, 4),
+};
+
+/* unspecified, loopback, v4-mapped, local-use NAT64, discard-only, documentation,
+ * ULA, link-local, multicast. */
+static const struct nftr_dest lan6[] = {
+    V6(128, 0),
+    V6(128, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1),
+    V6(96, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff),
+    V6(48, 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01),
+    V6(64, 0x01, 0x00),
+    V6(32, 0x20, 0x01, 0x0d, 0xb8),
+    V6(7, 0xfc),
+    V6(10, 0xfe, 0x80),
+    V6(8, 0xff),
+};
+
+size_t nftr_lan_prefixes(int family, const struct nftr_dest **ret) {
+    if (family == AF_INET) {
+        *ret = lan4;
+        return ARRAY_SIZE(lan4);
+    }
+    if (family == AF_INET6) {
+        *ret = lan6;
+        return ARRAY_SIZE(lan6);
+    }
+    return 0;
+}
+
+/* ---- validation -------------------------------------------------------------------- */
+
+static bool session_id_valid(const char *id) {
+    if (!id)
+        return false;
+    size_t n = strlen(id);
+    if (n < 1 || n > NFTR_SESSION_ID_MAX || strcmp(id, "nosession") == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && (i == 0 || (c != '-' && c != '_')))
+            return false;
+    }
+    return true;
+}
+
+static bool iface_valid(const char *name) {
+    if (!name)
+        return false;
+    size_t n = strlen(name);
+    if (n < 1 || n >= NFTR_IFNAME_MAX || strcmp(name, "lo") == 0 || strcmp(name, ".") == 0 ||
+        strcmp(name, "..") == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+static size_t family_len(int family) {
+    return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
+}
+
+static bool dest_valid(const struct nftr_dest *d) {
+    size_t alen = family_len(d->family);
+    if (alen == 0 || d->prefix_len > alen * 8)
+        return false;
+    /* host bits must be zero: "10.1.2.3/8" is a caller bug, not something to guess */
+    for (size_t bit = d->prefix_len; bit < alen * 8; bit++)
+        if (d->addr[bit / 8] & (0x80u >> (bit % 8)))
+            return false;
+    if (d->port_min == 0 && d->port_max == 0)
+        return true;
+    return d->port_min >= 1 && d->port_min <= d->port_max;
+}
+
+static bool dests_valid(const struct nftr_dest *v, size_t n) {
+    if (n > NFTR_DESTS_MAX || (n > 0 && !v))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!dest_valid(&v[i]))
+            return false;
+    return true;
+}
+
+int nftr_chain_name(enum nftr_scope scope, const char *session_id, uint32_t uid,
+                    char buf[static NFTR_NAME_MAX]) {
+    int r;
+    switch (scope) {
+    case NFTR_SCOPE_SESSION:
+        if (!session_id_valid(session_id))
+            return -EINVAL;
+        r = snprintf(buf, NFTR_NAME_MAX, NFTR_SESSION_CHAIN_PREFIX "%s", session_id);
+        break;
+    case NFTR_SCOPE_UID:
+        if (uid == UINT32_MAX)
+            return -EINVAL;
+        r = snprintf(buf, NFTR_NAME_MAX, NFTR_UID_CHAIN_PREFIX "%" PRIu32, uid);
+        break;
+    case NFTR_SCOPE_SHARED_USER:
+        if (uid == UINT32_MAX)
+            return -EINVAL;
+        r = snprintf(buf, NFTR_NAME_MAX, NFTR_SHARED_CHAIN_PREFIX "%" PRIu32, uid);
+        break;
+    default:
+        return -EINVAL;
+    }
+    return r > 0 && r < NFTR_NAME_MAX ? 0 : -EINVAL;
+}
+
+/* ---- building rule lists ------------------------------------------------------------- */
+
+struct rules {
+    struct nftr_rule *v;
+    size_t n, cap;
+    int err;
+};
+
+static struct nftr_rule *rules_push(struct rules *rs) {
+    if (rs->err)
+        return NULL;
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 16;
+        struct nftr_rule *v = reallocarray(rs->v, cap, sizeof(*v));
+        if (!v) {
+            rs->err = -ENOMEM;
+            return NULL;
+        }
+        rs->v = v;
+        rs->cap = cap;
+    }
+    struct nftr_rule *r = &rs->v[rs->n++];
+    memset(r, 0, sizeof(*r));
+    return r;
+}
+
+/* A small list of matches shared by the rules of one accept or reject point. */
+struct matches {
+    struct nftr_match m[NFTR_RULE_MATCHES_MAX];
+    size_t n;
+};
+
+static struct nftr_match *mpush(struct matches *ms, enum nftr_match_type type) {
+    /* Callers use at most four matches per rule: running out is a bug here. */
+    if (ms->n >= NFTR_RULE_MATCHES_MAX)
+        abort();
+    struct nftr_match *m = &ms->m[ms->n++];
+    memset(m, 0, sizeof(*m));
+    m->type = type;
+    return m;
+}
+
+static void m_oif(struct matches *ms, const char *ifname) {
+    struct nftr_match *m = mpush(ms, NFTR_M_OIFNAME);
+    snprintf(m->name, sizeof(m->name), "%s", ifname);
+}
+
+static void m_nfproto(struct matches *ms, int family) {
+    mpush(ms, NFTR_M_NFPROTO)->family = family;
+}
+
+static void m_l4proto(struct matches *ms, uint8_t proto) {
+    mpush(ms, NFTR_M_L4PROTO)->l4proto = proto;
+}
+
+static void m_set(struct matches *ms, int family, const char *set) {
+    struct nftr_match *m = mpush(ms, NFTR_M_DADDR_SET);
+    m->family = family;
+    snprintf(m->name, sizeof(m->name), "%s", set);
+}
+
+static void m_daddr(struct matches *ms, const struct nftr_dest *d) {
+    if (d->prefix_len == 0) {
+        m_nfproto(ms, d->family);
+        return;
+    }
+    struct nftr_match *m = mpush(ms, NFTR_M_DADDR);
+    m->family = d->family;
+    memcpy(m->addr, d->addr, sizeof(m->addr));
+    m->prefix_len = d->prefix_len;
+}
+
+static void m_dport(struct matches *ms, uint8_t proto, uint16_t lo, uint16_t hi) {
+    struct nftr_match *m = mpush(ms, NFTR_M_DPORT);
+    m->l4proto = proto;
+    m->port_min = lo;
+    m->port_max = hi;
+}
+
+static void m_id(struct matches *ms, enum nftr_match_type type, uint32_t id) {
+    mpush(ms, type)->id = id;
+}
+
+/* Logging context of one chain. */
+struct logctx {
+    struct nftr_log_params p;
+    char accept_prefix[NFTR_LOG_PREFIX_MAX];
+    char reject_prefix[NFTR_LOG_PREFIX_MAX];
+};
+
+static struct nftr_rule *rule_with(struct rules *rs, const struct matches *ms) {
+    struct nftr_rule *r = rules_push(rs);
+    if (!r)
+        return NULL;
+    memcpy(r->match, ms->m, ms->n * sizeof(ms->m[0]));
+    r->n_match = ms->n;
+    return r;
+}
+
+static void rule_log(struct nftr_rule *r, const struct logctx *lc, const char *prefix) {
+    if (lc->p.rate > 0) {
+        r->limit = true;
+        r->limit_rate = lc->p.rate;
+        r->limit_burst = lc->p.burst;
+    }
+    r->log = true;
+    r->log_group = lc->p.group;
+    snprintf(r->log_prefix, sizeof(r->log_prefix), "%s", prefix);
+}
+
+/* M ct state new limit .. log "..:A " ; M counter accept */
+static void emit_accept(struct rules *rs, const struct logctx *lc, const struct matches *base) {
+    struct matches ms = *base;
+    mpush(&ms, NFTR_M_CT_NEW);
+    struct nftr_rule *r = rule_with(rs, &ms);
+    if (r)
+        rule_log(r, lc, lc->accept_prefix);
+    r = rule_with(rs, base);
+    if (r) {
+        r->counter = true;
+        r->verdict = NFTR_V_ACCEPT;
+    }
+}
+
+enum reject_kind { REJECT_ANY, REJECT_TCP, REJECT_UDP };
+
+/* M limit .. log "..:D " ; then per kind:
+ *   ANY: M meta l4proto tcp counter reject with tcp reset ; M counter reject icmpx
+ *   TCP: M counter reject with tcp reset   (M already matches tcp)
+ *   UDP: M counter reject with icmpx admin-prohibited */
+static void emit_reject(struct rules *rs, const struct logctx *lc, const struct matches *base,
+                        enum reject_kind kind, const char *prefix) {
+    struct nftr_rule *r = rule_with(rs, base);
+    if (r)
+        rule_log(r, lc, prefix);
+    if (kind != REJECT_UDP) {
+        struct matches ms = *base;
+        if (kind == REJECT_ANY)
+            m_l4proto(&ms, IPPROTO_TCP);
+        r = rule_with(rs, &ms);
+        if (r) {
+            r->counter = true;
+            r->verdict = NFTR_V_REJECT_TCP_RESET;
+        }
+    }
+    if (kind != REJECT_TCP) {
+        r = rule_with(rs, base);
+        if (r) {
+            r->counter = true;
+            r->verdict = NFTR_V_REJECT_ADMIN;
+        }
+    }
+}
+
+/* An accept for one destination, optionally behind an oifname match. */
+static void emit_dest_accept(struct rules *rs, const struct logctx *lc, const char *oif,
+                             const struct nftr_dest *d) {
+    static const uint8_t protos[] = { IPPROTO_TCP, IPPROTO_UDP };
+    bool ports = d->port_min != 0;
+    for (size_t i = 0; i < (ports ? ARRAY_SIZE(protos) : 1); i++) {
+        struct matches ms = { .n = 0 };
+        if (oif)
+            m_oif(&ms, oif);
+        m_daddr(&ms, d);
+        if (ports)
+            m_dport(&ms, protos[i], d->port_min, d->port_max);
+        emit_accept(rs, lc, &ms);
+    }
+}
+
+static void emit_dest_reject(struct rules *rs, const struct logctx *lc, const struct nftr_dest *d) {
+    struct matches ms = { .n = 0 };
+    m_daddr(&ms, d);
+    if (d->port_min == 0) {
+        emit_reject(rs, lc, &ms, REJECT_ANY, lc->reject_prefix);
+        return;
+    }
+    struct matches tcp = ms, udp = ms;
+    m_dport(&tcp, IPPROTO_TCP, d->port_min, d->port_max);
+    emit_reject(rs, lc, &tcp, REJECT_TCP, lc->reject_prefix);
+    m_dport(&udp, IPPROTO_UDP, d->port_min, d->port_max);
+    emit_reject(rs, lc, &udp, REJECT_UDP, lc->reject_prefix);
+}
+
+/* ---- chains -------------------------------------------------------------------------- */
+
+void nftr_chain_free(struct nftr_chain *c) {
+    if (!c)
+        return;
+    free(c->rules);
+    free(c);
+}
+
+static int input_valid(const struct nftr_input *in) {
+    if (!in || !iface_valid(in->iface))
+        return -EINVAL;
+    switch (in->scope) {
+    case NFTR_SCOPE_SESSION:
+        if (!session_id_valid(in->session_id) || in->cgroup_id == 0)
+            return -EINVAL;
+        break;
+    case NFTR_SCOPE_UID:
+    case NFTR_SCOPE_SHARED_USER:
+        if (in->uid == UINT32_MAX)
+            return -EINVAL;
+        break;
+    default:
+        return -EINVAL;
+    }
+    const struct nftr_policy *p = &in->policy;
+    if (!dests_valid(p->lan_exceptions, p->n_lan_exceptions) || !dests_valid(p->deny, p->n_deny) ||
+        !dests_valid(p->allow, p->n_allow))
+        return -EINVAL;
+    return 0;
+}
+
+int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
+    int r = input_valid(in);
+    if (r < 0)
+        return r;
+
+    _cleanup_free_ struct nftr_chain *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->scope = in->scope;
+    r = nftr_chain_name(in->scope, in->session_id, in->uid, c->name);
+    if (r < 0)
+        return r;
+
+    /* The log prefix names the session (its id) or, in the fallback scopes, the
+     * chain; session ids are lower case, so the two can never be confused. */
+    struct logctx lc = { .p = in->log };
+    const char *who = in->scope == NFTR_SCOPE_SESSION ? in->session_id : c->name;
+    int na = snprintf(lc.accept_prefix, sizeof(lc.accept_prefix), "lyh:%s:A ", who);
+    int nd = snprintf(lc.reject_prefix, sizeof(lc.reject_prefix), "lyh:%s:D ", who);
+    if (na < 0 || (size_t)na >= sizeof(lc.accept_prefix) || nd < 0 ||
+        (size_t)nd >= sizeof(lc.reject_prefix))
+        return -EINVAL; /* unreachable with validated ids; never truncate a prefix */
+
+    struct rules rs = { .v = NULL };
+    const struct nftr_policy *p = &in->policy;
+    struct matches ms;
+
+    /* (1) loopback */
+    ms.n = 0;
+    m_oif(&ms, "lo");
+    emit_accept(&rs, &lc, &ms);
+    /* (2) the policy's LAN exceptions, on any interface */
+    for (size_t i = 0; i < p->n_lan_exceptions; i++)
+        emit_dest_accept(&rs, &lc, NULL, &p->lan_exceptions[i]);
+    /* (3) LAN and other non-VPN destinations */
+    ms.n = 0;
+    m_set(&ms, AF_INET, NFTR_SET_LAN4);
+    emit_reject(&rs, &lc, &ms, REJECT_ANY, lc.reject_prefix);
+    ms.n = 0;
+    m_set(&ms, AF_INET6, NFTR_SET_LAN6);
+    emit_reject(&rs, &lc, &ms, REJECT_ANY, lc.reject_prefix);
+    /* (4) the policy's deny rules */
+    for (size_t i = 0; i < p->n_deny; i++)
+        emit_dest_reject(&rs, &lc, &p->deny[i]);
+    /* (5) IPv6 off for this session */
+    if (p->ipv6_blocked) {
+        ms.n = 0;
+        m_nfproto(&ms, AF_INET6);
+        emit_reject(&rs, &lc, &ms, REJECT_ANY, lc.reject_prefix);
+    }
+    /* (6) the VPN */
+    if (!p->deny_default) {
+        ms.n = 0;
+        m_oif(&ms, in->iface);
+        emit_accept(&rs, &lc, &ms);
+    } else {
+        for (size_t i = 0; i < p->n_allow; i++)
+            emit_dest_accept(&rs, &lc, in->iface, &p->allow[i]);
+    }
+    /* (7) everything else */
+    ms.n = 0;
+    emit_reject(&rs, &lc, &ms, REJECT_ANY, lc.reject_prefix);
+
+    if (rs.err) {
+        free(rs.v);
+        return rs.err;
+    }
+    c->rules = rs.v;
+    c->n_rules = rs.n;
+
+    /* dispatch */
+    switch (in->scope) {
+    case NFTR_SCOPE_SESSION:
+        c->cgroup_id = in->cgroup_id;
+        break;
+    case NFTR_SCOPE_UID:
+    case NFTR_SCOPE_SHARED_USER: {
+        /* UID: inside guarded the gid has matched already, the uid picks the chain.
+         * SHARED_USER: in output, before the gid rule, the uid alone. */
+        snprintf(c->dispatch_chain, sizeof(c->dispatch_chain), "%s",
+                 in->scope == NFTR_SCOPE_UID ? NFTR_CHAIN_GUARDED : NFTR_CHAIN_OUTPUT);
+        struct nftr_rule *d = &c->dispatch;
+        d->match[0].type = NFTR_M_SKUID;
+        d->match[0].id = in->uid;
+        d->n_match = 1;
+        d->verdict = NFTR_V_JUMP;
+        snprintf(d->target, sizeof(d->target), "%s", c->name);
+        snprintf(d->comment, sizeof(d->comment), "%s", c->name);
+        break;
+    }
+    }
+    *ret = TAKE_PTR(c);
+    return 0;
+}
+
+/* ---- base ---------------------------------------------------------------------------- */
+
+void nftr_base_free(struct nftr_base *b) {
+    if (!b)
+        return;
+    free(b->output);
+    free(b->guarded);
+    free(b);
+}
+
+int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
+    if (!p || p->guard_gid == 0 || p->guard_gid == UINT32_MAX)
+        return -EINVAL;
+    if (p->cgroupv2 && (p->cgroup_level < 1 || p->cgroup_level > 255))
+        return -EINVAL;
+
+    _cleanup_free_ struct nftr_base *b = calloc(1, sizeof(*b));
+    if (!b)
+        return -ENOMEM;
+    b->params = *p;
+    if (!p->cgroupv2)
+        b->params.cgroup_level = 0;
+
+    struct rules out = { .v = NULL }, gu = { .v = NULL };
+    struct matches ms = { .n = 0 };
+
+    m_id(&ms, NFTR_M_SKGID, p->guard_gid);
+    struct nftr_rule *r = rule_with(&out, &ms);
+    if (r) {
+        r->verdict = NFTR_V_JUMP;
+        snprintf(r->target, sizeof(r->target), NFTR_CHAIN_GUARDED);
+    }
+
+    if (p->cgroupv2) {
+        r = rules_push(&gu);
+        if (r) {
+            r->verdict = NFTR_V_VMAP_CGROUP;
+            r->cgroup_level = p->cgroup_level;
+            snprintf(r->target, sizeof(r->target), NFTR_MAP_SESSIONS);
+        }
+    }
+    struct logctx lc = { .p = p->log };
+    ms.n = 0;
+    emit_reject(&gu, &lc, &ms, REJECT_ANY, NFTR_NOSESSION_PREFIX);
+
+    if (out.err || gu.err) {
+        free(out.v);
+        free(gu.v);
+        return -ENOMEM;
+    }
+    b->output = out.v;
+    b->n_output = out.n;
+    b->guarded = gu.v;
+    b->n_guarded = gu.n;
+    *ret = TAKE_PTR(b);
+    return 0;
+}
+
+/* ---- text ---------------------------------------------------------------------------- */
+
+struct sb {
+    char *buf;
+    size_t len, cap;
+    bool oom;
+};
+
+__attribute__((format(printf, 2, 3))) static void sb_printf(struct sb *s, const char *fmt, ...) {
+    if (s->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = s->cap - s->len;
+        int n = vsnprintf(s->buf ? s->buf + s->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            s->oom = true;
+            return;
+        }
+        if ((size_t)n < room) {
+            s->len += (size_t)n;
+            return;
+        }
+        size_t cap = s->cap ? s->cap : 256;
+        while (cap <= s->len + (size_t)n)
+            cap *= 2;
+        char *p = realloc(s->buf, cap);
+        if (!p) {
+            s->oom = true;
+            return;
+        }
+        s->buf = p;
+        s->cap = cap;
+    }
+}
+
+static int sb_finish(struct sb *s, char **ret) {
+    if (!s->oom && !s->buf)
+        sb_printf(s, "%s", "");
+    if (s->oom) {
+        free(s->buf);
+        return -ENOMEM;
+    }
+    *ret = s->buf;
+    return 0;
+}
+
+static void put_addr(struct sb *s, int family, const uint8_t *addr, unsigned prefix, bool always) {
+    char a[INET6_ADDRSTRLEN];
+    if (!inet_ntop(family, addr, a, sizeof(a)))
+        snprintf(a, sizeof(a), "?");
+    if (always || prefix != family_len(family) * 8)
+        sb_printf(s, "%s/%u", a, prefix);
+    else
+        sb_printf(s, "%s", a);
+}
+
+static const char *proto_name(uint8_t p) {
+    return p == IPPROTO_TCP ? "tcp" : p == IPPROTO_UDP ? "udp" : "?";
+}
+
+static void put_match(struct sb *s, const struct nftr_match *m) {
+    switch (m->type) {
+    case NFTR_M_OIFNAME:
+        sb_printf(s, "oifname \"%s\"", m->name);
+        break;
+    case NFTR_M_NFPROTO:
+        sb_printf(s, "meta nfproto %s", m->family == AF_INET ? "ipv4" : "ipv6");
+        break;
+    case NFTR_M_L4PROTO:
+        sb_printf(s, "meta l4proto %s", proto_name(m->l4proto));
+        break;
+    case NFTR_M_DADDR:
+        sb_printf(s, "%s daddr ", m->family == AF_INET ? "ip" : "ip6");
+        put_addr(s, m->family, m->addr, m->prefix_len, false);
+        break;
+    case NFTR_M_DADDR_SET:
+        sb_printf(s, "%s daddr @%s", m->family == AF_INET ? "ip" : "ip6", m->name);
+        break;
+    case NFTR_M_DPORT:
+        if (m->port_min == m->port_max)
+            sb_printf(s, "%s dport %u", proto_name(m->l4proto), m->port_min);
+        else
+            sb_printf(s, "%s dport %u-%u", proto_name(m->l4proto), m->port_min, m->port_max);
+        break;
+    case NFTR_M_CT_NEW:
+        sb_printf(s, "ct state new");
+        break;
+    case NFTR_M_SKUID:
+        sb_printf(s, "meta skuid %" PRIu32, m->id);
+        break;
+    case NFTR_M_SKGID:
+        sb_printf(s, "meta skgid %" PRIu32, m->id);
+        break;
+    }
+}
+
+static void put_rule(struct sb *s, const struct nftr_rule *r) {
+    const char *sep = "";
+    for (size_t i = 0; i < r->n_match; i++) {
+        sb_printf(s, "%s", sep);
+        put_match(s, &r->match[i]);
+        sep = " ";
+    }
+    if (r->limit) {
+        sb_printf(s, "%slimit rate %" PRIu32 "/second burst %" PRIu32 " packets", sep,
+                  r->limit_rate, r->limit_burst);
+        sep = " ";
+    }
+    if (r->log) {
+        sb_printf(s, "%slog prefix \"%s\" group %u", sep, r->log_prefix, r->log_group);
+        sep = " ";
+    }
+    if (r->counter) {
+        sb_printf(s, "%scounter", sep);
+        sep = " ";
+    }
+    switch (r->verdict) {
+    case NFTR_V_CONTINUE:
+        break;
+    case NFTR_V_ACCEPT:
+        sb_printf(s, "%saccept", sep);
+        break;
+    case NFTR_V_REJECT_TCP_RESET:
+        sb_printf(s, "%sreject with tcp reset", sep);
+        break;
+    case NFTR_V_REJECT_ADMIN:
+        sb_printf(s, "%sreject with icmpx admin-prohibited", sep);
+        break;
+    case NFTR_V_JUMP:
+        sb_printf(s, "%sjump %s", sep, r->target);
+        break;
+    case NFTR_V_VMAP_CGROUP:
+        sb_printf(s, "%ssocket cgroupv2 level %" PRIu32 " vmap @%s", sep, r->cgroup_level,
+                  r->target);
+        break;
+    }
+    if (r->comment[0])
+        sb_printf(s, " comment \"%s\"", r->comment);
+}
+
+int nftr_rule_text(const struct nftr_rule *r, char **ret) {
+    struct sb s = { .buf = NULL };
+    put_rule(&s, r);
+    return sb_finish(&s, ret);
+}
+
+static void put_rules(struct sb *s, const char *chain, const struct nftr_rule *v, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        sb_printf(s, "add rule inet " NFTR_TABLE " %s ", chain);
+        put_rule(s, &v[i]);
+        sb_printf(s, "\n");
+    }
+}
+
+int nftr_chain_text(const struct nftr_chain *c, char **ret) {
+    struct sb s = { .buf = NULL };
+    switch (c->scope) {
+    case NFTR_SCOPE_SESSION:
+        sb_printf(&s, "# lianyaohu scope session, cgroup id %" PRIu64 "\n", c->cgroup_id);
+        break;
+    case NFTR_SCOPE_UID:
+        sb_printf(&s, "# lianyaohu scope uid (no cgroup v2), uid %" PRIu32 "\n",
+                  c->dispatch.match[0].id);
+        break;
+    case NFTR_SCOPE_SHARED_USER:
+        sb_printf(&s, "# lianyaohu scope shared-user, uid %" PRIu32 "\n",
+                  c->dispatch.match[0].id);
+        break;
+    }
+    sb_printf(&s, "add chain inet " NFTR_TABLE " %s\n", c->name);
+    put_rules(&s, c->name, c->rules, c->n_rules);
+    if (c->scope == NFTR_SCOPE_SESSION) {
+        sb_printf(&s,
+                  "# add element inet " NFTR_TABLE " " NFTR_MAP_SESSIONS
+                  " { <cgroup id %" PRIu64 "> : jump %s }\n",
+                  c->cgroup_id, c->name);
+    } else {
+        sb_printf(&s, "insert rule inet " NFTR_TABLE " %s ", c->dispatch_chain);
+        put_rule(&s, &c->dispatch);
+        sb_printf(&s, "\n");
+    }
+    return sb_finish(&s, ret);
+}
+
+static void put_set(struct sb *s, int family, const char *name) {
+    const struct nftr_dest *v;
+    size_t n = nftr_lan_prefixes(family, &v);
+    sb_printf(s, "add set inet " NFTR_TABLE " %s { type %s; flags interval; }\n", name,
+              family == AF_INET ? "ipv4_addr" : "ipv6_addr");
+    sb_printf(s, "add element inet " NFTR_TABLE " %s { ", name);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            sb_printf(s, ", ");
+        put_addr(s, family, v[i].addr, v[i].prefix_len, true);
+    }
+    sb_printf(s, " }\n");
+}
+
+int nftr_base_text(const struct nftr_base *b, char **ret) {
+    struct sb s = { .buf = NULL };
+    const struct nftr_base_params *p = &b->params;
+    sb_printf(&s, "# lianyaohu base, guard gid %" PRIu32 ", ", p->guard_gid);
+    if (p->cgroupv2)
+        sb_printf(&s, "cgroup v2 level %" PRIu32 "\n", p->cgroup_level);
+    else
+        sb_printf(&s, "no cgroup v2\n");
+    sb_printf(&s, "add table inet " NFTR_TABLE "\n");
+    put_set(&s, AF_INET, NFTR_SET_LAN4);
+    put_set(&s, AF_INET6, NFTR_SET_LAN6);
+    if (p->cgroupv2)
+        sb_printf(&s, "add map inet " NFTR_TABLE " " NFTR_MAP_SESSIONS
+                      " { type cgroupsv2 : verdict; }\n");
+    sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_OUTPUT
+                  " { type filter hook output priority 0; policy accept; }\n");
+    sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_GUARDED "\n");
+    put_rules(&s, NFTR_CHAIN_OUTPUT, b->output, b->n_output);
+    put_rules(&s, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded);
+    return sb_finish(&s, ret);
+}

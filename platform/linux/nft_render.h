@@ -1,0 +1,217 @@
+/* nft_render: the nftables rules of the egress guard, as plain data.
+ *
+ * A pure renderer: validated input in, a list of rule descriptions out, plus a
+ * stable text form in nft syntax (one netlink message per line) used by the golden
+ * tests and by `lyh run --print-firewall`. No I/O, no globals, no libnftnl:
+ * platform/linux/nft.c turns these structs into netlink messages.
+ *
+ * Layout of table `inet lianyaohu` (see docs and nft_render.c for the why):
+ *
+ *   set lan4 / set lan6       interval sets of non-VPN destinations (LAN, CGN, ...)
+ *   map sessions              cgroup v2 id (8 bytes) : verdict (jump s-<id>)
+ *   chain output  (hook output, priority 0, policy accept)
+ *       [meta skuid U jump LYH-U-U]          one per --shared-user-firewall user
+ *       meta skgid GID jump guarded
+ *   chain guarded
+ *       [meta skuid U jump LYH-U]            one per uid-scope user (no cgroup v2)
+ *       socket cgroupv2 level L vmap @sessions
+ *       log "lyh:nosession:D ", reject       (no live session: nothing leaves)
+ *   chain s-<id> / LYH-<uid> / LYH-U-<uid>   one per scope, see nftr_render_chain()
+ *
+ * Every function returns 0 or -errno; ret_* out-parameters are set only on success.
+ */
+#ifndef LYH_PLATFORM_LINUX_NFT_RENDER_H
+#define LYH_PLATFORM_LINUX_NFT_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NFTR_TABLE         "lianyaohu"
+#define NFTR_CHAIN_OUTPUT  "output"
+#define NFTR_CHAIN_GUARDED "guarded"
+#define NFTR_SET_LAN4      "lan4"
+#define NFTR_SET_LAN6      "lan6"
+#define NFTR_MAP_SESSIONS  "sessions"
+
+#define NFTR_SESSION_CHAIN_PREFIX "s-"
+#define NFTR_UID_CHAIN_PREFIX     "LYH-"
+#define NFTR_SHARED_CHAIN_PREFIX  "LYH-U-"
+
+#define NFTR_DEFAULT_GUARD_GID    2000000u
+#define NFTR_DEFAULT_NFLOG_GROUP  7u
+#define NFTR_DEFAULT_LOG_RATE     2000u /* log events per second, per log rule */
+#define NFTR_DEFAULT_LOG_BURST    1000u
+#define NFTR_DEFAULT_CGROUP_LEVEL 1u
+
+/* Session ids: 1..NFTR_SESSION_ID_MAX characters of [a-z0-9_-], first one [a-z0-9],
+ * not "nosession". Lower case only, so an id can never look like the "LYH-" chain
+ * names of the uid scopes in a log prefix; the bound keeps "lyh:<id>:A " within
+ * 63 characters. */
+#define NFTR_SESSION_ID_MAX   48
+#define NFTR_NAME_MAX         64  /* chain, set and tag names, with the NUL */
+#define NFTR_IFNAME_MAX       16  /* IFNAMSIZ, with the NUL */
+#define NFTR_LOG_PREFIX_MAX   64  /* with the NUL: at most 63 characters */
+#define NFTR_DESTS_MAX        256 /* entries per policy list */
+#define NFTR_RULE_MATCHES_MAX 6
+#define NFTR_NOSESSION_PREFIX "lyh:nosession:D "
+
+/* ---- input ------------------------------------------------------------------------ */
+
+enum nftr_scope {
+    NFTR_SCOPE_SESSION = 1, /* chain s-<id>, reached through map sessions by cgroup id */
+    NFTR_SCOPE_UID,         /* chain LYH-<uid>, reached from guarded by meta skuid */
+    NFTR_SCOPE_SHARED_USER, /* chain LYH-U-<uid>, reached from output by meta skuid alone */
+};
+
+/* One policy destination. addr is in network byte order (AF_INET uses addr[0..3]);
+ * bits beyond prefix_len must be zero. Ports are host order: port_min == port_max
+ * == 0 means every port and every protocol; otherwise 1 <= port_min <= port_max and
+ * the rule covers tcp and udp on those ports. */
+struct nftr_dest {
+    int family; /* AF_INET or AF_INET6 */
+    uint8_t addr[16];
+    uint8_t prefix_len; /* 0..32 or 0..128 */
+    uint16_t port_min;
+    uint16_t port_max;
+};
+
+struct nftr_policy {
+    const struct nftr_dest *lan_exceptions; /* accepted before the LAN sets reject */
+    size_t n_lan_exceptions;
+    const struct nftr_dest *deny; /* rejected after the LAN sets */
+    size_t n_deny;
+    bool deny_default;            /* on the VPN accept only `allow` */
+    const struct nftr_dest *allow;
+    size_t n_allow;
+    bool ipv6_blocked;            /* reject IPv6 before the VPN accept */
+};
+
+/* Logging of allowed new flows and of rejected packets. rate 0 = no rate limit. */
+struct nftr_log_params {
+    uint16_t group; /* NFLOG group */
+    uint32_t rate;  /* log events per second, per log rule */
+    uint32_t burst;
+};
+
+struct nftr_input {
+    enum nftr_scope scope;
+    const char *session_id; /* NFTR_SCOPE_SESSION */
+    uint64_t cgroup_id;     /* NFTR_SCOPE_SESSION: id of the session's cgroup, != 0 */
+    uint32_t uid;           /* NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER; not (uid_t)-1 */
+    const char *iface;      /* the VPN: 1..15 chars of [A-Za-z0-9_.-], not "lo" */
+    struct nftr_log_params log;
+    struct nftr_policy policy;
+};
+
+struct nftr_base_params {
+    uint32_t guard_gid;    /* sockets of this gid are guarded; != 0, != (gid_t)-1 */
+    bool cgroupv2;         /* false: no map sessions, no vmap rule (host without cgroup v2) */
+    uint32_t cgroup_level; /* depth of the session cgroups below the cgroup2 root, 1..255 */
+    struct nftr_log_params log;
+};
+
+/* ---- output: rules as data -------------------------------------------------------- */
+
+enum nftr_match_type {
+    NFTR_M_OIFNAME,   /* oifname "<name>" (exact) */
+    NFTR_M_NFPROTO,   /* meta nfproto ipv4|ipv6 (family) */
+    NFTR_M_L4PROTO,   /* meta l4proto tcp|udp (l4proto) */
+    NFTR_M_DADDR,     /* ip|ip6 daddr addr/prefix_len (family; implies the nfproto) */
+    NFTR_M_DADDR_SET, /* ip daddr @lan4 | ip6 daddr @lan6 (family, name) */
+    NFTR_M_DPORT,     /* tcp|udp dport min[-max] (l4proto; implies the l4proto) */
+    NFTR_M_CT_NEW,    /* ct state new */
+    NFTR_M_SKUID,     /* meta skuid <id> */
+    NFTR_M_SKGID,     /* meta skgid <id> */
+};
+
+struct nftr_match {
+    enum nftr_match_type type;
+    int family;         /* AF_INET / AF_INET6 */
+    uint8_t l4proto;    /* IPPROTO_TCP / IPPROTO_UDP */
+    uint8_t addr[16];   /* network byte order */
+    uint8_t prefix_len; /* 1..32 / 1..128 (a /0 is rendered as NFTR_M_NFPROTO) */
+    uint16_t port_min;  /* host order */
+    uint16_t port_max;
+    uint32_t id;
+    char name[NFTR_NAME_MAX]; /* interface or set name */
+};
+
+enum nftr_verdict {
+    NFTR_V_CONTINUE = 0,     /* no verdict: a log-only rule */
+    NFTR_V_ACCEPT,
+    NFTR_V_REJECT_TCP_RESET, /* always preceded by an l4proto tcp match */
+    NFTR_V_REJECT_ADMIN,     /* reject with icmpx admin-prohibited */
+    NFTR_V_JUMP,             /* jump <target> */
+    NFTR_V_VMAP_CGROUP,      /* socket cgroupv2 level <cgroup_level> vmap @<target> */
+};
+
+/* Statements are emitted in this order: matches, limit, log, counter, verdict. */
+struct nftr_rule {
+    struct nftr_match match[NFTR_RULE_MATCHES_MAX];
+    size_t n_match;
+    bool limit; /* limit rate limit_rate/second burst limit_burst packets */
+    uint32_t limit_rate;
+    uint32_t limit_burst;
+    bool log; /* log prefix "<log_prefix>" group <log_group> */
+    uint16_t log_group;
+    char log_prefix[NFTR_LOG_PREFIX_MAX];
+    bool counter;
+    enum nftr_verdict verdict;
+    char target[NFTR_NAME_MAX]; /* JUMP: chain, VMAP_CGROUP: map */
+    uint32_t cgroup_level;      /* VMAP_CGROUP */
+    char comment[NFTR_NAME_MAX]; /* "" or the rule's comment; dispatch rules carry
+                                  * their chain's name here, which is how they are
+                                  * found again for deletion */
+};
+
+struct nftr_chain {
+    enum nftr_scope scope;
+    char name[NFTR_NAME_MAX];
+    struct nftr_rule *rules; /* owned, n_rules entries, in chain order */
+    size_t n_rules;
+    /* How packets reach this chain. SESSION: element { cgroup_id : jump name } of
+     * map sessions. UID / SHARED_USER: `dispatch`, inserted at the head of
+     * dispatch_chain ("guarded" / "output"), comment = name. */
+    uint64_t cgroup_id;
+    char dispatch_chain[NFTR_NAME_MAX];
+    struct nftr_rule dispatch;
+};
+
+struct nftr_base {
+    struct nftr_base_params params;
+    struct nftr_rule *output; /* owned, rules of chain output in order */
+    size_t n_output;
+    struct nftr_rule *guarded; /* owned, rules of chain guarded in order */
+    size_t n_guarded;
+};
+
+/* The blocked destination prefixes of set lan4 (AF_INET) or lan6 (AF_INET6), in a
+ * fixed order; static storage. Returns the count, 0 for another family. */
+size_t nftr_lan_prefixes(int family, const struct nftr_dest **ret);
+
+/* Validate `in` and render the scope's chain. -EINVAL on invalid input, -ENOMEM.
+ * *ret is owned by the caller: nftr_chain_free(). */
+int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret);
+void nftr_chain_free(struct nftr_chain *c); /* NULL ok */
+
+/* The base objects of the table (sets, map, chains output and guarded). */
+int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret);
+void nftr_base_free(struct nftr_base *b); /* NULL ok */
+
+/* Chain name of a scope: "s-<session_id>", "LYH-<uid>", "LYH-U-<uid>". The session id
+ * is validated as in nftr_input. buf must hold NFTR_NAME_MAX bytes. */
+int nftr_chain_name(enum nftr_scope scope, const char *session_id, uint32_t uid,
+                    char buf[static NFTR_NAME_MAX]);
+
+/* Text forms, nft syntax, '\n'-terminated lines, newly allocated (*ret: free()).
+ * nftr_rule_text() is the statement part only ("oifname \"lo\" counter accept").
+ * nftr_chain_text() / nftr_base_text() are nft scripts with one line per netlink
+ * message of the transaction that installs them (`nft -c -f` accepts them once the
+ * base exists; the cgroup-id map element is a comment line, because nft parses
+ * cgroupsv2 keys as paths below /sys/fs/cgroup). */
+int nftr_rule_text(const struct nftr_rule *r, char **ret);
+int nftr_chain_text(const struct nftr_chain *c, char **ret);
+int nftr_base_text(const struct nftr_base *b, char **ret);
+
+#endif

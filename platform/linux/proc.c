@@ -1,0 +1,53 @@
+/* /proc readers. Never writes anything; never trusts the comm field, which
+ * the process itself controls (it may contain spaces and parentheses), so
+ * parsing starts after the last ')'. */
+#include "platform/linux/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int proc_start_time(pid_t pid, uint64_t *ret) {
+    char path[64], buf[1024];
+    ssize_t n;
+    int fd;
+    char *p;
+
+    if (pid <= 0)
+        return -EINVAL;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? -ENOENT : -errno;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return n < 0 ? -errno : -EBADMSG;
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    if (!p)
+        return -EBADMSG;
+    /* After ") " come fields 3..: state is field 3, starttime is field 22. */
+    p++;
+    for (int field = 3; field <= 22; field++) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            return -EBADMSG;
+        if (field == 22) {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(p, &end, 10);
+            if (errno || end == p)
+                return -EBADMSG;
+            *ret = v;
+            return 0;
+        }
+        while (*p && *p != ' ')
+            p++;
+    }
+    return -EBADMSG;
+}

@@ -1,0 +1,382 @@
+#!/usr/bin/env bash
+# End-to-end test of the nftables egress guard (platform/linux/nft.c) against the
+# real kernel, inside private network namespaces only.
+#
+# usage: nft_guard.sh PATH/TO/nft_guard_tool      (as root; exits 77 = skipped otherwise)
+#
+# Layout (all created here, all removed on exit, even on failure):
+#   <p>-main   the "host": tun0 (veth, the VPN) and eth0 (veth, the LAN); the table
+#              under test lives here; probes run here in cgroups below <cg>/
+#   <p>-exit   peer of tun0: exit servers on 11.77.0.1 and 2a0e:77::2 (tcp+udp 7777,
+#              tcp 7779). 11.0.0.0/8 and 2a0e:77::/64 are public-looking space that is
+#              in none of the blocked sets; the addresses exist only in these
+#              namespaces, so no packet can leave the machine.
+#   <p>-lan    peer of eth0: servers on 192.168.77.2, fd77::2 and 12.77.0.1 (12.77.0.0/24
+#              is routed via eth0: "a public address reached over the LAN interface")
+#   <p>-cmpa, <p>-cmpb   empty namespaces to compare nft's reading of the rendered
+#              text with what nft.c installs
+# Safety: every ip/nft command names one of these namespaces (ip -n / ip netns exec /
+# nsenter --net=/run/netns/...); nft is used only to inspect, and in <p>-main to play
+# the third party that flushes our table. nsenter (not ip netns exec) runs the probes,
+# because ip netns exec remounts /sys and would hide the cgroup hierarchy.
+set -u
+
+TOOL=${1:-${NFT_GUARD_TOOL:-}}
+P="lyhtest-nft-$$"
+MAIN="$P-main" EXIT="$P-exit" LAN="$P-lan" CMPA="$P-cmpa" CMPB="$P-cmpb"
+GID=2000000
+TMP=""
+NETNS=()
+PIDS=()
+CGROUPS=()
+pass=0
+failed=0
+
+skip() { echo "SKIP: $*"; exit 77; }
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
+
+cleanup() {
+    local pid ns cg i
+    for pid in "${PIDS[@]}"; do
+        kill "$pid" 2>/dev/null
+    done
+    for pid in "${PIDS[@]}"; do
+        wait "$pid" 2>/dev/null
+    done
+    for ns in "${NETNS[@]}"; do
+        ip netns del "$ns" 2>/dev/null
+    done
+    # deepest first; probes are short-lived, give them a moment to leave
+    for ((i = ${#CGROUPS[@]} - 1; i >= 0; i--)); do
+        cg=${CGROUPS[$i]}
+        for _ in $(seq 1 50); do
+            [ -d "$cg" ] || break
+            rmdir "$cg" 2>/dev/null && break
+            sleep 0.1
+        done
+    done
+    [ -n "$TMP" ] && rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+[ "$(id -u)" = 0 ] || skip "needs root"
+[ -n "$TOOL" ] && [ -x "$TOOL" ] || skip "no nft_guard_tool given"
+for c in ip nft nsenter setpriv timeout awk; do
+    command -v "$c" >/dev/null || skip "$c not installed"
+done
+TMP=$(mktemp -d /tmp/lyh-nft-e2e.XXXXXX)
+
+# ---- cgroup v2: find the mount, do not assume it --------------------------------------
+read -r CGROOT CGMNT < <(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") print $4, $5; break } }' /proc/self/mountinfo | head -n 1)
+[ -n "${CGMNT:-}" ] || skip "no cgroup2 mount"
+# depth of the mount's root inside the hierarchy (non-zero inside a cgroup namespace)
+ROOTDEPTH=0
+[ "$CGROOT" != "/" ] && ROOTDEPTH=$(echo "$CGROOT" | tr -s '/' '\n' | grep -c .)
+CGP="$CGMNT/$P"
+mkdir "$CGP" || skip "cannot create a cgroup under $CGMNT"
+CGROUPS+=("$CGP")
+for c in sess-a sess-b sess-c sess-d none; do
+    mkdir "$CGP/$c" && CGROUPS+=("$CGP/$c")
+done
+mkdir "$CGP/sess-a/child" && CGROUPS+=("$CGP/sess-a/child")
+LEVEL=$((ROOTDEPTH + 2)) # <cg>/sess-x sits two levels below the hierarchy root
+
+cgid() {
+    local id ino
+    id=$("$TOOL" cgroup-id "$1") || return 1
+    ino=$(stat -c %i "$1")
+    [ "$id" = "$ino" ] || { echo "cgroup id $id != inode $ino for $1" >&2; return 1; }
+    echo "$id"
+}
+IDA=$(cgid "$CGP/sess-a") && IDB=$(cgid "$CGP/sess-b") && IDC=$(cgid "$CGP/sess-c") &&
+    IDD=$(cgid "$CGP/sess-d") ||
+    skip "cannot read cgroup ids"
+
+# ---- namespaces ------------------------------------------------------------------------
+for ns in "$MAIN" "$EXIT" "$LAN" "$CMPA" "$CMPB"; do
+    ip netns add "$ns" || { echo "cannot create netns $ns"; exit 1; }
+    NETNS+=("$ns")
+    ip -n "$ns" link set lo up
+done
+setup_net() {
+    ip -n "$MAIN" link add tun0 type veth peer name e0 netns "$EXIT" &&
+    ip -n "$MAIN" addr add 10.77.0.1/30 dev tun0 &&
+    ip -n "$MAIN" addr add 2a0e:77::1/64 dev tun0 nodad &&
+    ip -n "$MAIN" link set tun0 up &&
+    ip -n "$EXIT" addr add 10.77.0.2/30 dev e0 &&
+    ip -n "$EXIT" addr add 2a0e:77::2/64 dev e0 nodad &&
+    ip -n "$EXIT" addr add 11.77.0.1/32 dev lo &&
+    ip -n "$EXIT" link set e0 up &&
+    ip -n "$MAIN" route add default via 10.77.0.2 dev tun0 &&
+    ip -n "$MAIN" -6 route add default via 2a0e:77::2 dev tun0 &&
+    ip -n "$MAIN" link add eth0 type veth peer name l0 netns "$LAN" &&
+    ip -n "$MAIN" addr add 192.168.77.1/24 dev eth0 &&
+    ip -n "$MAIN" addr add fd77::1/64 dev eth0 nodad &&
+    ip -n "$MAIN" link set eth0 up &&
+    ip -n "$LAN" addr add 192.168.77.2/24 dev l0 &&
+    ip -n "$LAN" addr add fd77::2/64 dev l0 nodad &&
+    ip -n "$LAN" addr add 12.77.0.1/32 dev lo &&
+    ip -n "$LAN" link set l0 up &&
+    ip -n "$MAIN" route add 12.77.0.0/24 via 192.168.77.2 dev eth0
+}
+setup_net || { echo "network setup failed"; exit 1; }
+
+serve() { # NS ADDR PORT
+    nsenter --net="/run/netns/$1" "$TOOL" serve "$2" "$3" 300 >"$TMP/serve.$1.$2.$3" 2>&1 &
+    PIDS+=("$!")
+}
+serve "$EXIT" 11.77.0.1 7777
+serve "$EXIT" 11.77.0.1 7779
+serve "$EXIT" 2a0e:77::2 7777
+serve "$LAN" 192.168.77.2 7777
+serve "$LAN" fd77::2 7777
+serve "$LAN" 12.77.0.1 7777
+serve "$MAIN" 127.0.0.1 7778
+for f in "$TMP"/serve.*; do
+    for _ in $(seq 1 50); do
+        grep -q serving "$f" && break
+        sleep 0.1
+    done
+    grep -q serving "$f" || { echo "server did not start: $f: $(cat "$f")"; exit 1; }
+done
+
+T() { nsenter --net="/run/netns/$MAIN" "$TOOL" "$@"; }
+NFT() { ip netns exec "$MAIN" nft "$@"; }
+
+# run_probe CGROUP UID GID PROTO ADDR PORT -> "<result> <ms>"
+run_probe() {
+    local cg=$1 uid=$2 gid=$3
+    shift 3
+    timeout 10 nsenter --net="/run/netns/$MAIN" \
+        sh -c 'echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"' sh "$cg" \
+        setpriv --reuid="$uid" --regid="$gid" --clear-groups "$TOOL" probe "$@" 3000 2>&1
+}
+expect_ok() { # NAME probe-args...
+    local name=$1 out
+    shift
+    out=$(run_probe "$@")
+    case $out in
+    "ok "*) ok "$name" ;;
+    *) bad "$name" "$out" ;;
+    esac
+}
+expect_fast_reject() { # refused or unreachable, answered in < 1 s (not a timeout)
+    local name=$1 out res ms
+    shift
+    out=$(run_probe "$@")
+    read -r res ms _ <<<"$out"
+    if { [ "$res" = refused ] || [ "$res" = unreach ]; } && [ "${ms:-99999}" -lt 1000 ] 2>/dev/null; then
+        ok "$name ($out)"
+    else
+        bad "$name" "$out"
+    fi
+}
+expect_eq() { # NAME GOT WANT
+    if [ "$2" = "$3" ]; then ok "$1"; else bad "$1" "got '$2', want '$3'"; fi
+}
+has_line() { grep -qx -- "$2" <<<"$1"; }
+counter_field() { # "k=v k=v" KEY
+    tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2 }'
+}
+norm() { sed -E 's/packets [0-9]+ bytes [0-9]+/packets 0 bytes 0/'; }
+
+A="$CGP/sess-a" B="$CGP/sess-b" C="$CGP/sess-c" D="$CGP/sess-d" NONE="$CGP/none"
+
+# ---- base --------------------------------------------------------------------------------
+expect_eq "base: created in an empty namespace" "$(T base --level "$LEVEL" 2>&1)" created
+expect_eq "base: idempotent" "$(T base --level "$LEVEL" 2>&1)" unchanged
+
+# ---- the text form parses and means what nft.c installs ------------------------------------
+{ "$TOOL" render-base --level "$LEVEL"; "$TOOL" render-session x 4242 tun0 --deny 11.77.0.1/32,7779 \
+    --lan-exception 192.168.77.0/24 --allow 11.77.0.0/16,7000-7999 --deny-default --block-ipv6; } >"$TMP/text.nft"
+if ip netns exec "$CMPA" nft -c -f "$TMP/text.nft" 2>"$TMP/parse.err"; then
+    ok "text: rendered base + session parse with nft -c"
+else
+    bad "text: rendered base + session parse with nft -c" "$(head -n 3 "$TMP/parse.err")"
+fi
+{ "$TOOL" render-base --level "$LEVEL"; "$TOOL" render-session x 4242 tun0 --deny 11.77.0.1/32,7779 \
+    --lan-exception 192.168.77.0/24 --block-ipv6; "$TOOL" render-uid 65534 tun0; "$TOOL" render-shared 1000 wg0; } >"$TMP/cmp.nft"
+ip netns exec "$CMPA" nft -f "$TMP/cmp.nft"
+C2() { nsenter --net="/run/netns/$CMPB" "$TOOL" "$@"; }
+C2 base --level "$LEVEL" >/dev/null && C2 add-session x 4242 tun0 --deny 11.77.0.1/32,7779 \
+    --lan-exception 192.168.77.0/24 --block-ipv6 && C2 add-uid 65534 tun0 && C2 add-shared 1000 wg0
+same=1
+for obj in "set inet lianyaohu lan4" "set inet lianyaohu lan6" "chain inet lianyaohu output" \
+    "chain inet lianyaohu guarded" "chain inet lianyaohu s-x" "chain inet lianyaohu LYH-65534" \
+    "chain inet lianyaohu LYH-U-1000"; do
+    # shellcheck disable=SC2086
+    a=$(ip netns exec "$CMPA" nft list $obj 2>&1 | norm)
+    # shellcheck disable=SC2086
+    b=$(ip netns exec "$CMPB" nft list $obj 2>&1 | norm)
+    if [ "$a" != "$b" ]; then
+        same=0
+        bad "text: nft's reading of the text equals the installed $obj" "$(diff <(echo "$a") <(echo "$b") | head -n 6 | tr '\n' '|')"
+    fi
+done
+[ "$same" = 1 ] && ok "text: nft's reading of the rendered text equals what nft.c installed (sets, base, session, uid chains)"
+
+# ---- sessions ------------------------------------------------------------------------------
+T add-session a "$IDA" tun0 --deny 11.77.0.1/32,7779 && ok "add session a" || bad "add session a"
+T add-session b "$IDB" tun0 --block-ipv6 --lan-exception 192.168.77.2/32,7777 &&
+    ok "add session b (ipv6 blocked, LAN exception)" || bad "add session b"
+T add-session c "$IDC" tun0 --deny-default --allow 11.77.0.1/32,7777 &&
+    ok "add session c (deny-default)" || bad "add session c"
+chains=$(T list)
+if has_line "$chains" s-a && has_line "$chains" s-b && has_line "$chains" s-c; then
+    ok "list shows s-a s-b s-c"
+else
+    bad "list shows s-a s-b s-c" "$(echo $chains)"
+fi
+sessions=$(T sessions)
+if has_line "$sessions" "$IDA s-a" && has_line "$sessions" "$IDB s-b"; then
+    ok "map sessions holds the cgroup ids"
+else
+    bad "map sessions holds the cgroup ids" "$(echo $sessions)"
+fi
+
+nsenter --net="/run/netns/$MAIN" "$TOOL" nflog 7 60 100000 >"$TMP/nflog" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 1 50); do
+    grep -q listening "$TMP/nflog" && break
+    sleep 0.1
+done
+grep -q listening "$TMP/nflog" || bad "nflog listener" "$(cat "$TMP/nflog")"
+
+expect_ok "a: tcp via tun0 to 11.77.0.1" "$A" 0 $GID tcp 11.77.0.1 7777
+expect_ok "a: udp via tun0 to 11.77.0.1" "$A" 0 $GID udp 11.77.0.1 7777
+expect_ok "a: tcp ipv6 via tun0 to 2a0e:77::2" "$A" 0 $GID tcp 2a0e:77::2 7777
+expect_ok "a: loopback" "$A" 0 $GID tcp 127.0.0.1 7778
+expect_fast_reject "a: tcp to LAN 192.168.77.2 rejected at once" "$A" 0 $GID tcp 192.168.77.2 7777
+expect_fast_reject "a: udp to LAN 192.168.77.2 rejected at once" "$A" 0 $GID udp 192.168.77.2 7777
+expect_fast_reject "a: tcp to 12.77.0.1 routed via eth0 rejected" "$A" 0 $GID tcp 12.77.0.1 7777
+expect_fast_reject "a: udp to 12.77.0.1 routed via eth0 rejected" "$A" 0 $GID udp 12.77.0.1 7777
+expect_fast_reject "a: tcp ipv6 to LAN fd77::2 rejected" "$A" 0 $GID tcp fd77::2 7777
+expect_fast_reject "a: policy deny 11.77.0.1:7779 rejected" "$A" 0 $GID tcp 11.77.0.1 7779
+expect_ok "a: sub-cgroup of the session is the session (level $LEVEL)" "$A/child" 0 $GID tcp 11.77.0.1 7777
+expect_ok "b: tcp via tun0" "$B" 0 $GID tcp 11.77.0.1 7777
+expect_fast_reject "b: ipv6 blocked" "$B" 0 $GID tcp 2a0e:77::2 7777
+expect_ok "b: LAN exception 192.168.77.2:7777 tcp" "$B" 0 $GID tcp 192.168.77.2 7777
+expect_ok "b: LAN exception 192.168.77.2:7777 udp" "$B" 0 $GID udp 192.168.77.2 7777
+expect_fast_reject "b: rest of the LAN still rejected (12.77.0.1)" "$B" 0 $GID tcp 12.77.0.1 7777
+expect_ok "c: deny-default allows 11.77.0.1:7777" "$C" 0 $GID tcp 11.77.0.1 7777
+expect_fast_reject "c: deny-default rejects 11.77.0.1:7779" "$C" 0 $GID tcp 11.77.0.1 7779
+expect_fast_reject "c: deny-default rejects ipv6 2a0e:77::2" "$C" 0 $GID tcp 2a0e:77::2 7777
+expect_ok "no guard gid: LAN untouched (tcp)" "$NONE" 0 0 tcp 192.168.77.2 7777
+expect_ok "no guard gid: LAN untouched (udp)" "$NONE" 0 0 udp 192.168.77.2 7777
+expect_fast_reject "guard gid in a cgroup with no session: rejected" "$NONE" 0 $GID tcp 11.77.0.1 7777
+expect_fast_reject "guard gid above the session level: rejected" "$CGP" 0 $GID tcp 11.77.0.1 7777
+
+cnt=$(T counters s-a)
+ap=$(counter_field "$cnt" accept_packets)
+rp=$(counter_field "$cnt" reject_packets)
+if [ "${ap:-0}" -gt 0 ] && [ "${rp:-0}" -gt 0 ]; then ok "counters of s-a: $cnt"; else bad "counters of s-a" "$cnt"; fi
+cnt=$(T counters guarded)
+rp=$(counter_field "$cnt" reject_packets)
+if [ "${rp:-0}" -gt 0 ]; then ok "counters of guarded (no session): $cnt"; else bad "counters of guarded" "$cnt"; fi
+
+# NFLOG: the prefixes name the session and the verdict (log events may be sampled by
+# the limit; at this rate they are not)
+logged=0
+for _ in $(seq 1 30); do
+    if grep -qxF '[lyh:a:A ]' "$TMP/nflog" && grep -qxF '[lyh:a:D ]' "$TMP/nflog" &&
+        grep -qxF '[lyh:c:D ]' "$TMP/nflog" && grep -qxF '[lyh:nosession:D ]' "$TMP/nflog"; then
+        logged=1
+        break
+    fi
+    sleep 0.1
+done
+if [ "$logged" = 1 ]; then
+    ok "nflog group 7: lyh:a:A, lyh:a:D, lyh:c:D, lyh:nosession:D seen"
+else
+    bad "nflog prefixes" "$(sort "$TMP/nflog" | uniq -c | tr '\n' '|')"
+fi
+
+# The limit thins out log events, never verdicts: with 1 log/s, burst 1, ten rejected
+# SYNs are all rejected at once and all counted, but at most a few are logged.
+T add-session d "$IDD" tun0 --log-rate 1,1 && ok "add session d (log rate 1/s)" || bad "add session d"
+fast=0
+for _ in $(seq 1 10); do
+    out=$(run_probe "$D" 0 $GID tcp 192.168.77.2 7777)
+    read -r res ms _ <<<"$out"
+    [ "$res" = refused ] && [ "${ms:-99999}" -lt 1000 ] && fast=$((fast + 1))
+done
+expect_eq "d: 10 of 10 LAN connects rejected at once despite the log limit" "$fast" 10
+okc=0
+for _ in $(seq 1 5); do
+    run_probe "$D" 0 $GID tcp 11.77.0.1 7777 >/dev/null && okc=$((okc + 1))
+done
+expect_eq "d: 5 of 5 VPN connects accepted despite the log limit" "$okc" 5
+rp=$(counter_field "$(T counters s-d)" reject_packets)
+expect_eq "d: reject counter exact (10) although logging is sampled" "$rp" 10
+for _ in $(seq 1 30); do
+    grep -qxF '[lyh:d:D ]' "$TMP/nflog" && break
+    sleep 0.1
+done
+nd=$(grep -cxF '[lyh:d:D ]' "$TMP/nflog")
+if [ "$nd" -ge 1 ] && [ "$nd" -le 4 ]; then ok "d: $nd of 10 rejects logged (rate-limited)"; else bad "d: rejects logged" "$nd"; fi
+T del-session d "$IDD" >/dev/null || bad "del session d"
+
+# ---- atomicity: a batch with an invalid element changes nothing ----------------------------
+before=$(NFT list table inet lianyaohu)
+out=$(T add-session dup "$IDA" tun0 2>&1)
+rc=$?
+after=$(NFT list table inet lianyaohu)
+if [ $rc -ne 0 ] && grep -q "File exists" <<<"$out" && [ "$before" = "$after" ] && ! has_line "$(T list)" s-dup; then
+    ok "atomic: duplicate cgroup element fails, chain s-dup not created, table unchanged"
+else
+    bad "atomic: duplicate cgroup element" "rc=$rc out=$out"
+fi
+out=$(T add-session a 999999 tun0 2>&1)
+rc=$?
+after=$(NFT list table inet lianyaohu)
+if [ $rc -ne 0 ] && [ "$before" = "$after" ] && ! grep -q '^999999 ' <<<"$(T sessions)"; then
+    ok "atomic: existing chain fails, its element not added, table unchanged"
+else
+    bad "atomic: existing chain" "rc=$rc out=$out"
+fi
+
+# ---- uid and shared-user scopes --------------------------------------------------------------
+T add-uid 65534 tun0 && ok "add uid scope LYH-65534" || bad "add uid scope"
+expect_ok "uid scope: tcp via tun0" "$NONE" 65534 $GID tcp 11.77.0.1 7777
+expect_fast_reject "uid scope: LAN rejected" "$NONE" 65534 $GID tcp 192.168.77.2 7777
+expect_eq "base: unchanged with dispatch rules present" "$(T base --level "$LEVEL" 2>&1)" unchanged
+T del-uid 65534 && ok "del uid scope" || bad "del uid scope"
+expect_fast_reject "uid scope gone: same process rejected by guarded" "$NONE" 65534 $GID tcp 11.77.0.1 7777
+if NFT list chain inet lianyaohu guarded | grep -q LYH-65534; then bad "uid dispatch rule removed"; else ok "uid dispatch rule removed"; fi
+T add-shared 65534 tun0 && ok "add shared-user scope LYH-U-65534" || bad "add shared-user scope"
+expect_fast_reject "shared-user: LAN rejected without the guard gid" "$NONE" 65534 0 tcp 192.168.77.2 7777
+expect_ok "shared-user: tcp via tun0 without the guard gid" "$NONE" 65534 0 tcp 11.77.0.1 7777
+expect_ok "shared-user: other uids untouched" "$NONE" 0 0 tcp 192.168.77.2 7777
+T del-shared 65534 && ok "del shared-user scope" || bad "del shared-user scope"
+expect_ok "shared-user gone: LAN reachable again" "$NONE" 65534 0 tcp 192.168.77.2 7777
+
+# ---- session removal -------------------------------------------------------------------------
+T del-session a "$IDA" && ok "del session a" || bad "del session a"
+has_line "$(T list)" s-a && bad "s-a gone" || ok "s-a gone"
+expect_fast_reject "a gone: guarded socket in its cgroup rejected by guarded" "$A" 0 $GID tcp 11.77.0.1 7777
+expect_ok "b unaffected by a's removal" "$B" 0 $GID tcp 11.77.0.1 7777
+out=$(T del-session a "$IDA" 2>&1)
+[ $? -ne 0 ] && grep -q "No such file" <<<"$out" && ok "del session a again: ENOENT" || bad "del session a again" "$out"
+T del-session b "$IDB" && T del-session c "$IDC" && ok "del sessions b c" || bad "del sessions b c"
+left=$(T list | grep '^s-')
+expect_eq "no s-* chain left" "$left" ""
+expect_eq "map sessions empty" "$(T sessions)" ""
+expect_fast_reject "no sessions at all: guarded socket rejected" "$B" 0 $GID udp 11.77.0.1 7777
+
+# ---- tampering: rebuild, fail closed ------------------------------------------------------------
+T add-session a "$IDA" tun0 >/dev/null
+NFT flush table inet lianyaohu
+expect_eq "flushed table is rebuilt" "$(T base --level "$LEVEL" 2>&1)" rebuilt
+expect_fast_reject "after rebuild: session chain gone, guarded socket rejected" "$A" 0 $GID tcp 11.77.0.1 7777
+NFT flush set inet lianyaohu lan4
+expect_eq "emptied lan4 is rebuilt" "$(T base --level "$LEVEL" 2>&1)" rebuilt
+NFT insert rule inet lianyaohu output accept
+expect_eq "foreign rule in output: rebuilt" "$(T base --level "$LEVEL" 2>&1)" rebuilt
+T delete-table && ok "delete table" || bad "delete table"
+NFT list table inet lianyaohu >/dev/null 2>&1 && bad "table gone" || ok "table gone"
+expect_eq "missing table is created" "$(T base --level "$LEVEL" 2>&1)" created
+
+echo "$pass passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,373 @@
+/* Golden and invariant tests for the nftables renderer (no root, no kernel).
+ *
+ * Each case renders one scope and compares the text form byte for byte with
+ * tests/unit/platform/golden/<case>.nft. LYH_UPDATE_GOLDEN=1 rewrites the golden
+ * files instead (review the diff!); by default a mismatch fails and prints both. */
+#include <setjmp.h> /* cmocka needs these first */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/macros.h"
+#include "platform/linux/nft_render.h"
+
+#ifndef LYH_NFT_GOLDEN_DIR
+#error "LYH_NFT_GOLDEN_DIR must name tests/unit/platform/golden"
+#endif
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    char chunk[4096];
+    size_t n;
+    while (m && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        fwrite(chunk, 1, n, m);
+    fclose(f);
+    if (!m)
+        return NULL;
+    fclose(m);
+    return buf;
+}
+
+static void check_golden(const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s.nft", LYH_NFT_GOLDEN_DIR, name);
+    const char *upd = getenv("LYH_UPDATE_GOLDEN");
+    if (upd && strcmp(upd, "1") == 0) {
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        assert_int_equal(fputs(text, f) >= 0, 1);
+        assert_int_equal(fclose(f), 0);
+        return;
+    }
+    _cleanup_free_ char *want = read_file(path);
+    if (!want)
+        fail_msg("golden file %s missing (run with LYH_UPDATE_GOLDEN=1 to create it)", path);
+    if (strcmp(want, text) != 0) {
+        print_error("--- %s (golden)\n%s--- rendered\n%s", path, want, text);
+        fail_msg("rendered text differs from %s", path);
+    }
+}
+
+static struct nftr_dest v4(const char *a, uint8_t len, uint16_t lo, uint16_t hi) {
+    struct nftr_dest d = { .family = AF_INET, .prefix_len = len, .port_min = lo, .port_max = hi };
+    assert_int_equal(inet_pton(AF_INET, a, d.addr), 1);
+    return d;
+}
+
+static struct nftr_dest v6(const char *a, uint8_t len, uint16_t lo, uint16_t hi) {
+    struct nftr_dest d = { .family = AF_INET6, .prefix_len = len, .port_min = lo, .port_max = hi };
+    assert_int_equal(inet_pton(AF_INET6, a, d.addr), 1);
+    return d;
+}
+
+static struct nftr_input session_input(void) {
+    return (struct nftr_input){
+        .scope = NFTR_SCOPE_SESSION,
+        .session_id = "7f3a9c01",
+        .cgroup_id = 4242,
+        .iface = "tun0",
+        .log = { .group = NFTR_DEFAULT_NFLOG_GROUP, .rate = NFTR_DEFAULT_LOG_RATE,
+                 .burst = NFTR_DEFAULT_LOG_BURST },
+    };
+}
+
+/* Invariants every rendered chain must hold, independent of the golden text. */
+static void check_invariants(const struct nftr_chain *c) {
+    assert_true(c->n_rules >= 2);
+    for (size_t i = 0; i < c->n_rules; i++) {
+        const struct nftr_rule *r = &c->rules[i];
+        if (r->verdict == NFTR_V_CONTINUE) {
+            /* log-only rule: limited log, no counter (so counters sum verdicts only) */
+            assert_true(r->log);
+            assert_false(r->counter);
+            assert_true(strlen(r->log_prefix) <= 63);
+            assert_true(strncmp(r->log_prefix, "lyh:", 4) == 0);
+        } else {
+            /* every verdict rule counts, none logs (the limit would gate the verdict) */
+            assert_true(r->counter);
+            assert_false(r->log);
+            assert_false(r->limit);
+            assert_true(r->verdict == NFTR_V_ACCEPT || r->verdict == NFTR_V_REJECT_TCP_RESET ||
+                        r->verdict == NFTR_V_REJECT_ADMIN);
+        }
+        if (r->verdict == NFTR_V_REJECT_TCP_RESET) {
+            bool tcp = false;
+            for (size_t j = 0; j < r->n_match; j++)
+                tcp |= (r->match[j].type == NFTR_M_L4PROTO || r->match[j].type == NFTR_M_DPORT) &&
+                       r->match[j].l4proto == IPPROTO_TCP;
+            assert_true(tcp);
+        }
+    }
+    /* fail closed: the chain ends in an unconditional reject */
+    const struct nftr_rule *last = &c->rules[c->n_rules - 1];
+    assert_int_equal(last->verdict, NFTR_V_REJECT_ADMIN);
+    assert_int_equal(last->n_match, 0);
+    /* loopback first */
+    assert_int_equal(c->rules[0].match[0].type, NFTR_M_OIFNAME);
+    assert_string_equal(c->rules[0].match[0].name, "lo");
+}
+
+static void render_check(const struct nftr_input *in, const char *golden) {
+    struct nftr_chain *c = NULL;
+    assert_int_equal(nftr_render_chain(in, &c), 0);
+    check_invariants(c);
+    _cleanup_free_ char *text = NULL;
+    assert_int_equal(nftr_chain_text(c, &text), 0);
+    check_golden(golden, text);
+    nftr_chain_free(c);
+}
+
+static void test_session_default(void **state) {
+    struct nftr_input in = session_input();
+    render_check(&in, "session_default");
+
+    struct nftr_chain *c = NULL;
+    assert_int_equal(nftr_render_chain(&in, &c), 0);
+    assert_string_equal(c->name, "s-7f3a9c01");
+    assert_int_equal(c->cgroup_id, 4242);
+    assert_string_equal(c->dispatch_chain, "");
+    nftr_chain_free(c);
+}
+
+static void test_session_lan_exceptions(void **state) {
+    struct nftr_dest lan[] = {
+        v4("192.168.1.10", 32, 0, 0),     /* a printer, every port */
+        v4("10.20.0.0", 16, 8000, 8080),  /* a dev subnet, port range */
+        v6("fd12:3456::", 32, 22, 22),    /* ULA, one port */
+    };
+    struct nftr_input in = session_input();
+    in.policy.lan_exceptions = lan;
+    in.policy.n_lan_exceptions = ARRAY_SIZE(lan);
+    render_check(&in, "session_lan_exceptions");
+}
+
+static void test_session_deny_default(void **state) {
+    struct nftr_dest allow[] = {
+        v4("140.82.112.0", 20, 443, 443),
+        v4("151.101.0.0", 16, 0, 0),
+        v6("2606:50c0::", 32, 80, 443),
+    };
+    struct nftr_dest deny[] = {
+        v4("140.82.112.4", 32, 22, 22),
+        v4("0.0.0.0", 0, 25, 25), /* no SMTP anywhere */
+    };
+    struct nftr_input in = session_input();
+    in.policy.deny_default = true;
+    in.policy.allow = allow;
+    in.policy.n_allow = ARRAY_SIZE(allow);
+    in.policy.deny = deny;
+    in.policy.n_deny = ARRAY_SIZE(deny);
+    render_check(&in, "session_deny_default");
+}
+
+static void test_session_ipv6_blocked(void **state) {
+    struct nftr_input in = session_input();
+    in.iface = "wg0";
+    in.policy.ipv6_blocked = true;
+    render_check(&in, "session_ipv6_blocked");
+}
+
+static void test_shared_user(void **state) {
+    struct nftr_input in = session_input();
+    in.scope = NFTR_SCOPE_SHARED_USER;
+    in.session_id = NULL;
+    in.cgroup_id = 0;
+    in.uid = 1000;
+    render_check(&in, "shared_user");
+
+    struct nftr_chain *c = NULL;
+    assert_int_equal(nftr_render_chain(&in, &c), 0);
+    assert_string_equal(c->name, "LYH-U-1000");
+    assert_string_equal(c->dispatch_chain, "output");
+    assert_int_equal(c->dispatch.match[0].type, NFTR_M_SKUID);
+    assert_int_equal(c->dispatch.n_match, 1);
+    assert_string_equal(c->dispatch.target, "LYH-U-1000");
+    assert_string_equal(c->dispatch.comment, "LYH-U-1000");
+    nftr_chain_free(c);
+}
+
+static void test_uid_fallback(void **state) {
+    struct nftr_input in = session_input();
+    in.scope = NFTR_SCOPE_UID;
+    in.session_id = NULL;
+    in.cgroup_id = 0;
+    in.uid = 1000;
+    render_check(&in, "uid_fallback");
+
+    struct nftr_chain *c = NULL;
+    assert_int_equal(nftr_render_chain(&in, &c), 0);
+    assert_string_equal(c->name, "LYH-1000");
+    assert_string_equal(c->dispatch_chain, "guarded");
+    assert_string_equal(c->dispatch.comment, "LYH-1000");
+    assert_true(strncmp(c->rules[0].log_prefix, "lyh:LYH-1000:A ", 15) == 0);
+    nftr_chain_free(c);
+}
+
+static void test_base(void **state) {
+    struct nftr_base_params p = {
+        .guard_gid = NFTR_DEFAULT_GUARD_GID,
+        .cgroupv2 = true,
+        .cgroup_level = 1,
+        .log = { .group = 7, .rate = 2000, .burst = 1000 },
+    };
+    struct nftr_base *b = NULL;
+    assert_int_equal(nftr_render_base(&p, &b), 0);
+    _cleanup_free_ char *text = NULL;
+    assert_int_equal(nftr_base_text(b, &text), 0);
+    check_golden("base", text);
+    /* guarded: vmap first, then an unconditional reject last */
+    assert_int_equal(b->guarded[0].verdict, NFTR_V_VMAP_CGROUP);
+    assert_int_equal(b->guarded[b->n_guarded - 1].verdict, NFTR_V_REJECT_ADMIN);
+    assert_int_equal(b->guarded[b->n_guarded - 1].n_match, 0);
+    nftr_base_free(b);
+
+    p.cgroupv2 = false;
+    assert_int_equal(nftr_render_base(&p, &b), 0);
+    _cleanup_free_ char *text2 = NULL;
+    assert_int_equal(nftr_base_text(b, &text2), 0);
+    check_golden("base_no_cgroupv2", text2);
+    assert_int_equal(b->guarded[0].verdict, NFTR_V_CONTINUE);
+    nftr_base_free(b);
+}
+
+static void test_lan_sets(void **state) {
+    const struct nftr_dest *v;
+    assert_int_equal(nftr_lan_prefixes(AF_INET, &v), 15);
+    assert_int_equal(nftr_lan_prefixes(AF_INET6, &v), 9);
+    assert_int_equal(nftr_lan_prefixes(AF_UNIX, &v), 0);
+}
+
+static void expect_einval(const struct nftr_input *in) {
+    struct nftr_chain *c = (struct nftr_chain *)0x1;
+    assert_int_equal(nftr_render_chain(in, &c), -EINVAL);
+    assert_ptr_equal(c, (struct nftr_chain *)0x1); /* untouched on failure */
+}
+
+static void test_invalid(void **state) {
+    static const char *bad_ids[] = {
+        "", "nosession", "-lead", "Upper", "a b", "a\"b", "a/b",
+        "0123456789012345678901234567890123456789012345678", /* 49 chars */
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad_ids); i++) {
+        struct nftr_input in = session_input();
+        in.session_id = bad_ids[i];
+        expect_einval(&in);
+    }
+    struct nftr_input in = session_input();
+    in.session_id = NULL;
+    expect_einval(&in);
+
+    static const char *bad_ifaces[] = { "", "lo", "tun*", "a\"b", "0123456789abcdef", "tun 0" };
+    for (size_t i = 0; i < ARRAY_SIZE(bad_ifaces); i++) {
+        in = session_input();
+        in.iface = bad_ifaces[i];
+        expect_einval(&in);
+    }
+    in = session_input();
+    in.cgroup_id = 0;
+    expect_einval(&in);
+    in = session_input();
+    in.scope = 0;
+    expect_einval(&in);
+    in = session_input();
+    in.scope = NFTR_SCOPE_UID;
+    in.uid = UINT32_MAX;
+    expect_einval(&in);
+
+    struct nftr_dest bad[] = {
+        v4("10.1.2.3", 8, 0, 0),   /* host bits */
+        v4("10.0.0.0", 33, 0, 0),  /* prefix too long */
+        v4("10.0.0.0", 8, 0, 80),  /* port_max without port_min */
+        v4("10.0.0.0", 8, 90, 80), /* reversed */
+        v6("fe80::1", 10, 0, 0),   /* host bits */
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        in = session_input();
+        in.policy.deny = &bad[i];
+        in.policy.n_deny = 1;
+        expect_einval(&in);
+    }
+    struct nftr_dest fam = v4("10.0.0.0", 8, 0, 0);
+    fam.family = AF_UNIX;
+    in = session_input();
+    in.policy.allow = &fam;
+    in.policy.n_allow = 1;
+    expect_einval(&in);
+    in = session_input();
+    in.policy.n_lan_exceptions = 1; /* NULL array */
+    expect_einval(&in);
+    in = session_input();
+    in.policy.lan_exceptions = &fam;
+    in.policy.n_lan_exceptions = NFTR_DESTS_MAX + 1;
+    expect_einval(&in);
+
+    struct nftr_base *b = NULL;
+    struct nftr_base_params p = { .guard_gid = 0, .cgroupv2 = true, .cgroup_level = 1 };
+    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+    p.guard_gid = 2000000;
+    p.cgroup_level = 0;
+    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+    p.cgroup_level = 256;
+    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+    assert_null(b);
+}
+
+static void test_longest_id_prefix_fits(void **state) {
+    char id[NFTR_SESSION_ID_MAX + 1];
+    memset(id, 'a', NFTR_SESSION_ID_MAX);
+    id[NFTR_SESSION_ID_MAX] = '\0';
+    struct nftr_input in = session_input();
+    in.session_id = id;
+    struct nftr_chain *c = NULL;
+    assert_int_equal(nftr_render_chain(&in, &c), 0);
+    check_invariants(c);
+    char want[NFTR_LOG_PREFIX_MAX];
+    snprintf(want, sizeof(want), "lyh:%s:A ", id);
+    assert_string_equal(c->rules[0].log_prefix, want);
+    nftr_chain_free(c);
+}
+
+static void test_no_rate_limit(void **state) {
+    struct nftr_input in = session_input();
+    in.log.rate = 0;
+    struct nftr_chain *c = NULL;
+    assert_int_equal(nftr_render_chain(&in, &c), 0);
+    for (size_t i = 0; i < c->n_rules; i++)
+        assert_false(c->rules[i].limit);
+    _cleanup_free_ char *t = NULL;
+    assert_int_equal(nftr_rule_text(&c->rules[0], &t), 0);
+    assert_string_equal(t, "oifname \"lo\" ct state new log prefix \"lyh:7f3a9c01:A \" group 7");
+    nftr_chain_free(c);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_session_default),
+        cmocka_unit_test(test_session_lan_exceptions),
+        cmocka_unit_test(test_session_deny_default),
+        cmocka_unit_test(test_session_ipv6_blocked),
+        cmocka_unit_test(test_shared_user),
+        cmocka_unit_test(test_uid_fallback),
+        cmocka_unit_test(test_base),
+        cmocka_unit_test(test_lan_sets),
+        cmocka_unit_test(test_invalid),
+        cmocka_unit_test(test_longest_id_prefix_fits),
+        cmocka_unit_test(test_no_rate_limit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
