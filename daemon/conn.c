@@ -278,6 +278,13 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
         reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
                     "request names no method");
         goto out_fds;
+    case WIRE_NUL_IN_STRING:
+        break;
+    }
+    if (wire_find_nul_string(body, len, &chk)) {
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    "field %u of %s contains a NUL byte; strings must not", chk.field, chk.message);
+        goto out_fds;
     }
     if (req->protocol_version != LYH_PROTOCOL_VERSION) {
         reply_error(c, req->call_id, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,

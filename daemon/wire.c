@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/frame.h"
 #include "common/lyh_limits.h"
@@ -67,6 +68,72 @@ static int find_unknown(const ProtobufCMessage *m, unsigned depth, struct wire_c
         }
     }
     return 0;
+}
+
+/* A minimal protobuf wire walker, guided by the descriptor: it only needs to
+ * find length-delimited fields and tell strings from submessages. The input
+ * already decoded with protobuf-c, so malformed encodings just end the walk. */
+static bool read_varint(const uint8_t *p, size_t len, size_t *off, uint64_t *ret) {
+    uint64_t v = 0;
+
+    for (unsigned shift = 0; shift < 64 && *off < len; shift += 7) {
+        uint8_t b = p[(*off)++];
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *ret = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool scan_nul(const uint8_t *p, size_t len, const ProtobufCMessageDescriptor *d,
+                     unsigned depth, struct wire_check *out) {
+    size_t off = 0;
+
+    if (depth > WIRE_MAX_DEPTH)
+        return false;
+    while (off < len) {
+        uint64_t key, n;
+        if (!read_varint(p, len, &off, &key))
+            return false;
+        switch (key & 7) {
+        case 0:
+            if (!read_varint(p, len, &off, &n))
+                return false;
+            break;
+        case 1:
+            off += 8;
+            break;
+        case 5:
+            off += 4;
+            break;
+        case 2: {
+            if (!read_varint(p, len, &off, &n) || n > len - off)
+                return false;
+            const ProtobufCFieldDescriptor *f =
+                protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3));
+            if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p + off, 0, n)) {
+                out->verdict = WIRE_NUL_IN_STRING;
+                out->field = f->id;
+                out->message = d->name;
+                return true;
+            }
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+                scan_nul(p + off, n, f->descriptor, depth + 1, out))
+                return true;
+            off += n;
+            break;
+        }
+        default:
+            return false;
+        }
+    }
+    return false;
+}
+
+bool wire_find_nul_string(const uint8_t *buf, size_t len, struct wire_check *ret) {
+    return scan_nul(buf, len, &lianyaohu__v1__request__descriptor, 0, ret);
 }
 
 void wire_request_check(const LyhRequest *req, struct wire_check *ret) {

@@ -3,6 +3,7 @@
 #ifndef LYHD_WIRE_H
 #define LYHD_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,7 @@ enum wire_verdict {
     WIRE_UNKNOWN_METHOD,  /* a method field number this build does not know */
     WIRE_UNKNOWN_FIELD,   /* any other field this build does not know */
     WIRE_NO_METHOD,       /* no method set at all */
+    WIRE_NUL_IN_STRING,   /* a string field carries a NUL byte */
 };
 
 struct wire_check {
@@ -30,6 +32,13 @@ struct wire_check {
  * protobuf-c consumes the whole buffer or fails. */
 int wire_request_decode(const uint8_t *buf, size_t len, LyhRequest **ret);
 void wire_request_free(LyhRequest *req); /* accepts NULL */
+
+/* Scan the encoded request for string fields holding a NUL byte. C strings
+ * would silently cut them short (a path "a\0b" would read as "a"), so such a
+ * request is refused rather than half-read. Sets *ret only when one is found
+ * (verdict WIRE_NUL_IN_STRING); returns true then. The bytes must already
+ * have decoded as a Request. */
+bool wire_find_nul_string(const uint8_t *buf, size_t len, struct wire_check *ret);
 
 /* Walk the whole decoded request (depth-bounded) and report the first field the
  * daemon does not know. Unknown field numbers in the method range of the

@@ -32,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (wire_request_decode(body, len, &req) == 0) {
                 struct wire_check chk;
                 wire_request_check(req, &chk);
+                (void)wire_find_nul_string(body, len, &chk);
                 (void)wire_method_name(req->method_case);
                 wire_request_free(req);
             }
