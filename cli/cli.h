@@ -39,6 +39,10 @@ void json_string(FILE *f, const char *s);
 
 int cmd_capabilities(struct cli *cli, int argc, char **argv);
 void usage_capabilities(FILE *f);
+int cmd_run(struct cli *cli, int argc, char **argv);
+void usage_run(FILE *f);
+int cmd_sessions(struct cli *cli, int argc, char **argv);
+void usage_sessions(FILE *f);
 int cmd_status(struct cli *cli, int argc, char **argv);
 void usage_status(FILE *f);
 

@@ -11,6 +11,9 @@
 static const struct cli_command commands[] = {
     {"capabilities", "protocol, version, features and limits of the daemon", cmd_capabilities,
      usage_capabilities},
+    {"run", "start an agent confined to your VPN (lyh run --help)", cmd_run, usage_run},
+    {"sessions", "your running sessions (all of them for an admin)", cmd_sessions,
+     usage_sessions},
     {"status", "daemon uptime, connections, sessions and guards", cmd_status, usage_status},
 };
 

@@ -54,6 +54,8 @@ struct conn {
     int fd;
     struct ucred peer;
     bool peer_is_admin;
+    gid_t peer_groups[LYH_MAX_PEER_GROUPS];
+    size_t n_peer_groups;
     bool dead;
     struct event *ev_read;
     struct event *ev_write;
@@ -328,6 +330,8 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
     call->method = req->method_case;
     call->peer = c->peer;
     call->peer_is_admin = c->peer_is_admin;
+    memcpy(call->peer_groups, c->peer_groups, sizeof(call->peer_groups));
+    call->n_peer_groups = c->n_peer_groups;
     for (unsigned i = 0; i < LYH_MAX_FDS_PER_MESSAGE; i++)
         call->fds[i] = i < n_fds ? fds[i] : -1;
     call->n_fds = n_fds;
@@ -515,3 +519,8 @@ int conn_new(struct lyhd *d, int fd, const struct ucred *peer, struct conn **ret
 }
 
 void conn_set_admin(struct conn *c, bool admin) { c->peer_is_admin = admin; }
+
+void conn_set_peer_groups(struct conn *c, const gid_t *groups, size_t n) {
+    c->n_peer_groups = n < LYH_MAX_PEER_GROUPS ? n : LYH_MAX_PEER_GROUPS;
+    memcpy(c->peer_groups, groups, c->n_peer_groups * sizeof(gid_t));
+}

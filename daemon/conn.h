@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 
 #include "common/lyh_limits.h"
+
+#define LYH_MAX_PEER_GROUPS 64
 #include "daemon/wire.h"
 
 struct lyhd;
@@ -29,6 +31,8 @@ struct rpc_call {
     const struct rpc_method *row;
     struct ucred peer;          /* from SO_PEERCRED at connect */
     bool peer_is_admin;
+    gid_t peer_groups[LYH_MAX_PEER_GROUPS]; /* SO_PEERGROUPS at connect */
+    size_t n_peer_groups;
     int fds[LYH_MAX_FDS_PER_MESSAGE]; /* owned until taken; -1 = taken/none */
     unsigned n_fds;
     bool finished;
@@ -61,6 +65,8 @@ void conn_refuse(struct conn *c, int code, const char *message);
 /* Whether the peer counts as admin (root or --admin-group); set by the server
  * at accept from SO_PEERCRED / SO_PEERGROUPS. */
 void conn_set_admin(struct conn *c, bool admin);
+/* The peer's supplementary groups as the kernel recorded them at connect. */
+void conn_set_peer_groups(struct conn *c, const gid_t *groups, size_t n);
 /* A finished call outside dispatch: unlink from its connection and free. */
 void conn_call_done(struct rpc_call *call);
 

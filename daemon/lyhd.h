@@ -8,9 +8,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <sys/queue.h>
+
+#include "daemon/session.h"
+
 struct event_base;
 struct store;
 struct server;
+struct guard;
+struct sc_program;
 
 struct lyhd_config {
     const char *socket_path;
@@ -25,6 +31,9 @@ struct lyhd_config {
     uint32_t guard_gid;
     bool use_syslog;
     bool verbose;
+    bool allow_root_run;         /* let uid 0 use Run (never by default) */
+    unsigned hangup_grace_ms;    /* SIGHUP to SIGKILL when a client vanishes */
+    const char *tmp_parent;      /* where per-launch tmpdirs go (default /tmp) */
 };
 
 struct lyhd {
@@ -32,6 +41,10 @@ struct lyhd {
     struct event_base *base;
     struct store *store;
     struct server *server;
+    struct guard *guard;
+    struct session_list sessions;
+    struct sc_program *seccomp;  /* built once at startup, installed by each child */
+    int landlock_abi;            /* 0: Landlock missing, Run refuses */
     uint64_t start_mono_ms;
     int lock_fd;
     int exit_code;

@@ -20,7 +20,11 @@
 #include "common/macros.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
+#include "daemon/guard.h"
 #include "daemon/rpc.h"
+#include "daemon/session.h"
+#include "platform/linux/landlock.h"
+#include "platform/linux/seccomp.h"
 #include "daemon/server.h"
 #include "storage/store.h"
 
@@ -50,6 +54,9 @@ static void usage(FILE *f) {
             "  --max-calls-per-connection N calls in flight on one connection (default 16)\n"
             "  --frame-timeout-ms MS     time to finish a frame once started (default 5000)\n"
             "  --max-fds-per-message N   fds one request may carry (default and maximum %u)\n"
+            "  --tmp-dir DIR             parent of per-launch tmpdirs (default /tmp)\n"
+            "  --hangup-grace-ms MS      SIGHUP to SIGKILL when a client vanishes (default 2000)\n"
+            "  --allow-root-run          let uid 0 run agents (refused by default)\n"
             "  --syslog                  also log to syslog\n"
             "  --verbose                 debug logging\n"
             "  --version, --help\n",
@@ -75,7 +82,7 @@ static int parse_uint(const char *opt, const char *s, unsigned min, unsigned max
 static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
     enum {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
-        O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP,
+        O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN,
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
@@ -87,6 +94,9 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"max-calls-per-connection", required_argument, NULL, O_MAXCALLS},
         {"frame-timeout-ms", required_argument, NULL, O_FRAME},
         {"max-fds-per-message", required_argument, NULL, O_MAXFDS},
+        {"tmp-dir", required_argument, NULL, O_TMP},
+        {"hangup-grace-ms", required_argument, NULL, O_GRACE},
+        {"allow-root-run", no_argument, NULL, O_ROOTRUN},
         {"syslog", no_argument, NULL, O_SYSLOG},
         {"verbose", no_argument, NULL, O_VERBOSE},
         {"version", no_argument, NULL, O_VERSION},
@@ -105,6 +115,8 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         .frame_timeout_ms = 5000,
         .max_fds_per_msg = LYH_MAX_FDS_PER_MESSAGE,
         .guard_gid = LYH_GUARD_GID_DEFAULT,
+        .hangup_grace_ms = 2000,
+        .tmp_parent = "/tmp",
     };
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -137,6 +149,12 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
                            &cfg->max_fds_per_msg) < 0)
                 return -EINVAL;
             break;
+        case O_TMP: cfg->tmp_parent = optarg; break;
+        case O_GRACE:
+            if (parse_uint("--hangup-grace-ms", optarg, 0, 600000, &cfg->hangup_grace_ms) < 0)
+                return -EINVAL;
+            break;
+        case O_ROOTRUN: cfg->allow_root_run = true; break;
         case O_SYSLOG: cfg->use_syslog = true; break;
         case O_VERBOSE: cfg->verbose = true; break;
         case O_VERSION: printf("lyhd %s (protocol %u)\n", LYH_VERSION, LYH_PROTOCOL_VERSION); return 1;
@@ -149,8 +167,8 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         usage(stderr);
         return -EINVAL;
     }
-    if (cfg->socket_path[0] != '/' || cfg->state_dir[0] != '/') {
-        fprintf(stderr, "lyhd: --socket and --state-dir must be absolute paths\n");
+    if (cfg->socket_path[0] != '/' || cfg->state_dir[0] != '/' || cfg->tmp_parent[0] != '/') {
+        fprintf(stderr, "lyhd: --socket, --state-dir and --tmp-dir must be absolute paths\n");
         return -EINVAL;
     }
     if (cfg->admin_group) {
@@ -180,6 +198,56 @@ static int take_lock(const char *state_dir, int *ret_fd) {
     }
     *ret_fd = fd;
     return 0;
+}
+
+/* Probe Landlock once and build the seccomp program once: every child only
+ * installs what was prepared here. */
+static int sandbox_init(struct lyhd *d) {
+    struct sc_options o = {.arch = SC_ARCH_NATIVE};
+    struct sc_program *prog = calloc(1, sizeof(*prog));
+    int r;
+
+    r = ll_probe(&d->landlock_abi);
+    if (r < 0) {
+        d->landlock_abi = 0;
+        log_warn("Landlock is not available (%s): Run will refuse to start agents", strerror(-r));
+    }
+    if (!prog)
+        return -ENOMEM;
+    r = sc_build(&o, prog);
+    if (r < 0) {
+        free(prog);
+        log_error("cannot build the seccomp filter: %s", strerror(-r));
+        return r;
+    }
+    d->seccomp = prog;
+    return 0;
+}
+
+static void sandbox_free(struct lyhd *d) {
+    if (d->seccomp) {
+        sc_program_free(d->seccomp);
+        free(d->seccomp);
+        d->seccomp = NULL;
+    }
+}
+
+static void sessions_shutdown(struct lyhd *d) {
+    struct session *s;
+
+    if (!d->sessions.tqh_first && !d->sessions.tqh_last)
+        return; /* never initialised */
+    while ((s = TAILQ_FIRST(&d->sessions))) {
+        TAILQ_REMOVE(&d->sessions, s, link);
+        if (s->call) {
+            s->call->on_disconnect = NULL;
+            s->call->state = NULL;
+            rpc_fail(s->call, LIANYAOHU__V1__CODE__UNAVAILABLE,
+                     "lyhd is shutting down; the session keeps running, guarded");
+            s->call = NULL;
+        }
+        session_finish_now(s);
+    }
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
@@ -236,6 +304,14 @@ int main(int argc, char **argv) {
         log_error("cannot create the event loop");
         goto fail;
     }
+    TAILQ_INIT(&d.sessions);
+    if (sandbox_init(&d) < 0)
+        goto fail;
+    r = guard_init(&d, why, sizeof(why));
+    if (r < 0) {
+        log_error("egress guard: %s", why);
+        goto fail;
+    }
     r = server_start(&d, &d.server, why, sizeof(why));
     if (r < 0) {
         log_error("%s", why);
@@ -256,6 +332,10 @@ int main(int argc, char **argv) {
         d.exit_code = 1;
     }
 
+    /* Running sessions stay running and guarded (the next lyhd re-adopts
+     * them); sessions already ending are finished now. Detach them from
+     * their calls first, so closing connections does not hang them up. */
+    sessions_shutdown(&d);
     server_free(d.server);
     d.server = NULL;
     /* Run once more so deferred connection releases happen before exit. */
@@ -264,18 +344,23 @@ int main(int argc, char **argv) {
         if (ev_sig[i])
             event_free(ev_sig[i]);
     event_base_free(d.base);
+    guard_free(d.guard);
+    sandbox_free(&d);
     store_close(d.store);
     CLOSE_FD(d.lock_fd);
     log_info("stopped");
     return d.exit_code;
 
 fail:
+    sessions_shutdown(&d);
     server_free(d.server);
     for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
         if (ev_sig[i])
             event_free(ev_sig[i]);
     if (d.base)
         event_base_free(d.base);
+    guard_free(d.guard);
+    sandbox_free(&d);
     store_close(d.store);
     CLOSE_FD(d.lock_fd);
     return 1;

@@ -57,5 +57,9 @@ void rpc_call_free(struct rpc_call *call);
 void rpc_capabilities(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_cancel(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_sessions(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_signal(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+int rpc_signal_owner(struct lyhd *d, const LyhRequest *req, uid_t *ret_owner);
 
 #endif

@@ -21,9 +21,11 @@
 static const struct rpc_method rpc_methods[] = {
     {M(CAPABILITIES), "Capabilities", 0, rpc_capabilities, NULL},
     {M(STATUS), "Status", 0, rpc_status, NULL},
-    {M(SESSIONS), "Sessions", RPC_STREAMING, NULL, NULL},
-    {M(RUN), "Run", RPC_MUTATES | RPC_STREAMING, NULL, NULL},
-    {M(SIGNAL), "Signal", RPC_OWNER, NULL, NULL},
+    {M(SESSIONS), "Sessions", RPC_STREAMING, rpc_sessions, NULL},
+    /* Run is not RPC_MUTATES: its state.db rows must be committed before each
+     * kernel change they describe, so it runs several transactions itself. */
+    {M(RUN), "Run", RPC_STREAMING, rpc_run, NULL},
+    {M(SIGNAL), "Signal", RPC_OWNER, rpc_signal, rpc_signal_owner},
     {M(INSTALL), "Install", RPC_MUTATES, NULL, NULL},
     {M(UNINSTALL), "Uninstall", RPC_MUTATES, NULL, NULL},
     {M(AUDIT_QUERY), "AuditQuery", RPC_STREAMING, NULL, NULL},

@@ -86,21 +86,17 @@ void server_conn_removed(struct server *s, struct conn *c) {
     }
 }
 
-/* Is the peer an admin: root, or a member of --admin-group (supplementary
- * groups as the kernel recorded them at connect, via SO_PEERGROUPS). */
-static bool peer_is_admin(const struct server *s, int fd, const struct ucred *cred) {
-    gid_t groups[256];
-    socklen_t len = sizeof(groups);
-
+/* Is the peer an admin: root, or a member of --admin-group (primary or
+ * supplementary, as the kernel recorded them at connect). */
+static bool peer_is_admin(const struct server *s, const struct ucred *cred, const gid_t *groups,
+                          size_t n_groups) {
     if (cred->uid == 0)
         return true;
     if (!s->d->cfg.admin_group)
         return false;
     if (cred->gid == s->d->cfg.admin_gid)
         return true;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
-        return false; /* fail closed: too many groups or no support */
-    for (size_t i = 0; i < len / sizeof(gid_t); i++)
+    for (size_t i = 0; i < n_groups; i++)
         if (groups[i] == s->d->cfg.admin_gid)
             return true;
     return false;
@@ -110,6 +106,9 @@ static void accept_one(struct server *s, int fd) {
     struct ucred cred;
     socklen_t len = sizeof(cred);
     struct conn *c = NULL;
+    gid_t groups[LYH_MAX_PEER_GROUPS];
+    socklen_t glen;
+    bool groups_ok = true;
     char msg[256];
     int r;
 
@@ -118,13 +117,21 @@ static void accept_one(struct server *s, int fd) {
         close(fd);
         return;
     }
+    /* Supplementary groups; more than we can hold means we cannot decide
+     * admin membership or drop groups correctly, so refuse (fail closed). */
+    glen = sizeof(groups);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0) {
+        groups_ok = false;
+        glen = 0;
+    }
     r = conn_new(s->d, fd, &cred, &c);
     if (r < 0) {
         log_error("cannot set up a connection for uid %u: %s", cred.uid, strerror(-r));
         close(fd);
         return;
     }
-    conn_set_admin(c, peer_is_admin(s, fd, &cred));
+    conn_set_peer_groups(c, groups, glen / sizeof(gid_t));
+    conn_set_admin(c, peer_is_admin(s, &cred, groups, glen / sizeof(gid_t)));
     if (s->n_slots == s->cap_slots) {
         unsigned ncap = s->cap_slots ? s->cap_slots * 2 : 64;
         struct conn_slot *n = reallocarray(s->slots, ncap, sizeof(*n));
@@ -139,6 +146,20 @@ static void accept_one(struct server *s, int fd) {
     s->slots[s->n_slots].uid = cred.uid;
     s->n_slots++;
 
+    /* A process inside a sandbox (it runs with the guard gid) must not drive
+     * the daemon: it could start sessions of its own or, worse, reach admin
+     * methods through groups its user has. */
+    if (cred.gid == s->d->cfg.guard_gid) {
+        log_warn("refused a connection from inside a sandbox (uid %u pid %d)", cred.uid, cred.pid);
+        conn_refuse(c, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                    "requests from inside a lyh sandbox are refused");
+        return;
+    }
+    if (!groups_ok) {
+        conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                    "your process has more supplementary groups than lyhd accepts (64)");
+        return;
+    }
     /* Limits are answered with a frame so the client can say why. */
     if (s->n_slots > s->d->cfg.max_conns) {
         snprintf(msg, sizeof(msg),

@@ -1,0 +1,563 @@
+/* lyh run: start an agent in a sandbox whose network leaves only through the
+ * chosen VPN interface.
+ *
+ * The CLI turns options into typed fields (the daemon parses no text), filters
+ * its own environment through the allowlist, picks the interface, and hands
+ * the daemon either a pty slave (when stdin is a terminal) or its own stdio.
+ * With a pty the real terminal goes to raw mode and bytes are relayed both
+ * ways; the agent never holds the user's terminal, so TIOCSTI from inside
+ * cannot type into the user's shell. Every exit path restores the terminal. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pb_encode.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/pty_relay.h"
+#include "cli/vpn_pick.h"
+#include "common/dest_rule.h"
+#include "common/env_policy.h"
+#include "common/lyh_limits.h"
+#include "common/macros.h"
+
+extern char **environ;
+
+#define RUN_MAX_ENV 128
+
+struct run_opts {
+    const char *vpn;
+    const char *cwd;
+    const char *env[RUN_MAX_ENV]; /* NAME=VALUE from --env */
+    size_t n_env;
+    bool no_firewall, shared_user, allow_non_default, narrow_home;
+    bool print_firewall, print_policy, no_tui;
+    char **argv;
+    int argc;
+};
+
+void usage_run(FILE *f) {
+    fprintf(f,
+            "Usage: lyh run [OPTIONS] [-- COMMAND [ARGS...]]\n"
+            "Start COMMAND (default: claude) so it reaches the network only through a VPN.\n\n"
+            "  --vpn NAME                 the VPN interface (tun*, wg*); else picked\n"
+            "  --cwd PATH                 working directory (default: the current one)\n"
+            "  --env NAME=VALUE           set a variable for the agent (repeatable)\n"
+            "  --allow-dest RULE          with a deny-default policy: allow this destination\n"
+            "  --deny-dest RULE           refuse this destination\n"
+            "  --lan-allow RULE           reopen part of the LAN (must lie in a blocked range)\n"
+            "  --writable PATH            extra writable path (yours, outside system dirs)\n"
+            "  --read-only PATH           extra read-only path\n"
+            "  --narrow-home              only agent state dirs of $HOME are writable\n"
+            "  --allow-non-default-route  skip the IPv4 default-route check (traffic not\n"
+            "                             routed to the VPN is refused, not steered)\n"
+            "  --no-firewall              sandbox only, no network guard (warns)\n"
+            "  --shared-user-firewall     one firewall for all your processes (fallback)\n"
+            "  --print-firewall           print the rules that would be installed, then exit\n"
+            "  --print-policy             print the effective policy, then exit\n"
+            "  --no-tui                   no pty and no picker, even on a terminal\n"
+            "RULE is ADDR[/PREFIX][:PORT[-PORT]], IPv6 in brackets when a port follows:\n"
+            "  192.168.1.0/24   10.0.0.5:443   [fd00::/8]:80-90\n"
+            "lyh exits with the agent's status (128+N when killed by signal N).\n");
+}
+
+/* ---- nanopb callbacks for the unbounded fields --------------------------------- */
+
+struct strv {
+    char **v;
+    size_t n;
+};
+
+static bool encode_argv(pb_ostream_t *os, const pb_field_iter_t *field, void *const *arg) {
+    const struct strv *sv = *arg;
+
+    for (size_t i = 0; i < sv->n; i++)
+        if (!pb_encode_tag_for_field(os, field) ||
+            !pb_encode_string(os, (const pb_byte_t *)sv->v[i], strlen(sv->v[i])))
+            return false;
+    return true;
+}
+
+struct envv {
+    lianyaohu_v1_EnvVar *v;
+    size_t n;
+};
+
+static bool encode_env(pb_ostream_t *os, const pb_field_iter_t *field, void *const *arg) {
+    const struct envv *ev = *arg;
+
+    for (size_t i = 0; i < ev->n; i++)
+        if (!pb_encode_tag_for_field(os, field) ||
+            !pb_encode_submessage(os, lianyaohu_v1_EnvVar_fields, &ev->v[i]))
+            return false;
+    return true;
+}
+
+/* ---- building the request -------------------------------------------------------- */
+
+static int add_rule(const char *opt, const char *text, lianyaohu_v1_DestRule *arr,
+                    pb_size_t *count, size_t max) {
+    struct dr_rule r;
+    char why[DR_WHY_MAX];
+
+    if (dr_parse(text, &r, why, sizeof(why)) < 0) {
+        fprintf(stderr, "lyh run: %s %s: %s\n", opt, text, why);
+        return -EINVAL;
+    }
+    if (strcmp(opt, "--lan-allow") == 0 && !dr_in_blocked_ranges(&r)) {
+        fprintf(stderr,
+                "lyh run: --lan-allow %s is not inside a LAN or reserved range; only those are "
+                "blocked, so there is nothing to reopen\n",
+                text);
+        return -EINVAL;
+    }
+    if (*count >= max) {
+        fprintf(stderr, "lyh run: too many %s rules (at most %zu)\n", opt, max);
+        return -E2BIG;
+    }
+    lianyaohu_v1_DestRule *d = &arr[(*count)++];
+    size_t alen = r.family == AF_INET ? 4 : 16;
+    memcpy(d->addr.bytes, r.addr, alen);
+    d->addr.size = (pb_size_t)alen;
+    d->prefix_len = r.prefix_len;
+    d->port_min = r.port_min;
+    d->port_max = r.port_max;
+    return 0;
+}
+
+static int add_path(const char *opt, const char *path, char (*arr)[1024], pb_size_t *count,
+                    size_t max) {
+    char abs[PATH_MAX];
+
+    if (path[0] != '/') {
+        if (!realpath(path, abs)) {
+            fprintf(stderr, "lyh run: %s %s: %s\n", opt, path, strerror(errno));
+            return -errno;
+        }
+        path = abs;
+    }
+    if (strlen(path) >= 1024) {
+        fprintf(stderr, "lyh run: %s %s: path too long\n", opt, path);
+        return -ENAMETOOLONG;
+    }
+    if (*count >= max) {
+        fprintf(stderr, "lyh run: too many %s paths (at most %zu)\n", opt, max);
+        return -E2BIG;
+    }
+    memcpy(arr[(*count)++], path, strlen(path) + 1);
+    return 0;
+}
+
+/* The environment to send: what the allowlist lets through from ours, then
+ * --env (refused early here when the daemon would refuse it anyway). */
+static int build_env(const struct run_opts *o, struct envv *ret) {
+    size_t cap = RUN_MAX_ENV, n = 0;
+    lianyaohu_v1_EnvVar *v = calloc(cap, sizeof(*v));
+    char why[ENVP_WHY_MAX];
+
+    if (!v)
+        return -ENOMEM;
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        char name[ENVP_NAME_MAX + 1];
+        if (!eq || (size_t)(eq - *e) > ENVP_NAME_MAX)
+            continue;
+        memcpy(name, *e, (size_t)(eq - *e));
+        name[eq - *e] = '\0';
+        if (!envp_inherit_ok(name) || envp_is_forced(name))
+            continue;
+        if (strlen(eq + 1) >= sizeof(v[0].value) || n >= cap) {
+            fprintf(stderr, "lyh run: note: not passing %s (too long or too many variables)\n",
+                    name);
+            continue;
+        }
+        if (strlen(name) >= sizeof(v[n].name))
+            continue;
+        memcpy(v[n].name, name, strlen(name) + 1);
+        memcpy(v[n].value, eq + 1, strlen(eq + 1) + 1);
+        n++;
+    }
+    for (size_t i = 0; i < o->n_env; i++) {
+        const char *eq = strchr(o->env[i], '=');
+        char name[ENVP_NAME_MAX + 1];
+        if (!eq || eq == o->env[i] || (size_t)(eq - o->env[i]) > ENVP_NAME_MAX) {
+            fprintf(stderr, "lyh run: --env wants NAME=VALUE, not '%s'\n", o->env[i]);
+            free(v);
+            return -EINVAL;
+        }
+        memcpy(name, o->env[i], (size_t)(eq - o->env[i]));
+        name[eq - o->env[i]] = '\0';
+        if (envp_check_explicit(name, eq + 1, why, sizeof(why)) < 0) {
+            fprintf(stderr, "lyh run: --env %s refused: %s\n", name, why);
+            free(v);
+            return -EPERM;
+        }
+        if (strlen(eq + 1) >= sizeof(v[0].value) || n >= cap) {
+            fprintf(stderr, "lyh run: --env %s: value too long or too many variables\n", name);
+            free(v);
+            return -E2BIG;
+        }
+        if (envp_is_forced(name))
+            fprintf(stderr, "lyh run: note: %s is set by the sandbox; --env %s has no effect\n",
+                    name, name);
+        if (strlen(name) >= sizeof(v[n].name)) {
+            fprintf(stderr, "lyh run: --env %s: name too long\n", name);
+            free(v);
+            return -E2BIG;
+        }
+        memcpy(v[n].name, name, strlen(name) + 1);
+        memcpy(v[n].value, eq + 1, strlen(eq + 1) + 1);
+        n++;
+    }
+    ret->v = v;
+    ret->n = n;
+    return 0;
+}
+
+/* ---- talking to the daemon ------------------------------------------------------ */
+
+static volatile sig_atomic_t pending_signal;
+
+static void on_forward_signal(int sig) { pending_signal = sig; }
+
+static int send_signal(struct lyh_client *c, const char *session_id, int sig) {
+    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
+
+    if (!req)
+        return -ENOMEM;
+    req->which_method = lianyaohu_v1_Request_signal_tag;
+    snprintf(req->method.signal.session_id, sizeof(req->method.signal.session_id), "%s",
+             session_id);
+    req->method.signal.which_what = lianyaohu_v1_SignalRequest_signal_tag;
+    req->method.signal.what.signal = sig;
+    return lyh_client_send(c, req, NULL, 0, NULL);
+}
+
+/* Exit code for an error answer. */
+static int error_exit(const lianyaohu_v1_Response *resp) {
+    fprintf(stderr, "lyh run: %s: %s\n", lyh_code_name(resp->code), resp->message);
+    if (resp->code == lianyaohu_v1_Code_UNAVAILABLE)
+        return EXIT_UNAVAILABLE;
+    return EXIT_DAEMON_ERROR;
+}
+
+/* Read responses of call `id` until the end; returns the process exit code. */
+static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay) {
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    char session_id[40] = "";
+    int daemon_fd = lyh_client_fd(c);
+
+    if (!resp)
+        return EXIT_DAEMON_ERROR;
+    for (;;) {
+        /* Wait for the daemon, relaying the terminal meanwhile. */
+        if (relay) {
+            int k = pty_relay_until_readable(relay, daemon_fd);
+            if (k < 0) {
+                fprintf(stderr, "lyh run: terminal relay failed: %s\n", strerror(-k));
+                return EXIT_DAEMON_ERROR;
+            }
+        } else {
+            struct pollfd p = {.fd = daemon_fd, .events = POLLIN};
+            int k = poll(&p, 1, 200);
+            if (k < 0 && errno != EINTR)
+                return EXIT_DAEMON_ERROR;
+            if (pending_signal && session_id[0]) {
+                int sig = pending_signal;
+                pending_signal = 0;
+                (void)send_signal(c, session_id, sig);
+            }
+            if (k <= 0)
+                continue;
+        }
+        memset(resp, 0, sizeof(*resp));
+        int r = lyh_client_recv(c, resp, 30000);
+        if (r == -ETIMEDOUT)
+            continue;
+        if (r < 0) {
+            fprintf(stderr,
+                    "lyh run: lost contact with lyhd (%s); if the agent still runs it stays "
+                    "guarded\n",
+                    r == -ECONNRESET ? "connection closed" : strerror(-r));
+            if (relay)
+                pty_relay_drain(relay);
+            return EXIT_UNAVAILABLE;
+        }
+        if (resp->call_id != id && resp->call_id != 0)
+            continue; /* an answer to a Signal call */
+        if (resp->code != lianyaohu_v1_Code_OK) {
+            if (relay)
+                pty_relay_restore(relay);
+            return error_exit(resp);
+        }
+        if (resp->which_result != lianyaohu_v1_Response_run_event_tag) {
+            if (resp->end_of_stream)
+                return EXIT_DAEMON_ERROR;
+            continue;
+        }
+        const lianyaohu_v1_RunEvent *ev = &resp->result.run_event;
+        switch (ev->which_event) {
+        case lianyaohu_v1_RunEvent_firewall_tag:
+            fputs(ev->event.firewall, stdout);
+            return EXIT_OK;
+        case lianyaohu_v1_RunEvent_started_tag:
+            snprintf(session_id, sizeof(session_id), "%s", ev->event.started.session_id);
+            if (relay)
+                pty_relay_set_session(relay, c, session_id);
+            for (pb_size_t i = 0; i < ev->event.started.notes_count; i++)
+                fprintf(stderr, "lyh: %s\r\n", ev->event.started.notes[i]);
+            break;
+        case lianyaohu_v1_RunEvent_exited_tag:
+            if (relay)
+                pty_relay_drain(relay);
+            if (ev->event.exited.signal > 0)
+                return 128 + ev->event.exited.signal;
+            return ev->event.exited.exit_code >= 0 ? ev->event.exited.exit_code : EXIT_DAEMON_ERROR;
+        default:
+            break;
+        }
+        if (resp->end_of_stream)
+            return EXIT_DAEMON_ERROR;
+    }
+}
+
+static void print_policy(const struct run_opts *o, const lianyaohu_v1_RunRequest *rr,
+                         const struct strv *argv) {
+    char buf[DR_FORMAT_MAX];
+    const struct {
+        const char *name;
+        const lianyaohu_v1_DestRule *v;
+        pb_size_t n;
+    } lists[] = {{"lan_allow", rr->lan_allow, rr->lan_allow_count},
+                 {"deny", rr->deny, rr->deny_count},
+                 {"allow", rr->allow, rr->allow_count}};
+
+    printf("command    =");
+    for (size_t i = 0; i < argv->n; i++)
+        printf(" %s", argv->v[i]);
+    printf("\ninterface  = %s\n", rr->no_firewall ? "(none: --no-firewall)" : rr->interface);
+    printf("cwd        = %s\n", rr->cwd);
+    printf("default    = %s\n",
+           rr->network_default == lianyaohu_v1_NetworkDefault_NETWORK_DEFAULT_DENY ? "deny"
+                                                                                   : "allow");
+    for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+        printf("%-10s =", lists[l].name);
+        for (pb_size_t i = 0; i < lists[l].n; i++) {
+            struct dr_rule r;
+            if (dr_from_parts(lists[l].v[i].addr.bytes, lists[l].v[i].addr.size,
+                              lists[l].v[i].prefix_len, lists[l].v[i].port_min,
+                              lists[l].v[i].port_max, &r, NULL, 0) == 0 &&
+                dr_format(&r, buf, sizeof(buf)) == 0)
+                printf(" %s", buf);
+        }
+        printf("\n");
+    }
+    printf("writable   =");
+    for (pb_size_t i = 0; i < rr->writable_count; i++)
+        printf(" %s", rr->writable[i]);
+    printf("\nread_only  =");
+    for (pb_size_t i = 0; i < rr->read_only_count; i++)
+        printf(" %s", rr->read_only[i]);
+    printf("\nnarrow_home = %s\n", rr->narrow_home ? "true" : "false");
+    (void)o;
+}
+
+int cmd_run(struct cli *cli, int argc, char **argv) {
+    enum {
+        O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN,
+        O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_HELP,
+    };
+    static const struct option opts[] = {
+        {"vpn", required_argument, NULL, O_VPN},
+        {"cwd", required_argument, NULL, O_CWD},
+        {"env", required_argument, NULL, O_ENV},
+        {"no-firewall", no_argument, NULL, O_NOFW},
+        {"shared-user-firewall", no_argument, NULL, O_SHARED},
+        {"allow-non-default-route", no_argument, NULL, O_NONDEFAULT},
+        {"allow-dest", required_argument, NULL, O_ALLOW},
+        {"deny-dest", required_argument, NULL, O_DENY},
+        {"lan-allow", required_argument, NULL, O_LAN},
+        {"writable", required_argument, NULL, O_WRITABLE},
+        {"read-only", required_argument, NULL, O_RO},
+        {"narrow-home", no_argument, NULL, O_NARROW},
+        {"print-firewall", no_argument, NULL, O_PRINTFW},
+        {"print-policy", no_argument, NULL, O_PRINTPOL},
+        {"no-tui", no_argument, NULL, O_NOTUI},
+        {"help", no_argument, NULL, O_HELP},
+        {0},
+    };
+    struct run_opts o = {0};
+    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
+    lianyaohu_v1_RunRequest *rr;
+    static char *default_argv[] = {"claude", NULL};
+    struct strv av;
+    struct envv ev = {0};
+    char cwd[PATH_MAX];
+    int c, rc;
+
+    if (!req)
+        return EXIT_DAEMON_ERROR;
+    rr = &req->method.run;
+    req->which_method = lianyaohu_v1_Request_run_tag;
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        int k = 0;
+        switch (c) {
+        case O_VPN: o.vpn = optarg; break;
+        case O_CWD: o.cwd = optarg; break;
+        case O_ENV:
+            if (o.n_env >= RUN_MAX_ENV) {
+                fprintf(stderr, "lyh run: too many --env (at most %d)\n", RUN_MAX_ENV);
+                return EXIT_USAGE;
+            }
+            o.env[o.n_env++] = optarg;
+            break;
+        case O_NOFW: rr->no_firewall = true; break;
+        case O_SHARED: rr->shared_user_firewall = true; break;
+        case O_NONDEFAULT: rr->allow_non_default_route = true; break;
+        case O_ALLOW:
+            k = add_rule("--allow-dest", optarg, rr->allow, &rr->allow_count, ARRAY_SIZE(rr->allow));
+            rr->network_default = lianyaohu_v1_NetworkDefault_NETWORK_DEFAULT_DENY;
+            break;
+        case O_DENY: k = add_rule("--deny-dest", optarg, rr->deny, &rr->deny_count, ARRAY_SIZE(rr->deny)); break;
+        case O_LAN:
+            k = add_rule("--lan-allow", optarg, rr->lan_allow, &rr->lan_allow_count,
+                         ARRAY_SIZE(rr->lan_allow));
+            break;
+        case O_WRITABLE:
+            k = add_path("--writable", optarg, rr->writable, &rr->writable_count,
+                         ARRAY_SIZE(rr->writable));
+            break;
+        case O_RO:
+            k = add_path("--read-only", optarg, rr->read_only, &rr->read_only_count,
+                         ARRAY_SIZE(rr->read_only));
+            break;
+        case O_NARROW: rr->narrow_home = true; break;
+        case O_PRINTFW: rr->print_firewall = true; break;
+        case O_PRINTPOL: o.print_policy = true; break;
+        case O_NOTUI: o.no_tui = true; break;
+        case O_HELP: usage_run(stdout); return EXIT_OK;
+        default: usage_run(stderr); return EXIT_USAGE;
+        }
+        if (k < 0)
+            return EXIT_USAGE;
+    }
+    if (optind < argc) {
+        av.v = argv + optind;
+        av.n = (size_t)(argc - optind);
+    } else {
+        av.v = default_argv;
+        av.n = 1;
+        if (!rr->print_firewall && !o.print_policy)
+            fprintf(stderr, "lyh run: no command given; running `claude`\n");
+    }
+
+    /* Working directory. */
+    if (o.cwd) {
+        if (!realpath(o.cwd, cwd)) {
+            fprintf(stderr, "lyh run: --cwd %s: %s\n", o.cwd, strerror(errno));
+            return EXIT_USAGE;
+        }
+    } else if (!getcwd(cwd, sizeof(cwd))) {
+        fprintf(stderr, "lyh run: cannot tell the current directory: %s\n", strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (strlen(cwd) >= sizeof(rr->cwd)) {
+        fprintf(stderr, "lyh run: the working directory path is too long\n");
+        return EXIT_USAGE;
+    }
+    snprintf(rr->cwd, sizeof(rr->cwd), "%s", cwd);
+
+    /* Interface. */
+    if (rr->no_firewall) {
+        if (o.vpn) {
+            fprintf(stderr, "lyh run: --no-firewall and --vpn contradict each other\n");
+            return EXIT_USAGE;
+        }
+        fprintf(stderr, "lyh run: warning: --no-firewall: the agent's network is NOT confined "
+                        "to a VPN (filesystem and syscall sandbox only)\n");
+    } else {
+        char picked[16];
+        bool interactive = !o.no_tui && isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
+        rc = vpn_pick(o.vpn, interactive, picked, sizeof(picked));
+        if (rc != EXIT_OK)
+            return rc;
+        snprintf(rr->interface, sizeof(rr->interface), "%s", picked);
+    }
+
+    if (o.print_policy) {
+        print_policy(&o, rr, &av);
+        return EXIT_OK;
+    }
+    if (build_env(&o, &ev) < 0)
+        return EXIT_USAGE;
+    rr->argv.funcs.encode = encode_argv;
+    rr->argv.arg = &av;
+    rr->env.funcs.encode = encode_env;
+    rr->env.arg = &ev;
+
+    struct lyh_client *client = NULL;
+    rc = cli_connect(cli, &client);
+    if (rc != EXIT_OK) {
+        free(ev.v);
+        return rc;
+    }
+
+    bool use_pty = !o.no_tui && !rr->print_firewall && isatty(STDIN_FILENO);
+    struct pty_relay *relay = NULL;
+    int fds[3] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};
+    unsigned n_fds = 3;
+    uint64_t id = 0;
+    int slave = -1;
+
+    if (rr->print_firewall)
+        n_fds = 0;
+    if (use_pty) {
+        int k = pty_relay_open(&relay, &slave, &rr->rows, &rr->cols);
+        if (k < 0) {
+            fprintf(stderr, "lyh run: cannot open a pty: %s\n", strerror(-k));
+            lyh_client_close(client);
+            free(ev.v);
+            return EXIT_DAEMON_ERROR;
+        }
+        rr->pty = true;
+        fds[0] = slave;
+        n_fds = 1;
+    }
+    int k = lyh_client_send(client, req, fds, n_fds, &id);
+    if (slave >= 0)
+        close(slave); /* the daemon has its own copy now */
+    free(ev.v);
+    if (k < 0) {
+        fprintf(stderr, "lyh run: sending the request failed: %s\n",
+                k == -EMSGSIZE ? "it is larger than 1 MiB" : strerror(-k));
+        pty_relay_free(relay);
+        lyh_client_close(client);
+        return k == -EMSGSIZE ? EXIT_USAGE : EXIT_UNAVAILABLE;
+    }
+
+    if (relay) {
+        k = pty_relay_start(relay);
+        if (k < 0) {
+            fprintf(stderr, "lyh run: cannot put the terminal in raw mode: %s\n", strerror(-k));
+            pty_relay_free(relay);
+            lyh_client_close(client);
+            return EXIT_DAEMON_ERROR;
+        }
+    } else {
+        struct sigaction sa = {.sa_handler = on_forward_signal};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+    }
+    rc = follow_run(client, id, relay);
+    pty_relay_free(relay); /* restores the terminal */
+    lyh_client_close(client);
+    return rc;
+}

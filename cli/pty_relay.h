@@ -1,0 +1,29 @@
+/* The terminal relay of `lyh run`: a fresh pty for the agent, the user's
+ * terminal in raw mode, bytes relayed both ways, window size forwarded, and
+ * the terminal restored on every way out (normal end, error, SIGTERM, SIGHUP). */
+#ifndef LYH_PTY_RELAY_H
+#define LYH_PTY_RELAY_H
+
+#include <stdint.h>
+
+struct pty_relay;
+struct lyh_client;
+
+/* Open a pty pair. The slave (CLOEXEC) goes to the daemon; its window size is
+ * copied from our terminal and reported through rows/cols. */
+int pty_relay_open(struct pty_relay **ret, int *ret_slave, uint32_t *rows, uint32_t *cols);
+/* Raw mode on stdin and signal handlers (SIGWINCH resizes; SIGTERM/SIGHUP/SIGINT
+ * are forwarded to the session once it is known). */
+int pty_relay_start(struct pty_relay *r);
+/* The session to forward signals to, over the client's connection. */
+void pty_relay_set_session(struct pty_relay *r, struct lyh_client *c, const char *session_id);
+/* Relay until fd is readable. 0 when it is, -errno on failure. */
+int pty_relay_until_readable(struct pty_relay *r, int fd);
+/* After the agent exited: copy what is left in the pty to stdout (bounded). */
+void pty_relay_drain(struct pty_relay *r);
+/* Put the terminal back as it was (idempotent). */
+void pty_relay_restore(struct pty_relay *r);
+/* Restore and free. Accepts NULL. */
+void pty_relay_free(struct pty_relay *r);
+
+#endif

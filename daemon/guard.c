@@ -1,0 +1,306 @@
+/* The egress guard as the daemon runs it: opening the kernel interfaces,
+ * keeping table `inet lianyaohu` in shape, and reconciling it with state.db at
+ * startup (the reaper).
+ *
+ * What it must never do: leave a running session unguarded, or remove rules
+ * for a session whose processes still run. When in doubt a process is treated
+ * as alive and its chain is kept; when a chain is missing for a live session it
+ * is rebuilt from the spec recorded in state.db. */
+#include "daemon/guard.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/macros.h"
+#include "daemon/log.h"
+#include "daemon/lyhd.h"
+#include "daemon/session.h"
+#include "platform/linux/fsutil.h"
+#include "platform/linux/nft.h"
+#include "platform/linux/proc.h"
+#include "platform/linux/route.h"
+#include "storage/store.h"
+
+#define GUARD_CGROUP_SUBTREE "lyh"
+
+void guard_free(struct guard *g) {
+    if (!g)
+        return;
+    nft_close(g->nft);
+    route_close(g->route);
+    cg_close(&g->cg);
+    free(g);
+}
+
+int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_chain **ret) {
+    struct nftr_input in = {
+        .scope = NFTR_SCOPE_SESSION,
+        .session_id = s->row.id,
+        .cgroup_id = s->row.cgroup_id,
+        .iface = s->spec.iface,
+        .log = d->guard->base.log,
+    };
+
+    gspec_policy(&s->spec, &in.policy);
+    return nftr_render_chain(&in, ret);
+}
+
+int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whylen) {
+    struct nftr_chain *c = NULL;
+    int r = guard_render_session(d, s, &c);
+
+    if (r < 0) {
+        snprintf(why, whylen, "cannot render the firewall rules: %s", strerror(-r));
+        return r;
+    }
+    r = nft_session_add(d->guard->nft, c);
+    if (r < 0)
+        snprintf(why, whylen, "nftables refused the session's rules (%s): %s",
+                 nft_last_error_object(d->guard->nft), strerror(-r));
+    nftr_chain_free(c);
+    return r;
+}
+
+int guard_session_del(struct lyhd *d, struct session *s) {
+    int r = nft_session_del(d->guard->nft, s->row.chain, s->row.cgroup_id);
+    return r == -ENOENT ? 0 : r;
+}
+
+/* ---- startup reconciliation ------------------------------------------------------ */
+
+struct reconcile {
+    struct lyhd *d;
+    char **chains;        /* chains now in the table */
+    size_t n_chains;
+    bool rebuilt;
+    unsigned adopted, reaped;
+};
+
+static bool chain_present(const struct reconcile *rc, const char *name) {
+    for (size_t i = 0; i < rc->n_chains; i++)
+        if (strcmp(rc->chains[i], name) == 0)
+            return true;
+    return false;
+}
+
+static void reap_log(struct lyhd *d, const char *object, const char *action, const char *detail) {
+    int r = store_reap_log(d->store, object, action, detail);
+    if (r < 0)
+        log_warn("state.db reap log for %s failed: %s", object, store_errmsg(d->store));
+}
+
+/* Is anything of this session still running? Treat doubt as yes. */
+static bool session_alive(struct lyhd *d, const struct store_session *row, bool *ret_main_alive) {
+    uint64_t start = 0;
+    bool populated = false;
+
+    *ret_main_alive = row->pid > 0 && proc_start_time((pid_t)row->pid, &start) == 0 &&
+                      start == row->pid_start;
+    if (*ret_main_alive)
+        return true;
+    if (row->cgroup[0] && d->guard->have_cgroup) {
+        int r = cg_populated(&d->guard->cg, row->id, &populated);
+        if (r == 0)
+            return populated;
+        if (r != -ENOENT)
+            return true;
+    }
+    return false;
+}
+
+static int reconcile_one(const struct store_session *row, void *userdata) {
+    struct reconcile *rc = userdata;
+    struct lyhd *d = rc->d;
+    struct session *s;
+    bool main_alive = false;
+    char why[256];
+    int r;
+
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->d = d;
+    s->row = *row;
+    s->pidfd = s->status_fd = s->pty_fd = -1;
+    s->has_cgroup = row->cgroup[0] && d->guard->have_cgroup;
+    s->has_chain = row->chain[0] != '\0';
+    s->started_mono_ms = lyhd_mono_ms();
+    if (row->guard_spec_len > 0 && gspec_decode(row->guard_spec, row->guard_spec_len, &s->spec) < 0) {
+        log_error("session '%s': its recorded firewall spec is damaged", row->id);
+        /* Without a spec the chain cannot be rebuilt: a live session gets
+         * killed rather than left without rules. */
+        if (s->has_cgroup)
+            (void)cg_kill(&d->guard->cg, row->id);
+        else if (row->pid > 0 && session_alive(d, row, &main_alive) && main_alive)
+            kill(-(pid_t)row->pid, SIGKILL);
+        s->row.guard_spec_len = 0;
+    }
+    TAILQ_INSERT_TAIL(&d->sessions, s, link);
+
+    if (session_alive(d, row, &main_alive)) {
+        /* Keep it guarded: rebuild the chain if the table lost it. */
+        if (s->has_chain && !chain_present(rc, row->chain)) {
+            r = guard_session_add(d, s, why, sizeof(why));
+            if (r < 0) {
+                log_error("session '%s' is running but its rules cannot be restored (%s); "
+                          "killing it",
+                          row->id, why);
+                if (s->has_cgroup)
+                    (void)cg_kill(&d->guard->cg, row->id);
+                session_teardown(s);
+                rc->reaped++;
+                return 0;
+            }
+            log_warn("session '%s': firewall chain was missing; rebuilt", row->id);
+            reap_log(d, row->chain, "rebuilt", "chain of a running session was missing");
+        }
+        s->adopted = true;
+        if (main_alive) {
+            s->pid = (pid_t)row->pid;
+            s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+        }
+        if (s->pidfd >= 0 && session_watch(s) == 0) {
+            log_info("re-adopted running session '%s' of uid %u (pid %d)", row->id, row->uid,
+                     s->pid);
+            reap_log(d, row->id, "adopted", "process still running after restart");
+            rc->adopted++;
+            return 0;
+        }
+        /* The main process is gone but others remain: end them now. */
+        log_info("session '%s': main process gone, leftovers remain; ending it", row->id);
+    }
+    reap_log(d, row->id, "reaped", "process gone at startup");
+    session_teardown(s);
+    rc->reaped++;
+    return 0;
+}
+
+/* Chains in our table that no live session owns: remove them. */
+static void reap_unknown_chains(struct reconcile *rc) {
+    struct lyhd *d = rc->d;
+    struct nft_session_elem *elems = NULL;
+    size_t n_elems = 0;
+
+    (void)nft_list_sessions(d->guard->nft, &elems, &n_elems);
+    for (size_t i = 0; i < rc->n_chains; i++) {
+        const char *name = rc->chains[i];
+        struct session *s;
+        bool known = false;
+        uint64_t cgid = 0;
+        int r;
+
+        if (strncmp(name, NFTR_SESSION_CHAIN_PREFIX, strlen(NFTR_SESSION_CHAIN_PREFIX)) != 0)
+            continue; /* base chains; uid-scope chains arrive with Install */
+        TAILQ_FOREACH(s, &d->sessions, link)
+            if (strcmp(s->row.chain, name) == 0)
+                known = true;
+        if (known)
+            continue;
+        for (size_t j = 0; j < n_elems; j++)
+            if (strcmp(elems[j].chain, name) == 0)
+                cgid = elems[j].cgroup_id;
+        r = nft_session_del(d->guard->nft, name, cgid);
+        if (r < 0 && r != -ENOENT) {
+            log_error("cannot remove unknown chain '%s': %s", name, strerror(-r));
+            continue;
+        }
+        log_warn("removed chain '%s': no session in state.db owns it", name);
+        reap_log(d, name, "removed", "chain unknown to state.db");
+    }
+    free(elems);
+}
+
+static int reap_cgroup_cb(const char *name, void *userdata) {
+    struct reconcile *rc = userdata;
+    struct session *s;
+
+    TAILQ_FOREACH(s, &rc->d->sessions, link)
+        if (strcmp(s->row.id, name) == 0)
+            return 0;
+    (void)cg_kill(&rc->d->guard->cg, name);
+    if (cg_remove(&rc->d->guard->cg, name) == 0) {
+        log_warn("removed cgroup '%s': no session in state.db owns it", name);
+        reap_log(rc->d, name, "removed", "cgroup unknown to state.db");
+    }
+    return 0;
+}
+
+int guard_init(struct lyhd *d, char *why, size_t whylen) {
+    struct guard *g = calloc(1, sizeof(*g));
+    struct reconcile rc = {.d = d};
+    unsigned flags = 0;
+    int r;
+
+    if (!g)
+        return -ENOMEM;
+    g->cg.base_fd = -1;
+    d->guard = g;
+    r = nft_open(&g->nft);
+    if (r < 0) {
+        snprintf(why, whylen, "cannot open the nftables netlink socket: %s", strerror(-r));
+        return r;
+    }
+    r = route_open(&g->route);
+    if (r < 0) {
+        snprintf(why, whylen, "cannot open the rtnetlink socket: %s", strerror(-r));
+        return r;
+    }
+    r = cg_open(GUARD_CGROUP_SUBTREE, &g->cg);
+    if (r == 0) {
+        g->have_cgroup = true;
+    } else {
+        g->cg.base_fd = -1;
+        log_warn("no usable cgroup v2 hierarchy (%s): sessions cannot be told apart by cgroup, "
+                 "per-user scoping is not built yet, so Run will refuse guarded launches",
+                 strerror(-r));
+    }
+    g->base = (struct nftr_base_params){
+        .guard_gid = d->cfg.guard_gid,
+        .cgroupv2 = g->have_cgroup,
+        .cgroup_level = g->have_cgroup ? g->cg.session_level : NFTR_DEFAULT_CGROUP_LEVEL,
+        .log = {.group = NFTR_DEFAULT_NFLOG_GROUP,
+                .rate = NFTR_DEFAULT_LOG_RATE,
+                .burst = NFTR_DEFAULT_LOG_BURST},
+    };
+    r = nft_ensure_base(g->nft, &g->base, &flags);
+    if (r < 0) {
+        snprintf(why, whylen, "cannot install table inet lianyaohu (%s): %s",
+                 nft_last_error_object(g->nft), strerror(-r));
+        return r;
+    }
+    if (flags & NFT_BASE_CREATED)
+        log_info("created table inet lianyaohu (guard gid %u, session cgroups at level %u)",
+                 g->base.guard_gid, g->base.cgroup_level);
+    if (flags & NFT_BASE_REBUILT) {
+        rc.rebuilt = true;
+        log_warn("table inet lianyaohu had been changed by someone else; rebuilt it");
+        reap_log(d, "table inet lianyaohu", "rebuilt", "base objects were missing or foreign");
+    }
+
+    r = nft_list_chains(g->nft, &rc.chains, &rc.n_chains);
+    if (r < 0) {
+        snprintf(why, whylen, "cannot list chains of table inet lianyaohu: %s", strerror(-r));
+        return r;
+    }
+    r = store_session_foreach_live(d->store, reconcile_one, &rc);
+    if (r < 0) {
+        snprintf(why, whylen, "cannot read live sessions from state.db: %s",
+                 store_errmsg(d->store));
+        nft_names_free(rc.chains);
+        return r;
+    }
+    reap_unknown_chains(&rc);
+    if (g->have_cgroup)
+        (void)cg_foreach(&g->cg, reap_cgroup_cb, &rc);
+    nft_names_free(rc.chains);
+    if (rc.adopted || rc.reaped)
+        log_info("startup reconciliation: %u session(s) re-adopted, %u reaped", rc.adopted,
+                 rc.reaped);
+    return 0;
+}

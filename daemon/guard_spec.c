@@ -1,0 +1,165 @@
+/* Encoding of the guard spec. Format (version 1), all integers big-endian:
+ *   u8 version, u8 flags (1 = deny_default, 2 = ipv6_blocked),
+ *   u8 iface length, iface bytes,
+ *   3 lists (lan exceptions, deny, allow), each: u8 count, then per entry
+ *   u8 family (4 or 6), u8 prefix, u16 port_min, u16 port_max, 4 or 16 address bytes.
+ * The decoder trusts nothing: state.db is root-only, but a damaged row must not
+ * turn into a wrong firewall, so every field is range-checked. */
+#include "daemon/guard_spec.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define GSPEC_VERSION 1
+
+struct wbuf {
+    uint8_t *p;
+    size_t len, off;
+    bool overflow;
+};
+
+static void put(struct wbuf *w, const void *src, size_t n) {
+    if (w->off + n > w->len) {
+        w->overflow = true;
+        return;
+    }
+    memcpy(w->p + w->off, src, n);
+    w->off += n;
+}
+
+static void put8(struct wbuf *w, uint8_t v) { put(w, &v, 1); }
+static void put16(struct wbuf *w, uint16_t v) {
+    uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+    put(w, b, 2);
+}
+
+static int put_list(struct wbuf *w, const struct nftr_dest *d, size_t n) {
+    if (n > GSPEC_MAX_DESTS)
+        return -E2BIG;
+    put8(w, (uint8_t)n);
+    for (size_t i = 0; i < n; i++) {
+        bool v4 = d[i].family == AF_INET;
+        if (!v4 && d[i].family != AF_INET6)
+            return -EINVAL;
+        put8(w, v4 ? 4 : 6);
+        put8(w, d[i].prefix_len);
+        put16(w, d[i].port_min);
+        put16(w, d[i].port_max);
+        put(w, d[i].addr, v4 ? 4 : 16);
+    }
+    return 0;
+}
+
+int gspec_encode(const struct gspec *g, uint8_t *buf, size_t len, size_t *ret_len) {
+    struct wbuf w = {.p = buf, .len = len};
+    size_t il = strnlen(g->iface, sizeof(g->iface));
+    int r;
+
+    if (il >= sizeof(g->iface))
+        return -EINVAL;
+    put8(&w, GSPEC_VERSION);
+    put8(&w, (uint8_t)((g->deny_default ? 1 : 0) | (g->ipv6_blocked ? 2 : 0)));
+    put8(&w, (uint8_t)il);
+    put(&w, g->iface, il);
+    if ((r = put_list(&w, g->lan, g->n_lan)) < 0 || (r = put_list(&w, g->deny, g->n_deny)) < 0 ||
+        (r = put_list(&w, g->allow, g->n_allow)) < 0)
+        return r;
+    if (w.overflow)
+        return -ENOBUFS;
+    *ret_len = w.off;
+    return 0;
+}
+
+struct rbuf {
+    const uint8_t *p;
+    size_t len, off;
+    bool bad;
+};
+
+static void get(struct rbuf *r, void *dst, size_t n) {
+    if (r->off + n > r->len) {
+        r->bad = true;
+        memset(dst, 0, n);
+        return;
+    }
+    memcpy(dst, r->p + r->off, n);
+    r->off += n;
+}
+
+static uint8_t get8(struct rbuf *r) {
+    uint8_t v;
+    get(r, &v, 1);
+    return v;
+}
+
+static uint16_t get16(struct rbuf *r) {
+    uint8_t b[2];
+    get(r, b, 2);
+    return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+static int get_list(struct rbuf *r, struct nftr_dest *d, size_t *ret_n) {
+    size_t n = get8(r);
+
+    if (n > GSPEC_MAX_DESTS)
+        return -EBADMSG;
+    for (size_t i = 0; i < n && !r->bad; i++) {
+        uint8_t fam = get8(r);
+        memset(&d[i], 0, sizeof(d[i]));
+        if (fam != 4 && fam != 6)
+            return -EBADMSG;
+        d[i].family = fam == 4 ? AF_INET : AF_INET6;
+        d[i].prefix_len = get8(r);
+        d[i].port_min = get16(r);
+        d[i].port_max = get16(r);
+        get(r, d[i].addr, fam == 4 ? 4 : 16);
+        if (d[i].prefix_len > (fam == 4 ? 32 : 128) || d[i].port_min > d[i].port_max ||
+            (d[i].port_min == 0 && d[i].port_max != 0))
+            return -EBADMSG;
+    }
+    *ret_n = n;
+    return r->bad ? -EBADMSG : 0;
+}
+
+int gspec_decode(const uint8_t *buf, size_t len, struct gspec *ret) {
+    struct rbuf r = {.p = buf, .len = len};
+    struct gspec g;
+    uint8_t flags, il;
+
+    memset(&g, 0, sizeof(g));
+    if (get8(&r) != GSPEC_VERSION)
+        return -EBADMSG;
+    flags = get8(&r);
+    if (flags & ~3u)
+        return -EBADMSG;
+    g.deny_default = flags & 1;
+    g.ipv6_blocked = flags & 2;
+    il = get8(&r);
+    if (il >= sizeof(g.iface))
+        return -EBADMSG;
+    get(&r, g.iface, il);
+    g.iface[il] = '\0';
+    if (memchr(g.iface, '\0', il))
+        return -EBADMSG;
+    if (get_list(&r, g.lan, &g.n_lan) < 0 || get_list(&r, g.deny, &g.n_deny) < 0 ||
+        get_list(&r, g.allow, &g.n_allow) < 0)
+        return -EBADMSG;
+    if (r.bad || r.off != r.len)
+        return -EBADMSG;
+    *ret = g;
+    return 0;
+}
+
+void gspec_policy(const struct gspec *g, struct nftr_policy *ret) {
+    *ret = (struct nftr_policy){
+        .lan_exceptions = g->lan,
+        .n_lan_exceptions = g->n_lan,
+        .deny = g->deny,
+        .n_deny = g->n_deny,
+        .deny_default = g->deny_default,
+        .allow = g->allow,
+        .n_allow = g->n_allow,
+        .ipv6_blocked = g->ipv6_blocked,
+    };
+}

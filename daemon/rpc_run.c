@@ -1,0 +1,649 @@
+/* Run: validate a launch request, prepare everything the child needs, record
+ * the session, install its guard, spawn it and stream its events.
+ *
+ * The request is untrusted. Everything is rebuilt from what the daemon checks
+ * itself: home from the peer uid's passwd entry, paths opened by fd, the
+ * environment re-sanitized, destinations re-validated, the interface and its
+ * routes asked of the kernel. Nothing from the client is passed on as text the
+ * daemon has to parse.
+ *
+ * Order (the state.db row always precedes the kernel change it describes):
+ *   validate -> tmpdir -> row (STARTING, chain name, spec) committed ->
+ *   cgroup -> row (cgroup id) committed -> nft chain -> Landlock ruleset, env ->
+ *   spawn -> row (pid, RUNNING) committed -> Started once exec succeeded.
+ * Any failure before spawn undoes what was made, in reverse, and marks the row
+ * ended, so nothing is left behind (no rule, cgroup, dir or fd). */
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "common/dest_rule.h"
+#include "common/env_policy.h"
+#include "common/macros.h"
+#include "daemon/guard.h"
+#include "daemon/log.h"
+#include "daemon/lyhd.h"
+#include "daemon/rpc.h"
+#include "daemon/session.h"
+#include "platform/linux/cgroup.h"
+#include "platform/linux/fsutil.h"
+#include "platform/linux/ifaces.h"
+#include "platform/linux/landlock.h"
+#include "platform/linux/nft.h"
+#include "platform/linux/proc.h"
+#include "platform/linux/route.h"
+#include "platform/linux/spawn.h"
+
+#define RUN_MAX_ARGV 256
+#define RUN_MAX_ARG_BYTES (64u * 1024u)
+#define RUN_MAX_ARGV_TOTAL (512u * 1024u)
+#define RUN_MAX_PATHS 16
+#define RUN_MAX_STATE_DIRS 16
+
+/* Everything a launch needs, built up step by step; run_prep_free() undoes
+ * what was made when the launch does not happen. */
+struct run_prep {
+    struct session *s;
+    char home[PATH_MAX];
+    char **envp;
+    char **argv;       /* NULL-terminated view of the request's argv (strings borrowed) */
+    struct ll_policy ll;
+    struct ll_report ll_report;
+    int ll_fd;
+    int procs_fd;
+    int stdio[3];
+    int pty_fd;
+    gid_t groups[LYH_MAX_PEER_GROUPS + 1];
+    size_t n_groups;
+    bool made_tmpdir, row_inserted, made_cgroup, added_chain;
+};
+
+static int fail(struct rpc_call *call, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(struct rpc_call *call, int code, const char *fmt, ...) {
+    char msg[1000];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    rpc_fail(call, code, "%s", msg);
+    return -1;
+}
+
+/* ---- validation --------------------------------------------------------------- */
+
+static int check_argv(struct rpc_call *call, const Lianyaohu__V1__RunRequest *r) {
+    size_t total = 0;
+
+    if (r->n_argv == 0)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "no command to run");
+    if (r->n_argv > RUN_MAX_ARGV)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    "too many arguments (%zu; at most %u)", r->n_argv, RUN_MAX_ARGV);
+    for (size_t i = 0; i < r->n_argv; i++) {
+        size_t n = strlen(r->argv[i]);
+        if (n > RUN_MAX_ARG_BYTES)
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                        "argument %zu is %zu bytes (at most %u)", i, n, RUN_MAX_ARG_BYTES);
+        total += n + 1;
+    }
+    if (r->argv[0][0] == '\0')
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "the command name is empty");
+    if (total > RUN_MAX_ARGV_TOTAL)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    "arguments total %zu bytes (at most %u)", total, RUN_MAX_ARGV_TOTAL);
+    return 0;
+}
+
+static int check_dests(struct rpc_call *call, const char *what, Lianyaohu__V1__DestRule **in,
+                       size_t n, bool must_be_lan, struct nftr_dest *out, size_t *ret_n) {
+    if (n > GSPEC_MAX_DESTS)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "too many %s rules (%zu; at most %u)",
+                    what, n, GSPEC_MAX_DESTS);
+    for (size_t i = 0; i < n; i++) {
+        struct dr_rule dr;
+        char why[DR_WHY_MAX], txt[DR_FORMAT_MAX];
+        if (dr_from_parts(in[i]->addr.data, in[i]->addr.len, in[i]->prefix_len, in[i]->port_min,
+                          in[i]->port_max, &dr, why, sizeof(why)) < 0)
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "%s rule %zu: %s", what, i + 1,
+                        why);
+        if (must_be_lan && !dr_in_blocked_ranges(&dr)) {
+            dr_format(&dr, txt, sizeof(txt));
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                        "LAN exception %s is not inside a blocked range (LAN, CGN, link-local, "
+                        "...); it is reachable through the VPN already or not at all",
+                        txt);
+        }
+        out[i] = (struct nftr_dest){.family = dr.family,
+                                    .prefix_len = dr.prefix_len,
+                                    .port_min = dr.port_min,
+                                    .port_max = dr.port_max};
+        memcpy(out[i].addr, dr.addr, sizeof(out[i].addr));
+    }
+    *ret_n = n;
+    return 0;
+}
+
+/* Home from the passwd entry of the peer uid: a directory the user owns. */
+static int lookup_home(struct rpc_call *call, uid_t uid, struct run_prep *p) {
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    _cleanup_close_ int fd = -1;
+    struct stat st;
+
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
+        return fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                    "uid %u has no passwd entry; lyh runs agents for real users only", uid);
+    if (pw.pw_dir[0] != '/' || strlen(pw.pw_dir) >= sizeof(p->home))
+        return fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                    "home directory of uid %u ('%s') is not an absolute path", uid, pw.pw_dir);
+    fd = open(pw.pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != uid)
+        return fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                    "home directory %s of uid %u is not a directory owned by that user", pw.pw_dir,
+                    uid);
+    snprintf(p->home, sizeof(p->home), "%s", pw.pw_dir);
+    return 0;
+}
+
+static int check_cwd(struct rpc_call *call, const char *cwd) {
+    _cleanup_close_ int fd = -1;
+
+    if (cwd[0] != '/')
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd '%s' is not an absolute path",
+                    cwd);
+    if (strlen(cwd) >= PATH_MAX)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd is too long");
+    fd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd %s: %s", cwd, strerror(errno));
+    return 0;
+}
+
+/* Is the directory open as fd at or below one of the system trees? Decided on
+ * inodes by walking up with "..", never on path strings. */
+static bool under_system_tree(int fd) {
+    static const char *const system[] = {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64",
+                                         "/boot", "/dev", "/proc", "/sys", "/run", "/var/run",
+                                         "/var/lib", "/root", "/"};
+    struct stat sys[ARRAY_SIZE(system)], st;
+    bool have[ARRAY_SIZE(system)] = {0};
+    int cur = dup(fd);
+
+    for (size_t i = 0; i < ARRAY_SIZE(system); i++)
+        have[i] = stat(system[i], &sys[i]) == 0;
+    for (int depth = 0; cur >= 0 && depth < 256; depth++) {
+        if (fstat(cur, &st) < 0)
+            break;
+        for (size_t i = 0; i < ARRAY_SIZE(system); i++) {
+            bool is_root = strcmp(system[i], "/") == 0;
+            /* "/" itself is refused, not everything below it. */
+            if (have[i] && st.st_dev == sys[i].st_dev && st.st_ino == sys[i].st_ino &&
+                (!is_root || depth == 0)) {
+                close(cur);
+                return true;
+            }
+        }
+        int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct stat ust;
+        if (up < 0 || fstat(up, &ust) < 0 || (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)) {
+            if (up >= 0)
+                close(up);
+            break; /* reached "/" */
+        }
+        close(cur);
+        cur = up;
+    }
+    if (cur >= 0)
+        close(cur);
+    return false;
+}
+
+static int check_paths(struct rpc_call *call, struct run_prep *p, const Lianyaohu__V1__RunRequest *r) {
+    if (r->n_writable > RUN_MAX_PATHS || r->n_read_only > RUN_MAX_PATHS ||
+        r->n_agent_state_dirs > RUN_MAX_STATE_DIRS)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    "too many extra paths (at most %u writable, %u read-only, %u state dirs)",
+                    RUN_MAX_PATHS, RUN_MAX_PATHS, RUN_MAX_STATE_DIRS);
+    for (size_t i = 0; i < r->n_writable; i++) {
+        const char *path = r->writable[i];
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        if (path[0] != '/')
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                        "writable path '%s' is not absolute", path);
+        fd = open(path, O_PATH | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0)
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "writable path %s: %s", path,
+                        strerror(errno));
+        if (st.st_uid != call->peer.uid)
+            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                        "writable path %s is not owned by you (uid %u)", path, call->peer.uid);
+        if (S_ISDIR(st.st_mode) && under_system_tree(fd))
+            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                        "writable path %s lies in a system directory", path);
+        if (ll_policy_add(&p->ll, LL_RW, path, 0) < 0)
+            return fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+    }
+    for (size_t i = 0; i < r->n_read_only; i++) {
+        const char *path = r->read_only[i];
+        if (path[0] != '/')
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                        "read-only path '%s' is not absolute", path);
+        if (ll_policy_add(&p->ll, LL_RX, path, 0) < 0)
+            return fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+    }
+    for (size_t i = 0; i < r->n_agent_state_dirs; i++) {
+        const char *name = r->agent_state_dirs[i];
+        char path[PATH_MAX];
+        if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                        "agent state dir '%s' must be one name under your home", name);
+        if (snprintf(path, sizeof(path), "%s/%s", p->home, name) >= (int)sizeof(path) ||
+            ll_policy_add(&p->ll, LL_RW, path, LL_OPTIONAL) < 0)
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "agent state dir '%s' is too long",
+                        name);
+    }
+    return 0;
+}
+
+static int take_stdio(struct rpc_call *call, struct run_prep *p, const Lianyaohu__V1__RunRequest *r) {
+    unsigned want = r->pty ? 1 : 3;
+
+    if (call->n_fds != want)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    "Run with pty=%s carries %u file descriptors, not %u", r->pty ? "true" : "false",
+                    want, call->n_fds);
+    if (r->pty) {
+        p->pty_fd = rpc_take_fd(call, 0);
+        if (!isatty(p->pty_fd))
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                        "pty=true but the fd passed is not a terminal");
+        if (r->rows > 0 && r->cols > 0 && r->rows <= 10000 && r->cols <= 10000) {
+            struct winsize ws = {.ws_row = (unsigned short)r->rows, .ws_col = (unsigned short)r->cols};
+            (void)ioctl(p->pty_fd, TIOCSWINSZ, &ws);
+        }
+    } else {
+        for (unsigned i = 0; i < 3; i++)
+            p->stdio[i] = rpc_take_fd(call, i);
+    }
+    return 0;
+}
+
+/* The child's supplementary groups: the peer's own (as the kernel recorded
+ * them at connect), never the admin group or the guard gid. */
+static void pick_groups(struct lyhd *d, struct rpc_call *call, struct run_prep *p) {
+    p->n_groups = 0;
+    for (size_t i = 0; i < call->n_peer_groups && p->n_groups < ARRAY_SIZE(p->groups); i++) {
+        gid_t g = call->peer_groups[i];
+        if (g == d->cfg.guard_gid || (d->cfg.admin_group && g == d->cfg.admin_gid))
+            continue;
+        p->groups[p->n_groups++] = g;
+    }
+    /* The user's primary group stays as a supplementary one, so group-owned
+     * files keep working; the primary gid itself becomes the guard gid. */
+    if (call->peer.gid != d->cfg.guard_gid &&
+        !(d->cfg.admin_group && call->peer.gid == d->cfg.admin_gid) &&
+        p->n_groups < ARRAY_SIZE(p->groups)) {
+        bool dup = false;
+        for (size_t i = 0; i < p->n_groups; i++)
+            dup |= p->groups[i] == call->peer.gid;
+        if (!dup)
+            p->groups[p->n_groups++] = call->peer.gid;
+    }
+}
+
+/* ---- undo ----------------------------------------------------------------------- */
+
+static void run_prep_free(struct lyhd *d, struct run_prep *p) {
+    struct session *s = p->s;
+
+    envp_free(p->envp);
+    free(p->argv);
+    ll_policy_free(&p->ll);
+    ll_report_free(&p->ll_report);
+    CLOSE_FD(p->ll_fd);
+    CLOSE_FD(p->procs_fd);
+    for (int i = 0; i < 3; i++)
+        CLOSE_FD(p->stdio[i]);
+    CLOSE_FD(p->pty_fd);
+    if (!s)
+        return;
+    /* Reverse order of creation. */
+    if (p->added_chain && guard_session_del(d, s) < 0)
+        log_error("undo: removing chain of session '%s' failed", s->row.id);
+    if (p->made_cgroup)
+        (void)cg_remove(&d->guard->cg, s->row.id);
+    if (p->made_tmpdir) {
+        char parent_rm[PATH_MAX];
+        snprintf(parent_rm, sizeof(parent_rm), "%s", s->row.tmpdir);
+        if (rmdir(parent_rm) < 0)
+            log_warn("undo: cannot remove %s: %s", parent_rm, strerror(errno));
+    }
+    if (p->row_inserted) {
+        s->row.state = STORE_SESSION_ENDED;
+        s->row.ended_ms = lyhd_wall_ms();
+        if (store_begin(d->store) == 0 && store_session_update(d->store, &s->row) == 0)
+            (void)store_commit(d->store);
+        else
+            store_rollback(d->store);
+    }
+    session_free(s);
+    p->s = NULL;
+}
+
+static int commit_row(struct lyhd *d, struct session *s, bool insert) {
+    int r = store_begin(d->store);
+
+    if (r == 0)
+        r = insert ? store_session_insert(d->store, &s->row) : store_session_update(d->store, &s->row);
+    if (r == 0)
+        r = store_commit(d->store);
+    if (r < 0)
+        store_rollback(d->store);
+    return r;
+}
+
+/* ---- the call --------------------------------------------------------------------- */
+
+static void run_on_disconnect(struct rpc_call *call) {
+    struct session *s = call->state;
+
+    call->state = NULL;
+    if (s)
+        session_hangup(s);
+}
+
+static void print_firewall(struct lyhd *d, struct rpc_call *call, struct session *s) {
+    struct nftr_chain *c = NULL;
+    char *text = NULL;
+    Lianyaohu__V1__RunEvent ev = LIANYAOHU__V1__RUN_EVENT__INIT;
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+    int r;
+
+    s->row.cgroup_id = 1; /* a placeholder: the real id exists only once the cgroup does */
+    r = guard_render_session(d, s, &c);
+    if (r == 0)
+        r = nftr_chain_text(c, &text);
+    nftr_chain_free(c);
+    if (r < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cannot render the rules: %s",
+                 strerror(-r));
+        return;
+    }
+    ev.event_case = LIANYAOHU__V1__RUN_EVENT__EVENT_FIREWALL;
+    ev.firewall = text;
+    resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_RUN_EVENT;
+    resp.run_event = &ev;
+    rpc_send(call, &resp, true);
+    free(text);
+}
+
+void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    const Lianyaohu__V1__RunRequest *r = req->run;
+    struct run_prep p = {.ll_fd = -1, .procs_fd = -1, .stdio = {-1, -1, -1}, .pty_fd = -1};
+    struct session *s = NULL;
+    struct spawn_plan plan;
+    struct route_preflight_result pre = {0};
+    char why[512];
+    int k;
+
+    /* 1. Who and what. */
+    if (call->peer.uid == 0 && !d->cfg.allow_root_run) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                 "lyh does not run agents as root; run lyh as your own user");
+        goto out;
+    }
+    if (d->landlock_abi <= 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                 "this kernel has no Landlock, so the agent cannot be confined to its paths; "
+                 "boot with lsm=...,landlock (see `lyh doctor`)");
+        goto out;
+    }
+    if (check_argv(call, r) < 0 || lookup_home(call, call->peer.uid, &p) < 0 ||
+        check_cwd(call, r->cwd) < 0)
+        goto out;
+    if (r->network_default != LIANYAOHU__V1__NETWORK_DEFAULT__NETWORK_DEFAULT_ALLOW &&
+        r->network_default != LIANYAOHU__V1__NETWORK_DEFAULT__NETWORK_DEFAULT_DENY) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "unknown network_default %d",
+                 r->network_default);
+        goto out;
+    }
+    if (r->shared_user_firewall) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNIMPLEMENTED,
+                 "--shared-user-firewall is not implemented by lyhd %s yet", LYH_VERSION);
+        goto out;
+    }
+
+    s = calloc(1, sizeof(*s));
+    if (!s) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+        goto out;
+    }
+    s->d = d;
+    s->pidfd = s->status_fd = s->pty_fd = -1;
+    p.s = s;
+    if (session_new_id(s->row.id) < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__INTERNAL, "no randomness for a session id");
+        goto out;
+    }
+    s->row.uid = call->peer.uid;
+    s->row.state = STORE_SESSION_STARTING;
+    s->row.exit_code = -1;
+    s->row.started_ms = lyhd_wall_ms();
+    snprintf(s->row.argv0, sizeof(s->row.argv0), "%s", r->argv[0]);
+    snprintf(s->row.cwd, sizeof(s->row.cwd), "%s", r->cwd);
+
+    /* 2. Network: interface, routes, policy. */
+    s->spec.deny_default =
+        r->network_default == LIANYAOHU__V1__NETWORK_DEFAULT__NETWORK_DEFAULT_DENY;
+    if (check_dests(call, "LAN exception", r->lan_allow, r->n_lan_allow, true, s->spec.lan,
+                    &s->spec.n_lan) < 0 ||
+        check_dests(call, "deny", r->deny, r->n_deny, false, s->spec.deny, &s->spec.n_deny) < 0 ||
+        check_dests(call, "allow", r->allow, r->n_allow, false, s->spec.allow, &s->spec.n_allow) < 0)
+        goto out;
+    if (r->no_firewall) {
+        s->row.scope = LIANYAOHU__V1__SCOPE__SCOPE_NONE;
+        if (r->interface[0] || r->n_allow || r->n_deny || r->n_lan_allow) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                     "--no-firewall cannot be combined with an interface or destination rules");
+            goto out;
+        }
+    } else {
+        struct ifc_list ifs = {0};
+        const struct ifc *ifc = NULL;
+        if (!d->guard->have_cgroup) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                     "this host has no usable cgroup v2 hierarchy, and the per-user fallback is "
+                     "not implemented yet; guarded launches are unavailable (see `lyh doctor`)");
+            goto out;
+        }
+        s->row.scope = LIANYAOHU__V1__SCOPE__SCOPE_SESSION;
+        k = ifc_list(&ifs);
+        if (k == 0)
+            k = ifc_validate_vpn(&ifs, r->interface, why, sizeof(why));
+        else
+            snprintf(why, sizeof(why), "cannot list interfaces: %s", strerror(-k));
+        if (k == 0)
+            k = ifc_find(&ifs, r->interface, &ifc);
+        if (k == 0)
+            k = route_preflight_on(d->guard->route, r->interface, ifc->ifindex,
+                                   r->allow_non_default_route, &pre, why, sizeof(why));
+        ifc_list_free(&ifs);
+        if (k < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION, "%s", why);
+            goto out;
+        }
+        snprintf(s->row.interface, sizeof(s->row.interface), "%s", r->interface);
+        snprintf(s->spec.iface, sizeof(s->spec.iface), "%s", r->interface);
+        s->spec.ipv6_blocked = pre.ipv6_blocked;
+        snprintf(s->row.chain, sizeof(s->row.chain), "%s%s", NFTR_SESSION_CHAIN_PREFIX, s->row.id);
+        if ((size_t)snprintf(s->row.cgroup, sizeof(s->row.cgroup), "%.200s/%s", d->guard->cg.base,
+                             s->row.id) >= sizeof(s->row.cgroup) ||
+            strlen(d->guard->cg.base) > 200) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                     "lyhd's cgroup path is too long to record (%zu bytes)",
+                     strlen(d->guard->cg.base));
+            goto out;
+        }
+        k = gspec_encode(&s->spec, s->row.guard_spec, sizeof(s->row.guard_spec),
+                         &s->row.guard_spec_len);
+        if (k < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "destination rules too large");
+            goto out;
+        }
+    }
+    if (r->print_firewall) {
+        if (r->no_firewall)
+            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                     "--print-firewall with --no-firewall: there are no rules");
+        else
+            print_firewall(d, call, s);
+        goto out;
+    }
+
+    /* 3. Paths and environment (checked before anything is created). */
+    snprintf(s->row.tmpdir, sizeof(s->row.tmpdir), "%s/lyh-%s", d->cfg.tmp_parent, s->row.id);
+    if (ll_policy_default(&(struct ll_defaults){.home = p.home,
+                                                .cwd = r->cwd,
+                                                .tmpdir = s->row.tmpdir,
+                                                .narrow_home = r->narrow_home},
+                          &p.ll) < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cannot build the path policy");
+        goto out;
+    }
+    if (check_paths(call, &p, r) < 0 || take_stdio(call, &p, r) < 0)
+        goto out;
+    {
+        struct envp_var vars[ENVP_MAX_VARS];
+        if (r->n_env > ENVP_MAX_VARS) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "too many variables (%zu; at most %u)",
+                     r->n_env, ENVP_MAX_VARS);
+            goto out;
+        }
+        for (size_t i = 0; i < r->n_env; i++)
+            vars[i] = (struct envp_var){.name = r->env[i]->name, .value = r->env[i]->value};
+        struct envp_input ein = {.explicit_vars = vars,
+                                 .n_explicit = r->n_env,
+                                 .home = p.home,
+                                 .pwd = r->cwd,
+                                 .tmpdir = s->row.tmpdir};
+        k = envp_build(&ein, &p.envp, why, sizeof(why));
+        if (k < 0) {
+            rpc_fail(call,
+                     k == -EPERM ? LIANYAOHU__V1__CODE__PERMISSION_DENIED
+                                 : LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                     "%s", why);
+            goto out;
+        }
+    }
+    pick_groups(d, call, &p);
+
+    /* 4. Make things, each recorded first. */
+    {
+        char name[64];
+        snprintf(name, sizeof(name), "lyh-%s", s->row.id);
+        k = fs_make_private_dir(d->cfg.tmp_parent, name, s->row.uid, d->cfg.guard_gid);
+        if (k < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the tmpdir %s: %s",
+                     s->row.tmpdir, strerror(-k));
+            goto out;
+        }
+        p.made_tmpdir = true;
+    }
+    if (commit_row(d, s, true) < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s", store_errmsg(d->store));
+        goto out;
+    }
+    p.row_inserted = true;
+    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION) {
+        k = cg_create(&d->guard->cg, s->row.id, &s->row.cgroup_id, &p.procs_fd);
+        if (k < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the session cgroup: %s",
+                     strerror(-k));
+            goto out;
+        }
+        p.made_cgroup = true;
+        s->has_cgroup = true;
+        if (commit_row(d, s, false) < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s", store_errmsg(d->store));
+            goto out;
+        }
+        k = guard_session_add(d, s, why, sizeof(why));
+        if (k < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s", why);
+            goto out;
+        }
+        p.added_chain = true;
+        s->has_chain = true;
+    }
+    k = ll_ruleset_build(&p.ll, d->landlock_abi, &p.ll_fd, &p.ll_report, why, sizeof(why));
+    if (k < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "path policy: %s", why);
+        goto out;
+    }
+
+    /* 5. Spawn. */
+    p.argv = calloc(r->n_argv + 1, sizeof(char *));
+    if (!p.argv) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+        goto out;
+    }
+    memcpy(p.argv, r->argv, r->n_argv * sizeof(char *));
+    plan = (struct spawn_plan){
+        .argv = p.argv,
+        .envp = p.envp,
+        .stdio = {p.stdio[0], p.stdio[1], p.stdio[2]},
+        .pty_fd = p.pty_fd,
+        .cgroup_procs_fd = p.procs_fd,
+        .uid = s->row.uid,
+        .gid = d->cfg.guard_gid,
+        .groups = p.groups,
+        .n_groups = p.n_groups,
+        .landlock_fd = p.ll_fd,
+        .seccomp = d->seccomp,
+        .cwd = r->cwd,
+    };
+    k = spawn_start(&plan, &s->pid, &s->pidfd, &s->status_fd);
+    if (k < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot start the agent: %s", strerror(-k));
+        goto out;
+    }
+    /* From here the session exists: failures end it through teardown. */
+    s->started_mono_ms = lyhd_mono_ms();
+    (void)proc_start_time(s->pid, &s->row.pid_start);
+    s->row.pid = s->pid;
+    s->row.state = STORE_SESSION_RUNNING;
+    s->pty_fd = TAKE_FD(p.pty_fd);
+    s->call = call;
+    call->state = s;
+    call->on_disconnect = run_on_disconnect;
+    TAILQ_INSERT_TAIL(&d->sessions, s, link);
+    p.s = NULL;
+    if (commit_row(d, s, false) < 0)
+        log_error("state.db: recording pid of session '%s' failed: %s", s->row.id,
+                  store_errmsg(d->store));
+    if (session_watch(s) < 0) {
+        log_error("cannot watch session '%s'; ending it", s->row.id);
+        kill(s->pid, SIGKILL);
+        session_teardown(s);
+        goto out;
+    }
+    log_info("session '%s' started for uid %u: %s in %s via %s (pid %d)", s->row.id, s->row.uid,
+             s->row.argv0, s->row.cwd, s->row.interface[0] ? s->row.interface : "no firewall",
+             s->pid);
+
+out:
+    run_prep_free(d, &p);
+}

@@ -1,0 +1,76 @@
+/* Sessions: one agent launch each, from Run to teardown.
+ *
+ * A session owns its kernel objects (cgroup, firewall chain, tmpdir, the
+ * child's pidfd) and its state.db row. The row is written before each kernel
+ * change it describes, so a crash at any point leaves enough for the reaper. */
+#ifndef LYHD_SESSION_H
+#define LYHD_SESSION_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include "daemon/guard_spec.h"
+#include "storage/store.h"
+
+struct lyhd;
+struct rpc_call;
+struct event;
+
+#define SESSION_ID_LEN 16 /* hex characters */
+
+struct session {
+    struct lyhd *d;
+    struct store_session row; /* what state.db holds */
+    struct gspec spec;
+    struct rpc_call *call;    /* the Run call streaming to the client; NULL once gone */
+    pid_t pid;
+    int pidfd;
+    int status_fd;            /* exec status pipe, until exec succeeded or failed */
+    int pty_fd;               /* a dup of the pty slave for window size changes; -1 */
+    struct event *ev_exit;
+    struct event *ev_status;
+    struct event *ev_grace;   /* SIGHUP sent, SIGKILL when this fires */
+    struct event *ev_teardown;
+    bool has_cgroup;
+    bool has_chain;
+    bool exec_ok;
+    bool exited;
+    bool adopted;             /* found alive at startup: no client, no exit status */
+    uint64_t started_mono_ms;
+    unsigned teardown_tries;
+    TAILQ_ENTRY(session) link;
+};
+
+TAILQ_HEAD(session_list, session);
+
+/* Random id of SESSION_ID_LEN lowercase hex characters (getrandom). */
+int session_new_id(char out[SESSION_ID_LEN + 1]);
+
+/* Find a live session by id. */
+struct session *session_find(struct lyhd *d, const char *id);
+
+/* Watch a running child: its pidfd (exit) and, until exec, its status pipe. */
+int session_watch(struct session *s);
+
+/* The client went away: SIGHUP the session now, SIGKILL after the grace period. */
+void session_hangup(struct session *s);
+
+/* Start teardown (off the latency path): kill what is left in the cgroup,
+ * remove chain, cgroup and tmpdir, record the end. Idempotent. */
+void session_teardown(struct session *s);
+
+/* At daemon shutdown: a session whose teardown is pending is torn down now
+ * (without waiting for its cgroup to drain); a running one is left running
+ * and guarded. Either way the object is freed. The caller has unlinked it. */
+void session_finish_now(struct session *s);
+
+/* Release a session object (not its kernel objects). */
+void session_free(struct session *s);
+
+/* Count live sessions of uid (or all). */
+unsigned session_count(struct lyhd *d, bool all, uid_t uid);
+
+#endif

@@ -1,0 +1,240 @@
+/* The child side of a launch: from fork to execve.
+ *
+ * Owns: the ordered setup pipeline of the child. It must never allocate,
+ * lock, log or call anything that is not async-signal-safe between fork and
+ * execve (the daemon is single-threaded, but libc state such as malloc arenas
+ * is still not ours to touch in a forked child). Every input was prepared by
+ * the parent; the child only makes syscalls.
+ *
+ * Why this order:
+ *  - setsid first so the agent is never in the daemon's session or process
+ *    group, and the pty (if any) can become its controlling terminal.
+ *  - the cgroup move happens while we are still root: cgroup.procs of the
+ *    session cgroup is root-owned, and the guard matches sockets by cgroup, so
+ *    no socket can be made before the process is in place.
+ *  - setgroups, then setresgid, then setresuid: groups and gids can only be
+ *    changed while we still hold CAP_SETGID, which setresuid drops.
+ *  - the drop is verified: the real, effective and saved ids are all the
+ *    target, regaining uid 0 fails, and no capability is left in any set.
+ *  - NO_NEW_PRIVS before Landlock and seccomp (both require it as non-root)
+ *    and so setuid binaries cannot raise privilege.
+ *  - seccomp last before exec, so the filter does not have to allow the setup
+ *    syscalls (chdir is harmless and comes after so it is checked by Landlock
+ *    as the user).
+ * Any failure: write {step, errno} to the CLOEXEC status pipe and _exit(127).
+ * A successful execve closes the pipe, so EOF tells the parent it worked. */
+#include "platform/linux/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/macros.h"
+#include "platform/linux/cgroup.h"
+#include "platform/linux/landlock.h"
+#include "platform/linux/seccomp.h"
+
+extern char **environ;
+
+const char *spawn_step_name(enum spawn_step s) {
+    static const char *const names[] = {
+        [SPAWN_STEP_NONE] = "none",
+        [SPAWN_STEP_SETSID] = "setsid",
+        [SPAWN_STEP_CTTY] = "controlling terminal",
+        [SPAWN_STEP_STDIO] = "stdio",
+        [SPAWN_STEP_CGROUP] = "session cgroup",
+        [SPAWN_STEP_SETGROUPS] = "setgroups",
+        [SPAWN_STEP_SETRESGID] = "setresgid",
+        [SPAWN_STEP_SETRESUID] = "setresuid",
+        [SPAWN_STEP_VERIFY_DROP] = "verify credential drop",
+        [SPAWN_STEP_NO_NEW_PRIVS] = "no_new_privs",
+        [SPAWN_STEP_LANDLOCK] = "landlock",
+        [SPAWN_STEP_SECCOMP] = "seccomp",
+        [SPAWN_STEP_CHDIR] = "chdir",
+        [SPAWN_STEP_EXEC] = "execve",
+    };
+    if ((unsigned)s >= ARRAY_SIZE(names) || !names[s])
+        return "unknown";
+    return names[s];
+}
+
+static _Noreturn void child_fail(int status_fd, enum spawn_step step, int err) {
+    struct spawn_failure f = {.step = step, .err = err};
+    ssize_t n;
+
+    do
+        n = write(status_fd, &f, sizeof(f));
+    while (n < 0 && errno == EINTR);
+    _exit(127);
+}
+
+/* After setresuid: nothing can take us back. */
+static int verify_drop(uid_t uid, gid_t gid) {
+    uid_t ru, eu, su;
+    gid_t rg, eg, sg;
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+    if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
+        return errno;
+    if (ru != uid || eu != uid || su != uid || rg != gid || eg != gid || sg != gid)
+        return EPERM;
+    if (uid != 0 && (setresuid(0, 0, 0) == 0 || setresgid(0, 0, 0) == 0))
+        return EPERM;
+    memset(data, 0, sizeof(data));
+    if (syscall(SYS_capget, &hdr, data) < 0)
+        return errno;
+    for (size_t i = 0; i < ARRAY_SIZE(data); i++)
+        if (data[i].effective || data[i].permitted || data[i].inheritable)
+            return EPERM;
+    /* Ambient capabilities must be empty too (they survive exec). */
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return errno;
+    return 0;
+}
+
+static _Noreturn void child(const struct spawn_plan *p, int status_fd) {
+    sigset_t all;
+    int k;
+
+    /* Signals: the daemon's handlers and mask must not leak into the agent. */
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
+
+    if (setsid() < 0)
+        child_fail(status_fd, SPAWN_STEP_SETSID, errno);
+
+    if (p->pty_fd >= 0) {
+        if (ioctl(p->pty_fd, TIOCSCTTY, 0) < 0)
+            child_fail(status_fd, SPAWN_STEP_CTTY, errno);
+        for (int i = 0; i < 3; i++)
+            if (dup2(p->pty_fd, i) < 0)
+                child_fail(status_fd, SPAWN_STEP_STDIO, errno);
+    } else {
+        /* dup2 onto 0..2 in an order that cannot clobber a source fd still
+         * needed: move sources above 2 first. */
+        int src[3];
+        for (int i = 0; i < 3; i++) {
+            src[i] = p->stdio[i] >= 0 ? fcntl(p->stdio[i], F_DUPFD_CLOEXEC, 3) : -1;
+            if (p->stdio[i] >= 0 && src[i] < 0)
+                child_fail(status_fd, SPAWN_STEP_STDIO, errno);
+        }
+        for (int i = 0; i < 3; i++) {
+            if (src[i] < 0) {
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null < 0)
+                    child_fail(status_fd, SPAWN_STEP_STDIO, errno);
+                src[i] = null;
+            }
+            if (dup2(src[i], i) < 0)
+                child_fail(status_fd, SPAWN_STEP_STDIO, errno);
+        }
+    }
+    /* Everything else this process inherited dies at exec. */
+    if (syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) < 0 && errno != ENOSYS &&
+        errno != EINVAL)
+        child_fail(status_fd, SPAWN_STEP_STDIO, errno);
+
+    if (p->cgroup_procs_fd >= 0 && cg_enter(p->cgroup_procs_fd) < 0)
+        child_fail(status_fd, SPAWN_STEP_CGROUP, errno);
+
+    /* Privilege drop: groups, then gids, then uid (which loses CAP_SETGID). */
+    if (setgroups(p->n_groups, p->groups) < 0)
+        child_fail(status_fd, SPAWN_STEP_SETGROUPS, errno);
+    if (setresgid(p->gid, p->gid, p->gid) < 0)
+        child_fail(status_fd, SPAWN_STEP_SETRESGID, errno);
+    if (setresuid(p->uid, p->uid, p->uid) < 0)
+        child_fail(status_fd, SPAWN_STEP_SETRESUID, errno);
+    k = verify_drop(p->uid, p->gid);
+    if (k != 0)
+        child_fail(status_fd, SPAWN_STEP_VERIFY_DROP, k);
+
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        child_fail(status_fd, SPAWN_STEP_NO_NEW_PRIVS, errno);
+    k = ll_restrict_self(p->landlock_fd);
+    if (k < 0)
+        child_fail(status_fd, SPAWN_STEP_LANDLOCK, -k);
+    k = sc_install(p->seccomp);
+    if (k < 0)
+        child_fail(status_fd, SPAWN_STEP_SECCOMP, -k);
+
+    if (chdir(p->cwd) < 0)
+        child_fail(status_fd, SPAWN_STEP_CHDIR, errno);
+    /* execvpe searches the PATH of the current environment: make it envp's. */
+    environ = (char **)p->envp;
+    execvpe(p->argv[0], p->argv, p->envp);
+    child_fail(status_fd, SPAWN_STEP_EXEC, errno);
+}
+
+int spawn_start(const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd) {
+    int pipefd[2];
+    pid_t pid;
+    int pidfd;
+
+    if (!p->argv || !p->argv[0] || p->landlock_fd < 0 || !p->seccomp || !p->cwd)
+        return -EINVAL;
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        return -errno;
+    pid = fork();
+    if (pid < 0) {
+        int k = -errno;
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return k;
+    }
+    if (pid == 0) {
+        close(pipefd[0]);
+        child(p, pipefd[1]);
+    }
+    close(pipefd[1]);
+    /* The child cannot be reaped before we wait for it, so its pid is ours. */
+    pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) {
+        int k = -errno;
+        kill(pid, SIGKILL);
+        close(pipefd[0]);
+        return k;
+    }
+    if (fcntl(pidfd, F_SETFD, FD_CLOEXEC) < 0 ||
+        fcntl(pipefd[0], F_SETFL, fcntl(pipefd[0], F_GETFL) | O_NONBLOCK) < 0) {
+        int k = -errno;
+        kill(pid, SIGKILL);
+        close(pidfd);
+        close(pipefd[0]);
+        return k;
+    }
+    *ret_pid = pid;
+    *ret_pidfd = pidfd;
+    *ret_status_fd = pipefd[0];
+    return 0;
+}
+
+int spawn_read_status(int status_fd, struct spawn_failure *ret) {
+    struct spawn_failure f;
+    ssize_t n;
+
+    do
+        n = read(status_fd, &f, sizeof(f));
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return errno == EAGAIN ? -EAGAIN : -errno;
+    if (n == 0)
+        return 0;
+    if (n != sizeof(f)) {
+        ret->step = SPAWN_STEP_NONE;
+        ret->err = EPROTO;
+        return 1;
+    }
+    *ret = f;
+    return 1;
+}

@@ -1,0 +1,68 @@
+/* Start a session's first process: fork, then in the child one ordered,
+ * checked pipeline that ends in execve. Everything the child needs is
+ * prepared by the caller before spawn_start(); the child only makes syscalls.
+ *
+ * Contract: spawn_start returns 0 or -errno (fork/pidfd/pipe failures only).
+ * A failure inside the child is not a return value: the child writes a
+ * struct spawn_failure to the status pipe and exits 127; the parent reads it
+ * with spawn_read_status() when the status fd becomes readable. EOF without a
+ * record means execve succeeded. Nothing here logs. */
+#ifndef LYH_SPAWN_H
+#define LYH_SPAWN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct sc_program;
+
+/* The steps of the child pipeline, in order. */
+enum spawn_step {
+    SPAWN_STEP_NONE = 0,
+    SPAWN_STEP_SETSID,
+    SPAWN_STEP_CTTY,
+    SPAWN_STEP_STDIO,
+    SPAWN_STEP_CGROUP,
+    SPAWN_STEP_SETGROUPS,
+    SPAWN_STEP_SETRESGID,
+    SPAWN_STEP_SETRESUID,
+    SPAWN_STEP_VERIFY_DROP,
+    SPAWN_STEP_NO_NEW_PRIVS,
+    SPAWN_STEP_LANDLOCK,
+    SPAWN_STEP_SECCOMP,
+    SPAWN_STEP_CHDIR,
+    SPAWN_STEP_EXEC,
+};
+
+const char *spawn_step_name(enum spawn_step s);
+
+struct spawn_plan {
+    char *const *argv;          /* argv[0] is looked up in PATH of envp */
+    char *const *envp;
+    int stdio[3];               /* stdin, stdout, stderr; used when pty_fd < 0 */
+    int pty_fd;                 /* >= 0: pty slave, becomes the controlling tty and stdio */
+    int cgroup_procs_fd;        /* >= 0: cgroup.procs of the session cgroup */
+    uid_t uid;                  /* the caller */
+    gid_t gid;                  /* the guard gid: real, effective and saved */
+    const gid_t *groups;        /* the caller's supplementary groups */
+    size_t n_groups;
+    int landlock_fd;            /* ready ruleset (must be >= 0: no Landlock, no launch) */
+    const struct sc_program *seccomp; /* ready program (required) */
+    const char *cwd;            /* entered as the caller, after the drop */
+};
+
+struct spawn_failure {
+    int step;  /* enum spawn_step */
+    int err;   /* errno */
+};
+
+/* Fork and run the pipeline. On success *ret_pid, *ret_pidfd (CLOEXEC, for
+ * poll: readable when the child exits) and *ret_status_fd (CLOEXEC, non-blocking
+ * read end of the status pipe) are the caller's. */
+int spawn_start(const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd);
+
+/* Read the status pipe. Returns 1 when a failure record was read (into *ret),
+ * 0 on EOF (exec succeeded), -EAGAIN when nothing is there yet. */
+int spawn_read_status(int status_fd, struct spawn_failure *ret);
+
+#endif
