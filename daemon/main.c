@@ -200,6 +200,38 @@ static int take_lock(const char *state_dir, int *ret_fd) {
     return 0;
 }
 
+/* The guard gid must be ours alone. Files an agent creates belong to it, so
+ * another group holding that number, or any member of ours, could read what
+ * agents of every user leave group-readable. An absent entry works (the
+ * kernel needs only the number); scripts/install creates it. */
+static int check_guard_group(const struct lyhd_config *cfg) {
+    struct group *g = getgrgid(cfg->guard_gid);
+    struct group *n;
+
+    if (g && strcmp(g->gr_name, LYH_GUARD_GROUP_NAME) != 0) {
+        log_error("gid %u belongs to group '%s', not %s; pick a free gid with --guard-gid",
+                  cfg->guard_gid, g->gr_name, LYH_GUARD_GROUP_NAME);
+        return -EEXIST;
+    }
+    if (g && g->gr_mem && g->gr_mem[0]) {
+        log_error("group %s (gid %u) has members (%s...); nobody may be a member of the guard "
+                  "group",
+                  LYH_GUARD_GROUP_NAME, cfg->guard_gid, g->gr_mem[0]);
+        return -EEXIST;
+    }
+    n = getgrnam(LYH_GUARD_GROUP_NAME);
+    if (n && n->gr_gid != cfg->guard_gid) {
+        log_error("group %s exists with gid %u, but lyhd guards gid %u; use --guard-gid %u or fix "
+                  "the group",
+                  LYH_GUARD_GROUP_NAME, n->gr_gid, cfg->guard_gid, n->gr_gid);
+        return -EEXIST;
+    }
+    if (!g)
+        log_info("no group entry for guard gid %u (scripts/install creates %s); continuing",
+                 cfg->guard_gid, LYH_GUARD_GROUP_NAME);
+    return 0;
+}
+
 /* Probe Landlock once and build the seccomp program once: every child only
  * installs what was prepared here. */
 static int sandbox_init(struct lyhd *d) {
@@ -305,7 +337,7 @@ int main(int argc, char **argv) {
         goto fail;
     }
     TAILQ_INIT(&d.sessions);
-    if (sandbox_init(&d) < 0)
+    if (check_guard_group(&d.cfg) < 0 || sandbox_init(&d) < 0)
         goto fail;
     r = guard_init(&d, why, sizeof(why));
     if (r < 0) {
