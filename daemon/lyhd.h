@@ -45,6 +45,8 @@ struct lyhd {
     struct session_list sessions;
     struct sc_program *seccomp;  /* built once at startup, installed by each child */
     int landlock_abi;            /* 0: Landlock missing, Run refuses */
+    gid_t drop_gids[16];         /* groups an agent never keeps (docker, sudo, ...) */
+    size_t n_drop_gids;
     uint64_t start_mono_ms;
     int lock_fd;
     int exit_code;

@@ -232,6 +232,22 @@ static int check_guard_group(const struct lyhd_config *cfg) {
     return 0;
 }
 
+/* Groups whose membership is root-equivalent or reaches other users' data
+ * through sockets and devices Landlock cannot mediate (a pathname AF_UNIX
+ * connect needs no Landlock right: docker.sock, libvirt, the disk devices).
+ * An agent never keeps them, whatever its user has. gid 0 is always dropped. */
+static void collect_drop_groups(struct lyhd *d) {
+    static const char *const names[] = {"docker", "lxd", "incus-admin", "libvirt", "kvm",
+                                        "disk", "sudo", "wheel", "adm", "shadow", "systemd-journal"};
+    d->n_drop_gids = 0;
+    d->drop_gids[d->n_drop_gids++] = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(names) && d->n_drop_gids < ARRAY_SIZE(d->drop_gids); i++) {
+        struct group *g = getgrnam(names[i]);
+        if (g)
+            d->drop_gids[d->n_drop_gids++] = g->gr_gid;
+    }
+}
+
 /* Probe Landlock once and build the seccomp program once: every child only
  * installs what was prepared here. */
 static int sandbox_init(struct lyhd *d) {
@@ -339,6 +355,7 @@ int main(int argc, char **argv) {
     TAILQ_INIT(&d.sessions);
     if (check_guard_group(&d.cfg) < 0 || sandbox_init(&d) < 0)
         goto fail;
+    collect_drop_groups(&d);
     r = guard_init(&d, why, sizeof(why));
     if (r < 0) {
         log_error("egress guard: %s", why);

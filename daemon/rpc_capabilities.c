@@ -1,15 +1,16 @@
 /* Capabilities: what this daemon speaks and implements. Answers anyone. */
 #include "common/lyh_limits.h"
 #include "common/macros.h"
+#include <stdio.h>
+
+#include "daemon/guard.h"
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 
 /* Feature names a client may test for. Only what this build really does. */
 static char *const features[] = {
-    "framing-v1",
-    "unknown-field-refusal",
-    "fd-passing",
-    "sqlite-state",
+    "framing-v1", "unknown-field-refusal", "fd-passing", "sqlite-state",
+    "run", "sessions", "signal", "nftables", "seccomp",
 };
 
 void rpc_capabilities(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
@@ -18,8 +19,20 @@ void rpc_capabilities(struct lyhd *d, struct rpc_call *call, const LyhRequest *r
 
     caps.protocol_version = LYH_PROTOCOL_VERSION;
     caps.build_version = (char *)LYH_VERSION;
-    caps.n_features = ARRAY_SIZE(features);
-    caps.features = (char **)features;
+    /* What depends on this host: cgroup v2 (session scope) and Landlock. */
+    char *feat[ARRAY_SIZE(features) + 2];
+    char ll[32];
+    size_t n = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(features); i++)
+        feat[n++] = features[i];
+    if (d->guard && d->guard->have_cgroup)
+        feat[n++] = (char *)"cgroup2";
+    if (d->landlock_abi > 0) {
+        snprintf(ll, sizeof(ll), "landlock-abi-%d", d->landlock_abi);
+        feat[n++] = ll;
+    }
+    caps.n_features = n;
+    caps.features = feat;
     caps.max_frame_bytes = LYH_MAX_FRAME_BYTES;
     caps.max_fds_per_message = d->cfg.max_fds_per_msg;
     caps.max_calls_per_connection = d->cfg.max_calls_per_conn;

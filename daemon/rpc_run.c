@@ -281,21 +281,29 @@ static int take_stdio(struct rpc_call *call, struct run_prep *p, const Lianyaohu
     return 0;
 }
 
+static bool group_dropped(struct lyhd *d, gid_t g) {
+    if (g == d->cfg.guard_gid || (d->cfg.admin_group && g == d->cfg.admin_gid))
+        return true;
+    for (size_t i = 0; i < d->n_drop_gids; i++)
+        if (d->drop_gids[i] == g)
+            return true;
+    return false;
+}
+
 /* The child's supplementary groups: the peer's own (as the kernel recorded
- * them at connect), never the admin group or the guard gid. */
+ * them at connect), never the admin group, the guard gid or a group whose
+ * membership would let the agent around the sandbox (see main.c). */
 static void pick_groups(struct lyhd *d, struct rpc_call *call, struct run_prep *p) {
     p->n_groups = 0;
     for (size_t i = 0; i < call->n_peer_groups && p->n_groups < ARRAY_SIZE(p->groups); i++) {
         gid_t g = call->peer_groups[i];
-        if (g == d->cfg.guard_gid || (d->cfg.admin_group && g == d->cfg.admin_gid))
+        if (group_dropped(d, g))
             continue;
         p->groups[p->n_groups++] = g;
     }
     /* The user's primary group stays as a supplementary one, so group-owned
      * files keep working; the primary gid itself becomes the guard gid. */
-    if (call->peer.gid != d->cfg.guard_gid &&
-        !(d->cfg.admin_group && call->peer.gid == d->cfg.admin_gid) &&
-        p->n_groups < ARRAY_SIZE(p->groups)) {
+    if (!group_dropped(d, call->peer.gid) && p->n_groups < ARRAY_SIZE(p->groups)) {
         bool dup = false;
         for (size_t i = 0; i < p->n_groups; i++)
             dup |= p->groups[i] == call->peer.gid;

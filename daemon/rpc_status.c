@@ -5,7 +5,11 @@
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 #include "daemon/server.h"
+#include "daemon/session.h"
 #include "storage/store.h"
+
+/* The client library holds at most this many (proto/lianyaohu.options). */
+#define STATUS_MAX_GUARDS 64
 
 void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     Lianyaohu__V1__StatusReply st = LIANYAOHU__V1__STATUS_REPLY__INIT;
@@ -20,6 +24,27 @@ void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     st.connections = server_conn_count(d->server);
     st.connections_of_caller = server_conn_count_uid(d->server, call->peer.uid);
     st.sessions = live;
+    /* Guards of the sessions the caller may see (an admin sees all), at most
+     * what a client can hold; the count above is the total. */
+    Lianyaohu__V1__GuardInfo gi[STATUS_MAX_GUARDS], *gp[STATUS_MAX_GUARDS];
+    struct session *s;
+    size_t n = 0;
+    TAILQ_FOREACH(s, &d->sessions, link) {
+        if (n >= STATUS_MAX_GUARDS)
+            break;
+        if (!s->has_chain || (!call->peer_is_admin && s->row.uid != call->peer.uid))
+            continue;
+        lianyaohu__v1__guard_info__init(&gi[n]);
+        gi[n].uid = s->row.uid;
+        gi[n].scope = s->row.scope;
+        gi[n].interface = s->row.interface;
+        gi[n].refcount = 1;
+        gi[n].chain = s->row.chain;
+        gp[n] = &gi[n];
+        n++;
+    }
+    st.n_guards = n;
+    st.guards = gp;
     st.pid = (uint64_t)getpid();
     st.state_dir = (char *)d->cfg.state_dir;
     resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_STATUS;
