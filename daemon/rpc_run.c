@@ -598,7 +598,14 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     }
     k = ll_ruleset_build(&p.ll, d->landlock_abi, &p.ll_fd, &p.ll_report, why, sizeof(why));
     if (k < 0) {
-        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "path policy: %s", why);
+        /* A path of the request is wrong, or the kernel/memory failed us. */
+        bool path_error = k == -ENOENT || k == -ENOTDIR || k == -EACCES || k == -ELOOP ||
+                          k == -EINVAL || k == -ENAMETOOLONG;
+        rpc_fail(call,
+                 path_error ? LIANYAOHU__V1__CODE__INVALID_ARGUMENT
+                            : k == -ENOMEM ? LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED
+                                           : LIANYAOHU__V1__CODE__INTERNAL,
+                 "path policy: %s", why[0] ? why : strerror(-k));
         goto out;
     }
 

@@ -79,8 +79,10 @@
  *    package managers) do not reach outside through abstract sockets, and
  *    processes inside the sandbox can still use them among themselves. GUI
  *    programs started by the agent lose abstract X11; that is intended.
- *    Pathname unix sockets are not covered by Landlock at ABI 7 (connect()
- *    needs no Landlock right); see docs/security-model.md.
+ *    Pathname unix sockets are not covered by Landlock at ABI 7: connect()
+ *    to one needs no Landlock right, only DAC, so the user's own sockets
+ *    (session bus, systemd --user, ssh-agent) stay reachable. Closing that
+ *    needs a newer Landlock right or a mount namespace, not this file.
  *
  * ABI 7 adds no access rights, only audit-logging flags for
  * landlock_restrict_self(); we pass none (the kernel default), so denials of
@@ -524,6 +526,16 @@ static int add_path(int ruleset, const struct ll_path *e, enum ll_access a, uint
     k = resolve(e->path, &fd, &st, optional ? NULL : why, optional ? 0 : whylen);
     if (k < 0)
         return optional && k != -ENOMEM ? report_skip(rep, e->path, k) : k;
+    /* A writable "/" would make every other write rule moot (e.g. a launch
+     * from cwd "/"): refuse it, by inode, whatever path led there. */
+    struct stat rootst;
+    if (a == LL_RW && stat("/", &rootst) == 0 && st.st_dev == rootst.st_dev &&
+        st.st_ino == rootst.st_ino) {
+        if (optional)
+            return report_skip(rep, e->path, -EINVAL);
+        set_why(why, whylen, "path '%s' is the root directory; it cannot be writable", e->path);
+        return -EINVAL;
+    }
     struct landlock_path_beneath_attr pb = {
         .allowed_access = rights_for(a, e->flags, &st, handled),
         .parent_fd = fd,
