@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -49,6 +50,7 @@
 #define RUN_MAX_ARGV_TOTAL (512u * 1024u)
 #define RUN_MAX_PATHS 16
 #define RUN_MAX_STATE_DIRS 16
+#define RUN_MAX_HIDE 32
 
 /* Everything a launch needs, built up step by step; run_prep_free() undoes
  * what was made when the launch does not happen. */
@@ -66,6 +68,8 @@ struct run_prep {
     gid_t groups[LYH_MAX_PEER_GROUPS + 1];
     size_t n_groups;
     bool made_tmpdir, row_inserted, made_cgroup, added_chain;
+    char *hide[RUN_MAX_HIDE];
+    size_t n_hide;
 };
 
 static int fail(struct rpc_call *call, int code, const char *fmt, ...)
@@ -312,6 +316,33 @@ static void pick_groups(struct lyhd *d, struct rpc_call *call, struct run_prep *
     }
 }
 
+/* Directories whose sockets the agent must not reach: every user's runtime
+ * dir (systemd --user, D-Bus session bus, gpg/ssh agents), X11 and ICE, and
+ * the caller's ssh-agent dirs in the tmp parent. Only existing directories
+ * owned by root or the caller are listed. */
+static void pick_hidden(struct lyhd *d, uid_t uid, struct run_prep *p) {
+    static const char *const fixed[] = {"/run/user", "/tmp/.X11-unix", "/tmp/.ICE-unix"};
+    struct stat st;
+    DIR *dir;
+
+    for (size_t i = 0; i < ARRAY_SIZE(fixed) && p->n_hide < RUN_MAX_HIDE; i++)
+        if (lstat(fixed[i], &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0)
+            p->hide[p->n_hide++] = strdup(fixed[i]);
+    dir = opendir("/tmp");
+    if (!dir)
+        return;
+    for (struct dirent *de; (de = readdir(dir)) && p->n_hide < RUN_MAX_HIDE;) {
+        char path[PATH_MAX];
+        if (strncmp(de->d_name, "ssh-", 4) != 0)
+            continue;
+        snprintf(path, sizeof(path), "/tmp/%s", de->d_name);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid)
+            p->hide[p->n_hide++] = strdup(path);
+    }
+    closedir(dir);
+    (void)d;
+}
+
 /* ---- undo ----------------------------------------------------------------------- */
 
 static void run_prep_free(struct lyhd *d, struct run_prep *p) {
@@ -319,6 +350,8 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
 
     envp_free(p->envp);
     free(p->argv);
+    for (size_t i = 0; i < p->n_hide; i++)
+        free(p->hide[i]);
     ll_policy_free(&p->ll);
     ll_report_free(&p->ll_report);
     CLOSE_FD(p->ll_fd);
@@ -557,6 +590,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         }
     }
     pick_groups(d, call, &p);
+    pick_hidden(d, call->peer.uid, &p);
 
     /* 4. Make things, each recorded first. */
     {
@@ -629,6 +663,8 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         .landlock_fd = p.ll_fd,
         .seccomp = d->seccomp,
         .cwd = r->cwd,
+        .hide = (const char *const *)p.hide,
+        .n_hide = p.n_hide,
     };
     k = spawn_start(&plan, &s->pid, &s->pidfd, &s->status_fd);
     if (k < 0) {

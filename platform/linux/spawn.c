@@ -31,7 +31,9 @@
 #include <linux/capability.h>
 #include <signal.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -50,6 +52,7 @@ const char *spawn_step_name(enum spawn_step s) {
         [SPAWN_STEP_CTTY] = "controlling terminal",
         [SPAWN_STEP_STDIO] = "stdio",
         [SPAWN_STEP_CGROUP] = "session cgroup",
+        [SPAWN_STEP_MOUNTS] = "mount namespace",
         [SPAWN_STEP_SETGROUPS] = "setgroups",
         [SPAWN_STEP_SETRESGID] = "setresgid",
         [SPAWN_STEP_SETRESUID] = "setresuid",
@@ -147,6 +150,23 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd) {
 
     if (p->cgroup_procs_fd >= 0 && cg_enter(p->cgroup_procs_fd) < 0)
         child_fail(status_fd, SPAWN_STEP_CGROUP, errno);
+
+    /* A mount namespace of our own, slave to the host's so nothing we mount
+     * goes back, with the socket directories covered. Landlock does not
+     * mediate connect() on pathname sockets; covering them is what keeps
+     * the agent from asking the user's systemd or D-Bus to start something
+     * unconfined. The agent cannot undo it: seccomp denies mount/umount. */
+    if (p->n_hide > 0) {
+        if (unshare(CLONE_NEWNS) < 0)
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+        for (size_t i = 0; i < p->n_hide; i++)
+            if (mount("lyh-hidden", p->hide[i], "tmpfs",
+                      MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") < 0 &&
+                errno != ENOENT)
+                child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+    }
 
     /* Privilege drop: groups, then gids, then uid (which loses CAP_SETGID). */
     if (setgroups(p->n_groups, p->groups) < 0)

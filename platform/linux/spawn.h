@@ -23,6 +23,7 @@ enum spawn_step {
     SPAWN_STEP_CTTY,
     SPAWN_STEP_STDIO,
     SPAWN_STEP_CGROUP,
+    SPAWN_STEP_MOUNTS,
     SPAWN_STEP_SETGROUPS,
     SPAWN_STEP_SETRESGID,
     SPAWN_STEP_SETRESUID,
@@ -49,6 +50,11 @@ struct spawn_plan {
     int landlock_fd;            /* ready ruleset (must be >= 0: no Landlock, no launch) */
     const struct sc_program *seccomp; /* ready program (required) */
     const char *cwd;            /* entered as the caller, after the drop */
+    /* Directories to cover with an empty read-only tmpfs in a mount namespace
+     * of the session's own (sockets Landlock cannot mediate: the user's
+     * runtime dir with its systemd and D-Bus buses, X11, ssh-agent). */
+    const char *const *hide;
+    size_t n_hide;
 };
 
 struct spawn_failure {
