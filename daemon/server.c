@@ -201,6 +201,11 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg) {
             if (fd >= 0)
                 close(fd);
             reserve_fd_take(s);
+            /* accept4 allocates the fd before it looks at the backlog: EMFILE
+             * with nobody waiting. Keep listening so the next client is turned
+             * away here instead of hanging in the backlog. */
+            if (fd < 0)
+                return;
             if (!s->accept_paused) {
                 log_warn("out of file descriptors; not accepting until a connection closes");
                 s->accept_paused = true;
