@@ -214,6 +214,75 @@ static bool under_system_tree(int fd) {
     return false;
 }
 
+struct inode_id {
+    dev_t dev;
+    ino_t ino;
+};
+
+/* The directory at fd and its ancestors up to /, as inode ids (at most max). */
+static size_t ancestors(int fd, struct inode_id *out, size_t max) {
+    int cur = dup(fd);
+    size_t n = 0;
+
+    while (cur >= 0 && n < max) {
+        struct stat st, ust;
+        if (fstat(cur, &st) < 0)
+            break;
+        out[n++] = (struct inode_id){st.st_dev, st.st_ino};
+        int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (up < 0 || fstat(up, &ust) < 0 || (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)) {
+            if (up >= 0)
+                close(up);
+            break;
+        }
+        close(cur);
+        cur = up;
+    }
+    if (cur >= 0)
+        close(cur);
+    return n;
+}
+
+static bool inode_in(const struct inode_id *list, size_t n, struct inode_id id) {
+    for (size_t i = 0; i < n; i++)
+        if (list[i].dev == id.dev && list[i].ino == id.ino)
+            return true;
+    return false;
+}
+
+/* A read-only extra must not be at, above or below another (human) user's home:
+ * decided on inodes, never on path strings. Returns the other user's name in
+ * who (and what relation) when it is. */
+static bool near_other_home(int fd, uid_t caller, char *who, size_t wholen) {
+    struct inode_id mine[256], theirs[256];
+    size_t n_mine = ancestors(fd, mine, ARRAY_SIZE(mine));
+    struct passwd *pw;
+    bool hit = false;
+
+    if (n_mine == 0)
+        return true; /* cannot tell: refuse */
+    setpwent();
+    while (!hit && (pw = getpwent())) {
+        /* Human accounts only: system users have homes like /bin or /. */
+        if (pw->pw_uid == caller || pw->pw_uid < 1000 || pw->pw_uid == 65534 || !pw->pw_dir ||
+            pw->pw_dir[0] != '/' || strcmp(pw->pw_dir, "/") == 0)
+            continue;
+        int hfd = open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (hfd < 0)
+            continue;
+        size_t n_theirs = ancestors(hfd, theirs, ARRAY_SIZE(theirs));
+        close(hfd);
+        if (n_theirs == 0)
+            continue;
+        if (inode_in(mine, n_mine, theirs[0]) || inode_in(theirs, n_theirs, mine[0])) {
+            snprintf(who, wholen, "%s (%s)", pw->pw_name, pw->pw_dir);
+            hit = true;
+        }
+    }
+    endpwent();
+    return hit;
+}
+
 static int check_paths(struct rpc_call *call, struct run_prep *p, const Lianyaohu__V1__RunRequest *r) {
     if (r->n_writable > RUN_MAX_PATHS || r->n_read_only > RUN_MAX_PATHS ||
         r->n_agent_state_dirs > RUN_MAX_STATE_DIRS)
@@ -242,9 +311,29 @@ static int check_paths(struct rpc_call *call, struct run_prep *p, const Lianyaoh
     }
     for (size_t i = 0; i < r->n_read_only; i++) {
         const char *path = r->read_only[i];
+        _cleanup_close_ int fd = -1;
+        char who[300];
         if (path[0] != '/')
             return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
                         "read-only path '%s' is not absolute", path);
+        fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOTDIR) {
+            /* A file: judge it by its directory. */
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof(dir), "%s", path);
+            char *slash = strrchr(dir, '/');
+            if (slash == dir)
+                slash[1] = '\0';
+            else
+                *slash = '\0';
+            fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
+        if (fd < 0)
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "read-only path %s: %s", path,
+                        strerror(errno));
+        if (near_other_home(fd, call->peer.uid, who, sizeof(who)))
+            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                        "read-only path %s is at, above or below the home of %s", path, who);
         if (ll_policy_add(&p->ll, LL_RX, path, 0) < 0)
             return fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
     }
