@@ -33,6 +33,8 @@
  */
 #include "platform/linux/nft.h"
 
+#include "common/dest_rule.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -811,7 +813,7 @@ struct elem {
 };
 
 static size_t prefix_elems(int family, struct elem *out) {
-    const struct nftr_dest *v;
+    const struct dr_rule *v;
     size_t n = nftr_lan_prefixes(family, &v), k = 0, alen = family == AF_INET ? 4 : 16;
     for (size_t i = 0; i < n; i++) {
         struct elem s = { .end = false }, e = { .end = true };

@@ -38,48 +38,21 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/dest_rule.h"
 #include "common/macros.h"
 
 /* ---- the blocked destination sets ------------------------------------------------ */
 
-#define V4(a, b, c, d, len) \
-    { .family = AF_INET, .addr = { a, b, c, d }, .prefix_len = len }
-#define V6(len, ...) \
-    { .family = AF_INET6, .addr = { __VA_ARGS__ }, .prefix_len = len }
-
-/* "this network", private, CGN, loopback on a non-lo interface, link-local, IETF
- * protocol assignments, TEST-NETs, 6to4 relay anycast, benchmarking, multicast,
- * reserved and limited broadcast. */
-static const struct nftr_dest lan4[] = {
-    V4(0, 0, 0, 0, 8),       V4(10, 0, 0, 0, 8),     V4(100, 64, 0, 0, 10),
-    V4(127, 0, 0, 0, 8),     V4(169, 254, 0, 0, 16), V4(172, 16, 0, 0, 12),
-    V4(192, 0, 0, 0, 24),    V4(192, 0, 2, 0, 24),   V4(192, 88, 99, 0, 24),
-    V4(192, 168, 0, 0, 16),  V4(198, 18, 0, 0, 15),  V4(198, 51, 100, 0, 24),
-    V4(203, 0, 113, 0, 24),  V4(224, 0, 0, 0, 4),    V4(240, 0, 0, 0, 4),
-};
-
-/* unspecified, loopback, v4-mapped, local-use NAT64, discard-only, documentation,
- * ULA, link-local, multicast. */
-static const struct nftr_dest lan6[] = {
-    V6(128, 0),
-    V6(128, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1),
-    V6(96, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff),
-    V6(48, 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01),
-    V6(64, 0x01, 0x00),
-    V6(32, 0x20, 0x01, 0x0d, 0xb8),
-    V6(7, 0xfc),
-    V6(10, 0xfe, 0x80),
-    V6(8, 0xff),
-};
-
-size_t nftr_lan_prefixes(int family, const struct nftr_dest **ret) {
+/* The one definition lives in common/dest_rule.c (the CLI and the daemon check
+ * LAN exceptions against the same list). */
+size_t nftr_lan_prefixes(int family, const struct dr_rule **ret) {
     if (family == AF_INET) {
-        *ret = lan4;
-        return ARRAY_SIZE(lan4);
+        *ret = dr_blocked_v4;
+        return DR_BLOCKED_V4_COUNT;
     }
     if (family == AF_INET6) {
-        *ret = lan6;
-        return ARRAY_SIZE(lan6);
+        *ret = dr_blocked_v6;
+        return DR_BLOCKED_V6_COUNT;
     }
     return 0;
 }
@@ -725,7 +698,7 @@ int nftr_chain_text(const struct nftr_chain *c, char **ret) {
 }
 
 static void put_set(struct sb *s, int family, const char *name) {
-    const struct nftr_dest *v;
+    const struct dr_rule *v;
     size_t n = nftr_lan_prefixes(family, &v);
     sb_printf(s, "add set inet " NFTR_TABLE " %s { type %s; flags interval; }\n", name,
               family == AF_INET ? "ipv4_addr" : "ipv6_addr");

@@ -187,8 +187,10 @@ struct nftr_base {
 };
 
 /* The blocked destination prefixes of set lan4 (AF_INET) or lan6 (AF_INET6), in a
- * fixed order; static storage. Returns the count, 0 for another family. */
-size_t nftr_lan_prefixes(int family, const struct nftr_dest **ret);
+ * fixed order; static storage (common/dest_rule.h). Returns the count, 0 for
+ * another family. */
+struct dr_rule;
+size_t nftr_lan_prefixes(int family, const struct dr_rule **ret);
 
 /* Validate `in` and render the scope's chain. -EINVAL on invalid input, -ENOMEM.
  * *ret is owned by the caller: nftr_chain_free(). */

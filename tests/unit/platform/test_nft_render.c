@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 
 #include "common/macros.h"
+#include "common/dest_rule.h"
 #include "platform/linux/nft_render.h"
 
 #ifndef LYH_NFT_GOLDEN_DIR
@@ -246,7 +247,7 @@ static void test_base(void **state) {
 }
 
 static void test_lan_sets(void **state) {
-    const struct nftr_dest *v;
+    const struct dr_rule *v;
     assert_int_equal(nftr_lan_prefixes(AF_INET, &v), 15);
     assert_int_equal(nftr_lan_prefixes(AF_INET6, &v), 9);
     assert_int_equal(nftr_lan_prefixes(AF_UNIX, &v), 0);
