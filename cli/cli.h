@@ -34,6 +34,11 @@ int cli_connect(struct cli *cli, struct lyh_client **ret);
  * EXIT_OK only when the daemon answered OK. resp is caller-allocated. */
 int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, lianyaohu_v1_Response *resp);
 
+/* Parse the options of a command that takes only [--json] [--help]. Returns
+ * -1 to go on (with *json set), or the exit code to return now. */
+int cli_json_only(struct cli *cli, int argc, char **argv, const char *name, void (*usage)(FILE *),
+                  bool *json);
+
 /* Print s as a JSON string literal (with quotes). */
 void json_string(FILE *f, const char *s);
 

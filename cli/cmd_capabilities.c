@@ -1,5 +1,4 @@
 /* lyh capabilities [--json]: what the daemon speaks and implements. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,26 +12,12 @@ void usage_capabilities(FILE *f) {
 }
 
 int cmd_capabilities(struct cli *cli, int argc, char **argv) {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"help", no_argument, NULL, 'h'}, {0}};
-    bool json = false;
-    int c, rc;
+    bool json;
+    int rc;
 
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-        if (c == 'j')
-            json = true;
-        else if (c == 'h') {
-            usage_capabilities(stdout);
-            return EXIT_OK;
-        } else {
-            usage_capabilities(stderr);
-            return EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "%s capabilities: unexpected argument '%s'\n", cli->prog, argv[optind]);
-        return EXIT_USAGE;
-    }
+    rc = cli_json_only(cli, argc, argv, "capabilities", usage_capabilities, &json);
+    if (rc >= 0)
+        return rc;
 
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
     _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));

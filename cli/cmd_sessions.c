@@ -1,6 +1,5 @@
 /* lyh sessions [--json]: running sessions (yours; all of them for an admin). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,28 +13,15 @@ void usage_sessions(FILE *f) {
 }
 
 int cmd_sessions(struct cli *cli, int argc, char **argv) {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"help", no_argument, NULL, 'h'}, {0}};
+    bool json;
     struct lyh_client *c = NULL;
-    bool json = false;
     uint64_t id;
-    int ch, rc, n = 0;
+    int rc, n = 0;
 
-    while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-        if (ch == 'j')
-            json = true;
-        else if (ch == 'h') {
-            usage_sessions(stdout);
-            return EXIT_OK;
-        } else {
-            usage_sessions(stderr);
-            return EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "%s sessions: unexpected argument '%s'\n", cli->prog, argv[optind]);
-        return EXIT_USAGE;
-    }
+    rc = cli_json_only(cli, argc, argv, "sessions", usage_sessions, &json);
+    if (rc >= 0)
+        return rc;
+
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
     _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
     if (!req || !resp)

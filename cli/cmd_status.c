@@ -1,5 +1,4 @@
 /* lyh status [--json]: uptime, connections, sessions, guards. */
-#include <getopt.h>
 #include <stdlib.h>
 
 #include "cli/cli.h"
@@ -21,26 +20,12 @@ static const char *scope_name(int scope) {
 }
 
 int cmd_status(struct cli *cli, int argc, char **argv) {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"help", no_argument, NULL, 'h'}, {0}};
-    bool json = false;
-    int c, rc;
+    bool json;
+    int rc;
 
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-        if (c == 'j')
-            json = true;
-        else if (c == 'h') {
-            usage_status(stdout);
-            return EXIT_OK;
-        } else {
-            usage_status(stderr);
-            return EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "%s status: unexpected argument '%s'\n", cli->prog, argv[optind]);
-        return EXIT_USAGE;
-    }
+    rc = cli_json_only(cli, argc, argv, "status", usage_status, &json);
+    if (rc >= 0)
+        return rc;
 
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
     _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));

@@ -1,6 +1,7 @@
 /* Helpers shared by subcommands: connecting with a useful error, unary calls,
  * JSON output. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,4 +68,29 @@ void json_string(FILE *f, const char *s) {
         }
     }
     fputc('"', f);
+}
+
+int cli_json_only(struct cli *cli, int argc, char **argv, const char *name, void (*usage)(FILE *),
+                  bool *json) {
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'}, {0}};
+    int c;
+
+    *json = false;
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        if (c == 'j') {
+            *json = true;
+        } else if (c == 'h') {
+            usage(stdout);
+            return EXIT_OK;
+        } else {
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s %s: unexpected argument '%s'\n", cli->prog, name, argv[optind]);
+        return EXIT_USAGE;
+    }
+    return -1;
 }

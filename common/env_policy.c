@@ -40,6 +40,7 @@
  * HTTP_PROXY), and a lower-case spelling of a blocked name is never needed.
  * The allowlist is matched exactly: it names the real variables. */
 #include "common/env_policy.h"
+#include "common/why.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -260,15 +261,6 @@ static const char *const forced_names[ENVP_FORCED_COUNT] = {
 
 /* ---- helpers --------------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4))) static void set_why(char *why, size_t whylen,
-                                                          const char *fmt, ...) {
-    if (!why || whylen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
 
 /* A name as it may appear in a message: printable ASCII kept, everything
  * else as \xNN (so a hostile name cannot drive the user's terminal), cut at

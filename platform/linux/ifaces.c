@@ -12,6 +12,7 @@
  * send packets. A wrong answer here can refuse a launch or start one whose
  * traffic is refused, never let traffic out elsewhere. */
 #include "platform/linux/ifaces.h"
+#include "common/why.h"
 
 #include <errno.h>
 #include <ifaddrs.h>
@@ -30,15 +31,6 @@
 #define IFF_LOWER_UP 0x10000 /* <linux/if.h>; not in glibc's <net/if.h> */
 #endif
 
-__attribute__((format(printf, 3, 4))) static void set_why(char *why, size_t whylen,
-                                                          const char *fmt, ...) {
-    if (!why || whylen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
 
 void ifc_list_free(struct ifc_list *l) {
     if (!l)

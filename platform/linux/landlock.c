@@ -88,6 +88,7 @@
  * landlock_restrict_self(); we pass none (the kernel default), so denials of
  * the agent after exec are not sent to the kernel log. */
 #include "platform/linux/landlock.h"
+#include "common/why.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -170,15 +171,6 @@ static const struct abi_row {
 
 #define MAX_SYMLINKS 40 /* the kernel's own limit on links in one lookup */
 
-__attribute__((format(printf, 3, 4))) static void set_why(char *why, size_t whylen,
-                                                          const char *fmt, ...) {
-    if (!why || whylen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- policy ------------------------------------------------------------------ */
 

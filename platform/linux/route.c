@@ -19,6 +19,7 @@
  * rejects whatever would leave through another interface. Its job is to
  * refuse a launch whose traffic would all be refused, with a clear reason. */
 #include "platform/linux/route.h"
+#include "common/why.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -48,15 +49,6 @@ struct route_sock {
     _Alignas(struct nlmsghdr) uint8_t buf[ROUTE_BUF_SIZE];
 };
 
-__attribute__((format(printf, 3, 4))) static void set_why(char *why, size_t whylen,
-                                                          const char *fmt, ...) {
-    if (!why || whylen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
 
 void route_close(struct route_sock *rs) {
     if (!rs)
