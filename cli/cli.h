@@ -39,11 +39,20 @@ int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, lianyaohu_v1_Response 
 int cli_json_only(struct cli *cli, int argc, char **argv, const char *name, void (*usage)(FILE *),
                   bool *json);
 
+/* Parse a destination RULE for option opt (--allow-dest, --deny-dest,
+ * --lan-allow) and append it to arr (count < max). Prints why on failure. */
+int cli_add_rule(const char *opt, const char *text, lianyaohu_v1_DestRule *arr, pb_size_t *count,
+                 size_t max);
+
 /* Print s as a JSON string literal (with quotes). */
 void json_string(FILE *f, const char *s);
 
 int cmd_capabilities(struct cli *cli, int argc, char **argv);
 void usage_capabilities(FILE *f);
+int cmd_install(struct cli *cli, int argc, char **argv);
+void usage_install(FILE *f);
+int cmd_uninstall(struct cli *cli, int argc, char **argv);
+void usage_uninstall(FILE *f);
 int cmd_run(struct cli *cli, int argc, char **argv);
 void usage_run(FILE *f);
 int cmd_sessions(struct cli *cli, int argc, char **argv);

@@ -101,36 +101,6 @@ static bool encode_env(pb_ostream_t *os, const pb_field_iter_t *field, void *con
 
 /* ---- building the request -------------------------------------------------------- */
 
-static int add_rule(const char *opt, const char *text, lianyaohu_v1_DestRule *arr,
-                    pb_size_t *count, size_t max) {
-    struct dr_rule r;
-    char why[DR_WHY_MAX];
-
-    if (dr_parse(text, &r, why, sizeof(why)) < 0) {
-        fprintf(stderr, "lyh run: %s %s: %s\n", opt, text, why);
-        return -EINVAL;
-    }
-    if (strcmp(opt, "--lan-allow") == 0 && !dr_in_blocked_ranges(&r)) {
-        fprintf(stderr,
-                "lyh run: --lan-allow %s is not inside a LAN or reserved range; only those are "
-                "blocked, so there is nothing to reopen\n",
-                text);
-        return -EINVAL;
-    }
-    if (*count >= max) {
-        fprintf(stderr, "lyh run: too many %s rules (at most %zu)\n", opt, max);
-        return -E2BIG;
-    }
-    lianyaohu_v1_DestRule *d = &arr[(*count)++];
-    size_t alen = r.family == AF_INET ? 4 : 16;
-    memcpy(d->addr.bytes, r.addr, alen);
-    d->addr.size = (pb_size_t)alen;
-    d->prefix_len = r.prefix_len;
-    d->port_min = r.port_min;
-    d->port_max = r.port_max;
-    return 0;
-}
-
 static int add_path(const char *opt, const char *path, char (*arr)[1024], pb_size_t *count,
                     size_t max) {
     char abs[PATH_MAX];
@@ -421,12 +391,12 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
         case O_SHARED: rr->shared_user_firewall = true; break;
         case O_NONDEFAULT: rr->allow_non_default_route = true; break;
         case O_ALLOW:
-            k = add_rule("--allow-dest", optarg, rr->allow, &rr->allow_count, ARRAY_SIZE(rr->allow));
+            k = cli_add_rule("--allow-dest", optarg, rr->allow, &rr->allow_count, ARRAY_SIZE(rr->allow));
             rr->network_default = lianyaohu_v1_NetworkDefault_NETWORK_DEFAULT_DENY;
             break;
-        case O_DENY: k = add_rule("--deny-dest", optarg, rr->deny, &rr->deny_count, ARRAY_SIZE(rr->deny)); break;
+        case O_DENY: k = cli_add_rule("--deny-dest", optarg, rr->deny, &rr->deny_count, ARRAY_SIZE(rr->deny)); break;
         case O_LAN:
-            k = add_rule("--lan-allow", optarg, rr->lan_allow, &rr->lan_allow_count,
+            k = cli_add_rule("--lan-allow", optarg, rr->lan_allow, &rr->lan_allow_count,
                          ARRAY_SIZE(rr->lan_allow));
             break;
         case O_WRITABLE:

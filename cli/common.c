@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/dest_rule.h"
 #include "common/macros.h"
 
 int cli_connect(struct cli *cli, struct lyh_client **ret) {
@@ -94,3 +95,34 @@ int cli_json_only(struct cli *cli, int argc, char **argv, const char *name, void
     }
     return -1;
 }
+
+int cli_add_rule(const char *opt, const char *text, lianyaohu_v1_DestRule *arr,
+                    pb_size_t *count, size_t max) {
+    struct dr_rule r;
+    char why[DR_WHY_MAX];
+
+    if (dr_parse(text, &r, why, sizeof(why)) < 0) {
+        fprintf(stderr, "lyh: %s %s: %s\n", opt, text, why);
+        return -EINVAL;
+    }
+    if (strcmp(opt, "--lan-allow") == 0 && !dr_in_blocked_ranges(&r)) {
+        fprintf(stderr,
+                "lyh: --lan-allow %s is not inside a LAN or reserved range; only those are "
+                "blocked, so there is nothing to reopen\n",
+                text);
+        return -EINVAL;
+    }
+    if (*count >= max) {
+        fprintf(stderr, "lyh: too many %s rules (at most %zu)\n", opt, max);
+        return -E2BIG;
+    }
+    lianyaohu_v1_DestRule *d = &arr[(*count)++];
+    size_t alen = r.family == AF_INET ? 4 : 16;
+    memcpy(d->addr.bytes, r.addr, alen);
+    d->addr.size = (pb_size_t)alen;
+    d->prefix_len = r.prefix_len;
+    d->port_min = r.port_min;
+    d->port_max = r.port_max;
+    return 0;
+}
+

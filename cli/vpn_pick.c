@@ -83,7 +83,7 @@ int vpn_pick(const char *explicit_name, bool interactive, char *out, size_t outl
 
     if (explicit_name) {
         if (!vpn_name(explicit_name) || strlen(explicit_name) >= IF_NAMESIZE) {
-            fprintf(stderr, "lyh run: '%s' is not a VPN interface name (tun*, wg*)\n",
+            fprintf(stderr, "lyh: '%s' is not a VPN interface name (tun*, wg*)\n",
                     explicit_name);
             return EXIT_USAGE;
         }
@@ -92,7 +92,7 @@ int vpn_pick(const char *explicit_name, bool interactive, char *out, size_t outl
     }
     n = list_candidates(c, PICK_MAX);
     if (n == 0) {
-        fprintf(stderr, "lyh run: no VPN interface (tun*, wg*) is up and addressed.\n"
+        fprintf(stderr, "lyh: no VPN interface (tun*, wg*) is up and addressed.\n"
                         "Start your VPN, then run lyh again (or name one with --vpn).\n");
         return EXIT_DAEMON_ERROR;
     }
@@ -121,7 +121,7 @@ int vpn_pick(const char *explicit_name, bool interactive, char *out, size_t outl
     char *end;
     long v = strtol(line, &end, 10);
     if (end == line || (*end != '\n' && *end != '\0') || v < 1 || (size_t)v > n) {
-        fprintf(stderr, "lyh run: cancelled\n");
+        fprintf(stderr, "lyh: cancelled\n");
         return EXIT_USAGE;
     }
     snprintf(out, outlen, "%s", c[v - 1].name);

@@ -19,9 +19,11 @@
 
 #include "common/macros.h"
 #include "daemon/log.h"
+#include "daemon/wire.h"
 #include "daemon/lyhd.h"
 #include "daemon/session.h"
 #include "platform/linux/fsutil.h"
+#include "platform/linux/ifaces.h"
 #include "platform/linux/nft.h"
 #include "platform/linux/proc.h"
 #include "platform/linux/route.h"
@@ -51,6 +53,28 @@ int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_ch
     return nftr_render_chain(&in, ret);
 }
 
+int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_route,
+                    bool *ret_ipv6_blocked, char *why, size_t whylen) {
+    struct ifc_list ifs = {0};
+    const struct ifc *ifc = NULL;
+    struct route_preflight_result pre = {0};
+    int k = ifc_list(&ifs);
+
+    if (k < 0)
+        snprintf(why, whylen, "cannot list interfaces: %s", strerror(-k));
+    if (k == 0)
+        k = ifc_validate_vpn(&ifs, iface, why, whylen);
+    if (k == 0)
+        k = ifc_find(&ifs, iface, &ifc);
+    if (k == 0)
+        k = route_preflight_on(d->guard->route, iface, ifc->ifindex, allow_non_default_route, &pre,
+                               why, whylen);
+    ifc_list_free(&ifs);
+    if (k == 0)
+        *ret_ipv6_blocked = pre.ipv6_blocked;
+    return k;
+}
+
 int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whylen) {
     struct nftr_chain *c = NULL;
     int r = guard_render_session(d, s, &c);
@@ -70,6 +94,152 @@ int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whyle
 int guard_session_del(struct lyhd *d, struct session *s) {
     int r = nft_session_del(d->guard->nft, s->row.chain, s->row.cgroup_id);
     return r == -ENOENT ? 0 : r;
+}
+
+/* ---- the shared-user scope ------------------------------------------------------ */
+
+/* FNV-1a over the encoded spec: equality of rules, not a security hash. */
+static void spec_hash(const uint8_t *b, size_t n, char out[65]) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    snprintf(out, 65, "%016llx", (unsigned long long)h);
+}
+
+static int save_guard(struct lyhd *d, const struct store_guard *g, bool delete) {
+    int r = store_begin(d->store);
+
+    if (r == 0)
+        r = delete ? store_guard_delete(d->store, g->chain) : store_guard_put(d->store, g);
+    if (r == 0)
+        r = store_commit(d->store);
+    if (r < 0)
+        store_rollback(d->store);
+    return r;
+}
+
+static int shared_render_add(struct lyhd *d, const struct store_guard *g, const struct gspec *spec,
+                             char *why, size_t whylen) {
+    struct nftr_input in = {
+        .scope = NFTR_SCOPE_SHARED_USER,
+        .uid = g->uid,
+        .iface = spec->iface,
+        .log = d->guard->base.log,
+    };
+    struct nftr_chain *c = NULL;
+    int r;
+
+    gspec_policy(spec, &in.policy);
+    r = nftr_render_chain(&in, &c);
+    if (r < 0) {
+        snprintf(why, whylen, "cannot render the shared rules: %s", strerror(-r));
+        return r;
+    }
+    r = nft_uid_chain_add(d->guard->nft, c);
+    if (r < 0)
+        snprintf(why, whylen, "nftables refused the shared rules (%s): %s",
+                 nft_last_error_object(d->guard->nft), strerror(-r));
+    nftr_chain_free(c);
+    return r;
+}
+
+int guard_shared_acquire(struct lyhd *d, uint32_t uid, const struct gspec *spec,
+                         struct store_guard *ret, char *why, size_t whylen) {
+    struct store_guard g;
+    uint8_t enc[STORE_GUARD_SPEC_MAX];
+    size_t n;
+    char hash[65];
+    int r;
+
+    r = gspec_encode(spec, enc, sizeof(enc), &n);
+    if (r < 0) {
+        snprintf(why, whylen, "the shared rules are too large");
+        return r;
+    }
+    spec_hash(enc, n, hash);
+    r = store_guard_get(d->store, uid, LIANYAOHU__V1__SCOPE__SCOPE_USER, &g);
+    if (r == 0) {
+        if (strcmp(g.rules_hash, hash) != 0) {
+            snprintf(why, whylen,
+                     "a shared firewall for uid %u is installed with other rules (via %s, %u "
+                     "user(s)); use the same options, or `lyh uninstall` it first",
+                     uid, g.interface, g.refcount);
+            return -EEXIST;
+        }
+        g.refcount++;
+        r = save_guard(d, &g, false);
+        if (r < 0) {
+            snprintf(why, whylen, "state.db: %s", store_errmsg(d->store));
+            return r;
+        }
+        *ret = g;
+        return 0;
+    }
+    if (r != -ENOENT) {
+        snprintf(why, whylen, "state.db: %s", store_errmsg(d->store));
+        return r;
+    }
+    /* First user: the row first, then the kernel; undo the row on failure. */
+    memset(&g, 0, sizeof(g));
+    g.uid = uid;
+    g.scope = LIANYAOHU__V1__SCOPE__SCOPE_USER;
+    snprintf(g.interface, sizeof(g.interface), "%s", spec->iface);
+    r = nftr_chain_name(NFTR_SCOPE_SHARED_USER, NULL, uid, g.chain);
+    if (r < 0) {
+        snprintf(why, whylen, "no chain name for uid %u", uid);
+        return r;
+    }
+    g.refcount = 1;
+    memcpy(g.rules_hash, hash, sizeof(hash));
+    g.created_ms = lyhd_wall_ms();
+    memcpy(g.guard_spec, enc, n);
+    g.guard_spec_len = n;
+    r = save_guard(d, &g, false);
+    if (r < 0) {
+        snprintf(why, whylen, "state.db: %s", store_errmsg(d->store));
+        return r;
+    }
+    r = shared_render_add(d, &g, spec, why, whylen);
+    if (r < 0) {
+        (void)save_guard(d, &g, true);
+        return r;
+    }
+    log_info("installed shared firewall %s for uid %u via %s", g.chain, uid, g.interface);
+    *ret = g;
+    return 0;
+}
+
+int guard_shared_release(struct lyhd *d, uint32_t uid, struct store_guard *ret) {
+    struct store_guard g;
+    int r = store_guard_get(d->store, uid, LIANYAOHU__V1__SCOPE__SCOPE_USER, &g);
+
+    if (r < 0)
+        return r;
+    if (g.refcount > 1) {
+        g.refcount--;
+        r = save_guard(d, &g, false);
+        if (r == 0)
+            *ret = g;
+        return r;
+    }
+    /* Last reference: record the intent (refcount 0), remove from the
+     * kernel, then the row. A crash in between leaves a 0-row the reaper
+     * finishes. */
+    g.refcount = 0;
+    r = save_guard(d, &g, false);
+    if (r < 0)
+        return r;
+    r = nft_uid_chain_del(d->guard->nft, NFTR_SCOPE_SHARED_USER, uid);
+    if (r < 0 && r != -ENOENT)
+        return r;
+    r = save_guard(d, &g, true);
+    if (r < 0)
+        return r;
+    log_info("removed shared firewall %s of uid %u", g.chain, uid);
+    *ret = g;
+    return 0;
 }
 
 /* ---- startup reconciliation ------------------------------------------------------ */
@@ -181,6 +351,37 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
     return 0;
 }
 
+/* Shared-user guards: rebuild a missing chain, finish a removal a crash
+ * interrupted. */
+static int reconcile_shared(const struct store_guard *g, void *userdata) {
+    struct reconcile *rc = userdata;
+    struct lyhd *d = rc->d;
+    struct gspec spec;
+    char why[256];
+
+    if (g->scope != LIANYAOHU__V1__SCOPE__SCOPE_USER)
+        return 0;
+    if (g->refcount == 0) {
+        int r = nft_uid_chain_del(d->guard->nft, NFTR_SCOPE_SHARED_USER, g->uid);
+        if (r == 0 || r == -ENOENT) {
+            (void)save_guard(d, g, true);
+            reap_log(d, g->chain, "removed", "unfinished removal of a shared guard");
+        }
+        return 0;
+    }
+    if (chain_present(rc, g->chain))
+        return 0;
+    if (gspec_decode(g->guard_spec, g->guard_spec_len, &spec) < 0 ||
+        shared_render_add(d, g, &spec, why, sizeof(why)) < 0) {
+        log_error("shared firewall %s of uid %u is missing and cannot be rebuilt", g->chain,
+                  g->uid);
+        return 0;
+    }
+    log_warn("shared firewall %s of uid %u was missing; rebuilt", g->chain, g->uid);
+    reap_log(d, g->chain, "rebuilt", "shared guard chain was missing");
+    return 0;
+}
+
 /* Chains in our table that no live session owns: remove them. */
 static void reap_unknown_chains(struct reconcile *rc) {
     struct lyhd *d = rc->d;
@@ -195,8 +396,21 @@ static void reap_unknown_chains(struct reconcile *rc) {
         uint64_t cgid = 0;
         int r;
 
+        if (strncmp(name, NFTR_SHARED_CHAIN_PREFIX, strlen(NFTR_SHARED_CHAIN_PREFIX)) == 0) {
+            struct store_guard g;
+            char *end;
+            unsigned long uid = strtoul(name + strlen(NFTR_SHARED_CHAIN_PREFIX), &end, 10);
+            if (*end == '\0' && store_guard_get_by_chain(d->store, name, &g) == 0)
+                continue;
+            r = nft_uid_chain_del(d->guard->nft, NFTR_SCOPE_SHARED_USER, (uint32_t)uid);
+            if (r == 0) {
+                log_warn("removed chain '%s': no guard in state.db owns it", name);
+                reap_log(d, name, "removed", "chain unknown to state.db");
+            }
+            continue;
+        }
         if (strncmp(name, NFTR_SESSION_CHAIN_PREFIX, strlen(NFTR_SESSION_CHAIN_PREFIX)) != 0)
-            continue; /* base chains; uid-scope chains arrive with Install */
+            continue; /* base chains */
         TAILQ_FOREACH(s, &d->sessions, link)
             if (strcmp(s->row.chain, name) == 0)
                 known = true;
@@ -295,6 +509,7 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
         nft_names_free(rc.chains);
         return r;
     }
+    (void)store_guard_foreach(d->store, reconcile_shared, &rc);
     reap_unknown_chains(&rc);
     if (g->have_cgroup)
         (void)cg_foreach(&g->cg, reap_cgroup_cb, &rc);

@@ -12,7 +12,9 @@
 #include <stdint.h>
 
 #include "platform/linux/cgroup.h"
+#include "daemon/guard_spec.h"
 #include "platform/linux/nft_render.h"
+#include "storage/store.h"
 
 struct lyhd;
 struct session;
@@ -34,11 +36,27 @@ struct guard {
 int guard_init(struct lyhd *d, char *why, size_t whylen);
 void guard_free(struct guard *g); /* accepts NULL */
 
+/* Is iface a usable VPN interface and do the kernel's routes use it (see
+ * platform/linux/route.h)? Says whether IPv6 must be blocked. why names the
+ * interface and what is wrong. */
+int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_route,
+                    bool *ret_ipv6_blocked, char *why, size_t whylen);
+
 /* Render the chain of a session from its spec (pure, for --print-firewall too). */
 int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_chain **ret);
 /* Install the session's chain (the row must already be committed with chain set). */
 int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whylen);
 /* Remove the session's chain (and map element). Missing = done. */
 int guard_session_del(struct lyhd *d, struct session *s);
+
+/* The shared-user scope (--shared-user-firewall, Install): one chain LYH-U-<uid>
+ * that matches every socket of the user, refcounted in state.db by explicit
+ * installs and by the sessions that use it. A request whose rules differ from
+ * the installed ones is refused (-EEXIST, why says how): the scope is shared,
+ * so one user cannot hold two different policies at once. */
+int guard_shared_acquire(struct lyhd *d, uint32_t uid, const struct gspec *spec,
+                         struct store_guard *ret, char *why, size_t whylen);
+/* Drop one reference; the chain goes with the last. -ENOENT when none. */
+int guard_shared_release(struct lyhd *d, uint32_t uid, struct store_guard *ret);
 
 #endif

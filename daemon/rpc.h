@@ -57,6 +57,8 @@ void rpc_call_free(struct rpc_call *call);
 void rpc_capabilities(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_cancel(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_install(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_uninstall(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_sessions(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_signal(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);

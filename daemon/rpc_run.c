@@ -38,11 +38,9 @@
 #include "daemon/session.h"
 #include "platform/linux/cgroup.h"
 #include "platform/linux/fsutil.h"
-#include "platform/linux/ifaces.h"
 #include "platform/linux/landlock.h"
 #include "platform/linux/nft.h"
 #include "platform/linux/proc.h"
-#include "platform/linux/route.h"
 #include "platform/linux/spawn.h"
 
 #define RUN_MAX_ARGV 256
@@ -67,7 +65,7 @@ struct run_prep {
     int pty_fd;
     gid_t groups[LYH_MAX_PEER_GROUPS + 1];
     size_t n_groups;
-    bool made_tmpdir, row_inserted, made_cgroup, added_chain;
+    bool made_tmpdir, row_inserted, made_cgroup, added_chain, took_shared;
     char *hide[RUN_MAX_HIDE];
     size_t n_hide;
 };
@@ -455,6 +453,11 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
         log_error("undo: removing chain of session '%s' failed", s->row.id);
     if (p->made_cgroup)
         (void)cg_remove(&d->guard->cg, s->row.id);
+    if (p->took_shared) {
+        struct store_guard g;
+        if (guard_shared_release(d, s->row.uid, &g) < 0)
+            log_error("undo: releasing the shared firewall of uid %u failed", s->row.uid);
+    }
     if (p->made_tmpdir) {
         char parent_rm[PATH_MAX];
         snprintf(parent_rm, sizeof(parent_rm), "%s", s->row.tmpdir);
@@ -525,7 +528,6 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     struct run_prep p = {.ll_fd = -1, .procs_fd = -1, .stdio = {-1, -1, -1}, .pty_fd = -1};
     struct session *s = NULL;
     struct spawn_plan plan;
-    struct route_preflight_result pre = {0};
     char why[512];
     int k;
 
@@ -548,11 +550,6 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         r->network_default != LIANYAOHU__V1__NETWORK_DEFAULT__NETWORK_DEFAULT_DENY) {
         rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "unknown network_default %d",
                  r->network_default);
-        goto out;
-    }
-    if (r->shared_user_firewall) {
-        rpc_fail(call, LIANYAOHU__V1__CODE__UNIMPLEMENTED,
-                 "--shared-user-firewall is not implemented by lyhd %s yet", LYH_VERSION);
         goto out;
     }
 
@@ -591,34 +588,25 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
             goto out;
         }
     } else {
-        struct ifc_list ifs = {0};
-        const struct ifc *ifc = NULL;
         if (!d->guard->have_cgroup) {
             rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
                      "this host has no usable cgroup v2 hierarchy, and the per-user fallback is "
                      "not implemented yet; guarded launches are unavailable (see `lyh doctor`)");
             goto out;
         }
-        s->row.scope = LIANYAOHU__V1__SCOPE__SCOPE_SESSION;
-        k = ifc_list(&ifs);
-        if (k == 0)
-            k = ifc_validate_vpn(&ifs, r->interface, why, sizeof(why));
-        else
-            snprintf(why, sizeof(why), "cannot list interfaces: %s", strerror(-k));
-        if (k == 0)
-            k = ifc_find(&ifs, r->interface, &ifc);
-        if (k == 0)
-            k = route_preflight_on(d->guard->route, r->interface, ifc->ifindex,
-                                   r->allow_non_default_route, &pre, why, sizeof(why));
-        ifc_list_free(&ifs);
+        s->row.scope = r->shared_user_firewall ? LIANYAOHU__V1__SCOPE__SCOPE_USER
+                                               : LIANYAOHU__V1__SCOPE__SCOPE_SESSION;
+        k = guard_check_vpn(d, r->interface, r->allow_non_default_route, &s->spec.ipv6_blocked,
+                            why, sizeof(why));
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION, "%s", why);
             goto out;
         }
         snprintf(s->row.interface, sizeof(s->row.interface), "%s", r->interface);
         snprintf(s->spec.iface, sizeof(s->spec.iface), "%s", r->interface);
-        s->spec.ipv6_blocked = pre.ipv6_blocked;
-        snprintf(s->row.chain, sizeof(s->row.chain), "%s%s", NFTR_SESSION_CHAIN_PREFIX, s->row.id);
+        if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION)
+            snprintf(s->row.chain, sizeof(s->row.chain), "%s%s", NFTR_SESSION_CHAIN_PREFIX,
+                     s->row.id);
         if ((size_t)snprintf(s->row.cgroup, sizeof(s->row.cgroup), "%.200s/%s", d->guard->cg.base,
                              s->row.id) >= sizeof(s->row.cgroup) ||
             strlen(d->guard->cg.base) > 200) {
@@ -698,7 +686,20 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         goto out;
     }
     p.row_inserted = true;
-    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION) {
+    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER) {
+        struct store_guard g;
+        k = guard_shared_acquire(d, s->row.uid, &s->spec, &g, why, sizeof(why));
+        if (k < 0) {
+            rpc_fail(call,
+                     k == -EEXIST ? LIANYAOHU__V1__CODE__FAILED_PRECONDITION
+                                  : LIANYAOHU__V1__CODE__UNAVAILABLE,
+                     "%s", why);
+            goto out;
+        }
+        p.took_shared = true;
+    }
+    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION ||
+        s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER) {
         k = cg_create(&d->guard->cg, s->row.id, &s->row.cgroup_id, &p.procs_fd);
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the session cgroup: %s",
@@ -711,13 +712,15 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
             rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s", store_errmsg(d->store));
             goto out;
         }
-        k = guard_session_add(d, s, why, sizeof(why));
-        if (k < 0) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s", why);
-            goto out;
+        if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION) {
+            k = guard_session_add(d, s, why, sizeof(why));
+            if (k < 0) {
+                rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s", why);
+                goto out;
+            }
+            p.added_chain = true;
+            s->has_chain = true;
         }
-        p.added_chain = true;
-        s->has_chain = true;
     }
     k = ll_ruleset_build(&p.ll, d->landlock_abi, &p.ll_fd, &p.ll_report, why, sizeof(why));
     if (k < 0) {

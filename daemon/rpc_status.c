@@ -11,6 +11,37 @@
 /* The client library holds at most this many (proto/lianyaohu.options). */
 #define STATUS_MAX_GUARDS 64
 
+struct shared_walk {
+    struct rpc_call *call;
+    Lianyaohu__V1__GuardInfo *gi;
+    Lianyaohu__V1__GuardInfo **gp;
+    size_t n;
+    struct store_guard rows[STATUS_MAX_GUARDS];
+};
+
+/* The shared-user guards from state.db (session guards come from the list). */
+static int add_shared(const struct store_guard *g, void *userdata) {
+    struct shared_walk *w = userdata;
+    struct store_guard *row;
+
+    if (w->n >= STATUS_MAX_GUARDS)
+        return 1;
+    if (g->scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION ||
+        (!w->call->peer_is_admin && g->uid != w->call->peer.uid))
+        return 0;
+    row = &w->rows[w->n];
+    *row = *g;
+    lianyaohu__v1__guard_info__init(&w->gi[w->n]);
+    w->gi[w->n].uid = row->uid;
+    w->gi[w->n].scope = row->scope;
+    w->gi[w->n].interface = row->interface;
+    w->gi[w->n].refcount = row->refcount;
+    w->gi[w->n].chain = row->chain;
+    w->gp[w->n] = &w->gi[w->n];
+    w->n++;
+    return 0;
+}
+
 void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     Lianyaohu__V1__StatusReply st = LIANYAOHU__V1__STATUS_REPLY__INIT;
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
@@ -43,6 +74,9 @@ void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         gp[n] = &gi[n];
         n++;
     }
+    struct shared_walk w = {.call = call, .gi = gi, .gp = gp, .n = n};
+    (void)store_guard_foreach(d->store, add_shared, &w);
+    n = w.n;
     st.n_guards = n;
     st.guards = gp;
     st.pid = (uint64_t)getpid();

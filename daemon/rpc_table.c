@@ -26,8 +26,9 @@ static const struct rpc_method rpc_methods[] = {
      * kernel change they describe, so it runs several transactions itself. */
     {M(RUN), "Run", RPC_STREAMING, rpc_run, NULL},
     {M(SIGNAL), "Signal", RPC_OWNER, rpc_signal, rpc_signal_owner},
-    {M(INSTALL), "Install", RPC_MUTATES, NULL, NULL},
-    {M(UNINSTALL), "Uninstall", RPC_MUTATES, NULL, NULL},
+    /* Like Run, Install and Uninstall commit each row before the kernel change. */
+    {M(INSTALL), "Install", 0, rpc_install, NULL},
+    {M(UNINSTALL), "Uninstall", 0, rpc_uninstall, NULL},
     {M(AUDIT_QUERY), "AuditQuery", RPC_STREAMING, NULL, NULL},
     {M(AUDIT_FOLLOW), "AuditFollow", RPC_STREAMING, NULL, NULL},
     {M(POLICY_GET), "PolicyGet", 0, NULL, NULL},

@@ -203,6 +203,13 @@ static void teardown_run(struct session *s, bool may_wait) {
         if (r < 0)
             log_warn("removing cgroup of session '%s' failed: %s", s->row.id, strerror(-r));
     }
+    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER) {
+        struct store_guard g;
+        r = guard_shared_release(d, s->row.uid, &g);
+        if (r < 0 && r != -ENOENT)
+            log_error("releasing the shared firewall of uid %u failed: %s", s->row.uid,
+                      strerror(-r));
+    }
     remove_tmpdir(s, !may_wait);
 
     /* 3. The end, on record. */

@@ -83,7 +83,8 @@ static const char migration_1[] =
     "  refcount   INTEGER NOT NULL CHECK (refcount BETWEEN 0 AND 4294967295),"
     "  rules_hash TEXT NOT NULL"
     "             CHECK (length(rules_hash) <= 64 AND rules_hash NOT GLOB '*[^0-9a-f]*'),"
-    "  created_ms INTEGER NOT NULL"
+    "  created_ms INTEGER NOT NULL,"
+    "  guard_spec BLOB NOT NULL CHECK (length(guard_spec) <= 4096)"
     ") STRICT;"
     "CREATE UNIQUE INDEX guards_shared ON guards (uid, scope) WHERE scope <> 1;"
 

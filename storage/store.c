@@ -41,7 +41,7 @@
 #define SESSION_COLS                                                                      \
     "id, uid, pid, pid_start, scope, interface, chain, cgroup, cgroup_id, tmpdir, argv0, " \
     "cwd, policy_version, state, started_ms, ended_ms, exit_code, signal, guard_spec"
-#define GUARD_COLS "chain, uid, scope, interface, refcount, rules_hash, created_ms"
+#define GUARD_COLS "chain, uid, scope, interface, refcount, rules_hash, created_ms, guard_spec"
 #define POLICY_COLS "version, blob, set_by_uid, set_ms"
 
 /* Live means state <> 4 (STORE_SESSION_ENDED), spelled as the partial indexes
@@ -69,10 +69,10 @@ static const char *const stmt_sql[STMT__MAX] = {
     [STMT_GUARD_GET_BY_CHAIN] = "SELECT " GUARD_COLS " FROM guards WHERE chain = ?1",
     /* The WHERE keeps a chain bound to the (uid, scope) that created it: a put
      * that would move it updates nothing, and we report -EEXIST. */
-    [STMT_GUARD_PUT] = "INSERT INTO guards (" GUARD_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+    [STMT_GUARD_PUT] = "INSERT INTO guards (" GUARD_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
                        "ON CONFLICT (chain) DO UPDATE SET interface = excluded.interface, "
                        "refcount = excluded.refcount, rules_hash = excluded.rules_hash, "
-                       "created_ms = excluded.created_ms "
+                       "created_ms = excluded.created_ms, guard_spec = excluded.guard_spec "
                        "WHERE guards.uid = excluded.uid AND guards.scope = excluded.scope",
     [STMT_GUARD_DELETE] = "DELETE FROM guards WHERE chain = ?1",
     [STMT_GUARD_ALL] = "SELECT " GUARD_COLS " FROM guards ORDER BY id",
@@ -752,6 +752,31 @@ void store_rollback(struct store *s) {
 
 /* ---- sessions ---------------------------------------------------------------------------- */
 
+/* The guard spec blobs of sessions and guards (opaque bytes, bounded). */
+static int bind_spec(struct store *s, sqlite3_stmt *st, int col, const uint8_t *spec, size_t len,
+                     size_t max) {
+    if (len > max)
+        return store_errf(s, -EINVAL, "guard spec too long (%zu bytes)", len);
+    /* A zero-length blob must still be a blob (the column is NOT NULL). */
+    if (sqlite3_bind_blob(st, col, len ? (const void *)spec : (const void *)"", (int)len,
+                          SQLITE_TRANSIENT) != SQLITE_OK)
+        return store_errf(s, -ENOMEM, "cannot bind a guard spec");
+    return 0;
+}
+
+static int read_spec(struct store *s, sqlite3_stmt *st, int col, uint8_t *out, size_t max,
+                     size_t *ret_len) {
+    const void *blob = sqlite3_column_blob(st, col);
+    int n = sqlite3_column_bytes(st, col);
+
+    if (n < 0 || (size_t)n > max)
+        return store_errf(s, -EBADMSG, "guard spec of %d bytes (at most %zu)", n, max);
+    if (n > 0)
+        memcpy(out, blob, (size_t)n);
+    *ret_len = (size_t)n;
+    return 0;
+}
+
 static int bind_session(struct store *s, sqlite3_stmt *st, const struct store_session *ss) {
     const struct text_in texts[] = {
         { 1, "session id", ss->id, sizeof ss->id },
@@ -786,13 +811,7 @@ static int bind_session(struct store *s, sqlite3_stmt *st, const struct store_se
     r = bind_ints(s, st, ints, ARRAY_SIZE(ints));
     if (r < 0)
         return r;
-    if (ss->guard_spec_len > sizeof(ss->guard_spec))
-        return store_errf(s, -EINVAL, "session guard spec too long");
-    /* A zero-length blob must still be a blob (the column is NOT NULL). */
-    if (sqlite3_bind_blob(st, 19, ss->guard_spec_len ? (const void *)ss->guard_spec : (const void *)"",
-                          (int)ss->guard_spec_len, SQLITE_TRANSIENT) != SQLITE_OK)
-        return store_errf(s, -ENOMEM, "cannot bind the session guard spec");
-    return 0;
+    return bind_spec(s, st, 19, ss->guard_spec, ss->guard_spec_len, sizeof ss->guard_spec);
 }
 
 static int read_session(struct store *s, sqlite3_stmt *st, struct store_session *ret) {
@@ -838,15 +857,9 @@ static int read_session(struct store *s, sqlite3_stmt *st, struct store_session 
     ss.ended_ms = ints[8].v;
     ss.exit_code = (int32_t)ints[9].v;
     ss.signal = (int32_t)ints[10].v;
-    {
-        const void *blob = sqlite3_column_blob(st, 18);
-        int n = sqlite3_column_bytes(st, 18);
-        if (n < 0 || (size_t)n > sizeof(ss.guard_spec))
-            return store_errf(s, -EBADMSG, "session %s: guard spec of %d bytes", ss.id, n);
-        if (n > 0)
-            memcpy(ss.guard_spec, blob, (size_t)n);
-        ss.guard_spec_len = (size_t)n;
-    }
+    r = read_spec(s, st, 18, ss.guard_spec, sizeof ss.guard_spec, &ss.guard_spec_len);
+    if (r < 0)
+        return r;
     *ret = ss;
     return 0;
 }
@@ -1021,6 +1034,9 @@ static int read_guard(struct store *s, sqlite3_stmt *st, struct store_guard *ret
     g.scope = (int)ints[1].v;
     g.refcount = (uint32_t)ints[2].v;
     g.created_ms = ints[3].v;
+    r = read_spec(s, st, 7, g.guard_spec, sizeof g.guard_spec, &g.guard_spec_len);
+    if (r < 0)
+        return r;
     *ret = g;
     return 0;
 }
@@ -1089,7 +1105,10 @@ static int bind_guard(struct store *s, sqlite3_stmt *st, const struct store_guar
     r = bind_texts(s, st, texts, ARRAY_SIZE(texts));
     if (r < 0)
         return r;
-    return bind_ints(s, st, ints, ARRAY_SIZE(ints));
+    r = bind_ints(s, st, ints, ARRAY_SIZE(ints));
+    if (r < 0)
+        return r;
+    return bind_spec(s, st, 8, g->guard_spec, g->guard_spec_len, sizeof g->guard_spec);
 }
 
 int store_guard_put(struct store *s, const struct store_guard *g) {

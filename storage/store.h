@@ -82,6 +82,9 @@ struct store_guard {
     char rules_hash[65];   /* lowercase hex digest of the rendered rules ("" allowed);
                             * mismatched requests are refused */
     int64_t created_ms;
+    /* What the chain was rendered from (opaque to storage, as for sessions). */
+    uint8_t guard_spec[STORE_GUARD_SPEC_MAX];
+    size_t guard_spec_len;
 };
 
 struct store_policy_version {

@@ -192,6 +192,9 @@ static struct store_guard mk_guard(const char *chain, uint32_t uid, int scope) {
     g.refcount = 1;
     snprintf(g.rules_hash, sizeof g.rules_hash, "%064x", 0xabcdefu);
     g.created_ms = 42;
+    g.guard_spec_len = 3 + strlen(chain);
+    memcpy(g.guard_spec, "\x01\x00\x03", 3);
+    memcpy(g.guard_spec + 3, chain, strlen(chain));
     return g;
 }
 
@@ -203,6 +206,8 @@ static void assert_guard_eq(const struct store_guard *a, const struct store_guar
     assert_int_equal(a->refcount, b->refcount);
     assert_string_equal(a->rules_hash, b->rules_hash);
     assert_true(a->created_ms == b->created_ms);
+    assert_int_equal(a->guard_spec_len, b->guard_spec_len);
+    assert_memory_equal(a->guard_spec, b->guard_spec, a->guard_spec_len);
 }
 
 /* ---- fixtures ------------------------------------------------------------------------------ */

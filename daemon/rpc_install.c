@@ -1,0 +1,102 @@
+/* Install / Uninstall: the shared-user firewall (LYH-U-<uid>), which guards
+ * every socket of the caller, not just one session's. Refcounted in state.db;
+ * uninstall is refused while the caller has a live session, so a running
+ * agent never loses its rules underneath it. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/dest_rule.h"
+#include "daemon/guard.h"
+#include "daemon/lyhd.h"
+#include "daemon/rpc.h"
+#include "daemon/session.h"
+
+void rpc_install(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    const Lianyaohu__V1__InstallRequest *in = req->install;
+    Lianyaohu__V1__InstallReply rep = LIANYAOHU__V1__INSTALL_REPLY__INIT;
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+    struct gspec spec;
+    struct store_guard g;
+    char why[512];
+    int k;
+
+    memset(&spec, 0, sizeof(spec));
+    if (in->n_lan_allow > GSPEC_MAX_DESTS) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "too many LAN exceptions (at most %u)",
+                 GSPEC_MAX_DESTS);
+        return;
+    }
+    for (size_t i = 0; i < in->n_lan_allow; i++) {
+        struct dr_rule dr;
+        char dwhy[DR_WHY_MAX];
+        const Lianyaohu__V1__DestRule *r = in->lan_allow[i];
+        if (dr_from_parts(r->addr.data, r->addr.len, r->prefix_len, r->port_min, r->port_max, &dr,
+                          dwhy, sizeof(dwhy)) < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "LAN exception %zu: %s", i + 1,
+                     dwhy);
+            return;
+        }
+        if (!dr_in_blocked_ranges(&dr)) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                     "LAN exception %zu is not inside a blocked range", i + 1);
+            return;
+        }
+        spec.lan[i] = (struct nftr_dest){.family = dr.family,
+                                         .prefix_len = dr.prefix_len,
+                                         .port_min = dr.port_min,
+                                         .port_max = dr.port_max};
+        memcpy(spec.lan[i].addr, dr.addr, sizeof(spec.lan[i].addr));
+    }
+    spec.n_lan = in->n_lan_allow;
+    k = guard_check_vpn(d, in->interface, in->allow_non_default_route, &spec.ipv6_blocked, why,
+                        sizeof(why));
+    if (k < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION, "%s", why);
+        return;
+    }
+    snprintf(spec.iface, sizeof(spec.iface), "%s", in->interface);
+    k = guard_shared_acquire(d, call->peer.uid, &spec, &g, why, sizeof(why));
+    if (k < 0) {
+        rpc_fail(call,
+                 k == -EEXIST ? LIANYAOHU__V1__CODE__FAILED_PRECONDITION
+                              : LIANYAOHU__V1__CODE__UNAVAILABLE,
+                 "%s", why);
+        return;
+    }
+    rep.chain = g.chain;
+    rep.refcount = g.refcount;
+    resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_INSTALL;
+    resp.install = &rep;
+    rpc_send(call, &resp, true);
+}
+
+void rpc_uninstall(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    Lianyaohu__V1__UninstallReply rep = LIANYAOHU__V1__UNINSTALL_REPLY__INIT;
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+    struct store_guard g;
+    unsigned live = session_count(d, false, call->peer.uid);
+    int k;
+
+    if (live > 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                 "you have %u running session(s); uninstall once they have ended", live);
+        return;
+    }
+    k = guard_shared_release(d, call->peer.uid, &g);
+    if (k == -ENOENT) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__NOT_FOUND, "no shared firewall is installed for uid %u",
+                 call->peer.uid);
+        return;
+    }
+    if (k < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "removing the shared firewall failed: %s",
+                 strerror(-k));
+        return;
+    }
+    rep.refcount = g.refcount;
+    rep.removed = g.refcount == 0;
+    resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_UNINSTALL;
+    resp.uninstall = &rep;
+    rpc_send(call, &resp, true);
+}
