@@ -120,10 +120,15 @@ static int save_guard(struct lyhd *d, const struct store_guard *g, bool delete) 
     return r;
 }
 
+/* Proto scope numbers to the renderer's. */
+static enum nftr_scope nftr_scope_of(int scope) {
+    return scope == LIANYAOHU__V1__SCOPE__SCOPE_UID_GID ? NFTR_SCOPE_UID : NFTR_SCOPE_SHARED_USER;
+}
+
 static int shared_render_add(struct lyhd *d, const struct store_guard *g, const struct gspec *spec,
                              char *why, size_t whylen) {
     struct nftr_input in = {
-        .scope = NFTR_SCOPE_SHARED_USER,
+        .scope = nftr_scope_of(g->scope),
         .uid = g->uid,
         .iface = spec->iface,
         .log = d->guard->base.log,
@@ -145,7 +150,7 @@ static int shared_render_add(struct lyhd *d, const struct store_guard *g, const 
     return r;
 }
 
-int guard_shared_acquire(struct lyhd *d, uint32_t uid, const struct gspec *spec,
+int guard_shared_acquire(struct lyhd *d, uint32_t uid, int scope, const struct gspec *spec,
                          struct store_guard *ret, char *why, size_t whylen) {
     struct store_guard g;
     uint8_t enc[STORE_GUARD_SPEC_MAX];
@@ -159,13 +164,20 @@ int guard_shared_acquire(struct lyhd *d, uint32_t uid, const struct gspec *spec,
         return r;
     }
     spec_hash(enc, n, hash);
-    r = store_guard_get(d->store, uid, LIANYAOHU__V1__SCOPE__SCOPE_USER, &g);
+    r = store_guard_get(d->store, uid, scope, &g);
     if (r == 0) {
         if (strcmp(g.rules_hash, hash) != 0) {
-            snprintf(why, whylen,
-                     "a shared firewall for uid %u is installed with other rules (via %s, %u "
-                     "user(s)); use the same options, or `lyh uninstall` it first",
-                     uid, g.interface, g.refcount);
+            if (scope == LIANYAOHU__V1__SCOPE__SCOPE_USER)
+                snprintf(why, whylen,
+                         "a shared firewall for uid %u is installed with other rules (via %s, %u "
+                         "user(s)); use the same options, or `lyh uninstall` it first",
+                         uid, g.interface, g.refcount);
+            else
+                snprintf(why, whylen,
+                         "without cgroup v2 your sessions share one firewall (%s), and %u running "
+                         "session(s) use other rules (via %s); use the same options or wait for "
+                         "them to end",
+                         g.chain, g.refcount, g.interface);
             return -EEXIST;
         }
         g.refcount++;
@@ -184,9 +196,9 @@ int guard_shared_acquire(struct lyhd *d, uint32_t uid, const struct gspec *spec,
     /* First user: the row first, then the kernel; undo the row on failure. */
     memset(&g, 0, sizeof(g));
     g.uid = uid;
-    g.scope = LIANYAOHU__V1__SCOPE__SCOPE_USER;
+    g.scope = scope;
     snprintf(g.interface, sizeof(g.interface), "%s", spec->iface);
-    r = nftr_chain_name(NFTR_SCOPE_SHARED_USER, NULL, uid, g.chain);
+    r = nftr_chain_name(nftr_scope_of(scope), NULL, uid, g.chain);
     if (r < 0) {
         snprintf(why, whylen, "no chain name for uid %u", uid);
         return r;
@@ -206,14 +218,14 @@ int guard_shared_acquire(struct lyhd *d, uint32_t uid, const struct gspec *spec,
         (void)save_guard(d, &g, true);
         return r;
     }
-    log_info("installed shared firewall %s for uid %u via %s", g.chain, uid, g.interface);
+    log_info("installed firewall %s for uid %u via %s", g.chain, uid, g.interface);
     *ret = g;
     return 0;
 }
 
-int guard_shared_release(struct lyhd *d, uint32_t uid, struct store_guard *ret) {
+int guard_shared_release(struct lyhd *d, uint32_t uid, int scope, struct store_guard *ret) {
     struct store_guard g;
-    int r = store_guard_get(d->store, uid, LIANYAOHU__V1__SCOPE__SCOPE_USER, &g);
+    int r = store_guard_get(d->store, uid, scope, &g);
 
     if (r < 0)
         return r;
@@ -231,13 +243,13 @@ int guard_shared_release(struct lyhd *d, uint32_t uid, struct store_guard *ret) 
     r = save_guard(d, &g, false);
     if (r < 0)
         return r;
-    r = nft_uid_chain_del(d->guard->nft, NFTR_SCOPE_SHARED_USER, uid);
+    r = nft_uid_chain_del(d->guard->nft, nftr_scope_of(scope), uid);
     if (r < 0 && r != -ENOENT)
         return r;
     r = save_guard(d, &g, true);
     if (r < 0)
         return r;
-    log_info("removed shared firewall %s of uid %u", g.chain, uid);
+    log_info("removed firewall %s of uid %u", g.chain, uid);
     *ret = g;
     return 0;
 }
@@ -359,10 +371,10 @@ static int reconcile_shared(const struct store_guard *g, void *userdata) {
     struct gspec spec;
     char why[256];
 
-    if (g->scope != LIANYAOHU__V1__SCOPE__SCOPE_USER)
+    if (g->scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION)
         return 0;
     if (g->refcount == 0) {
-        int r = nft_uid_chain_del(d->guard->nft, NFTR_SCOPE_SHARED_USER, g->uid);
+        int r = nft_uid_chain_del(d->guard->nft, nftr_scope_of(g->scope), g->uid);
         if (r == 0 || r == -ENOENT) {
             (void)save_guard(d, g, true);
             reap_log(d, g->chain, "removed", "unfinished removal of a shared guard");
@@ -373,11 +385,10 @@ static int reconcile_shared(const struct store_guard *g, void *userdata) {
         return 0;
     if (gspec_decode(g->guard_spec, g->guard_spec_len, &spec) < 0 ||
         shared_render_add(d, g, &spec, why, sizeof(why)) < 0) {
-        log_error("shared firewall %s of uid %u is missing and cannot be rebuilt", g->chain,
-                  g->uid);
+        log_error("firewall %s of uid %u is missing and cannot be rebuilt", g->chain, g->uid);
         return 0;
     }
-    log_warn("shared firewall %s of uid %u was missing; rebuilt", g->chain, g->uid);
+    log_warn("firewall %s of uid %u was missing; rebuilt", g->chain, g->uid);
     reap_log(d, g->chain, "rebuilt", "shared guard chain was missing");
     return 0;
 }
@@ -396,13 +407,16 @@ static void reap_unknown_chains(struct reconcile *rc) {
         uint64_t cgid = 0;
         int r;
 
-        if (strncmp(name, NFTR_SHARED_CHAIN_PREFIX, strlen(NFTR_SHARED_CHAIN_PREFIX)) == 0) {
+        bool shared = strncmp(name, NFTR_SHARED_CHAIN_PREFIX, strlen(NFTR_SHARED_CHAIN_PREFIX)) == 0;
+        if (shared || strncmp(name, NFTR_UID_CHAIN_PREFIX, strlen(NFTR_UID_CHAIN_PREFIX)) == 0) {
             struct store_guard g;
             char *end;
-            unsigned long uid = strtoul(name + strlen(NFTR_SHARED_CHAIN_PREFIX), &end, 10);
+            const char *num = name + strlen(shared ? NFTR_SHARED_CHAIN_PREFIX : NFTR_UID_CHAIN_PREFIX);
+            unsigned long uid = strtoul(num, &end, 10);
             if (*end == '\0' && store_guard_get_by_chain(d->store, name, &g) == 0)
                 continue;
-            r = nft_uid_chain_del(d->guard->nft, NFTR_SCOPE_SHARED_USER, (uint32_t)uid);
+            r = nft_uid_chain_del(d->guard->nft, shared ? NFTR_SCOPE_SHARED_USER : NFTR_SCOPE_UID,
+                                  (uint32_t)uid);
             if (r == 0) {
                 log_warn("removed chain '%s': no guard in state.db owns it", name);
                 reap_log(d, name, "removed", "chain unknown to state.db");
@@ -465,14 +479,15 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
         snprintf(why, whylen, "cannot open the rtnetlink socket: %s", strerror(-r));
         return r;
     }
-    r = cg_open(GUARD_CGROUP_SUBTREE, &g->cg);
+    r = d->cfg.no_cgroup ? -ENOENT : cg_open(GUARD_CGROUP_SUBTREE, &g->cg);
     if (r == 0) {
         g->have_cgroup = true;
     } else {
         g->cg.base_fd = -1;
-        log_warn("no usable cgroup v2 hierarchy (%s): sessions cannot be told apart by cgroup, "
-                 "per-user scoping is not built yet, so Run will refuse guarded launches",
-                 strerror(-r));
+        log_warn("no usable cgroup v2 hierarchy (%s): sessions of one user share a firewall "
+                 "chain LYH-<uid> matched by uid and guard gid, and concurrent sessions must "
+                 "agree on their rules",
+                 d->cfg.no_cgroup ? "--no-cgroup" : strerror(-r));
     }
     g->base = (struct nftr_base_params){
         .guard_gid = d->cfg.guard_gid,

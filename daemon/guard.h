@@ -54,9 +54,12 @@ int guard_session_del(struct lyhd *d, struct session *s);
  * installs and by the sessions that use it. A request whose rules differ from
  * the installed ones is refused (-EEXIST, why says how): the scope is shared,
  * so one user cannot hold two different policies at once. */
-int guard_shared_acquire(struct lyhd *d, uint32_t uid, const struct gspec *spec,
+/* scope: SCOPE_USER (LYH-U-<uid>, every socket of the user) or SCOPE_UID_GID
+ * (LYH-<uid>, the user's guard-gid sockets: the fallback without cgroup v2,
+ * shared by the user's concurrent sessions). */
+int guard_shared_acquire(struct lyhd *d, uint32_t uid, int scope, const struct gspec *spec,
                          struct store_guard *ret, char *why, size_t whylen);
 /* Drop one reference; the chain goes with the last. -ENOENT when none. */
-int guard_shared_release(struct lyhd *d, uint32_t uid, struct store_guard *ret);
+int guard_shared_release(struct lyhd *d, uint32_t uid, int scope, struct store_guard *ret);
 
 #endif

@@ -32,6 +32,7 @@ struct lyhd_config {
     bool use_syslog;
     bool verbose;
     bool allow_root_run;         /* let uid 0 use Run (never by default) */
+    bool no_cgroup;              /* act as on a host without cgroup v2 (tests the fallback) */
     unsigned hangup_grace_ms;    /* SIGHUP to SIGKILL when a client vanishes */
     const char *tmp_parent;      /* where per-launch tmpdirs go (default /tmp) */
 };

@@ -57,6 +57,7 @@ static void usage(FILE *f) {
             "  --tmp-dir DIR             parent of per-launch tmpdirs (default /tmp)\n"
             "  --hangup-grace-ms MS      SIGHUP to SIGKILL when a client vanishes (default 2000)\n"
             "  --allow-root-run          let uid 0 run agents (refused by default)\n"
+            "  --no-cgroup               use the per-user fallback scope even with cgroup v2\n"
             "  --syslog                  also log to syslog\n"
             "  --verbose                 debug logging\n"
             "  --version, --help\n",
@@ -82,7 +83,7 @@ static int parse_uint(const char *opt, const char *s, unsigned min, unsigned max
 static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
     enum {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
-        O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN,
+        O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN, O_NOCG,
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
@@ -97,6 +98,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"tmp-dir", required_argument, NULL, O_TMP},
         {"hangup-grace-ms", required_argument, NULL, O_GRACE},
         {"allow-root-run", no_argument, NULL, O_ROOTRUN},
+        {"no-cgroup", no_argument, NULL, O_NOCG},
         {"syslog", no_argument, NULL, O_SYSLOG},
         {"verbose", no_argument, NULL, O_VERBOSE},
         {"version", no_argument, NULL, O_VERSION},
@@ -155,6 +157,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
                 return -EINVAL;
             break;
         case O_ROOTRUN: cfg->allow_root_run = true; break;
+        case O_NOCG: cfg->no_cgroup = true; break;
         case O_SYSLOG: cfg->use_syslog = true; break;
         case O_VERBOSE: cfg->verbose = true; break;
         case O_VERSION: printf("lyhd %s (protocol %u)\n", LYH_VERSION, LYH_PROTOCOL_VERSION); return 1;

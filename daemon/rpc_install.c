@@ -56,7 +56,7 @@ void rpc_install(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         return;
     }
     snprintf(spec.iface, sizeof(spec.iface), "%s", in->interface);
-    k = guard_shared_acquire(d, call->peer.uid, &spec, &g, why, sizeof(why));
+    k = guard_shared_acquire(d, call->peer.uid, LIANYAOHU__V1__SCOPE__SCOPE_USER, &spec, &g, why, sizeof(why));
     if (k < 0) {
         rpc_fail(call,
                  k == -EEXIST ? LIANYAOHU__V1__CODE__FAILED_PRECONDITION
@@ -83,7 +83,7 @@ void rpc_uninstall(struct lyhd *d, struct rpc_call *call, const LyhRequest *req)
                  "you have %u running session(s); uninstall once they have ended", live);
         return;
     }
-    k = guard_shared_release(d, call->peer.uid, &g);
+    k = guard_shared_release(d, call->peer.uid, LIANYAOHU__V1__SCOPE__SCOPE_USER, &g);
     if (k == -ENOENT) {
         rpc_fail(call, LIANYAOHU__V1__CODE__NOT_FOUND, "no shared firewall is installed for uid %u",
                  call->peer.uid);

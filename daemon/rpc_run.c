@@ -455,8 +455,8 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
         (void)cg_remove(&d->guard->cg, s->row.id);
     if (p->took_shared) {
         struct store_guard g;
-        if (guard_shared_release(d, s->row.uid, &g) < 0)
-            log_error("undo: releasing the shared firewall of uid %u failed", s->row.uid);
+        if (guard_shared_release(d, s->row.uid, s->row.scope, &g) < 0)
+            log_error("undo: releasing the firewall of uid %u failed", s->row.uid);
     }
     if (p->made_tmpdir) {
         char parent_rm[PATH_MAX];
@@ -588,14 +588,11 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
             goto out;
         }
     } else {
-        if (!d->guard->have_cgroup) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
-                     "this host has no usable cgroup v2 hierarchy, and the per-user fallback is "
-                     "not implemented yet; guarded launches are unavailable (see `lyh doctor`)");
-            goto out;
-        }
-        s->row.scope = r->shared_user_firewall ? LIANYAOHU__V1__SCOPE__SCOPE_USER
-                                               : LIANYAOHU__V1__SCOPE__SCOPE_SESSION;
+        /* Scope: one chain per session (cgroup v2), else one per user shared
+         * by the user's sessions (uid + guard gid), or the user-wide one. */
+        s->row.scope = r->shared_user_firewall  ? LIANYAOHU__V1__SCOPE__SCOPE_USER
+                       : d->guard->have_cgroup ? LIANYAOHU__V1__SCOPE__SCOPE_SESSION
+                                               : LIANYAOHU__V1__SCOPE__SCOPE_UID_GID;
         k = guard_check_vpn(d, r->interface, r->allow_non_default_route, &s->spec.ipv6_blocked,
                             why, sizeof(why));
         if (k < 0) {
@@ -607,9 +604,10 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION)
             snprintf(s->row.chain, sizeof(s->row.chain), "%s%s", NFTR_SESSION_CHAIN_PREFIX,
                      s->row.id);
-        if ((size_t)snprintf(s->row.cgroup, sizeof(s->row.cgroup), "%.200s/%s", d->guard->cg.base,
-                             s->row.id) >= sizeof(s->row.cgroup) ||
-            strlen(d->guard->cg.base) > 200) {
+        if (d->guard->have_cgroup &&
+            (strlen(d->guard->cg.base) > 200 ||
+             (size_t)snprintf(s->row.cgroup, sizeof(s->row.cgroup), "%.200s/%s", d->guard->cg.base,
+                              s->row.id) >= sizeof(s->row.cgroup))) {
             rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
                      "lyhd's cgroup path is too long to record (%zu bytes)",
                      strlen(d->guard->cg.base));
@@ -686,9 +684,10 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         goto out;
     }
     p.row_inserted = true;
-    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER) {
+    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER ||
+        s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_UID_GID) {
         struct store_guard g;
-        k = guard_shared_acquire(d, s->row.uid, &s->spec, &g, why, sizeof(why));
+        k = guard_shared_acquire(d, s->row.uid, s->row.scope, &s->spec, &g, why, sizeof(why));
         if (k < 0) {
             rpc_fail(call,
                      k == -EEXIST ? LIANYAOHU__V1__CODE__FAILED_PRECONDITION
@@ -698,8 +697,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         }
         p.took_shared = true;
     }
-    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION ||
-        s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER) {
+    if (d->guard->have_cgroup && s->row.scope != LIANYAOHU__V1__SCOPE__SCOPE_NONE) {
         k = cg_create(&d->guard->cg, s->row.id, &s->row.cgroup_id, &p.procs_fd);
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the session cgroup: %s",

@@ -203,11 +203,12 @@ static void teardown_run(struct session *s, bool may_wait) {
         if (r < 0)
             log_warn("removing cgroup of session '%s' failed: %s", s->row.id, strerror(-r));
     }
-    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER) {
+    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER ||
+        s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_UID_GID) {
         struct store_guard g;
-        r = guard_shared_release(d, s->row.uid, &g);
+        r = guard_shared_release(d, s->row.uid, s->row.scope, &g);
         if (r < 0 && r != -ENOENT)
-            log_error("releasing the shared firewall of uid %u failed: %s", s->row.uid,
+            log_error("releasing the firewall of uid %u failed: %s", s->row.uid,
                       strerror(-r));
     }
     remove_tmpdir(s, !may_wait);
