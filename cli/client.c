@@ -82,6 +82,8 @@ void lyh_client_close(struct lyh_client *c) {
 
 int lyh_client_fd(const struct lyh_client *c) { return c->fd; }
 
+bool lyh_client_buffered(const struct lyh_client *c) { return c->in_pos < c->in_len; }
+
 int lyh_client_encode_request(const lianyaohu_v1_Request *req, uint8_t *buf, size_t buflen,
                               size_t *ret_len) {
     pb_ostream_t os;

@@ -226,8 +226,11 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
     if (!resp)
         return EXIT_DAEMON_ERROR;
     for (;;) {
-        /* Wait for the daemon, relaying the terminal meanwhile. */
-        if (relay) {
+        /* Wait for the daemon, relaying the terminal meanwhile; a response
+         * already in the client's buffer needs no waiting. */
+        if (lyh_client_buffered(c)) {
+            /* fall through to recv */
+        } else if (relay) {
             int k = pty_relay_until_readable(relay, daemon_fd);
             if (k < 0) {
                 fprintf(stderr, "lyh run: terminal relay failed: %s\n", strerror(-k));

@@ -35,6 +35,11 @@ int lyh_client_send(struct lyh_client *c, lianyaohu_v1_Request *req, const int *
  * -ETIMEDOUT, -ECONNRESET (daemon closed), -EBADMSG (undecodable). */
 int lyh_client_recv(struct lyh_client *c, lianyaohu_v1_Response *resp, int timeout_ms);
 
+/* True when bytes already read from the socket wait in the client's buffer:
+ * the next lyh_client_recv() may return without the socket becoming readable,
+ * so callers that poll the fd must check this first. */
+bool lyh_client_buffered(const struct lyh_client *c);
+
 /* Send and wait for the final response of that call (unary calls). Responses
  * of other calls that arrive meanwhile are dropped. A connection-level refusal
  * (call id 0, e.g. too many connections) is returned as that response. */
