@@ -27,6 +27,7 @@
 #
 # Globals set here (read them, do not assign them):
 #   LYH_BUILD LYH_LYHD LYH_LYH LYH_TOOL     binaries (LYH_LYH is a copy anyone can run)
+#   LYH_PROBE_TOOL LYH_SANITIZED            nft_guard_tool for inside the sandbox; 1 = ASan build
 #   LYH_TMP                                 root-owned scratch dir of this run (0755)
 #   LYH_P LYH_MAIN LYH_EXIT LYH_LAN         prefix and namespace names
 #   LYH_SOCK LYH_STATE LYH_TMPDIR           lyhd's --socket, --state-dir, --tmp-dir
@@ -47,7 +48,7 @@ LYH_SERVE_SECONDS=${LYH_SERVE_SECONDS:-3600}
 LYH_CMD_TIMEOUT=${LYH_CMD_TIMEOUT:-120}
 LYH_PORT=7777
 
-LYH_BUILD="" LYH_LYHD="" LYH_LYH="" LYH_TOOL="" LYH_TMP=""
+LYH_BUILD="" LYH_LYHD="" LYH_LYH="" LYH_TOOL="" LYH_PROBE_TOOL="" LYH_SANITIZED=0 LYH_TMP=""
 LYH_P="" LYH_MAIN="" LYH_EXIT="" LYH_LAN=""
 LYH_SOCK="" LYH_STATE="" LYH_TMPDIR="" LYH_DB=""
 LYH_CGMNT="" LYH_DCG="" LYH_CGBASE=""
@@ -137,6 +138,17 @@ lyh_wait_until() {
     "$@" >/dev/null 2>&1
 }
 
+# lyh_wait_pid_gone SECONDS PID: wait until PID is gone or a zombie (return 0),
+# at most SECONDS (return 1).
+lyh_wait_pid_gone() {
+    local secs=$1 pid=$2 i
+    for ((i = 0; i < secs * 10; i++)); do
+        lyh_alive "$pid" || return 0
+        sleep 0.1
+    done
+    ! lyh_alive "$pid"
+}
+
 # lyh_track_pid PID: have cleanup kill PID (a process this script started).
 lyh_track_pid() {
     _LYH_PIDS+=("$1")
@@ -175,11 +187,14 @@ lyh_sanitizer_report() {
 
 # lyh_init BUILD_DIR: exit 77 unless root with ip, nft, nsenter, setpriv,
 # useradd, sqlite3 and a cgroup2 mount; find the binaries in BUILD_DIR
-# (daemon/lyhd, cli/lyh; tests/e2e/nft_guard_tool, else compile it with the
-# build's compiler and flags into BUILD_DIR/tests/e2e/guard_nft_guard_tool);
-# make LYH_TMP; install the cleanup traps.
+# (daemon/lyhd, cli/lyh; LYH_TOOL = tests/e2e/nft_guard_tool, else compiled
+# with the build's compiler and flags into BUILD_DIR/tests/e2e/guard_nft_guard_tool;
+# LYH_PROBE_TOOL = the copy to run inside the sandbox: LYH_TOOL, or in a
+# sanitizer build one linked with guard_asan_defaults.c, because LeakSanitizer
+# cannot run under the sandbox's seccomp filter); make LYH_TMP; install the
+# cleanup traps.
 lyh_init() {
-    local b=${1:-} c src cc san
+    local b=${1:-} c src san
     [ "$(id -u)" = 0 ] || lyh_skip "needs root"
     [ -n "$b" ] && [ -d "$b" ] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
     LYH_BUILD=$(cd "$b" && pwd)
@@ -203,28 +218,45 @@ lyh_init() {
     install -m 0755 "$LYH_BUILD/cli/lyh" "$LYH_TMP/bin/lyh"
     LYH_LYH=$LYH_TMP/bin/lyh
 
+    src=$(sed -n 's/^lianyaohu_SOURCE_DIR:STATIC=//p' "$LYH_BUILD/CMakeCache.txt")
+    san=$(sed -n 's/^LYH_SANITIZE:BOOL=//p' "$LYH_BUILD/CMakeCache.txt")
+    case $san in ON | on | TRUE | true | 1 | YES | yes) LYH_SANITIZED=1 ;; *) LYH_SANITIZED=0 ;; esac
     if [ -x "$LYH_BUILD/tests/e2e/nft_guard_tool" ]; then
         LYH_TOOL=$LYH_BUILD/tests/e2e/nft_guard_tool
     else
         LYH_TOOL=$LYH_BUILD/tests/e2e/guard_nft_guard_tool
-        src=$(sed -n 's/^lianyaohu_SOURCE_DIR:STATIC=//p' "$LYH_BUILD/CMakeCache.txt")
-        cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$LYH_BUILD/CMakeCache.txt")
-        san=$(sed -n 's/^LYH_SANITIZE:BOOL=//p' "$LYH_BUILD/CMakeCache.txt")
-        [ -n "$src" ] && [ -f "$src/tests/e2e/nft_guard_tool.c" ] || lyh_skip "no nft_guard_tool.c"
-        if [ ! -x "$LYH_TOOL" ] || [ "$src/tests/e2e/nft_guard_tool.c" -nt "$LYH_TOOL" ] ||
-            [ "$LYH_BUILD/platform/liblyh_platform.a" -nt "$LYH_TOOL" ]; then
-            local flags=(-std=gnu17 -O2 -g -D_GNU_SOURCE -DLYH_VERSION=\"0.1.0\" -Wall -Wextra -Werror
-                -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wpointer-arith -Wvla
-                -Wno-unused-parameter)
-            case $san in ON | on | TRUE | 1) flags+=(-fsanitize=address,undefined -fno-omit-frame-pointer) ;; esac
-            mkdir -p "$LYH_BUILD/tests/e2e"
-            "${cc:-cc}" "${flags[@]}" -I"$src" -o "$LYH_TOOL.tmp" "$src/tests/e2e/nft_guard_tool.c" \
-                "$LYH_BUILD/platform/liblyh_platform.a" "$LYH_BUILD/common/liblyh_common.a" \
-                -lmnl -lnftnl -lseccomp >"$LYH_TMP/tool-build.log" 2>&1 &&
-                mv "$LYH_TOOL.tmp" "$LYH_TOOL" ||
-                lyh_skip "cannot build nft_guard_tool: $(head -c 600 "$LYH_TMP/tool-build.log")"
-        fi
+        _lyh_build_tool "$src" "$LYH_TOOL" || lyh_skip "cannot build nft_guard_tool: $(head -c 600 "$LYH_TMP/tool-build.log")"
     fi
+    LYH_PROBE_TOOL=$LYH_TOOL
+    if [ "$LYH_SANITIZED" = 1 ]; then
+        LYH_PROBE_TOOL=$LYH_BUILD/tests/e2e/guard_nft_guard_tool_sandbox
+        _lyh_build_tool "$src" "$LYH_PROBE_TOOL" "$src/tests/e2e/guard_asan_defaults.c" ||
+            lyh_skip "cannot build the sandbox probe: $(head -c 600 "$LYH_TMP/tool-build.log")"
+    fi
+}
+
+# _lyh_build_tool SRC_DIR OUT [EXTRA.c...]: compile SRC_DIR/tests/e2e/nft_guard_tool.c
+# (plus EXTRA sources) with the build's compiler and our warning flags (and the
+# sanitizers when the build has them), linked with the build's platform and
+# common libraries; only when OUT is missing or older than its inputs.
+_lyh_build_tool() {
+    local src=$1 out=$2 cc f fresh=1
+    shift 2
+    [ -n "$src" ] && [ -f "$src/tests/e2e/nft_guard_tool.c" ] || { echo "no nft_guard_tool.c" >"$LYH_TMP/tool-build.log"; return 1; }
+    for f in "$src/tests/e2e/nft_guard_tool.c" "$@" "$LYH_BUILD/platform/liblyh_platform.a" \
+        "$LYH_BUILD/common/liblyh_common.a"; do
+        [ -x "$out" ] && [ ! "$f" -nt "$out" ] || fresh=0
+    done
+    [ "$fresh" = 1 ] && return 0
+    cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$LYH_BUILD/CMakeCache.txt")
+    local flags=(-std=gnu17 -O2 -g -D_GNU_SOURCE -DLYH_VERSION=\"0.1.0\" -Wall -Wextra -Werror
+        -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wpointer-arith -Wvla
+        -Wno-unused-parameter)
+    [ "$LYH_SANITIZED" = 1 ] && flags+=("-fsanitize=address,undefined" -fno-omit-frame-pointer)
+    mkdir -p "$(dirname "$out")"
+    "${cc:-cc}" "${flags[@]}" -I"$src" -o "$out.tmp.$$" "$src/tests/e2e/nft_guard_tool.c" "$@" \
+        "$LYH_BUILD/platform/liblyh_platform.a" "$LYH_BUILD/common/liblyh_common.a" \
+        -lmnl -lnftnl -lseccomp >"$LYH_TMP/tool-build.log" 2>&1 && mv "$out.tmp.$$" "$out"
 }
 
 # ---- network layout ---------------------------------------------------------------
@@ -426,8 +458,7 @@ lyh_daemon_start() {
     LYH_DAEMON_PID=$!
     lyh_track_pid "$LYH_DAEMON_PID"
     n=100
-    grep -q 'fsanitize=address' "$LYH_BUILD/CMakeCache.txt" 2>/dev/null && n=200
-    grep -q '^LYH_SANITIZE:BOOL=ON' "$LYH_BUILD/CMakeCache.txt" 2>/dev/null && n=200
+    [ "$LYH_SANITIZED" = 1 ] && n=200
     for ((i = 0; i < n; i++)); do
         if ! lyh_alive "$LYH_DAEMON_PID"; then
             wait "$LYH_DAEMON_PID" 2>/dev/null
