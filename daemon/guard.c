@@ -42,9 +42,12 @@ void guard_free(struct guard *g) {
 
 int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_chain **ret) {
     struct nftr_input in = {
-        .scope = NFTR_SCOPE_SESSION,
+        .scope = s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER      ? NFTR_SCOPE_SHARED_USER
+                 : s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_UID_GID ? NFTR_SCOPE_UID
+                                                                       : NFTR_SCOPE_SESSION,
         .session_id = s->row.id,
         .cgroup_id = s->row.cgroup_id,
+        .uid = s->row.uid,
         .iface = s->spec.iface,
         .log = d->guard->base.log,
     };

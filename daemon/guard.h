@@ -42,7 +42,8 @@ void guard_free(struct guard *g); /* accepts NULL */
 int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_route,
                     bool *ret_ipv6_blocked, char *why, size_t whylen);
 
-/* Render the chain of a session from its spec (pure, for --print-firewall too). */
+/* Render the chain a session's scope uses, from its spec (pure; for
+ * --print-firewall too). */
 int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_chain **ret);
 /* Install the session's chain (the row must already be committed with chain set). */
 int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whylen);
