@@ -95,7 +95,22 @@ int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whyle
 }
 
 int guard_session_del(struct lyhd *d, struct session *s) {
+    struct nft_session_elem *elems = NULL;
+    size_t n = 0;
     int r = nft_session_del(d->guard->nft, s->row.chain, s->row.cgroup_id);
+
+    if (r != -EBUSY)
+        return r == -ENOENT ? 0 : r;
+    /* The map element that jumps to this chain carries another cgroup id
+     * than the row (a crash between creating the cgroup and recording its
+     * id): take the kernel's word for it. */
+    if (nft_list_sessions(d->guard->nft, &elems, &n) == 0)
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(elems[i].chain, s->row.chain) == 0) {
+                r = nft_session_del(d->guard->nft, s->row.chain, elems[i].cgroup_id);
+                break;
+            }
+    free(elems);
     return r == -ENOENT ? 0 : r;
 }
 

@@ -8,9 +8,9 @@
  * daemon has to parse.
  *
  * Order (the state.db row always precedes the kernel change it describes):
- *   validate -> tmpdir -> row (STARTING, chain name, spec) committed ->
- *   cgroup -> row (cgroup id) committed -> nft chain -> Landlock ruleset, env ->
- *   spawn -> row (pid, RUNNING) committed -> Started once exec succeeded.
+ *   validate -> tmpdir -> row (STARTING; names of tmpdir, cgroup and chain;
+ *   spec) committed -> cgroup -> nft chain -> Landlock ruleset, env -> spawn ->
+ *   row (cgroup id, pid, RUNNING) committed -> Started once exec succeeded.
  * Any failure before spawn undoes what was made, in reverse, and marks the row
  * ended, so nothing is left behind (no rule, cgroup, dir or fd). */
 #include <errno.h>
@@ -706,10 +706,10 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         }
         p.made_cgroup = true;
         s->has_cgroup = true;
-        if (commit_row(d, s, false) < 0) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s", store_errmsg(d->store));
-            goto out;
-        }
+        /* The row already names the cgroup and the chain (by session id);
+         * their id is recorded with the pid below. A crash in between is
+         * safe: the reaper finds the cgroup by name and the map element by
+         * the chain it jumps to (guard_session_del). */
         if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION) {
             k = guard_session_add(d, s, why, sizeof(why));
             if (k < 0) {

@@ -464,10 +464,15 @@ static int check_db(struct store *s) {
                           "%s: cannot switch to WAL mode (journal_mode is '%s'); "
                           "the state dir must be on a local filesystem",
                           s->path, text);
-    /* FULL: a committed state change survives power loss too, since the
-     * reaper trusts it; state changes are few, so the fsync is cheap. */
+    /* NORMAL (WAL): a committed change survives a crash of lyhd (kill -9,
+     * abort), which is what the reaper needs: every row precedes the kernel
+     * change it describes. Only an OS crash or power loss can lose the last
+     * commits, and that also wipes the kernel state they describe (rules,
+     * cgroups, processes), so there is nothing left to reap. FULL would add
+     * an fsync to every state change on the launch path (measured: ~3.8 ms
+     * of a 10.7 ms launch). */
     r = store_exec(s,
-                   "PRAGMA synchronous = FULL;"
+                   "PRAGMA synchronous = NORMAL;"
                    "PRAGMA foreign_keys = ON;"
                    "PRAGMA cell_size_check = ON;",
                    "set pragmas");
