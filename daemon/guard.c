@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/macros.h"
@@ -469,7 +470,15 @@ static int reap_cgroup_cb(const char *name, void *userdata) {
     TAILQ_FOREACH(s, &rc->d->sessions, link)
         if (strcmp(s->row.id, name) == 0)
             return 0;
+    /* Startup, before serving: waiting briefly for the killed processes to go
+     * is fine here (bounded: 2 s). */
     (void)cg_kill(&rc->d->guard->cg, name);
+    for (int i = 0; i < 200; i++) {
+        bool populated = false;
+        if (cg_populated(&rc->d->guard->cg, name, &populated) < 0 || !populated)
+            break;
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    }
     if (cg_remove(&rc->d->guard->cg, name) == 0) {
         log_warn("removed cgroup '%s': no session in state.db owns it", name);
         reap_log(rc->d, name, "removed", "cgroup unknown to state.db");

@@ -104,16 +104,27 @@ static int save_row(struct session *s) {
 struct child_watch {
     struct event *ev;
     int pidfd;
-    char what[300];
+    char path[256];
 };
+
+/* The user emptied the tmpdir; root removes the empty directory (its parent
+ * may not be writable by the user). */
+static void tmpdir_emptied(const char *path, const siginfo_t *si) {
+    int r;
+
+    if (si->si_code != CLD_EXITED || si->si_status != 0)
+        log_warn("emptying %s did not finish cleanly (status %d)", path, si->si_status);
+    r = fs_remove_empty_dir(path);
+    if (r < 0)
+        log_warn("cannot remove %s: %s", path, strerror(-r));
+}
 
 static void on_child_done(evutil_socket_t fd, short what, void *arg) {
     struct child_watch *w = arg;
     siginfo_t si = {0};
 
-    if (waitid(P_PIDFD, (id_t)w->pidfd, &si, WEXITED) == 0 &&
-        (si.si_code != CLD_EXITED || si.si_status != 0))
-        log_warn("%s did not finish cleanly (status %d)", w->what, si.si_status);
+    if (waitid(P_PIDFD, (id_t)w->pidfd, &si, WEXITED) == 0)
+        tmpdir_emptied(w->path, &si);
     event_free(w->ev);
     close(w->pidfd);
     free(w);
@@ -136,8 +147,10 @@ static void remove_tmpdir(struct session *s, bool sync) {
     if (w)
         w->ev = event_new(s->d->base, pidfd, EV_READ, on_child_done, w);
     if (!w || !w->ev || event_add(w->ev, NULL) < 0) {
-        /* Cannot watch it: wait here (it is a short rm). */
-        waitid(P_PIDFD, (id_t)pidfd, &(siginfo_t){0}, WEXITED);
+        /* Cannot watch it (or shutting down): wait here (it is a short rm). */
+        siginfo_t si = {0};
+        if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) == 0)
+            tmpdir_emptied(s->row.tmpdir, &si);
         close(pidfd);
         if (w && w->ev)
             event_free(w->ev);
@@ -145,7 +158,7 @@ static void remove_tmpdir(struct session *s, bool sync) {
         return;
     }
     w->pidfd = pidfd;
-    snprintf(w->what, sizeof(w->what), "removal of %s", s->row.tmpdir);
+    snprintf(w->path, sizeof(w->path), "%s", s->row.tmpdir);
 }
 
 static void teardown_run(struct session *s, bool may_wait);

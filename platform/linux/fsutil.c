@@ -48,7 +48,8 @@ int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t g
 
 static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
     (void)st;
-    (void)ftw;
+    if (ftw->level == 0)
+        return 0; /* the directory itself: the parent removes it */
     if (type == FTW_DP)
         return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
     return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
@@ -82,5 +83,11 @@ int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, in
     }
     *ret_pid = pid;
     *ret_pidfd = pidfd;
+    return 0;
+}
+
+int fs_remove_empty_dir(const char *path) {
+    if (rmdir(path) < 0 && errno != ENOENT)
+        return -errno;
     return 0;
 }

@@ -11,11 +11,16 @@
  * made). The parent is expected to be a sticky world-writable dir like /tmp. */
 int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t gid);
 
-/* Remove a directory tree with the privileges of uid:gid only: a child process
- * drops to that user (no supplementary groups) and removes the tree without
- * following symlinks, so root never walks a tree a user controls. Returns the
- * child's pid and a pidfd (CLOEXEC) to wait on; the exit status is 0 when the
- * tree is gone. */
+/* Empty a directory with the privileges of uid:gid only: a child process
+ * drops to that user (no supplementary groups) and removes everything below
+ * path without following symlinks, so root never walks a tree a user
+ * controls. The directory itself stays: its parent may not be writable by
+ * the user; remove it afterwards with fs_remove_empty_dir(). Returns the
+ * child's pid and a pidfd (CLOEXEC) to wait on; exit status 0 = emptied. */
 int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, int *ret_pidfd);
+
+/* rmdir as the caller (root): safe on a tree a user controlled, since rmdir
+ * neither follows a symlink nor removes a non-empty directory. Gone = 0. */
+int fs_remove_empty_dir(const char *path);
 
 #endif
