@@ -506,6 +506,16 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
     if (slave >= 0)
         close(slave); /* the daemon has its own copy now */
     free(ev.v);
+    if (k == -EPIPE || k == -ECONNRESET) {
+        /* The daemon refused the connection (it answers such refusals with
+         * one frame, then closes): show its reason rather than the EPIPE. */
+        _cleanup_free_ lianyaohu_v1_Response *why = calloc(1, sizeof(*why));
+        if (why && lyh_client_recv(client, why, 1000) == 0 && why->code != lianyaohu_v1_Code_OK) {
+            pty_relay_free(relay);
+            lyh_client_close(client);
+            return error_exit(why);
+        }
+    }
     if (k < 0) {
         fprintf(stderr, "lyh run: sending the request failed: %s\n",
                 k == -EMSGSIZE ? "it is larger than 1 MiB" : strerror(-k));

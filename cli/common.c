@@ -36,6 +36,12 @@ int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, lianyaohu_v1_Response 
     if (rc != EXIT_OK)
         return rc;
     r = lyh_client_call(c, req, resp, 30000);
+    if (r == -EPIPE || r == -ECONNRESET) {
+        /* Refused at connect (one frame, then closed): read the reason. */
+        memset(resp, 0, sizeof(*resp));
+        if (lyh_client_recv(c, resp, 1000) == 0 && resp->code != lianyaohu_v1_Code_OK)
+            r = 0;
+    }
     lyh_client_close(c);
     if (r < 0) {
         fprintf(stderr, "%s: call to lyhd on %s failed: %s\n", cli->prog, cli->socket_path,

@@ -479,9 +479,12 @@ static int reap_cgroup_cb(const char *name, void *userdata) {
             break;
         nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
     }
-    if (cg_remove(&rc->d->guard->cg, name) == 0) {
+    int r = cg_remove(&rc->d->guard->cg, name);
+    if (r == 0) {
         log_warn("removed cgroup '%s': no session in state.db owns it", name);
         reap_log(rc->d, name, "removed", "cgroup unknown to state.db");
+    } else {
+        log_error("cannot remove stale cgroup '%s': %s", name, strerror(-r));
     }
     return 0;
 }

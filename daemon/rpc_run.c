@@ -751,6 +751,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         .groups = p.groups,
         .n_groups = p.n_groups,
         .landlock_fd = p.ll_fd,
+        .landlock_handled = p.ll_report.handled_fs,
         .seccomp = d->seccomp,
         .cwd = r->cwd,
         .hide = (const char *const *)p.hide,

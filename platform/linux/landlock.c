@@ -249,7 +249,6 @@ static const struct {
 } system_paths[] = {
     {LL_RW, "/tmp", 0},
     {LL_RW, "/var/tmp", LL_OPTIONAL},
-    {LL_RW, "/dev/pts", LL_OPTIONAL},
     {LL_RW, "/dev/shm", LL_OPTIONAL},
     {LL_RW, "/dev/null", 0},
     {LL_RW, "/dev/zero", LL_OPTIONAL},
@@ -257,7 +256,6 @@ static const struct {
     {LL_RW, "/dev/random", LL_OPTIONAL},
     {LL_RW, "/dev/urandom", LL_OPTIONAL},
     {LL_RW, "/dev/tty", LL_OPTIONAL},
-    {LL_RW, "/dev/ptmx", LL_OPTIONAL},
     {LL_RX, "/usr", 0},
     /* Links into /usr on merged-/usr systems (followed: root made them). */
     {LL_RX, "/bin", LL_OPTIONAL},
@@ -617,4 +615,35 @@ int ll_restrict_self(int ruleset_fd) {
     if (syscall(SYS_landlock_restrict_self, ruleset_fd, 0) < 0)
         return -errno;
     return 0;
+}
+
+/* The session's own devpts instance (spawn.c mounts it in the child's mount
+ * namespace over /dev/pts, with /dev/ptmx bound to its ptmx). The host's
+ * /dev/pts is never in the policy: the agent's user owns the pts devices of
+ * its other terminals, so a rule on the host instance would let the agent
+ * read the user's keystrokes and type into them. Rules for the private
+ * instance can only be added in the child, after the mount: the paths then
+ * name its inodes. Syscalls only. */
+int ll_add_devpts_child(int ruleset_fd, uint64_t handled) {
+    struct landlock_path_beneath_attr pb;
+    int fd, k = 0;
+
+    fd = open("/dev/pts", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    pb = (struct landlock_path_beneath_attr){.allowed_access = handled & ~FS_NEVER, .parent_fd = fd};
+    if (syscall(SYS_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+        k = -errno;
+    close(fd);
+    if (k < 0)
+        return k;
+    fd = open("/dev/ptmx", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    pb = (struct landlock_path_beneath_attr){
+        .allowed_access = handled & FS_FILE & ~LANDLOCK_ACCESS_FS_EXECUTE, .parent_fd = fd};
+    if (syscall(SYS_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+        k = -errno;
+    close(fd);
+    return k;
 }

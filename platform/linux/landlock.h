@@ -64,7 +64,8 @@ struct ll_defaults {
 /* The default policy of a launch (DESIGN.md "Sandbox (Linux)"):
  *   rw: home (or, narrow: home/{.claude,.claude.json,.codex,.gemini,.config,
  *       .cache,.local,.npm}, each optional), cwd, tmpdir, /tmp, /var/tmp,
- *       /dev/pts, /dev/shm, /dev/{null,zero,full,random,urandom,tty,ptmx};
+ *       /dev/shm, /dev/{null,zero,full,random,urandom,tty} (/dev/pts and
+ *       /dev/ptmx only of the session's own devpts: ll_add_devpts_child);
  *   rx: /usr, /bin, /sbin, /lib, /lib64, /etc, /opt; /proc read-only without
  *       execute; /etc/resolv.conf's target and /run/systemd/resolve,
  *       /run/resolvconf read-only without execute.
@@ -111,6 +112,11 @@ int ll_probe(int *ret_abi);
  * kernel's error. */
 int ll_ruleset_build(const struct ll_policy *p, int abi, int *ret_fd, struct ll_report *ret,
                      char *why, size_t whylen);
+
+/* Child side, before ll_restrict_self: allow the session's private devpts
+ * instance (/dev/pts and /dev/ptmx as mounted in its own mount namespace).
+ * handled = ll_report.handled_fs. Syscalls only. */
+int ll_add_devpts_child(int ruleset_fd, uint64_t handled);
 
 /* Enforce ruleset_fd on the calling thread and its future children. For the
  * forked child: PR_SET_NO_NEW_PRIVS must already be set (-EPERM otherwise,

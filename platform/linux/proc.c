@@ -30,8 +30,13 @@ int proc_start_time(pid_t pid, uint64_t *ret) {
     p = strrchr(buf, ')');
     if (!p)
         return -EBADMSG;
-    /* After ") " come fields 3..: state is field 3, starttime is field 22. */
+    /* After ") " come fields 3..: state is field 3, starttime is field 22.
+     * A zombie (Z) or dead (X) process no longer runs: report it gone. */
     p++;
+    while (*p == ' ')
+        p++;
+    if (*p == 'Z' || *p == 'X')
+        return -ESRCH;
     for (int field = 3; field <= 22; field++) {
         while (*p == ' ')
             p++;

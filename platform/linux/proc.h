@@ -7,7 +7,7 @@
 
 /* The process's start time (field 22 of /proc/PID/stat, clock ticks since
  * boot). A pid plus its start time names one process even across pid reuse.
- * -ENOENT when there is no such process. */
+ * -ENOENT when there is no such process, -ESRCH when it is a zombie. */
 int proc_start_time(pid_t pid, uint64_t *ret);
 
 #endif

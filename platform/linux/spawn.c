@@ -152,21 +152,29 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd) {
         child_fail(status_fd, SPAWN_STEP_CGROUP, errno);
 
     /* A mount namespace of our own, slave to the host's so nothing we mount
-     * goes back, with the socket directories covered. Landlock does not
-     * mediate connect() on pathname sockets; covering them is what keeps
-     * the agent from asking the user's systemd or D-Bus to start something
-     * unconfined. The agent cannot undo it: seccomp denies mount/umount. */
-    if (p->n_hide > 0) {
-        if (unshare(CLONE_NEWNS) < 0)
+     * goes back:
+     *  - a private devpts instance over /dev/pts (and its ptmx over
+     *    /dev/ptmx): the agent can make ptys of its own but never open the
+     *    user's other terminals, whose devices its user owns;
+     *  - the socket directories covered with an empty read-only tmpfs:
+     *    Landlock does not mediate connect() on pathname sockets, and
+     *    covering them keeps the agent from asking the user's systemd or
+     *    D-Bus to start something unconfined.
+     * The agent cannot undo it: seccomp denies mount/umount. */
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+    if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=0620") < 0 ||
+        mount("/dev/pts/ptmx", "/dev/ptmx", NULL, MS_BIND, NULL) < 0)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+    for (size_t i = 0; i < p->n_hide; i++)
+        if (mount("lyh-hidden", p->hide[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,mode=0555") < 0 &&
+            errno != ENOENT)
             child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
-        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-            child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
-        for (size_t i = 0; i < p->n_hide; i++)
-            if (mount("lyh-hidden", p->hide[i], "tmpfs",
-                      MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") < 0 &&
-                errno != ENOENT)
-                child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
-    }
+    k = ll_add_devpts_child(p->landlock_fd, p->landlock_handled);
+    if (k < 0)
+        child_fail(status_fd, SPAWN_STEP_LANDLOCK, -k);
 
     /* Privilege drop: groups, then gids, then uid (which loses CAP_SETGID). */
     if (setgroups(p->n_groups, p->groups) < 0)

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct sc_program;
@@ -48,6 +49,7 @@ struct spawn_plan {
     const gid_t *groups;        /* the caller's supplementary groups */
     size_t n_groups;
     int landlock_fd;            /* ready ruleset (must be >= 0: no Landlock, no launch) */
+    uint64_t landlock_handled;  /* its handled rights (rules for the private devpts) */
     const struct sc_program *seccomp; /* ready program (required) */
     const char *cwd;            /* entered as the caller, after the drop */
     /* Directories to cover with an empty read-only tmpfs in a mount namespace
