@@ -8,11 +8,13 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -205,8 +207,8 @@ static int take_lock(const char *state_dir, int *ret_fd) {
 
 /* The guard gid must be ours alone. Files an agent creates belong to it, so
  * another group holding that number, or any member of ours, could read what
- * agents of every user leave group-readable. An absent entry works (the
- * kernel needs only the number); scripts/install creates it. */
+ * agents of every user leave group-readable. A missing group is created
+ * (groupadd, no shell: the name and number are ours, not the caller's). */
 static int check_guard_group(const struct lyhd_config *cfg) {
     struct group *g = getgrgid(cfg->guard_gid);
     struct group *n;
@@ -229,9 +231,29 @@ static int check_guard_group(const struct lyhd_config *cfg) {
                   LYH_GUARD_GROUP_NAME, n->gr_gid, cfg->guard_gid, n->gr_gid);
         return -EEXIST;
     }
-    if (!g)
-        log_info("no group entry for guard gid %u (scripts/install creates %s); continuing",
-                 cfg->guard_gid, LYH_GUARD_GROUP_NAME);
+    if (!g) {
+        char gid[16];
+        char *argv[] = {(char *)"groupadd", (char *)"--system", (char *)"--gid", gid,
+                        (char *)LYH_GUARD_GROUP_NAME, NULL};
+        const char *tool = access("/usr/sbin/groupadd", X_OK) == 0 ? "/usr/sbin/groupadd"
+                                                                     : "/sbin/groupadd";
+        pid_t pid;
+        int status = 0;
+
+        snprintf(gid, sizeof(gid), "%u", cfg->guard_gid);
+        bool ok = posix_spawn(&pid, tool, NULL, NULL, argv, (char *[]){NULL}) == 0 &&
+                  waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        /* Another lyhd may have created it meanwhile: that is fine too. */
+        if (!ok && (g = getgrgid(cfg->guard_gid)) && strcmp(g->gr_name, LYH_GUARD_GROUP_NAME) == 0)
+            ok = true;
+        if (!ok) {
+            log_error("cannot create group %s (gid %u); create it with `groupadd --system --gid "
+                      "%u %s`",
+                      LYH_GUARD_GROUP_NAME, cfg->guard_gid, cfg->guard_gid, LYH_GUARD_GROUP_NAME);
+            return -EIO;
+        }
+        log_info("created group %s (gid %u)", LYH_GUARD_GROUP_NAME, cfg->guard_gid);
+    }
     return 0;
 }
 
