@@ -32,11 +32,13 @@
 
 #define GUARD_CGROUP_SUBTREE "lyh"
 
-void guard_free(struct guard *g) {
+void guard_free(struct guard *g, bool remove_base) {
     if (!g)
         return;
     nft_close(g->nft);
     route_close(g->route);
+    if (remove_base && g->have_cgroup)
+        (void)cg_remove_base(&g->cg);
     cg_close(&g->cg);
     free(g);
 }

@@ -34,7 +34,9 @@ struct guard {
  * run are re-adopted (their chains rebuilt if missing), the rest torn down,
  * chains and cgroups state.db does not know are removed. Before serving. */
 int guard_init(struct lyhd *d, char *why, size_t whylen);
-void guard_free(struct guard *g); /* accepts NULL */
+/* Accepts NULL. With remove_base (no session left running) the empty cgroup
+ * subtree is removed too, so a stopped lyhd leaves nothing behind. */
+void guard_free(struct guard *g, bool remove_base);
 
 /* Is iface a usable VPN interface and do the kernel's routes use it (see
  * platform/linux/route.h)? Says whether IPv6 must be blocked. why names the

@@ -305,11 +305,13 @@ static void sandbox_free(struct lyhd *d) {
     }
 }
 
-static void sessions_shutdown(struct lyhd *d) {
+/* Returns how many sessions were left running. */
+static unsigned sessions_shutdown(struct lyhd *d) {
     struct session *s;
+    unsigned running = 0;
 
     if (!d->sessions.tqh_first && !d->sessions.tqh_last)
-        return; /* never initialised */
+        return 0; /* never initialised */
     while ((s = TAILQ_FIRST(&d->sessions))) {
         TAILQ_REMOVE(&d->sessions, s, link);
         if (s->call) {
@@ -319,8 +321,11 @@ static void sessions_shutdown(struct lyhd *d) {
                      "lyhd is shutting down; the session keeps running, guarded");
             s->call = NULL;
         }
+        if (!s->ev_teardown && !s->exited)
+            running++;
         session_finish_now(s);
     }
+    return running;
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
@@ -409,7 +414,7 @@ int main(int argc, char **argv) {
     /* Running sessions stay running and guarded (the next lyhd re-adopts
      * them); sessions already ending are finished now. Detach them from
      * their calls first, so closing connections does not hang them up. */
-    sessions_shutdown(&d);
+    bool none_running = sessions_shutdown(&d) == 0;
     server_free(d.server);
     d.server = NULL;
     /* Run once more so deferred connection releases happen before exit. */
@@ -418,7 +423,7 @@ int main(int argc, char **argv) {
         if (ev_sig[i])
             event_free(ev_sig[i]);
     event_base_free(d.base);
-    guard_free(d.guard);
+    guard_free(d.guard, none_running);
     sandbox_free(&d);
     store_close(d.store);
     CLOSE_FD(d.lock_fd);
@@ -426,14 +431,14 @@ int main(int argc, char **argv) {
     return d.exit_code;
 
 fail:
-    sessions_shutdown(&d);
+    (void)sessions_shutdown(&d);
     server_free(d.server);
     for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
         if (ev_sig[i])
             event_free(ev_sig[i]);
     if (d.base)
         event_base_free(d.base);
-    guard_free(d.guard);
+    guard_free(d.guard, false);
     sandbox_free(&d);
     store_close(d.store);
     CLOSE_FD(d.lock_fd);

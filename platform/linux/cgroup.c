@@ -116,6 +116,16 @@ int cg_open(const char *subtree, struct cg_root *ret) {
     return 0;
 }
 
+int cg_remove_base(struct cg_root *r) {
+    char path[PATH_MAX * 2 + 2];
+
+    if (snprintf(path, sizeof(path), "%s%s", r->mount, r->base) >= (int)sizeof(path))
+        return -ENAMETOOLONG;
+    if (rmdir(path) < 0 && errno != ENOENT)
+        return -errno;
+    return 0;
+}
+
 void cg_close(struct cg_root *r) {
     if (r->base_fd > 0)
         close(r->base_fd);

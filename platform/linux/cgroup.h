@@ -31,6 +31,9 @@ struct cg_root {
  * falls back to per-uid scoping). */
 int cg_open(const char *subtree, struct cg_root *ret);
 void cg_close(struct cg_root *r); /* accepts a zeroed root */
+/* Remove the base itself if it is empty (no session cgroups). 0 if removed or
+ * gone, -ENOTEMPTY/-EBUSY otherwise. */
+int cg_remove_base(struct cg_root *r);
 
 /* Create the session cgroup NAME (a single path component) and return its id
  * (the cgroup directory's inode number, which is what the kernel reports as
