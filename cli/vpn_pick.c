@@ -5,12 +5,15 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/macros.h"
@@ -21,7 +24,127 @@ struct cand {
     char name[IF_NAMESIZE];
     char addrs[160];
     bool carrier;
+    bool default4; /* carries the IPv4 default (or both halves of the split) */
+    bool default6;
 };
+
+/* Which interfaces carry the default routes, from /proc/net/route and
+ * /proc/net/ipv6_route (advisory: the daemon asks the kernel itself). */
+static void mark_defaults(struct cand *c, size_t n) {
+    char line[512], ifn[IF_NAMESIZE + 1];
+    unsigned dst, mask;
+    FILE *f = fopen("/proc/net/route", "re");
+
+    if (f) {
+        bool half_lo[16] = {0}, half_hi[16] = {0};
+        while (fgets(line, sizeof(line), f)) {
+            if (sscanf(line, "%16s %x %*x %*x %*d %*d %*d %x", ifn, &dst, &mask) != 3)
+                continue;
+            for (size_t i = 0; i < n && i < 16; i++) {
+                if (strcmp(ifn, c[i].name) != 0)
+                    continue;
+                if (dst == 0 && mask == 0)
+                    c[i].default4 = true;
+                if (mask == 0x80 && dst == 0) /* 0.0.0.0/1, little-endian */
+                    half_lo[i] = true;
+                if (mask == 0x80 && dst == 0x80) /* 128.0.0.0/1 */
+                    half_hi[i] = true;
+            }
+        }
+        fclose(f);
+        for (size_t i = 0; i < n && i < 16; i++)
+            if (half_lo[i] && half_hi[i])
+                c[i].default4 = true;
+    }
+    f = fopen("/proc/net/ipv6_route", "re");
+    if (f) {
+        char d6[33];
+        unsigned plen;
+        while (fgets(line, sizeof(line), f)) {
+            if (sscanf(line, "%32s %x %*s %*s %*s %*s %*s %*s %*s %16s", d6, &plen, ifn) != 3)
+                continue;
+            for (size_t i = 0; i < n; i++)
+                if (strcmp(ifn, c[i].name) == 0 && plen == 0 &&
+                    strcmp(d6, "00000000000000000000000000000000") == 0)
+                    c[i].default6 = true;
+        }
+        fclose(f);
+    }
+}
+
+static void describe(const struct cand *c, char *out, size_t len) {
+    snprintf(out, len, "%s%s%s  %s", c->carrier ? "up" : "up, no carrier",
+             c->default4 ? ", IPv4 default" : ", not the IPv4 default",
+             c->default6 ? ", IPv6 default" : "", c->addrs);
+}
+
+/* The arrow-key picker on the terminal: up/down (or k/j) move, digits pick,
+ * Enter confirms, q, Esc or Ctrl-C cancel. Returns the index or -1. The
+ * terminal is restored on every way out. */
+static int pick_tui(const struct cand *c, size_t n) {
+    struct termios saved, raw;
+    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+    int sel = 0, result = -1;
+    char d[256];
+
+    if (fd < 0 || tcgetattr(fd, &saved) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return -2; /* no terminal: caller falls back to the prompt */
+    }
+    raw = saved;
+    raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO | ISIG);
+    raw.c_cc[VMIN] = 1;
+    raw.c_cc[VTIME] = 0;
+    if (tcsetattr(fd, TCSANOW, &raw) < 0) {
+        close(fd);
+        return -2;
+    }
+    dprintf(fd, "Pick the VPN interface for the agent (arrows, digits, Enter; q to cancel):\r\n");
+    for (int round = 0; round < 10000; round++) {
+        for (size_t i = 0; i < n; i++) {
+            describe(&c[i], d, sizeof(d));
+            dprintf(fd, "\r\033[K%s %zu) %-10s %s\r\n", (int)i == sel ? "\033[7m>" : " ", i + 1,
+                    c[i].name, d);
+            if ((int)i == sel)
+                dprintf(fd, "\033[0m");
+        }
+        unsigned char k[16];
+        ssize_t m = read(fd, k, sizeof(k));
+        bool done = false;
+        if (m <= 0)
+            break;
+        /* Several keys may come in one read: handle each in turn. */
+        for (ssize_t i = 0; i < m && !done; i++) {
+            if (k[i] == '\r' || k[i] == '\n') {
+                result = sel;
+                done = true;
+            } else if (k[i] == 'q' || k[i] == 3 /* Ctrl-C */) {
+                done = true;
+            } else if (k[i] >= '1' && k[i] <= '9' && (size_t)(k[i] - '1') < n) {
+                result = k[i] - '1';
+                done = true;
+            } else if (k[i] == 27 && i + 2 < m && k[i + 1] == '[' &&
+                       (k[i + 2] == 'A' || k[i + 2] == 'B')) {
+                sel = k[i + 2] == 'A' ? (sel > 0 ? sel - 1 : (int)n - 1)
+                                      : (sel + 1 < (int)n ? sel + 1 : 0);
+                i += 2;
+            } else if (k[i] == 27) {
+                done = true; /* a lone Esc */
+            } else if (k[i] == 'k') {
+                sel = sel > 0 ? sel - 1 : (int)n - 1;
+            } else if (k[i] == 'j') {
+                sel = sel + 1 < (int)n ? sel + 1 : 0;
+            }
+        }
+        if (done)
+            break;
+        dprintf(fd, "\033[%zuA", n); /* back up to redraw the list */
+    }
+    tcsetattr(fd, TCSANOW, &saved);
+    close(fd);
+    return result;
+}
 
 static bool vpn_name(const char *n) {
     return strncmp(n, "tun", 3) == 0 || strncmp(n, "wg", 2) == 0;
@@ -91,6 +214,7 @@ int vpn_pick(const char *explicit_name, bool interactive, char *out, size_t outl
         return EXIT_OK;
     }
     n = list_candidates(c, PICK_MAX);
+    mark_defaults(c, n);
     if (n == 0) {
         fprintf(stderr, "lyh: no VPN interface (tun*, wg*) is up and addressed.\n"
                         "Start your VPN, then run lyh again (or name one with --vpn).\n");
@@ -100,24 +224,29 @@ int vpn_pick(const char *explicit_name, bool interactive, char *out, size_t outl
         snprintf(out, outlen, "%s", c[0].name);
         return EXIT_OK;
     }
-    fprintf(stderr, "Several VPN interfaces are up; pick one:\n");
-    for (size_t i = 0; i < n; i++)
-        fprintf(stderr, "  %zu) %-10s %s  %s\n", i + 1, c[i].name,
-                c[i].carrier ? "up" : "up, no carrier", c[i].addrs);
     if (interactive) {
-        in = fopen("/dev/tty", "re");
-        if (!in)
-            in = stdin;
+        int k = pick_tui(c, n);
+        if (k >= 0) {
+            snprintf(out, outlen, "%s", c[k].name);
+            return EXIT_OK;
+        }
+        if (k == -1) {
+            fprintf(stderr, "lyh: cancelled\n");
+            return EXIT_USAGE;
+        }
+    }
+    /* Not a terminal: a numbered prompt on stdin. */
+    fprintf(stderr, "Several VPN interfaces are up; pick one:\n");
+    for (size_t i = 0; i < n; i++) {
+        char d[256];
+        describe(&c[i], d, sizeof(d));
+        fprintf(stderr, "  %zu) %-10s %s\n", i + 1, c[i].name, d);
     }
     fprintf(stderr, "number (q to cancel): ");
     if (!fgets(line, sizeof(line), in)) {
-        if (in != stdin)
-            fclose(in);
-        fprintf(stderr, "\nlyh run: no interface picked; pass --vpn NAME\n");
+        fprintf(stderr, "\nlyh: no interface picked; pass --vpn NAME\n");
         return EXIT_USAGE;
     }
-    if (in != stdin)
-        fclose(in);
     char *end;
     long v = strtol(line, &end, 10);
     if (end == line || (*end != '\n' && *end != '\0') || v < 1 || (size_t)v > n) {
