@@ -60,6 +60,7 @@ _LYH_PIDS=()      # every background process we started
 _LYH_NETNS=()     # namespaces we created
 _LYH_USERS=()     # users we created
 _LYH_DIRS=()      # temp dirs to remove (rm -rf)
+_LYH_GROUP_EXISTED=1 # did _lianyaohu exist before this run (set by lyh_init)
 _LYH_CGDIRS=()    # cgroup dirs we created (removed deepest first)
 _LYH_HOOKS=()     # functions to call first in cleanup
 _LYH_CLEANED=0
@@ -206,6 +207,7 @@ lyh_init() {
     LYH_CGMNT=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") print $5; break } }' /proc/self/mountinfo | head -n 1)
     [ -n "$LYH_CGMNT" ] || lyh_skip "no cgroup2 mount"
 
+    getent group _lianyaohu >/dev/null 2>&1 || _LYH_GROUP_EXISTED=0
     trap _lyh_cleanup EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
@@ -649,4 +651,6 @@ _lyh_cleanup() {
     for d in "${_LYH_DIRS[@]}"; do
         [ -n "$d" ] && case $d in /tmp/lyh-e2e.*) rm -rf "$d" ;; esac
     done
+    # 5. lyhd creates its guard group when missing: remove it if we caused that
+    [ "$_LYH_GROUP_EXISTED" = 1 ] || groupdel _lianyaohu 2>/dev/null
 }
