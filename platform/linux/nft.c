@@ -708,6 +708,8 @@ static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
     struct eb b = { .r = nr };
     for (size_t i = 0; i < r->n_match; i++)
         e_match(&b, &r->match[i]);
+    if (r->log_counter)
+        ex(&b, "counter");
     if (r->limit) {
         struct nftnl_expr *e = ex(&b, "limit");
         if (e) {
@@ -972,6 +974,7 @@ struct rule_info {
     char comment[NFTR_NAME_MAX];
     char tag[TAG_MAX];
     bool counter;
+    bool log;    /* a log rule (no verdict); its counter counts what it saw */
     uint64_t packets, bytes;
     int verdict; /* 0 none, 1 accept, 2 reject, 3 other */
 };
@@ -1041,6 +1044,8 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
             ri->counter = true;
             ri->packets = nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_PACKETS);
             ri->bytes = nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_BYTES);
+        } else if (strcmp(name, "log") == 0) {
+            ri->log = true;
         } else if (strcmp(name, "reject") == 0) {
             ri->verdict = 2;
         } else if (strcmp(name, "immediate") == 0 && nftnl_expr_is_set(e, NFTNL_EXPR_IMM_VERDICT)) {
@@ -1719,7 +1724,9 @@ int nft_chain_counters(struct nft *n, const char *chain, struct nft_counters *re
     for (size_t i = 0; i < l.n; i++) {
         if (!l.v[i].counter)
             continue;
-        if (l.v[i].verdict == 1) {
+        if (l.v[i].log && l.v[i].verdict == 0) {
+            c.accept_flows += l.v[i].packets;
+        } else if (l.v[i].verdict == 1) {
             c.accept_packets += l.v[i].packets;
             c.accept_bytes += l.v[i].bytes;
         } else if (l.v[i].verdict == 2) {

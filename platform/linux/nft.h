@@ -88,12 +88,15 @@ int nft_list_sessions(struct nft *n, struct nft_session_elem **ret, size_t *ret_
 int nft_table_delete(struct nft *n);
 
 /* Sum of the counters of a chain's verdict rules (rules with a counter that end in
- * accept, resp. reject); log-only rules carry no counter. -ENOENT without chain. */
+ * accept, resp. reject), and of its accept log rules (new flows each should have
+ * logged; the rate limit may have thinned out the events, not the count).
+ * -ENOENT without chain. */
 struct nft_counters {
     uint64_t accept_packets;
     uint64_t accept_bytes;
-    uint64_t reject_packets;
+    uint64_t reject_packets; /* every rejected packet is also a log event */
     uint64_t reject_bytes;
+    uint64_t accept_flows;   /* new flows accepted: each one an allowed log event */
 };
 int nft_chain_counters(struct nft *n, const char *chain, struct nft_counters *ret);
 

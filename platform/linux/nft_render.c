@@ -16,9 +16,11 @@
  *   through to later rules. So logging is its own rule without a verdict
  *   (`M [ct state new] limit .. log ..`), followed by the verdict rule
  *   (`M counter accept|reject`): the limit thins out log events only, and the counter
- *   of the verdict rule still counts every packet. Log rules carry no counter, so
- *   nft_chain_counters() can sum verdict rules only. Each log rule has its own bucket.
+ *   of the verdict rule still counts every packet. Each log rule has its own bucket.
  * - Accepts log only new flows (ct state new); rejects log every rejected packet.
+ *   An accept's log rule carries a counter ahead of its limit (`ct state new counter
+ *   limit .. log`), so the number of new flows is exact even when the limit drops
+ *   their events; a reject needs none, its verdict counter counts its events.
  * - `reject with tcp reset` is only valid for tcp, so each reject point is split into
  *   an l4proto-tcp rule and a catch-all icmpx rule.
  * - A destination with ports covers tcp and udp (two rules), without ports every
@@ -251,13 +253,17 @@ static void rule_log(struct nftr_rule *r, const struct logctx *lc, const char *p
     snprintf(r->log_prefix, sizeof(r->log_prefix), "%s", prefix);
 }
 
-/* M ct state new limit .. log "..:A " ; M counter accept */
+/* M ct state new counter limit .. log "..:A " ; M counter accept
+ * The verdict rule counts packets, the log rule's counter counts new flows:
+ * the audit compares that with the flow events it recorded (gap records). */
 static void emit_accept(struct rules *rs, const struct logctx *lc, const struct matches *base) {
     struct matches ms = *base;
     mpush(&ms, NFTR_M_CT_NEW);
     struct nftr_rule *r = rule_with(rs, &ms);
-    if (r)
+    if (r) {
         rule_log(r, lc, lc->accept_prefix);
+        r->log_counter = true;
+    }
     r = rule_with(rs, base);
     if (r) {
         r->counter = true;
@@ -614,6 +620,10 @@ static void put_rule(struct sb *s, const struct nftr_rule *r) {
     for (size_t i = 0; i < r->n_match; i++) {
         sb_printf(s, "%s", sep);
         put_match(s, &r->match[i]);
+        sep = " ";
+    }
+    if (r->log_counter) {
+        sb_printf(s, "%scounter", sep);
         sep = " ";
     }
     if (r->limit) {

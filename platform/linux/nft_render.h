@@ -153,6 +153,9 @@ struct nftr_rule {
     bool limit; /* limit rate limit_rate/second burst limit_burst packets */
     uint32_t limit_rate;
     uint32_t limit_burst;
+    /* counter ahead of the limit: counts every packet the log rule sees, logged or
+     * thinned out, so the audit can tell how many events the limit cost. */
+    bool log_counter;
     bool log; /* log prefix "<log_prefix>" group <log_group> */
     uint16_t log_group;
     char log_prefix[NFTR_LOG_PREFIX_MAX];

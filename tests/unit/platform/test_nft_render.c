@@ -352,7 +352,7 @@ static void test_no_rate_limit(void **state) {
         assert_false(c->rules[i].limit);
     _cleanup_free_ char *t = NULL;
     assert_int_equal(nftr_rule_text(&c->rules[0], &t), 0);
-    assert_string_equal(t, "oifname \"lo\" ct state new log prefix \"lyh:7f3a9c01:A \" group 7");
+    assert_string_equal(t, "oifname \"lo\" ct state new counter log prefix \"lyh:7f3a9c01:A \" group 7");
     nftr_chain_free(c);
 }
 
