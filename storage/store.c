@@ -36,7 +36,6 @@
 #define STORE_DB_NAME "state.db"
 #define STORE_BUSY_TIMEOUT_MS 2000
 /* Deeper than any real state dir; stops a walk that never reaches "/". */
-#define STORE_MAX_ANCESTORS 256
 
 #define SESSION_COLS                                                                      \
     "id, uid, pid, pid_start, scope, interface, chain, cgroup, cgroup_id, tmpdir, argv0, " \
@@ -256,65 +255,10 @@ static int query_text_is(struct store *s, const char *sql, const char *want, boo
 
 /* ---- the state dir -------------------------------------------------------------------- */
 
-/* For messages only: what an fd points at, never used to decide anything. */
-static const char *fd_name(int fd, char *buf, size_t len) {
-    char proc[64];
-    ssize_t n;
-
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    n = readlink(proc, buf, len - 1);
-    if (n < 0)
-        return "(an ancestor of the state dir)";
-    buf[n] = '\0';
-    return buf;
-}
-
-/* Nobody but root and us may change a directory on the way to the state dir:
- * owned by root or euid, and not writable by group/other unless sticky (where
- * others cannot rename or remove our entries). */
 static int check_ancestors(struct store *s, int dirfd, const char *dir) {
-    _cleanup_close_ int cur = -1;
-    struct stat cst;
-    uid_t euid = geteuid();
-
-    cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-    if (cur < 0)
-        return store_errf(s, -errno, "state dir '%s': dup: %s", dir, strerror(errno));
-    if (fstat(cur, &cst) < 0)
-        return store_errf(s, -errno, "state dir '%s': fstat: %s", dir, strerror(errno));
-
-    for (int depth = 0; depth < STORE_MAX_ANCESTORS; depth++) {
-        _cleanup_close_ int parent = -1;
-        struct stat pst;
-        char name[PATH_MAX];
-
-        parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (parent < 0)
-            return store_errf(s, -errno, "state dir '%s': open parent directory: %s", dir,
-                              strerror(errno));
-        if (fstat(parent, &pst) < 0)
-            return store_errf(s, -errno, "state dir '%s': fstat parent directory: %s", dir,
-                              strerror(errno));
-        if (pst.st_dev == cst.st_dev && pst.st_ino == cst.st_ino)
-            return 0; /* ".." of "/" is "/" */
-        if (pst.st_uid != 0 && pst.st_uid != euid)
-            return store_errf(s, -EPERM,
-                              "state dir '%s' is below '%s', owned by uid %u, who could replace "
-                              "it; security state must live where only root can write",
-                              dir, fd_name(parent, name, sizeof name), (unsigned)pst.st_uid);
-        if ((pst.st_mode & (S_IWGRP | S_IWOTH)) && !(pst.st_mode & S_ISVTX))
-            return store_errf(s, -EPERM,
-                              "state dir '%s' is below '%s' (mode %04o), which others can write "
-                              "without the sticky bit; security state must live where only "
-                              "root can write",
-                              dir, fd_name(parent, name, sizeof name),
-                              (unsigned)(pst.st_mode & 07777));
-        CLOSE_FD(cur);
-        cur = TAKE_FD(parent);
-        cst = pst;
-    }
-    return store_errf(s, -ELOOP, "state dir '%s': more than %d directories deep", dir,
-                      STORE_MAX_ANCESTORS);
+    char err[STORE_ERR_MAX];
+    int r = storage_check_ancestors(dirfd, "state dir", dir, "security state", err, sizeof err);
+    return r < 0 ? store_errf(s, r, "%s", err) : 0;
 }
 
 static int open_state_dir(struct store *s, const char *dir, int *ret_fd) {

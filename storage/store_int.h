@@ -82,4 +82,11 @@ int store_check_version(struct store *s, int64_t version);
  * database (-EBADMSG). */
 int store_migrate(struct store *s);
 
+/* dircheck.c: walk from dirfd up to "/": every directory on the way must be
+ * owned by root or the euid and not writable by group/other unless sticky.
+ * 0, or -EPERM / -ELOOP / -errno with err naming label ("state dir"), dir and
+ * what lives there ("security state"). */
+int storage_check_ancestors(int dirfd, const char *label, const char *dir, const char *what,
+                            char *err, size_t errlen);
+
 #endif
