@@ -19,6 +19,7 @@
  * carries fds in one sendmsg). Each received fd is tagged with that offset; a
  * completed frame [start, end) owns the fds tagged <= end. Fds the request does
  * not take are closed once it has been dispatched. */
+#include "daemon/audit.h"
 #include "daemon/conn.h"
 
 #include <errno.h>
@@ -72,6 +73,8 @@ struct conn {
 uid_t conn_uid(const struct conn *c) { return c->peer.uid; }
 bool conn_is_dead(const struct conn *c) { return c->dead; }
 unsigned conn_calls_in_flight(const struct conn *c) { return c->n_calls; }
+size_t conn_out_pending(const struct conn *c) { return c->dead ? 0 : evbuffer_get_length(c->out); }
+struct lyhd *conn_lyhd(const struct conn *c) { return c->d; }
 
 static void conn_free_cb(evutil_socket_t fd, short what, void *arg) {
     struct conn *c = arg;
@@ -98,8 +101,10 @@ void conn_close(struct conn *c, const char *why) {
         call->conn = NULL;
         if (call->on_disconnect)
             call->on_disconnect(call);
-        /* A call being dispatched right now is freed by handle_frame(). */
-        if (!call->in_dispatch)
+        /* A call being dispatched right now is freed by handle_frame(), one
+         * whose response is being written (the write failed and closed us) by
+         * rpc_send() when that returns. */
+        if (!call->in_dispatch && !call->in_emit)
             rpc_call_free(call);
     }
     for (unsigned i = 0; i < c->n_fds; i++)
@@ -192,6 +197,10 @@ static void reply_error(struct conn *c, uint64_t call_id, int code, const char *
     resp.code = code;
     resp.message = msg;
     resp.end_of_stream = true;
+    if (code == LIANYAOHU__V1__CODE__PERMISSION_DENIED || code == LIANYAOHU__V1__CODE__INVALID_ARGUMENT)
+        audit_request(c->d, c->peer.uid, c->peer.pid, NULL, code, "refused", msg);
+    else if (code == LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED)
+        audit_request(c->d, c->peer.uid, c->peer.pid, NULL, code, "limit", msg);
     (void)conn_send(c, &resp);
 }
 

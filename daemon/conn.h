@@ -37,6 +37,7 @@ struct rpc_call {
     unsigned n_fds;
     bool finished;
     bool in_dispatch;
+    bool in_emit;               /* a response of it is being written: a close frees it later */
     bool hold_final;            /* mutating call: final answer waits for the commit */
     int final_code;
     uint8_t *held;              /* owned: the held final frame */
@@ -75,5 +76,8 @@ struct rpc_call *conn_find_call(struct conn *c, uint64_t call_id);
 
 uid_t conn_uid(const struct conn *c);
 bool conn_is_dead(const struct conn *c);
+/* Bytes queued for the client and not yet written (streams pace themselves by it). */
+size_t conn_out_pending(const struct conn *c);
+struct lyhd *conn_lyhd(const struct conn *c);
 unsigned conn_calls_in_flight(const struct conn *c);
 #endif

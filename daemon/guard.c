@@ -6,6 +6,7 @@
  * for a session whose processes still run. When in doubt a process is treated
  * as alive and its chain is kept; when a chain is missing for a live session it
  * is rebuilt from the spec recorded in state.db. */
+#include "daemon/audit.h"
 #include "daemon/guard.h"
 
 #include <errno.h>
@@ -240,6 +241,8 @@ int guard_shared_acquire(struct lyhd *d, uint32_t uid, int scope, const struct g
         return r;
     }
     log_info("installed firewall %s for uid %u via %s", g.chain, uid, g.interface);
+    audit_note(d, AUDIT_KIND_GUARD, NULL, true, uid, "install", "chain=%s interface=%s refcount=%u",
+               g.chain, g.interface, g.refcount);
     *ret = g;
     return 0;
 }
@@ -271,6 +274,7 @@ int guard_shared_release(struct lyhd *d, uint32_t uid, int scope, struct store_g
     if (r < 0)
         return r;
     log_info("removed firewall %s of uid %u", g.chain, uid);
+    audit_note(d, AUDIT_KIND_GUARD, NULL, true, uid, "remove", "chain=%s", g.chain);
     *ret = g;
     return 0;
 }
@@ -293,7 +297,12 @@ static bool chain_present(const struct reconcile *rc, const char *name) {
 }
 
 static void reap_log(struct lyhd *d, const char *object, const char *action, const char *detail) {
+    char kv[512] = "";
     int r = store_reap_log(d->store, object, action, detail);
+
+    audit_kv(kv, sizeof(kv), "object", object);
+    audit_kv(kv, sizeof(kv), "why", detail);
+    audit_note(d, AUDIT_KIND_GUARD, NULL, false, 0, action, "%s", kv);
     if (r < 0)
         log_warn("state.db reap log for %s failed: %s", object, store_errmsg(d->store));
 }
@@ -362,6 +371,7 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
             }
             log_warn("session '%s': firewall chain was missing; rebuilt", row->id);
             reap_log(d, row->chain, "rebuilt", "chain of a running session was missing");
+            audit_session_chain_built(d, s);
         }
         s->adopted = true;
         if (main_alive) {

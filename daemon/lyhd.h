@@ -17,6 +17,7 @@ struct store;
 struct server;
 struct guard;
 struct sc_program;
+struct audit;
 
 struct lyhd_config {
     const char *socket_path;
@@ -35,6 +36,10 @@ struct lyhd_config {
     bool no_cgroup;              /* act as on a host without cgroup v2 (tests the fallback) */
     unsigned hangup_grace_ms;    /* SIGHUP to SIGKILL when a client vanishes */
     const char *tmp_parent;      /* where per-launch tmpdirs go (default /tmp) */
+    unsigned audit_flush_ms;     /* longest a record waits in the batch */
+    unsigned audit_max_age_days; /* retention by age (0: none) */
+    unsigned audit_max_mb;       /* retention by size (0: none) */
+    bool syslog_audit;           /* forward every record to syslog (RFC 5424 SD) */
 };
 
 struct lyhd {
@@ -43,6 +48,7 @@ struct lyhd {
     struct store *store;
     struct server *server;
     struct guard *guard;
+    struct audit *audit;         /* NULL until audit_start */
     struct session_list sessions;
     struct sc_program *seccomp;  /* built once at startup, installed by each child */
     int landlock_abi;            /* 0: Landlock missing, Run refuses */

@@ -20,6 +20,7 @@
 
 #include "common/lyh_limits.h"
 #include "common/macros.h"
+#include "daemon/audit.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
 #include "daemon/guard.h"
@@ -61,6 +62,10 @@ static void usage(FILE *f) {
             "  --allow-root-run          let uid 0 run agents (refused by default)\n"
             "  --no-cgroup               use the per-user fallback scope even with cgroup v2\n"
             "  --syslog                  also log to syslog\n"
+            "  --syslog-audit            forward every audit record to syslog (RFC 5424 SD)\n"
+            "  --audit-flush-ms MS       longest an audit record waits to be written (default 200)\n"
+            "  --audit-max-age-days N    drop audit records older than this (default 90, 0 = keep)\n"
+            "  --audit-max-mb N          keep audit.db under this size (default 1024, 0 = no cap)\n"
             "  --verbose                 debug logging\n"
             "  --version, --help\n",
             LYH_DEFAULT_SOCKET, LYH_DEFAULT_STATE_DIR, LYH_GUARD_GID_DEFAULT,
@@ -86,6 +91,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
     enum {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
         O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN, O_NOCG,
+        O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT,
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
@@ -102,6 +108,10 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"allow-root-run", no_argument, NULL, O_ROOTRUN},
         {"no-cgroup", no_argument, NULL, O_NOCG},
         {"syslog", no_argument, NULL, O_SYSLOG},
+        {"syslog-audit", no_argument, NULL, O_SYSLOG_AUDIT},
+        {"audit-flush-ms", required_argument, NULL, O_AFLUSH},
+        {"audit-max-age-days", required_argument, NULL, O_AAGE},
+        {"audit-max-mb", required_argument, NULL, O_ASIZE},
         {"verbose", no_argument, NULL, O_VERBOSE},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, O_HELP},
@@ -121,6 +131,9 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         .guard_gid = LYH_GUARD_GID_DEFAULT,
         .hangup_grace_ms = 2000,
         .tmp_parent = "/tmp",
+        .audit_flush_ms = 200,
+        .audit_max_age_days = 90,
+        .audit_max_mb = 1024,
     };
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -161,6 +174,19 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         case O_ROOTRUN: cfg->allow_root_run = true; break;
         case O_NOCG: cfg->no_cgroup = true; break;
         case O_SYSLOG: cfg->use_syslog = true; break;
+        case O_SYSLOG_AUDIT: cfg->syslog_audit = true; break;
+        case O_AFLUSH:
+            if (parse_uint("--audit-flush-ms", optarg, 1, 10000, &cfg->audit_flush_ms) < 0)
+                return -EINVAL;
+            break;
+        case O_AAGE:
+            if (parse_uint("--audit-max-age-days", optarg, 0, 36500, &cfg->audit_max_age_days) < 0)
+                return -EINVAL;
+            break;
+        case O_ASIZE:
+            if (parse_uint("--audit-max-mb", optarg, 0, 1048576, &cfg->audit_max_mb) < 0)
+                return -EINVAL;
+            break;
         case O_VERBOSE: cfg->verbose = true; break;
         case O_VERSION: printf("lyhd %s (protocol %u)\n", LYH_VERSION, LYH_PROTOCOL_VERSION); return 1;
         case O_HELP: usage(stdout); return 1;
@@ -386,6 +412,12 @@ int main(int argc, char **argv) {
     if (check_guard_group(&d.cfg) < 0 || sandbox_init(&d) < 0)
         goto fail;
     collect_drop_groups(&d);
+    /* The audit log first: the guard's startup reconciliation records what it reaps. */
+    r = audit_start(&d, why, sizeof(why));
+    if (r < 0) {
+        log_error("audit: %s", why);
+        goto fail;
+    }
     r = guard_init(&d, why, sizeof(why));
     if (r < 0) {
         log_error("egress guard: %s", why);
@@ -419,6 +451,7 @@ int main(int argc, char **argv) {
     d.server = NULL;
     /* Run once more so deferred connection releases happen before exit. */
     event_base_loop(d.base, EVLOOP_NONBLOCK);
+    audit_stop(&d);
     for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
         if (ev_sig[i])
             event_free(ev_sig[i]);
@@ -433,6 +466,7 @@ int main(int argc, char **argv) {
 fail:
     (void)sessions_shutdown(&d);
     server_free(d.server);
+    audit_stop(&d);
     for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
         if (ev_sig[i])
             event_free(ev_sig[i]);

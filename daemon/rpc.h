@@ -43,7 +43,10 @@ bool rpc_table_verify(void);
 void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 
 /* Send one response of this call; end = last one (the call is then finished
- * and, outside dispatch, freed). The response's call_id, code (OK) and
+ * and, outside dispatch, freed). When the write fails the connection closes at
+ * once: the call's on_disconnect runs and, outside dispatch, the call is freed
+ * before rpc_send returns, so a caller that is not told by on_disconnect must
+ * not touch the call afterwards. The response's call_id, code (OK) and
  * end_of_stream are filled in here. */
 void rpc_send(struct rpc_call *call, LyhResponse *resp, bool end);
 /* Finish the call with an error status and message. */
@@ -62,6 +65,8 @@ void rpc_uninstall(struct lyhd *d, struct rpc_call *call, const LyhRequest *req)
 void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_sessions(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_signal(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_audit_query(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_audit_follow(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 int rpc_signal_owner(struct lyhd *d, const LyhRequest *req, uid_t *ret_owner);
 
 #endif

@@ -11,6 +11,7 @@
 static char *const features[] = {
     "framing-v1", "unknown-field-refusal", "fd-passing", "sqlite-state",
     "run", "sessions", "signal", "nftables", "seccomp",
+    "audit-query", "audit-follow", "run-monitor", "nflog",
 };
 
 void rpc_capabilities(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {

@@ -769,6 +769,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     s->row.state = STORE_SESSION_RUNNING;
     s->pty_fd = TAKE_FD(p.pty_fd);
     s->call = call;
+    s->monitor = r->monitor;
     call->state = s;
     call->on_disconnect = run_on_disconnect;
     TAILQ_INSERT_TAIL(&d->sessions, s, link);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/macros.h"
+#include "daemon/audit.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
@@ -29,8 +30,10 @@ static const struct rpc_method rpc_methods[] = {
     /* Like Run, Install and Uninstall commit each row before the kernel change. */
     {M(INSTALL), "Install", 0, rpc_install, NULL},
     {M(UNINSTALL), "Uninstall", 0, rpc_uninstall, NULL},
-    {M(AUDIT_QUERY), "AuditQuery", RPC_STREAMING, NULL, NULL},
-    {M(AUDIT_FOLLOW), "AuditFollow", RPC_STREAMING, NULL, NULL},
+    /* Everyone may query; the handlers narrow a non-admin to their own uid
+     * (a filter, not an ownership check of one object). */
+    {M(AUDIT_QUERY), "AuditQuery", RPC_STREAMING, rpc_audit_query, NULL},
+    {M(AUDIT_FOLLOW), "AuditFollow", RPC_STREAMING, rpc_audit_follow, NULL},
     {M(POLICY_GET), "PolicyGet", 0, NULL, NULL},
     {M(POLICY_UPDATE), "PolicyUpdate", RPC_ADMIN | RPC_MUTATES, NULL, NULL},
     {M(POLICY_HISTORY), "PolicyHistory", RPC_STREAMING, NULL, NULL},
@@ -92,15 +95,32 @@ static void emit(struct rpc_call *call, LyhResponse *resp) {
         free(frame);
         return;
     }
-    if (call->conn)
+    if (call->conn) {
+        /* A failed write closes the connection at once, which would free the
+         * call under our feet: it is freed by release_orphan() instead. */
+        call->in_emit = true;
         (void)conn_send_frame(call->conn, frame, len);
+        call->in_emit = false;
+    }
     free(frame);
+}
+
+/* The connection closed while a response was being written: the call is off
+ * its list and its owner heard on_disconnect; free it now unless dispatch
+ * (which frees it itself) is still running. True when the call is gone. */
+static bool release_orphan(struct rpc_call *call) {
+    if (call->conn || call->in_dispatch)
+        return false;
+    rpc_call_free(call);
+    return true;
 }
 
 static void send_final(struct rpc_call *call, LyhResponse *resp) {
     call->finished = true;
     call->final_code = (int)resp->code;
     emit(call, resp);
+    if (release_orphan(call))
+        return;
     if (!call->hold_final)
         conn_call_done(call);
 }
@@ -116,6 +136,7 @@ void rpc_send(struct rpc_call *call, LyhResponse *resp, bool end) {
         return;
     }
     emit(call, resp);
+    (void)release_orphan(call);
 }
 
 void rpc_fail(struct rpc_call *call, int code, const char *fmt, ...) {
@@ -132,9 +153,13 @@ void rpc_fail(struct rpc_call *call, int code, const char *fmt, ...) {
     resp.code = code;
     resp.message = msg;
     resp.end_of_stream = true;
-    if (code == LIANYAOHU__V1__CODE__PERMISSION_DENIED || code == LIANYAOHU__V1__CODE__INVALID_ARGUMENT)
+    if (code == LIANYAOHU__V1__CODE__PERMISSION_DENIED || code == LIANYAOHU__V1__CODE__INVALID_ARGUMENT) {
         log_info("refused %s from uid %u pid %d: %s", call->row ? call->row->name : "request",
                  call->peer.uid, call->peer.pid, msg);
+        if (call->conn)
+            audit_request(conn_lyhd(call->conn), call->peer.uid, call->peer.pid,
+                          call->row ? call->row->name : NULL, code, "refused", msg);
+    }
     send_final(call, &resp);
 }
 

@@ -13,6 +13,7 @@
  * level-triggered loop would spin. We keep one spare fd; on EMFILE we free it,
  * accept and close the waiting connection (the client sees EOF rather than a
  * hang), and stop accepting until some connection closes. */
+#include "daemon/audit.h"
 #include "daemon/server.h"
 
 #include <errno.h>
@@ -151,6 +152,8 @@ static void accept_one(struct server *s, int fd) {
      * methods through groups its user has. */
     if (cred.gid == s->d->cfg.guard_gid) {
         log_warn("refused a connection from inside a sandbox (uid %u pid %d)", cred.uid, cred.pid);
+        audit_request(s->d, cred.uid, cred.pid, NULL, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                      "refused", "connection from inside a lyh sandbox");
         conn_refuse(c, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                     "requests from inside a lyh sandbox are refused");
         return;
@@ -167,6 +170,8 @@ static void accept_one(struct server *s, int fd) {
                  s->d->cfg.max_conns);
         log_warn("connection limit reached (%u); refused uid %u pid %d", s->d->cfg.max_conns,
                  cred.uid, cred.pid);
+        audit_request(s->d, cred.uid, cred.pid, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                      "limit", msg);
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
         return;
     }
@@ -178,6 +183,8 @@ static void accept_one(struct server *s, int fd) {
                  cred.uid, s->d->cfg.max_conns_per_uid);
         log_warn("per-uid connection limit reached for uid %u (%u)", cred.uid,
                  s->d->cfg.max_conns_per_uid);
+        audit_request(s->d, cred.uid, cred.pid, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                      "limit", msg);
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
         return;
     }

@@ -9,6 +9,7 @@
  * a zero timer. While leftovers are being killed the session's chain stays in
  * place, so nothing of the session is ever unguarded; even after the chain is
  * gone a straggler with the guard gid matches no session and is rejected. */
+#include "daemon/audit.h"
 #include "daemon/session.h"
 
 #include <errno.h>
@@ -202,7 +203,23 @@ static void teardown_run(struct session *s, bool may_wait) {
         kill(-s->pid, SIGKILL);
     }
 
-    /* 2. Rules, cgroup, tmpdir. */
+    /* 2. The end, on record, while the chain and its counters still exist. The
+     * kernel sends its last flow events in batches; give it that long first. */
+    if (!s->audit_ended) {
+        /* Measured from when nothing of the session runs any more. */
+        uint64_t settle = audit_settle_ms(d), now = lyhd_mono_ms();
+        if (!s->settle_from_ms)
+            s->settle_from_ms = now;
+        if (may_wait && s->ev_teardown && now - s->settle_from_ms < settle) {
+            struct timeval tv = {.tv_usec = (suseconds_t)((settle - (now - s->settle_from_ms)) * 1000)};
+            event_add(s->ev_teardown, &tv);
+            return;
+        }
+        audit_session_ended(d, s);
+        s->audit_ended = true;
+    }
+
+    /* 3. Rules, cgroup, tmpdir. */
     if (s->has_chain) {
         r = guard_session_del(d, s);
         if (r < 0)
@@ -226,7 +243,7 @@ static void teardown_run(struct session *s, bool may_wait) {
     }
     remove_tmpdir(s, !may_wait);
 
-    /* 3. The end, on record. */
+    /* 4. The end, in state.db. */
     s->row.state = STORE_SESSION_ENDED;
     s->row.ended_ms = lyhd_wall_ms();
     (void)save_row(s);
@@ -323,6 +340,7 @@ static void on_status(evutil_socket_t fd, short what, void *arg) {
     CLOSE_FD(s->status_fd);
     if (r == 0) {
         s->exec_ok = true;
+        audit_session_started(s->d, s);
         send_started(s);
         return;
     }

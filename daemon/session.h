@@ -39,6 +39,11 @@ struct session {
     bool exec_ok;
     bool exited;
     bool adopted;             /* found alive at startup: no client, no exit status */
+    bool monitor;             /* Run asked for its refused flows (RunEvent.flow) */
+    uint64_t monitor_dropped; /* monitor lines not sent: the client was not reading */
+    uint64_t audit_after_id;  /* records compared with the counters: id > this */
+    uint64_t settle_from_ms;  /* teardown: when the cgroup was found empty */
+    bool audit_ended;         /* the end is on record */
     uint64_t started_mono_ms;
     unsigned teardown_tries;
     TAILQ_ENTRY(session) link;

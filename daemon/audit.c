@@ -1,0 +1,933 @@
+/* The audit pipeline inside lyhd: NFLOG in, batches to audit.db, streams out.
+ *
+ * Owns the NFLOG socket, the in-memory batch, audit.db, the retention timer
+ * and the query/follow streams. It never blocks the loop on anything but
+ * audit.db's own disk I/O: the NFLOG socket is non-blocking and read a
+ * bounded number of times per wakeup, a query sends one page and yields, and
+ * pruning deletes a bounded number of rows per tick.
+ *
+ * Accounting argument (why no event disappears unexplained):
+ *  - Every packet a log rule of ours sees is counted by a counter in the same
+ *    chain (the verdict counter for rejects, the log rule's own counter for
+ *    accepts, see platform/linux/nft_render.c). At session end the records of
+ *    the session are counted in audit.db and compared; a shortfall (the rate
+ *    limit, an overrun, a crash of lyhd) becomes a GAP record with the exact
+ *    number per verdict.
+ *  - The kernel numbers the events it sends (NFULNL_CFG_F_SEQ); a jump in the
+ *    numbers is events dropped before we read them (socket overrun), recorded
+ *    at once as a GAP record (which session they belonged to is unknowable;
+ *    the session-end comparison then names the session).
+ *  - A batch that cannot be written is kept and retried; records that do not
+ *    fit while it is stuck are counted and recorded as a GAP once writing
+ *    works again. */
+#include <errno.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <syslog.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "audit/nflog.h"
+#include "audit/sd_format.h"
+#include "common/macros.h"
+#include "daemon/audit.h"
+#include "daemon/guard.h"
+#include "daemon/log.h"
+#include "daemon/lyhd.h"
+#include "daemon/rpc.h"
+#include "daemon/session.h"
+#include "platform/linux/nft.h"
+
+#define AUDIT_FLUSH_COUNT 512      /* write when the batch holds this many */
+#define AUDIT_BATCH_MAX 16384      /* beyond this (audit.db stuck), count and drop */
+#define AUDIT_PAGE 256             /* records per page of a stream */
+#define AUDIT_OUT_HIGH (1u << 20)  /* pause a stream while this much output is queued */
+#define AUDIT_READS_PER_WAKEUP 64
+#define AUDIT_PRUNE_ROWS 2000      /* rows per retention step */
+#define AUDIT_PRUNE_IDLE_S 10      /* retention check interval when nothing to do */
+#define AUDIT_IFCACHE 32
+#define NFLOG_RCVBUF (16u << 20)
+#define NFLOG_COPY 128
+#define NFLOG_QTHRESH 64
+#define NFLOG_FLUSH_MS 10
+
+struct audit_stream {
+    struct audit *a;
+    struct rpc_call *call;
+    struct audit_filter f;
+    uint64_t remaining;  /* with limited: records still to send */
+    bool limited;
+    bool follow;
+    bool idle;           /* follow: caught up, waiting for the next commit */
+    bool in_pump;        /* inside audit_db_page: a vanished client only marks it */
+    bool gone;
+    struct event *ev;
+    TAILQ_ENTRY(audit_stream) link;
+};
+
+struct ifcache_ent {
+    uint32_t index;
+    char name[IF_NAMESIZE];
+};
+
+struct audit {
+    struct lyhd *d;
+    struct audit_db *db;
+    struct nflog *nl;
+    struct event *ev_nl;
+    struct event *ev_flush;
+    struct event *ev_prune;
+    struct audit_rec *batch;  /* owned, cap entries; batch[i].detail owned (malloc) */
+    size_t n, cap;
+    uint64_t dropped;         /* records not kept while audit.db was not writable */
+    bool write_failing;
+    uint64_t last_fail_log_ms;
+    uint64_t last_read_err_log_ms;
+    struct nflog_read_stats st;
+    uint64_t lost_recorded;   /* st.lost already turned into GAP records */
+    double req_tokens;        /* request-record token bucket */
+    uint64_t req_tokens_ms;
+    uint64_t req_suppressed;
+    struct ifcache_ent ifc[AUDIT_IFCACHE];
+    unsigned ifc_next;
+    TAILQ_HEAD(, audit_stream) streams;
+};
+
+static int64_t wall_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Session ids are SESSION_ID_LEN (16) hex characters; the row's field is wider. */
+static void copy_sid(char dst[17], const char *id) {
+    size_t n = strnlen(id, 16);
+    memcpy(dst, id, n);
+    dst[n] = '\0';
+}
+
+/* ---- details -------------------------------------------------------------------- */
+
+void audit_kv(char *buf, size_t size, const char *key, const char *value) {
+    size_t off = strnlen(buf, size);
+    bool quote = value[0] == '\0';
+
+    if (off + 1 >= size)
+        return;
+    for (const char *p = value; *p && !quote; p++)
+        if (*p == ' ' || *p == '"' || *p == '\\' || *p == '=' || (unsigned char)*p < 0x20 ||
+            *p == 0x7f)
+            quote = true;
+    int n = snprintf(buf + off, size - off, "%s%s=%s", off ? " " : "", key, quote ? "\"" : "");
+    if (n < 0 || (size_t)n >= size - off) {
+        buf[off] = '\0';
+        return;
+    }
+    off += (size_t)n;
+    for (const char *p = value; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        char esc[5];
+        size_t el;
+        if (ch == '"' || ch == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)ch;
+            el = 2;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            snprintf(esc, sizeof(esc), "\\x%02x", ch);
+            el = 4;
+        } else {
+            esc[0] = (char)ch;
+            el = 1;
+        }
+        if (off + el + 2 > size)
+            break; /* cut, but keep the closing quote */
+        memcpy(buf + off, esc, el);
+        off += el;
+    }
+    if (quote && off + 1 < size)
+        buf[off++] = '"';
+    buf[off] = '\0';
+}
+
+/* ---- the batch ------------------------------------------------------------------ */
+
+static void flush(struct audit *a);
+static void streams_wake(struct audit *a);
+
+static void arm_flush(struct audit *a, unsigned ms) {
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    if (!evtimer_pending(a->ev_flush, NULL))
+        evtimer_add(a->ev_flush, &tv);
+}
+
+/* Copy rec (and its detail) into the batch. */
+static void push(struct audit *a, const struct audit_rec *rec) {
+    if (a->n == a->cap) {
+        a->dropped++;
+        return;
+    }
+    struct audit_rec *r = &a->batch[a->n];
+    *r = *rec;
+    r->id = 0;
+    r->detail = NULL;
+    if (rec->detail && rec->detail[0]) {
+        r->detail = strdup(rec->detail);
+        if (!r->detail) {
+            a->dropped++;
+            return;
+        }
+    }
+    a->n++;
+    if (a->n >= AUDIT_FLUSH_COUNT && !a->write_failing)
+        flush(a);
+    else
+        arm_flush(a, a->d->cfg.audit_flush_ms);
+}
+
+static void forward_syslog(struct audit *a, size_t n) {
+    char line[AUDIT_DETAIL_MAX + 1024];
+
+    if (!a->d->cfg.syslog_audit)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        int k = audit_sd_format(&a->batch[i], line, sizeof(line));
+        if (k < 0 && k != -ENOSPC) /* -ENOSPC: cut, still a complete element */
+            continue;
+        int prio = a->batch[i].verdict == AUDIT_VERDICT_DENIED ||
+                           a->batch[i].kind == AUDIT_KIND_GAP
+                       ? LOG_WARNING
+                       : LOG_INFO;
+        syslog(LOG_AUTHPRIV | prio, "%s", line);
+    }
+}
+
+static void free_batch(struct audit *a) {
+    for (size_t i = 0; i < a->n; i++)
+        free((char *)a->batch[i].detail);
+    a->n = 0;
+}
+
+/* Write the batch; then, if records had to be dropped meanwhile, write a gap
+ * record saying how many (a second round, so it does not wait for a timer). */
+static void flush(struct audit *a) {
+    if (!a->db)
+        return;
+    for (int round = 0; round < 2; round++) {
+        if (a->n > 0) {
+            int r = audit_db_append(a->db, a->batch, a->n);
+            if (r == -EINVAL) {
+                /* We built a record the schema refuses: a bug. Retrying would
+                 * wedge the log for good; drop the batch and say so. */
+                log_error("audit.db refused a batch of %zu record(s) as invalid (%s); dropping "
+                          "it; this is a bug",
+                          a->n, audit_db_errmsg(a->db));
+                a->dropped += a->n;
+                free_batch(a);
+            } else if (r < 0) {
+                uint64_t now = lyhd_mono_ms();
+                if (!a->write_failing || now - a->last_fail_log_ms > 10000) {
+                    log_error("audit.db: writing %zu record(s) failed: %s; keeping them and "
+                              "retrying",
+                              a->n, audit_db_errmsg(a->db));
+                    a->last_fail_log_ms = now;
+                }
+                a->write_failing = true;
+                arm_flush(a, 1000);
+                return;
+            } else {
+                if (a->write_failing)
+                    log_info("audit.db: writing works again");
+                a->write_failing = false;
+                forward_syslog(a, a->n);
+                free_batch(a);
+                streams_wake(a);
+            }
+        }
+        if (a->dropped == 0)
+            return;
+        char detail[128] = "";
+        struct audit_rec g = {.time_us = wall_us(), .kind = AUDIT_KIND_GAP, .missed = a->dropped};
+        snprintf(g.action, sizeof(g.action), "unwritable");
+        audit_kv(detail, sizeof(detail), "reason", "audit.db could not take these records");
+        g.detail = detail;
+        a->dropped = 0;
+        push(a, &g);
+    }
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg) {
+    flush(arg);
+}
+
+void audit_note(struct lyhd *d, int kind, const char *session, bool has_uid, uint32_t uid,
+                const char *action, const char *fmt, ...) {
+    struct audit *a = d->audit;
+    char detail[AUDIT_DETAIL_MAX];
+    struct audit_rec r = {.time_us = wall_us(), .kind = (uint8_t)kind, .has_uid = has_uid,
+                          .uid = uid};
+    va_list ap;
+
+    if (!a)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    copy_sid(r.session, session ? session : "");
+    snprintf(r.action, sizeof(r.action), "%s", action ? action : "");
+    r.detail = detail;
+    push(a, &r);
+}
+
+#define AUDIT_REQ_RATE 50   /* request records per second, sustained */
+#define AUDIT_REQ_BURST 200
+
+void audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *method, int code,
+                   const char *action, const char *why) {
+    struct audit *a = d->audit;
+    char detail[1024] = "";
+    char num[24];
+
+    if (!a)
+        return;
+    uint64_t now = lyhd_mono_ms();
+    if (a->req_tokens_ms == 0)
+        a->req_tokens = AUDIT_REQ_BURST;
+    else
+        a->req_tokens += (double)(now - a->req_tokens_ms) * AUDIT_REQ_RATE / 1000.0;
+    if (a->req_tokens > AUDIT_REQ_BURST)
+        a->req_tokens = AUDIT_REQ_BURST;
+    a->req_tokens_ms = now;
+    if (a->req_tokens < 1.0) {
+        a->req_suppressed++;
+        return;
+    }
+    a->req_tokens -= 1.0;
+    if (a->req_suppressed > 0) {
+        struct audit_rec g = {.time_us = wall_us(), .kind = AUDIT_KIND_GAP,
+                              .missed = a->req_suppressed};
+        char gd[128] = "";
+        snprintf(g.action, sizeof(g.action), "requests");
+        audit_kv(gd, sizeof(gd), "reason", "request records over the rate limit");
+        g.detail = gd;
+        a->req_suppressed = 0;
+        push(a, &g);
+    }
+    if (method)
+        audit_kv(detail, sizeof(detail), "method", method);
+    snprintf(num, sizeof(num), "%d", code);
+    audit_kv(detail, sizeof(detail), "code", num);
+    snprintf(num, sizeof(num), "%d", (int)pid);
+    audit_kv(detail, sizeof(detail), "pid", num);
+    audit_kv(detail, sizeof(detail), "why", why);
+    audit_note(d, AUDIT_KIND_REQUEST, NULL, true, uid, action, "%s", detail);
+}
+
+/* ---- NFLOG ---------------------------------------------------------------------- */
+
+static const char *ifname(struct audit *a, uint32_t index) {
+    if (index == 0)
+        return "";
+    for (unsigned i = 0; i < AUDIT_IFCACHE; i++)
+        if (a->ifc[i].index == index)
+            return a->ifc[i].name;
+    struct ifcache_ent *e = &a->ifc[a->ifc_next++ % AUDIT_IFCACHE];
+    if (!if_indextoname(index, e->name))
+        snprintf(e->name, sizeof(e->name), "if%" PRIu32, index);
+    e->index = index;
+    return e->name;
+}
+
+static void rec_to_event(const struct audit_rec *r, Lianyaohu__V1__AuditEvent *ev) {
+    ev->id = r->id;
+    ev->time_unix_us = r->time_us > 0 ? (uint64_t)r->time_us : 0;
+    ev->kind = r->kind;
+    ev->session_id = (char *)r->session;
+    ev->has_uid = r->has_uid;
+    ev->uid = r->uid;
+    ev->verdict = r->verdict;
+    ev->family = r->family;
+    ev->protocol = r->protocol;
+    ev->src_addr.data = (uint8_t *)r->src;
+    ev->src_addr.len = r->addr_len;
+    ev->dst_addr.data = (uint8_t *)r->dst;
+    ev->dst_addr.len = r->addr_len;
+    ev->src_port = r->sport;
+    ev->dst_port = r->dport;
+    ev->interface = (char *)r->iface;
+    ev->action = (char *)r->action;
+    ev->detail = (char *)(r->detail ? r->detail : "");
+    ev->allowed_packets = r->allowed_packets;
+    ev->allowed_bytes = r->allowed_bytes;
+    ev->denied_packets = r->denied_packets;
+    ev->denied_bytes = r->denied_bytes;
+    ev->missed = r->missed;
+}
+
+/* --monitor: a refused flow of this session, to its Run call. */
+static void monitor_send(struct session *s, const struct audit_rec *r) {
+    Lianyaohu__V1__AuditEvent ev = LIANYAOHU__V1__AUDIT_EVENT__INIT;
+    Lianyaohu__V1__RunEvent re = LIANYAOHU__V1__RUN_EVENT__INIT;
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+
+    rec_to_event(r, &ev);
+    re.event_case = LIANYAOHU__V1__RUN_EVENT__EVENT_FLOW;
+    re.flow = &ev;
+    resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_RUN_EVENT;
+    resp.run_event = &re;
+    rpc_send(s->call, &resp, false);
+}
+
+static void on_pkt(const struct nflog_pkt *p, void *ud) {
+    struct audit *a = ud;
+    struct nflog_origin o;
+    struct session *s = NULL;
+    struct audit_rec r = {.kind = AUDIT_KIND_FLOW};
+
+    if (nflog_prefix_parse(p->prefix, &o) < 0)
+        return; /* not one of our rules (someone else logs to our group) */
+    r.time_us = p->has_time ? p->time_us : wall_us();
+    r.verdict = (uint8_t)o.verdict;
+    r.family = p->family;
+    r.protocol = p->protocol;
+    r.addr_len = p->addr_len;
+    memcpy(r.src, p->src, sizeof(r.src));
+    memcpy(r.dst, p->dst, sizeof(r.dst));
+    if (p->has_ports) {
+        r.sport = p->sport;
+        r.dport = p->dport;
+    }
+    if (o.kind == NFLOG_ORIGIN_SESSION) {
+        memcpy(r.session, o.session, sizeof(r.session));
+        s = session_find(a->d, o.session);
+        if (s) {
+            r.has_uid = true;
+            r.uid = s->row.uid;
+        }
+    } else if (o.kind == NFLOG_ORIGIN_UID) {
+        r.has_uid = true;
+        r.uid = o.uid;
+    }
+    if (!r.has_uid && p->has_uid) {
+        r.has_uid = true;
+        r.uid = p->uid;
+    }
+    snprintf(r.iface, sizeof(r.iface), "%s", ifname(a, p->oif));
+    push(a, &r);
+    if (s && s->monitor && s->call && r.verdict == AUDIT_VERDICT_DENIED) {
+        /* A client that stopped reading (a paused terminal) must not fill its
+         * output limit, which would close the connection and hang the session
+         * up: drop monitor lines then (the log has them all). */
+        if (!s->call->conn || conn_out_pending(s->call->conn) > AUDIT_OUT_HIGH)
+            s->monitor_dropped++;
+        else
+            monitor_send(s, &r);
+    }
+}
+
+static void note_lost(struct audit *a) {
+    if (a->st.lost <= a->lost_recorded)
+        return;
+    char detail[160] = "";
+    char ov[24];
+    struct audit_rec g = {.time_us = wall_us(), .kind = AUDIT_KIND_GAP,
+                          .missed = a->st.lost - a->lost_recorded};
+    snprintf(g.action, sizeof(g.action), "overrun");
+    audit_kv(detail, sizeof(detail), "reason", "the kernel dropped flow events before lyhd read them");
+    snprintf(ov, sizeof(ov), "%" PRIu64, a->st.overruns);
+    audit_kv(detail, sizeof(detail), "overruns_total", ov);
+    g.detail = detail;
+    a->lost_recorded = a->st.lost;
+    log_warn("audit: the kernel dropped %" PRIu64 " flow event(s) (socket overrun); recorded as a gap",
+             g.missed);
+    push(a, &g);
+}
+
+/* Read what is queued; bounded, so a flood cannot starve the loop. */
+static int drain(struct audit *a, unsigned rounds) {
+    int r = 0;
+    if (!a->nl)
+        return 0;
+    for (unsigned i = 0; i < rounds; i++) {
+        r = nflog_read(a->nl, AUDIT_READS_PER_WAKEUP, on_pkt, a, &a->st);
+        if (r <= 0)
+            break;
+    }
+    note_lost(a);
+    if (r < 0) {
+        uint64_t now = lyhd_mono_ms();
+        if (now - a->last_read_err_log_ms > 10000) {
+            log_warn("audit: reading flow events failed: %s", strerror(-r));
+            a->last_read_err_log_ms = now;
+        }
+    }
+    return r;
+}
+
+static void on_nflog(evutil_socket_t fd, short what, void *arg) {
+    (void)drain(arg, 1);
+}
+
+/* ---- sessions ------------------------------------------------------------------- */
+
+static const char *scope_name(int scope) {
+    switch (scope) {
+    case LIANYAOHU__V1__SCOPE__SCOPE_SESSION: return "session";
+    case LIANYAOHU__V1__SCOPE__SCOPE_UID_GID: return "uid";
+    case LIANYAOHU__V1__SCOPE__SCOPE_USER: return "user";
+    case LIANYAOHU__V1__SCOPE__SCOPE_NONE: return "none";
+    default: return "unknown";
+    }
+}
+
+void audit_session_started(struct lyhd *d, const struct session *s) {
+    char detail[AUDIT_DETAIL_MAX] = "";
+    char num[32];
+
+    snprintf(num, sizeof(num), "%d", (int)s->pid);
+    audit_kv(detail, sizeof(detail), "pid", num);
+    audit_kv(detail, sizeof(detail), "argv0", s->row.argv0);
+    audit_kv(detail, sizeof(detail), "cwd", s->row.cwd);
+    audit_kv(detail, sizeof(detail), "scope", scope_name(s->row.scope));
+    audit_kv(detail, sizeof(detail), "interface", s->row.interface[0] ? s->row.interface : "none");
+    snprintf(num, sizeof(num), "%" PRIu64, s->row.policy_version);
+    audit_kv(detail, sizeof(detail), "policy_version", num);
+    snprintf(num, sizeof(num), "%d", d->landlock_abi);
+    audit_kv(detail, sizeof(detail), "landlock_abi", num);
+    audit_kv(detail, sizeof(detail), "ipv6_blocked", s->spec.ipv6_blocked ? "yes" : "no");
+    audit_note(d, AUDIT_KIND_SESSION, s->row.id, true, s->row.uid, "start", "%s", detail);
+}
+
+unsigned audit_settle_ms(const struct lyhd *d) {
+    return d->audit ? 2 * NFLOG_FLUSH_MS + 10 : 0;
+}
+
+static int count_flows(struct audit *a, const struct session *s, int verdict, uint64_t *ret) {
+    struct audit_filter f = {.kind = AUDIT_KIND_FLOW, .verdict = (uint8_t)verdict,
+                             .after_id = s->audit_after_id};
+    copy_sid(f.session, s->row.id);
+    return audit_db_count(a->db, &f, ret);
+}
+
+static void kv_u64(char *buf, size_t size, const char *key, uint64_t v) {
+    char num[24];
+    snprintf(num, sizeof(num), "%" PRIu64, v);
+    audit_kv(buf, size, key, num);
+}
+
+/* The session-end gap: what the counters saw and the log does not hold. */
+static void push_session_gap(struct audit *a, const struct session *s, uint64_t miss_a,
+                             uint64_t miss_d, const char *reason) {
+    char gd[384] = "";
+    struct audit_rec g = {.time_us = wall_us(), .kind = AUDIT_KIND_GAP, .has_uid = true,
+                          .uid = s->row.uid, .missed = miss_a + miss_d};
+    copy_sid(g.session, s->row.id);
+    snprintf(g.action, sizeof(g.action), "session");
+    kv_u64(gd, sizeof(gd), "allowed_missed", miss_a);
+    kv_u64(gd, sizeof(gd), "denied_missed", miss_d);
+    audit_kv(gd, sizeof(gd), "reason", reason);
+    g.detail = gd;
+    push(a, &g);
+}
+
+void audit_session_ended(struct lyhd *d, struct session *s) {
+    struct audit *a = d->audit;
+    char detail[768] = "";
+    char num[32];
+    struct nft_counters c = {0};
+    bool have_counters = false;
+    struct audit_rec end = {.kind = AUDIT_KIND_SESSION, .has_uid = true, .uid = s->row.uid};
+
+    if (!a)
+        return;
+    /* Everything the kernel sent about the session must be read before its
+     * counters are compared: drain until the socket is empty (bounded). */
+    for (unsigned i = 0; i < 64 && drain(a, 16) > 0; i++)
+        ;
+    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION && s->has_chain && s->row.chain[0]) {
+        int r = nft_chain_counters(d->guard->nft, s->row.chain, &c);
+        if (r == 0)
+            have_counters = true;
+        else
+            log_warn("audit: counters of session '%s' unreadable: %s", s->row.id, strerror(-r));
+    }
+    if (s->exited && s->row.signal == 0 && s->row.exit_code >= 0) {
+        snprintf(num, sizeof(num), "%d", s->row.exit_code);
+        audit_kv(detail, sizeof(detail), "exit", num);
+    } else if (s->row.signal > 0) {
+        snprintf(num, sizeof(num), "%d", s->row.signal);
+        audit_kv(detail, sizeof(detail), "signal", num);
+    } else {
+        audit_kv(detail, sizeof(detail), "exit", "unknown");
+    }
+    if (!s->exec_ok && !s->adopted)
+        audit_kv(detail, sizeof(detail), "started", "no");
+    snprintf(num, sizeof(num), "%" PRId64,
+             s->row.started_ms > 0 ? lyhd_wall_ms() - s->row.started_ms : 0);
+    audit_kv(detail, sizeof(detail), "duration_ms", num);
+    const char *totals = have_counters ? "counters"
+                         : s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION ? "unavailable"
+                         : s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_NONE    ? "none"
+                                                                               : "shared-chain";
+    audit_kv(detail, sizeof(detail), "totals", totals);
+    if (s->monitor_dropped)
+        kv_u64(detail, sizeof(detail), "monitor_dropped", s->monitor_dropped);
+
+    /* Compare what the counters saw with what audit.db holds for the session
+     * (since its chain was last built: a rebuilt chain's counters start at 0). */
+    if (have_counters) {
+        uint64_t got_a = 0, got_d = 0;
+        kv_u64(detail, sizeof(detail), "allowed_flows_counted", c.accept_flows);
+        kv_u64(detail, sizeof(detail), "denied_events_counted", c.reject_packets);
+        flush(a);
+        if (!a->write_failing && count_flows(a, s, AUDIT_VERDICT_ALLOWED, &got_a) == 0 &&
+            count_flows(a, s, AUDIT_VERDICT_DENIED, &got_d) == 0) {
+            uint64_t miss_a = c.accept_flows > got_a ? c.accept_flows - got_a : 0;
+            uint64_t miss_d = c.reject_packets > got_d ? c.reject_packets - got_d : 0;
+            kv_u64(detail, sizeof(detail), "allowed_flows", got_a);
+            kv_u64(detail, sizeof(detail), "denied_events", got_d);
+            if (miss_a + miss_d > 0)
+                push_session_gap(a, s, miss_a, miss_d,
+                                 "log rate limit, kernel overrun or lyhd restart; totals are exact");
+        } else {
+            /* Cannot count what is on record: say so rather than claim nothing
+             * is missing. The counted totals above still stand. */
+            audit_kv(detail, sizeof(detail), "recorded", "unknown");
+            log_warn("audit: cannot count the records of session '%s': %s", s->row.id,
+                     audit_db_errmsg(a->db));
+            push_session_gap(a, s, 0, 0,
+                             "audit.db could not be counted at session end; compare "
+                             "allowed_flows_counted and denied_events_counted of the end record");
+        }
+    }
+    end.time_us = wall_us();
+    copy_sid(end.session, s->row.id);
+    snprintf(end.action, sizeof(end.action), "end");
+    snprintf(end.iface, sizeof(end.iface), "%s", s->row.interface);
+    end.allowed_packets = c.accept_packets;
+    end.allowed_bytes = c.accept_bytes;
+    end.denied_packets = c.reject_packets;
+    end.denied_bytes = c.reject_bytes;
+    end.detail = detail;
+    push(a, &end);
+    flush(a);
+}
+
+void audit_session_chain_built(struct lyhd *d, struct session *s) {
+    struct audit *a = d->audit;
+    uint64_t last = 0;
+
+    if (!a)
+        return;
+    flush(a);
+    if (audit_db_last_id(a->db, &last) == 0)
+        s->audit_after_id = last;
+}
+
+/* ---- retention ------------------------------------------------------------------ */
+
+static void on_prune(evutil_socket_t fd, short what, void *arg) {
+    struct audit *a = arg;
+    const struct lyhd_config *cfg = &a->d->cfg;
+    unsigned deleted = 0;
+    int64_t cutoff = cfg->audit_max_age_days
+                         ? wall_us() - (int64_t)cfg->audit_max_age_days * 86400 * 1000000
+                         : 0;
+    struct timeval tv = {.tv_sec = AUDIT_PRUNE_IDLE_S};
+    int r = audit_db_prune(a->db, cutoff, (uint64_t)cfg->audit_max_mb << 20, AUDIT_PRUNE_ROWS,
+                           &deleted);
+
+    if (r < 0)
+        log_warn("audit.db retention step failed: %s", audit_db_errmsg(a->db));
+    else if (deleted > 0) {
+        log_debug("audit.db retention removed %u record(s)", deleted);
+        tv = (struct timeval){.tv_usec = 20000}; /* more may be due: soon, not at once */
+    }
+    memset(a->ifc, 0, sizeof(a->ifc)); /* interfaces come and go; names are re-read */
+    evtimer_add(a->ev_prune, &tv);
+}
+
+/* ---- streams -------------------------------------------------------------------- */
+
+static void stream_free(struct audit_stream *st) {
+    if (!st)
+        return;
+    TAILQ_REMOVE(&st->a->streams, st, link);
+    if (st->ev)
+        event_free(st->ev);
+    if (st->call) {
+        st->call->on_disconnect = NULL;
+        st->call->state = NULL;
+    }
+    free(st);
+}
+
+/* The connection went away (maybe from inside a send of ours: a failed write
+ * closes it at once). The call is freed by the connection; the stream goes now,
+ * or when the page it is sending returns. */
+static void stream_gone(struct rpc_call *call) {
+    struct audit_stream *st = call->state;
+    if (!st)
+        return;
+    st->call = NULL;
+    if (st->in_pump)
+        st->gone = true;
+    else
+        stream_free(st);
+}
+
+static int send_row(const struct audit_rec *rec, void *ud) {
+    struct audit_stream *st = ud;
+    Lianyaohu__V1__AuditEvent ev = LIANYAOHU__V1__AUDIT_EVENT__INIT;
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+
+    rec_to_event(rec, &ev);
+    resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_AUDIT_EVENT;
+    resp.audit_event = &ev;
+    st->f.after_id = rec->id;
+    rpc_send(st->call, &resp, false);
+    return st->gone || st->call->finished ? 1 : 0;
+}
+
+static void stream_end(struct audit_stream *st) {
+    struct rpc_call *call = st->call;
+    LyhResponse end = LIANYAOHU__V1__RESPONSE__INIT;
+
+    stream_free(st);
+    rpc_send(call, &end, true);
+}
+
+/* The next page after the loop polled again: a zero timer rather than
+ * activating the event, because libevent runs events activated from a callback
+ * in the same pass, so a stream would never yield to I/O until it is done. */
+static void next_page(struct audit_stream *st) {
+    static const struct timeval zero = {0, 0};
+    evtimer_add(st->ev, &zero);
+}
+
+static void pump(evutil_socket_t fd, short what, void *arg) {
+    struct audit_stream *st = arg;
+    unsigned max = AUDIT_PAGE;
+
+    if (!st->call)
+        return;
+    if (conn_out_pending(st->call->conn) > AUDIT_OUT_HIGH) {
+        struct timeval tv = {.tv_usec = 2000};
+        evtimer_add(st->ev, &tv);
+        return;
+    }
+    if (st->limited && st->remaining < max)
+        max = (unsigned)st->remaining;
+    st->in_pump = true;
+    int n = max ? audit_db_page(st->a->db, &st->f, max, send_row, st) : 0;
+    st->in_pump = false;
+    if (st->gone || !st->call || st->call->finished) {
+        stream_free(st);
+        return;
+    }
+    if (n < 0) {
+        struct rpc_call *call = st->call;
+        struct audit_db *db = st->a->db;
+        log_warn("audit.db: reading for uid %u failed: %s", call->peer.uid, audit_db_errmsg(db));
+        stream_free(st);
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "audit.db: %s", audit_db_errmsg(db));
+        return;
+    }
+    if (st->limited) {
+        st->remaining -= (unsigned)n;
+        if (st->remaining == 0) {
+            if (!st->follow) {
+                stream_end(st);
+                return;
+            }
+            /* The backlog is sent; anything after it is new: go on unlimited. */
+            st->limited = false;
+            next_page(st);
+            return;
+        }
+    }
+    if ((unsigned)n < max) {
+        if (!st->follow) {
+            stream_end(st);
+            return;
+        }
+        st->idle = true; /* caught up: streams_wake() after the next commit */
+        return;
+    }
+    next_page(st);
+}
+
+static void streams_wake(struct audit *a) {
+    struct audit_stream *st;
+    TAILQ_FOREACH(st, &a->streams, link) {
+        if (st->follow && st->idle) {
+            st->idle = false;
+            next_page(st);
+        }
+    }
+}
+
+int audit_stream_start(struct lyhd *d, struct rpc_call *call, const struct audit_filter *f,
+                       uint32_t limit, bool follow) {
+    struct audit *a = d->audit;
+    _cleanup_free_ struct audit_stream *st = NULL;
+    int r;
+
+    if (!a || !a->db)
+        return -ENODEV;
+    st = calloc(1, sizeof(*st));
+    if (!st)
+        return -ENOMEM;
+    st->a = a;
+    st->call = call;
+    st->f = *f;
+    st->follow = follow;
+    if (limit > 0) {
+        uint64_t start = 0;
+        r = audit_db_tail_start(a->db, f, limit, &start);
+        if (r < 0)
+            return r;
+        if (start > st->f.after_id)
+            st->f.after_id = start;
+        st->limited = true;
+        st->remaining = limit;
+    } else if (follow && f->after_id == 0) {
+        /* Follow without a backlog: only what is committed from now on. */
+        r = audit_db_last_id(a->db, &st->f.after_id);
+        if (r < 0)
+            return r;
+    }
+    st->ev = evtimer_new(d->base, pump, st);
+    if (!st->ev)
+        return -ENOMEM;
+    TAILQ_INSERT_TAIL(&a->streams, st, link);
+    call->state = st;
+    call->on_disconnect = stream_gone;
+    next_page(st);
+    TAKE_PTR(st);
+    return 0;
+}
+
+/* ---- start / stop --------------------------------------------------------------- */
+
+int audit_start(struct lyhd *d, char *why, size_t whylen) {
+    _cleanup_free_ struct audit *a = calloc(1, sizeof(*a));
+    char path[4096];
+    char msg[AUDIT_DB_ERR_MAX] = "";
+    bool was_clean = true;
+    int r;
+
+    if (!a) {
+        snprintf(why, whylen, "out of memory");
+        return -ENOMEM;
+    }
+    a->d = d;
+    TAILQ_INIT(&a->streams);
+    a->cap = AUDIT_BATCH_MAX;
+    a->batch = calloc(a->cap, sizeof(a->batch[0]));
+    a->ev_flush = evtimer_new(d->base, on_flush, a);
+    a->ev_prune = evtimer_new(d->base, on_prune, a);
+    if (!a->batch || !a->ev_flush || !a->ev_prune) {
+        snprintf(why, whylen, "out of memory");
+        r = -ENOMEM;
+        goto fail;
+    }
+    if (snprintf(path, sizeof(path), "%s/audit.db", d->cfg.state_dir) >= (int)sizeof(path)) {
+        snprintf(why, whylen, "state dir path too long");
+        r = -ENAMETOOLONG;
+        goto fail;
+    }
+    r = audit_db_open(path, &a->db, &was_clean, msg, sizeof(msg));
+    if (r < 0) {
+        snprintf(why, whylen, "cannot open %s: %s", path, msg[0] ? msg : strerror(-r));
+        goto fail;
+    }
+    struct nflog_params np = {
+        .group = NFTR_DEFAULT_NFLOG_GROUP,
+        .copy_range = NFLOG_COPY,
+        .rcvbuf = NFLOG_RCVBUF,
+        .qthresh = NFLOG_QTHRESH,
+        .flush_ms = NFLOG_FLUSH_MS,
+    };
+    r = nflog_open(&np, &a->nl);
+    if (r < 0) {
+        snprintf(why, whylen,
+                 r == -EBUSY ? "cannot listen to NFLOG group %u: another process (ulogd? another "
+                               "lyhd in this network namespace?) already does; stop it first"
+                             : "cannot listen to NFLOG group %u: %s",
+                 np.group, strerror(-r));
+        goto fail;
+    }
+    a->ev_nl = event_new(d->base, nflog_fd(a->nl), EV_READ | EV_PERSIST, on_nflog, a);
+    if (!a->ev_nl || event_add(a->ev_nl, NULL) < 0) {
+        snprintf(why, whylen, "cannot watch the NFLOG socket");
+        r = -ENOMEM;
+        goto fail;
+    }
+    struct timeval tv = {.tv_sec = 1};
+    evtimer_add(a->ev_prune, &tv);
+    d->audit = TAKE_PTR(a);
+    if (!was_clean)
+        audit_note(d, AUDIT_KIND_GAP, NULL, false, 0, "unclean",
+                   "reason=\"lyhd stopped without closing audit.db (crash or kill -9): records "
+                   "of its last unflushed batch (at most %u ms or %u records) may be missing; "
+                   "session end records say exactly how many flows\"",
+                   d->cfg.audit_flush_ms, AUDIT_FLUSH_COUNT);
+    return 0;
+
+fail:
+    if (a->ev_nl)
+        event_free(a->ev_nl);
+    nflog_close(a->nl);
+    /* Not close: that would mark the file clean and hide an earlier crash. */
+    audit_db_abandon(a->db);
+    if (a->ev_flush)
+        event_free(a->ev_flush);
+    if (a->ev_prune)
+        event_free(a->ev_prune);
+    free(a->batch);
+    return r;
+}
+
+void audit_stop(struct lyhd *d) {
+    struct audit *a = d->audit;
+
+    if (!a)
+        return;
+    (void)drain(a, 64);
+    if (a->req_suppressed > 0) {
+        struct audit_rec g = {.time_us = wall_us(), .kind = AUDIT_KIND_GAP,
+                              .missed = a->req_suppressed, .action = "requests",
+                              .detail = "reason=\"request records over the rate limit\""};
+        a->req_suppressed = 0;
+        push(a, &g);
+    }
+    flush(a);
+    if (a->n > 0)
+        log_error("audit.db: %zu record(s) could not be written at shutdown", a->n);
+    while (!TAILQ_EMPTY(&a->streams)) {
+        struct audit_stream *st = TAILQ_FIRST(&a->streams);
+        struct rpc_call *call = st->call;
+        stream_free(st);
+        if (call)
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "lyhd is stopping");
+    }
+    event_free(a->ev_nl);
+    event_free(a->ev_flush);
+    event_free(a->ev_prune);
+    nflog_close(a->nl);
+    /* Only a complete write marks the database clean. */
+    if (a->n == 0)
+        audit_db_close(a->db);
+    else
+        audit_db_abandon(a->db);
+    free_batch(a);
+    free(a->batch);
+    free(a);
+    d->audit = NULL;
+}

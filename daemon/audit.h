@@ -1,0 +1,68 @@
+/* The daemon's audit pipeline: NFLOG flow events and the daemon's own records
+ * (sessions, guards, requests refused, gaps) go into one in-memory batch,
+ * written to audit.db in one transaction when the batch is full or a short
+ * timer fires, and at shutdown. Queries and follows stream from audit.db a
+ * page at a time, yielding to the loop between pages.
+ *
+ * Nothing is lost silently: events the kernel dropped (sequence gaps, socket
+ * overruns), events the rate limit thinned out (counters versus records at
+ * session end) and records that could not be written become GAP records. */
+#ifndef LYHD_AUDIT_H
+#define LYHD_AUDIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "storage/audit_db.h"
+
+struct lyhd;
+struct session;
+struct rpc_call;
+
+/* Open audit.db in the state dir and bind the NFLOG group in this network
+ * namespace. Before guard_init (which records reap actions). why says what
+ * failed and what to do. */
+int audit_start(struct lyhd *d, char *why, size_t whylen);
+/* Read what the kernel still holds, write the batch, mark audit.db clean,
+ * close. After the last session and call are gone. Accepts a daemon whose
+ * audit never started. */
+void audit_stop(struct lyhd *d);
+
+/* Queue a record the daemon makes (copied; detail is printf-formatted,
+ * key=value pairs, see audit_kv()). */
+void audit_note(struct lyhd *d, int kind, const char *session, bool has_uid, uint32_t uid,
+                const char *action, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+/* A request refused (action "refused": PERMISSION_DENIED, INVALID_ARGUMENT) or
+ * a limit hit (action "limit"): who, which method, why. Rate-limited (a
+ * client spamming bad requests cannot flood the log); what the limit drops
+ * is counted in a GAP record. method may be NULL (refused at connect). */
+void audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *method, int code,
+                   const char *action, const char *why);
+
+/* Append ` key=value` to buf (quoted and escaped when needed), never
+ * overflowing; for building details. */
+void audit_kv(char *buf, size_t size, const char *key, const char *value);
+
+/* Session lifecycle: start (after exec), and end: called by teardown while
+ * the session's chain still exists; drains the kernel's queued events, reads
+ * the chain's counters, records the end and a gap when the records fall short
+ * of the counters. */
+void audit_session_started(struct lyhd *d, const struct session *s);
+void audit_session_ended(struct lyhd *d, struct session *s);
+/* The session's chain was (re)built with fresh counters (startup rebuild):
+ * only records after this point are compared with them at the end. */
+void audit_session_chain_built(struct lyhd *d, struct session *s);
+/* How long teardown should wait after the exit before audit_session_ended,
+ * so the kernel's last batch of events has been sent (ms). */
+unsigned audit_settle_ms(const struct lyhd *d);
+
+/* Stream the records matching f (checked, authorized) to call, oldest first:
+ * limit > 0 = only the newest limit of them. follow: then keep streaming new
+ * records as they are committed, until the client cancels or goes away. The
+ * stream owns nothing of the caller's. */
+int audit_stream_start(struct lyhd *d, struct rpc_call *call, const struct audit_filter *f,
+                       uint32_t limit, bool follow);
+
+#endif

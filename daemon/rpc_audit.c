@@ -1,0 +1,157 @@
+/* AuditQuery and AuditFollow: check the filter, narrow it to the caller's own
+ * uid unless the caller is an admin, and hand it to the audit pipeline, which
+ * streams the records (daemon/audit.c). Nothing here edits or deletes a
+ * record: the RPC surface of the audit log is read-only. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/macros.h"
+#include "storage/store.h"
+
+#include "daemon/audit.h"
+#include "daemon/lyhd.h"
+#include "daemon/rpc.h"
+
+static bool session_id_ok(const char *id) {
+    size_t n = strlen(id);
+    if (n == 0 || n > 16)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* Request → filter; 0, or the call failed with a precise message. */
+static int to_filter(struct rpc_call *call, const Lianyaohu__V1__AuditQueryRequest *q,
+                     struct audit_filter *f) {
+    const int bad = LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
+
+    memset(f, 0, sizeof(*f));
+    if (!q)
+        goto narrow;
+    if (q->since_unix_us > INT64_MAX || q->until_unix_us > INT64_MAX) {
+        rpc_fail(call, bad, "since/until out of range");
+        return -EINVAL;
+    }
+    if (q->since_unix_us && q->until_unix_us && q->until_unix_us <= q->since_unix_us) {
+        rpc_fail(call, bad, "until (%llu) must be later than since (%llu)",
+                 (unsigned long long)q->until_unix_us, (unsigned long long)q->since_unix_us);
+        return -EINVAL;
+    }
+    f->since_us = (int64_t)q->since_unix_us;
+    f->until_us = (int64_t)q->until_unix_us;
+    if (q->session_id && q->session_id[0]) {
+        if (!session_id_ok(q->session_id)) {
+            rpc_fail(call, bad, "session id '%.40s' is not a session id (16 hex digits)",
+                     q->session_id);
+            return -EINVAL;
+        }
+        memcpy(f->session, q->session_id, strlen(q->session_id) + 1);
+    }
+    if (q->has_uid) {
+        f->has_uid = true;
+        f->uid = q->uid;
+    } else if (q->uid != 0) {
+        rpc_fail(call, bad, "uid %u given without has_uid", q->uid);
+        return -EINVAL;
+    }
+    if (q->verdict > LIANYAOHU__V1__VERDICT__VERDICT_DENIED) {
+        rpc_fail(call, bad, "unknown verdict %d", q->verdict);
+        return -EINVAL;
+    }
+    f->verdict = (uint8_t)q->verdict;
+    if (q->kind > LIANYAOHU__V1__EVENT_KIND__EVENT_KIND_GUARD) {
+        rpc_fail(call, bad, "unknown event kind %d", q->kind);
+        return -EINVAL;
+    }
+    f->kind = (uint8_t)q->kind;
+    if (q->protocol > 255) {
+        rpc_fail(call, bad, "protocol %u is not an IP protocol number", q->protocol);
+        return -EINVAL;
+    }
+    f->protocol = (uint8_t)q->protocol;
+    if (q->dst) {
+        const Lianyaohu__V1__DestRule *dr = q->dst;
+        size_t alen = dr->addr.len;
+        if (alen != 0 && alen != 4 && alen != 16) {
+            rpc_fail(call, bad, "destination address must be 4 or 16 bytes, not %zu", alen);
+            return -EINVAL;
+        }
+        if (dr->prefix_len > alen * 8 || (alen == 0 && dr->prefix_len)) {
+            rpc_fail(call, bad, "destination prefix /%u is longer than the address", dr->prefix_len);
+            return -EINVAL;
+        }
+        if (dr->port_min > 65535 || dr->port_max > 65535 ||
+            (dr->port_max && dr->port_max < dr->port_min) || (dr->port_max && !dr->port_min)) {
+            rpc_fail(call, bad, "destination ports %u-%u are not a valid range", dr->port_min,
+                     dr->port_max);
+            return -EINVAL;
+        }
+        f->dst_len = (uint8_t)alen;
+        if (alen)
+            memcpy(f->dst, dr->addr.data, alen);
+        f->dst_prefix = (uint8_t)dr->prefix_len;
+        f->port_min = (uint16_t)dr->port_min;
+        f->port_max = (uint16_t)(dr->port_max ? dr->port_max : dr->port_min);
+    }
+    f->after_id = q->after_id;
+
+narrow:
+    /* A user sees the records about them; root and the admin group see all. */
+    if (!call->peer_is_admin) {
+        if (f->has_uid && f->uid != call->peer.uid) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                     "you may read the audit records of your own uid (%u) only; root or the "
+                     "admin group sees all",
+                     call->peer.uid);
+            return -EPERM;
+        }
+        f->has_uid = true;
+        f->uid = call->peer.uid;
+    }
+    if (audit_filter_check(f) < 0) {
+        rpc_fail(call, bad, "the filter is not valid");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static void start(struct lyhd *d, struct rpc_call *call, const Lianyaohu__V1__AuditQueryRequest *q,
+                  bool follow) {
+    struct audit_filter f;
+    int r;
+
+    if (to_filter(call, q, &f) < 0)
+        return;
+    if (follow && f.until_us) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                 "a follow has no end: until must be 0 (use AuditQuery for a time window)");
+        return;
+    }
+    /* A non-admin naming someone else's session would find nothing (the
+     * filter holds their uid), but the session index would walk all of that
+     * session's records to learn it: answer at once instead. */
+    if (!call->peer_is_admin && f.session[0] && !follow) {
+        _cleanup_free_ struct store_session *row = malloc(sizeof(*row));
+        if (row && store_session_get(d->store, f.session, row) == 0 && row->uid != call->peer.uid) {
+            LyhResponse end = LIANYAOHU__V1__RESPONSE__INIT;
+            rpc_send(call, &end, true);
+            return;
+        }
+    }
+    r = audit_stream_start(d, call, &f, q ? q->limit : 0, follow);
+    if (r < 0)
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "the audit log cannot be read: %s",
+                 strerror(-r));
+}
+
+void rpc_audit_query(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    start(d, call, req->audit_query, false);
+}
+
+void rpc_audit_follow(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    start(d, call, req->audit_follow ? req->audit_follow->filter : NULL, true);
+}
