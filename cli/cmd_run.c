@@ -19,6 +19,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "cli/audit_fmt.h"
 #include "cli/cli.h"
 #include "cli/pty_relay.h"
 #include "cli/vpn_pick.h"
@@ -37,7 +38,7 @@ struct run_opts {
     const char *env[RUN_MAX_ENV]; /* NAME=VALUE from --env */
     size_t n_env;
     bool no_firewall, shared_user, allow_non_default, narrow_home;
-    bool print_firewall, print_policy, no_tui;
+    bool print_firewall, print_policy, no_tui, monitor;
     char **argv;
     int argc;
 };
@@ -62,6 +63,7 @@ void usage_run(FILE *f) {
             "  --print-firewall           print the rules that would be installed, then exit\n"
             "  --print-policy             print the effective policy, then exit\n"
             "  --no-tui                   no pty and no picker, even on a terminal\n"
+            "  --monitor                  print each refused flow on stderr as it happens\n"
             "RULE is ADDR[/PREFIX][:PORT[-PORT]], IPv6 in brackets when a port follows:\n"
             "  192.168.1.0/24   10.0.0.5:443   [fd00::/8]:80-90\n"
             "lyh exits with the agent's status (128+N when killed by signal N).\n");
@@ -221,6 +223,8 @@ static int error_exit(const lianyaohu_v1_Response *resp) {
 static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay) {
     _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
     char session_id[40] = "";
+    char vpn[16] = "";
+    bool ipv6_blocked = false;
     int daemon_fd = lyh_client_fd(c);
 
     if (!resp)
@@ -281,11 +285,22 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
             return EXIT_OK;
         case lianyaohu_v1_RunEvent_started_tag:
             snprintf(session_id, sizeof(session_id), "%s", ev->event.started.session_id);
+            snprintf(vpn, sizeof(vpn), "%s", ev->event.started.interface);
+            ipv6_blocked = ev->event.started.ipv6_blocked;
             if (relay)
                 pty_relay_set_session(relay, c, session_id);
             for (pb_size_t i = 0; i < ev->event.started.notes_count; i++)
                 fprintf(stderr, "lyh: %s\r\n", ev->event.started.notes[i]);
             break;
+        case lianyaohu_v1_RunEvent_flow_tag: {
+            /* --monitor: one line on stderr; "\r\n" because a pty relay may have
+             * the terminal in raw mode. */
+            char line[1024];
+            struct audit_fmt_monitor_ctx mc = {.vpn = vpn, .ipv6_blocked = ipv6_blocked};
+            if (audit_fmt_monitor_line_ctx(&ev->event.flow, &mc, line, sizeof(line)) >= 0)
+                fprintf(stderr, "lyh: %s\r\n", line);
+            break;
+        }
         case lianyaohu_v1_RunEvent_exited_tag:
             if (relay)
                 pty_relay_drain(relay);
@@ -344,7 +359,7 @@ static void print_policy(const struct run_opts *o, const lianyaohu_v1_RunRequest
 int cmd_run(struct cli *cli, int argc, char **argv) {
     enum {
         O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN,
-        O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_HELP,
+        O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_MONITOR, O_HELP,
     };
     static const struct option opts[] = {
         {"vpn", required_argument, NULL, O_VPN},
@@ -362,6 +377,7 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
         {"print-firewall", no_argument, NULL, O_PRINTFW},
         {"print-policy", no_argument, NULL, O_PRINTPOL},
         {"no-tui", no_argument, NULL, O_NOTUI},
+        {"monitor", no_argument, NULL, O_MONITOR},
         {"help", no_argument, NULL, O_HELP},
         {0},
     };
@@ -412,6 +428,7 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
             break;
         case O_NARROW: rr->narrow_home = true; break;
         case O_PRINTFW: rr->print_firewall = true; break;
+        case O_MONITOR: rr->monitor = true; break;
         case O_PRINTPOL: o.print_policy = true; break;
         case O_NOTUI: o.no_tui = true; break;
         case O_HELP: usage_run(stdout); return EXIT_OK;

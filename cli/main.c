@@ -8,6 +8,7 @@
 #include "common/lyh_limits.h"
 #include "common/macros.h"
 
+
 static const struct cli_command commands[] = {
     {"capabilities", "protocol, version, features and limits of the daemon", cmd_capabilities,
      usage_capabilities},
@@ -18,6 +19,7 @@ static const struct cli_command commands[] = {
     {"sessions", "your running sessions (all of them for an admin)", cmd_sessions,
      usage_sessions},
     {"status", "daemon uptime, connections, sessions and guards", cmd_status, usage_status},
+    {"audit", "query, follow, summarize and export the audit log", cmd_audit, usage_audit},
 };
 
 static void usage(FILE *f) {
