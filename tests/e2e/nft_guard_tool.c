@@ -16,6 +16,9 @@
  *   cgroup-id PATH                     -> the cgroup v2 id (name_to_handle_at)
  *   probe tcp|udp ADDR PORT TIMEOUT_MS -> "ok <ms>" | "refused <ms>" | "unreach <ms>"
  *                                         | "timeout <ms>" | "error <errno> <ms>"; exit 0 iff ok
+ *   burst ADDR PORT COUNT PPS          -> COUNT udp datagrams from one socket to ADDR ports
+ *                                         PORT, PORT+1, ... (each a new flow), PPS per
+ *                                         second (0: as fast as possible); "sent N"
  *   serve ADDR PORT SECONDS            -> tcp + udp echo on ADDR:PORT for SECONDS
  *   nflog GROUP SECONDS COUNT          -> "listening", then "[<prefix>]" per logged packet,
  *                                         until COUNT packets or SECONDS
@@ -289,6 +292,36 @@ static int wait_fd(int fd, short events, long deadline) {
     }
 }
 
+/* Many short flows: one unconnected udp socket, a new destination port each. */
+static int burst(const char *addr, uint16_t port, uint32_t count, uint32_t pps) {
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (sockaddr_of(addr, port, &ss, &sl) < 0)
+        return usage();
+    _cleanup_close_ int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return fail(NULL, "socket", -errno);
+    uint32_t sent = 0;
+    long t0 = now_ms();
+    for (uint32_t i = 0; i < count; i++) {
+        uint16_t p = (uint16_t)(port + i % (65536u - port));
+        if (ss.ss_family == AF_INET)
+            ((struct sockaddr_in *)&ss)->sin_port = htons(p);
+        else
+            ((struct sockaddr_in6 *)&ss)->sin6_port = htons(p);
+        if (sendto(fd, "x", 1, 0, (struct sockaddr *)&ss, sl) == 1)
+            sent++;
+        if (pps > 0) {
+            long due = t0 + (long)((uint64_t)(i + 1) * 1000 / pps);
+            long now = now_ms();
+            if (due > now)
+                usleep((useconds_t)(due - now) * 1000);
+        }
+    }
+    printf("sent %" PRIu32 "\n", sent);
+    return 0;
+}
+
 static int probe(const char *proto, const char *addr, uint16_t port, long timeout_ms) {
     struct sockaddr_storage ss;
     socklen_t sl;
@@ -485,6 +518,13 @@ int main(int argc, char **argv) {
             return usage();
         return probe(argv[2], argv[3], (uint16_t)port, timeout);
     }
+    if (strcmp(cmd, "burst") == 0) {
+        uint32_t port, count, pps;
+        if (argc != 6 || parse_u32(argv[3], &port) < 0 || port == 0 || port > 65535 ||
+            parse_u32(argv[4], &count) < 0 || parse_u32(argv[5], &pps) < 0)
+            return usage();
+        return burst(argv[2], (uint16_t)port, count, pps);
+    }
     if (strcmp(cmd, "serve") == 0) {
         uint32_t port, secs;
         if (argc != 5 || parse_u32(argv[3], &port) < 0 || port > 65535 || parse_u32(argv[4], &secs) < 0)
@@ -619,8 +659,9 @@ int main(int argc, char **argv) {
             rc = fail(n, "counters", r);
         else
             printf("accept_packets=%" PRIu64 " accept_bytes=%" PRIu64 " reject_packets=%" PRIu64
-                   " reject_bytes=%" PRIu64 "\n",
-                   k.accept_packets, k.accept_bytes, k.reject_packets, k.reject_bytes);
+                   " reject_bytes=%" PRIu64 " accept_flows=%" PRIu64 "\n",
+                   k.accept_packets, k.accept_bytes, k.reject_packets, k.reject_bytes,
+                   k.accept_flows);
     } else if (strcmp(cmd, "delete-table") == 0) {
         if ((r = nft_table_delete(n)) < 0)
             rc = fail(n, "delete-table", r);
