@@ -334,7 +334,7 @@ int audit_fmt_parse_time(const char *text, uint64_t now_us, uint64_t *ret_us, ch
 
 static int one_port(const char *whole, const char *s, size_t n, unsigned *ret, char *why,
                     size_t whylen) {
-    uint64_t v;
+    uint64_t v = 0;
     int r;
 
     if (n == 0)
@@ -392,7 +392,7 @@ const char *audit_fmt_proto_name(uint32_t proto) {
 }
 
 int audit_fmt_parse_proto(const char *text, uint32_t *ret, char *why, size_t whylen) {
-    uint64_t v;
+    uint64_t v = 0;
     int r = check_text(text, 32, "protocol", why, whylen);
 
     if (r < 0)
@@ -479,7 +479,7 @@ int audit_fmt_parse_dst(const char *text, lianyaohu_v1_DestRule *ret, char *why,
 }
 
 int audit_fmt_parse_uid(const char *text, uint32_t *ret, char *why, size_t whylen) {
-    uint64_t v;
+    uint64_t v = 0;
     int r = check_text(text, 32, "uid", why, whylen);
 
     if (r < 0)
@@ -494,7 +494,7 @@ int audit_fmt_parse_uid(const char *text, uint32_t *ret, char *why, size_t whyle
 }
 
 int audit_fmt_parse_limit(const char *text, uint32_t *ret, char *why, size_t whylen) {
-    uint64_t v;
+    uint64_t v = 0;
     int r = check_text(text, 32, "limit", why, whylen);
 
     if (r < 0)
