@@ -578,9 +578,10 @@ static int run_summary(struct cli *cli, struct audit_opts *o) {
                 (unsigned long long)s.sum.other);
     if (s.gaps)
         fprintf(notes,
-                "note: %llu flow records of this period were lost before they reached the log "
-                "(gap records: %llu); the counts are lower bounds\n",
-                (unsigned long long)s.missed, (unsigned long long)s.gaps);
+                "note: %llu gap record(s) of this period say up to %llu flow events are not "
+                "in the log (an overrun gap and a session's end gap may count the same ones); "
+                "the counts are lower bounds\n",
+                (unsigned long long)s.gaps, (unsigned long long)s.missed);
     if (grc != EXIT_OK)
         fprintf(notes, "note: could not check the period for lost records (see above)\n");
     rc = grc;
