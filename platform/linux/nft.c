@@ -1485,6 +1485,31 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id) {
     return r;
 }
 
+int nft_chains_replace(struct nft *n, const struct nftr_chain *const *chains, size_t count) {
+    if (!chains || count == 0)
+        return -EINVAL;
+    for (size_t i = 0; i < count; i++) {
+        const char *name = chains[i] ? chains[i]->name : NULL;
+        if (!name || !name[0] || strlen(name) >= NFTR_NAME_MAX ||
+            !(has_prefix(name, NFTR_SESSION_CHAIN_PREFIX) || has_prefix(name, NFTR_UID_CHAIN_PREFIX)))
+            return -EINVAL; /* "LYH-U-" starts with "LYH-" */
+    }
+    struct batch bt;
+    int r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    /* A flush of a missing chain fails the whole batch with ENOENT. */
+    for (size_t i = 0; i < count; i++) {
+        const struct nftr_chain *c = chains[i];
+        put_delrule(n, &bt, c->name, 0);
+        for (size_t k = 0; k < c->n_rules; k++)
+            put_rule(n, &bt, c->name, &c->rules[k], k, true, NULL);
+    }
+    return batch_send(n, &bt);
+}
+
 /* ---- uid scopes ------------------------------------------------------------------------ */
 
 int nft_uid_chain_add(struct nft *n, const struct nftr_chain *c) {
@@ -1724,7 +1749,9 @@ int nft_chain_counters(struct nft *n, const char *chain, struct nft_counters *re
     for (size_t i = 0; i < l.n; i++) {
         if (!l.v[i].counter)
             continue;
-        if (l.v[i].log && l.v[i].verdict == 0) {
+        /* A counter on a rule without a verdict is the new-flow counter of
+         * an accept, logged or not (Policy.log_allowed_flows). */
+        if (l.v[i].verdict == 0) {
             c.accept_flows += l.v[i].packets;
         } else if (l.v[i].verdict == 1) {
             c.accept_packets += l.v[i].packets;

@@ -70,6 +70,12 @@ int nft_uid_chain_add(struct nft *n, const struct nftr_chain *c);
  * -ENOENT if neither the chain nor a dispatch rule exists. */
 int nft_uid_chain_del(struct nft *n, enum nftr_scope scope, uint32_t uid);
 
+/* Replace the rules of existing chains, all in one transaction: for each chain,
+ * flush its rules and append c->rules. Dispatch (map element, jump rule) is not
+ * touched. The chains' counters start again at zero. -ENOENT (nothing changed)
+ * if one of the chains does not exist; -EINVAL for a base chain name or n == 0. */
+int nft_chains_replace(struct nft *n, const struct nftr_chain *const *chains, size_t count);
+
 /* Names of all chains in the table (output and guarded included), in kernel order.
  * *ret_names is a NULL-terminated array owned by the caller: nft_names_free().
  * -ENOENT if the table does not exist. */

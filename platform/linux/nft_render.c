@@ -254,6 +254,7 @@ static void rule_log(struct nftr_rule *r, const struct logctx *lc, const char *p
 }
 
 /* M ct state new counter limit .. log "..:A " ; M counter accept
+ * (accept_unlogged: M ct state new counter ; M counter accept)
  * The verdict rule counts packets, the log rule's counter counts new flows:
  * the audit compares that with the flow events it recorded (gap records). */
 static void emit_accept(struct rules *rs, const struct logctx *lc, const struct matches *base) {
@@ -261,7 +262,8 @@ static void emit_accept(struct rules *rs, const struct logctx *lc, const struct 
     mpush(&ms, NFTR_M_CT_NEW);
     struct nftr_rule *r = rule_with(rs, &ms);
     if (r) {
-        rule_log(r, lc, lc->accept_prefix);
+        if (!lc->p.accept_unlogged)
+            rule_log(r, lc, lc->accept_prefix);
         r->log_counter = true;
     }
     r = rule_with(rs, base);

@@ -92,6 +92,11 @@ struct nftr_log_params {
     uint16_t group; /* NFLOG group */
     uint32_t rate;  /* log events per second, per log rule */
     uint32_t burst;
+    /* Chains only (Policy.log_allowed_flows = false): allowed new flows are
+     * counted but not logged, `ct state new counter` with no limit and no log
+     * statement, so the totals stay exact and no accept event reaches NFLOG.
+     * Refused packets are always logged. */
+    bool accept_unlogged;
 };
 
 struct nftr_input {

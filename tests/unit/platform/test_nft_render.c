@@ -356,6 +356,37 @@ static void test_no_rate_limit(void **state) {
     nftr_chain_free(c);
 }
 
+/* Policy.log_allowed_flows = false: accepts are counted (the new-flow counter
+ * stays, so the audit's totals are exact) but never logged; refusals still are. */
+static void test_session_accept_unlogged(void **state) {
+    struct nftr_dest lan[] = { v4("192.168.77.2", 32, 0, 0) };
+    struct nftr_input in = session_input();
+    in.policy.lan_exceptions = lan;
+    in.policy.n_lan_exceptions = ARRAY_SIZE(lan);
+    in.log.accept_unlogged = true;
+    struct nftr_chain *c = NULL;
+    assert_int_equal(nftr_render_chain(&in, &c), 0);
+    size_t flow_counters = 0, reject_logs = 0;
+    for (size_t i = 0; i < c->n_rules; i++) {
+        const struct nftr_rule *r = &c->rules[i];
+        if (r->log) {
+            assert_non_null(strstr(r->log_prefix, ":D "));
+            reject_logs++;
+        }
+        if (r->verdict == NFTR_V_CONTINUE && !r->log) {
+            assert_true(r->log_counter);
+            assert_false(r->limit);
+            flow_counters++;
+        }
+    }
+    assert_int_equal(flow_counters, 3); /* loopback, the LAN exception, the VPN */
+    assert_true(reject_logs > 0);
+    _cleanup_free_ char *text = NULL;
+    assert_int_equal(nftr_chain_text(c, &text), 0);
+    check_golden("session_accept_unlogged", text);
+    nftr_chain_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_session_default),
@@ -369,6 +400,7 @@ int main(void) {
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_longest_id_prefix_fits),
         cmocka_unit_test(test_no_rate_limit),
+        cmocka_unit_test(test_session_accept_unlogged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
