@@ -59,6 +59,8 @@ int cmd_sessions(struct cli *cli, int argc, char **argv);
 void usage_sessions(FILE *f);
 int cmd_audit(struct cli *cli, int argc, char **argv);
 void usage_audit(FILE *f);
+int cmd_policy(struct cli *cli, int argc, char **argv);
+void usage_policy(FILE *f);
 int cmd_status(struct cli *cli, int argc, char **argv);
 void usage_status(FILE *f);
 

@@ -39,6 +39,7 @@
 #include "daemon/audit.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
+#include "daemon/policy.h"
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 #include "daemon/session.h"
@@ -587,7 +588,13 @@ void audit_session_ended(struct lyhd *d, struct session *s) {
         flush(a);
         if (!a->write_failing && count_flows(a, s, AUDIT_VERDICT_ALLOWED, &got_a) == 0 &&
             count_flows(a, s, AUDIT_VERDICT_DENIED, &got_d) == 0) {
-            uint64_t miss_a = c.accept_flows > got_a ? c.accept_flows - got_a : 0;
+            /* With Policy.log_allowed_flows off the chain counts allowed flows
+             * without logging them: none is missing, none was meant to come. */
+            uint64_t miss_a = s->accept_unlogged        ? 0
+                              : c.accept_flows > got_a ? c.accept_flows - got_a
+                                                       : 0;
+            if (s->accept_unlogged)
+                audit_kv(detail, sizeof(detail), "allowed_log", "off");
             uint64_t miss_d = c.reject_packets > got_d ? c.reject_packets - got_d : 0;
             kv_u64(detail, sizeof(detail), "allowed_flows", got_a);
             kv_u64(detail, sizeof(detail), "denied_events", got_d);
@@ -633,13 +640,12 @@ void audit_session_chain_built(struct lyhd *d, struct session *s) {
 
 static void on_prune(evutil_socket_t fd, short what, void *arg) {
     struct audit *a = arg;
-    const struct lyhd_config *cfg = &a->d->cfg;
+    /* The admin policy's retention overrides the flags when it sets one. */
+    unsigned max_age_days = policy_audit_max_age_days(a->d);
     unsigned deleted = 0;
-    int64_t cutoff = cfg->audit_max_age_days
-                         ? wall_us() - (int64_t)cfg->audit_max_age_days * 86400 * 1000000
-                         : 0;
+    int64_t cutoff = max_age_days ? wall_us() - (int64_t)max_age_days * 86400 * 1000000 : 0;
     struct timeval tv = {.tv_sec = AUDIT_PRUNE_IDLE_S};
-    int r = audit_db_prune(a->db, cutoff, (uint64_t)cfg->audit_max_mb << 20, AUDIT_PRUNE_ROWS,
+    int r = audit_db_prune(a->db, cutoff, policy_audit_max_bytes(a->d), AUDIT_PRUNE_ROWS,
                            &deleted);
 
     if (r < 0)

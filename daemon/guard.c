@@ -21,6 +21,7 @@
 
 #include "common/macros.h"
 #include "daemon/log.h"
+#include "daemon/policy.h"
 #include "daemon/wire.h"
 #include "daemon/lyhd.h"
 #include "daemon/session.h"
@@ -56,6 +57,7 @@ int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_ch
         .log = d->guard->base.log,
     };
 
+    in.log.accept_unlogged = s->accept_unlogged;
     gspec_policy(&s->spec, &in.policy);
     return nftr_render_chain(&in, ret);
 }
@@ -158,6 +160,8 @@ static int shared_render_add(struct lyhd *d, const struct store_guard *g, const 
     struct nftr_chain *c = NULL;
     int r;
 
+    /* Shared chains keep no per-session totals; they follow the policy too. */
+    in.log.accept_unlogged = !policy_current(d)->log_allowed_flows;
     gspec_policy(spec, &in.policy);
     r = nftr_render_chain(&in, &c);
     if (r < 0) {
@@ -354,6 +358,9 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
         s->row.guard_spec_len = 0;
     }
     TAILQ_INSERT_TAIL(&d->sessions, s, link);
+    /* What its chain was built with is not recorded; assume the policy in
+     * force (a rebuild below uses it, so then it is exact). */
+    s->accept_unlogged = !policy_current(d)->log_allowed_flows;
 
     if (session_alive(d, row, &main_alive)) {
         /* Keep it guarded: rebuild the chain if the table lost it. */

@@ -18,6 +18,7 @@ struct server;
 struct guard;
 struct sc_program;
 struct audit;
+struct policy;
 
 struct lyhd_config {
     const char *socket_path;
@@ -49,6 +50,7 @@ struct lyhd {
     struct server *server;
     struct guard *guard;
     struct audit *audit;         /* NULL until audit_start */
+    struct policy *policy;       /* owned: the admin policy in force (policy.h); NULL = default */
     struct session_list sessions;
     struct sc_program *seccomp;  /* built once at startup, installed by each child */
     int landlock_abi;            /* 0: Landlock missing, Run refuses */

@@ -22,6 +22,7 @@
 #include "common/macros.h"
 #include "daemon/audit.h"
 #include "daemon/log.h"
+#include "daemon/policy.h"
 #include "daemon/lyhd.h"
 #include "daemon/guard.h"
 #include "daemon/rpc.h"
@@ -403,6 +404,11 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    r = policy_load(&d, why, sizeof(why));
+    if (r < 0) {
+        log_error("admin policy: %s", why);
+        goto fail;
+    }
     d.base = event_base_new();
     if (!d.base) {
         log_error("cannot create the event loop");
@@ -459,6 +465,7 @@ int main(int argc, char **argv) {
     guard_free(d.guard, none_running);
     sandbox_free(&d);
     store_close(d.store);
+    free(d.policy);
     CLOSE_FD(d.lock_fd);
     log_info("stopped");
     return d.exit_code;
@@ -475,6 +482,7 @@ fail:
     guard_free(d.guard, false);
     sandbox_free(&d);
     store_close(d.store);
+    free(d.policy);
     CLOSE_FD(d.lock_fd);
     return 1;
 }

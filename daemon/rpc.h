@@ -67,6 +67,9 @@ void rpc_sessions(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_signal(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_audit_query(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 void rpc_audit_follow(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_policy_get(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+void rpc_policy_history(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
 int rpc_signal_owner(struct lyhd *d, const LyhRequest *req, uid_t *ret_owner);
 
 #endif

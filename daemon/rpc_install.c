@@ -9,6 +9,7 @@
 #include "common/dest_rule.h"
 #include "daemon/guard.h"
 #include "daemon/lyhd.h"
+#include "daemon/policy.h"
 #include "daemon/rpc.h"
 #include "daemon/session.h"
 
@@ -49,6 +50,42 @@ void rpc_install(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         memcpy(spec.lan[i].addr, dr.addr, sizeof(spec.lan[i].addr));
     }
     spec.n_lan = in->n_lan_allow;
+    /* The admin policy's ceiling: refused naming the key, never narrowed. */
+    {
+        const struct policy *pol = policy_current(d);
+        char pwhy[POLICY_WHY_MAX];
+        if (!pol->permit_shared_user_firewall) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                     "policy: the shared-user firewall is not permitted "
+                     "(permit_shared_user_firewall is off, policy version %llu)",
+                     (unsigned long long)pol->version);
+            return;
+        }
+        if (in->allow_non_default_route && !pol->permit_non_default_route) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                     "policy: --allow-non-default-route is not permitted "
+                     "(permit_allow_non_default_route is off)");
+            return;
+        }
+        if (strnlen(in->interface, NFTR_IFNAME_MAX) < NFTR_IFNAME_MAX && in->interface[0] &&
+            strspn(in->interface, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+                strlen(in->interface) &&
+            !policy_iface_ok(pol, in->interface)) {
+            char pats[400];
+            policy_patterns_text(pol, pats, sizeof(pats));
+            rpc_fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                     "policy: interface '%s' does not match allowed_interface_patterns (%s)",
+                     in->interface, pats);
+            return;
+        }
+        for (size_t i = 0; i < spec.n_lan; i++)
+            if (!policy_lan_ok(pol, &spec.lan[i], pwhy, sizeof(pwhy))) {
+                rpc_fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED, "%s", pwhy);
+                return;
+            }
+        for (size_t i = 0; i < pol->n_always_deny; i++)
+            spec.deny[spec.n_deny++] = pol->always_deny[i];
+    }
     k = guard_check_vpn(d, in->interface, in->allow_non_default_route, &spec.ipv6_blocked, why,
                         sizeof(why));
     if (k < 0) {

@@ -33,6 +33,7 @@
 #include "common/macros.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
+#include "daemon/policy.h"
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 #include "daemon/session.h"
@@ -134,6 +135,72 @@ static int check_dests(struct rpc_call *call, const char *what, Lianyaohu__V1__D
         memcpy(out[i].addr, dr.addr, sizeof(out[i].addr));
     }
     *ret_n = n;
+    return 0;
+}
+
+/* The admin policy's ceiling (daemon/policy.h): a request over it is refused
+ * naming the policy key, never narrowed silently. */
+static bool iface_name_plain(const char *name) {
+    size_t n = strnlen(name, NFTR_IFNAME_MAX);
+    if (n == 0 || n >= NFTR_IFNAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+static int check_policy(struct lyhd *d, struct rpc_call *call, const Lianyaohu__V1__RunRequest *r,
+                        const struct policy *pol) {
+    const int denied = LIANYAOHU__V1__CODE__PERMISSION_DENIED;
+
+    if (r->no_firewall && !pol->permit_no_firewall)
+        return fail(call, denied, "policy: --no-firewall is not permitted (permit_no_firewall is off, "
+                                  "policy version %llu)", (unsigned long long)pol->version);
+    if (r->shared_user_firewall && !pol->permit_shared_user_firewall)
+        return fail(call, denied,
+                    "policy: --shared-user-firewall is not permitted (permit_shared_user_firewall is "
+                    "off, policy version %llu)", (unsigned long long)pol->version);
+    if (r->allow_non_default_route && !pol->permit_non_default_route)
+        return fail(call, denied,
+                    "policy: --allow-non-default-route is not permitted "
+                    "(permit_allow_non_default_route is off, policy version %llu)",
+                    (unsigned long long)pol->version);
+    /* A name that is not plain is refused by the VPN check with its reason. */
+    if (!r->no_firewall && iface_name_plain(r->interface) && !policy_iface_ok(pol, r->interface)) {
+        char pats[400];
+        policy_patterns_text(pol, pats, sizeof(pats));
+        return fail(call, denied, "policy: interface '%s' does not match allowed_interface_patterns (%s)",
+                    r->interface, pats);
+    }
+    if (pol->max_sessions_per_uid && !r->print_firewall) {
+        unsigned live = session_count(d, false, call->peer.uid);
+        if (live >= pol->max_sessions_per_uid)
+            return fail(call, denied,
+                        "policy: uid %u has %u running session(s); max_sessions_per_uid is %u",
+                        call->peer.uid, live, pol->max_sessions_per_uid);
+    }
+    return 0;
+}
+
+/* LAN exceptions must be inside lan_allow_ceiling and clear of always_deny;
+ * always_deny joins the session's deny rules. */
+static int apply_policy_dests(struct rpc_call *call, const struct policy *pol, struct gspec *spec) {
+    char why[POLICY_WHY_MAX];
+
+    for (size_t i = 0; i < spec->n_lan; i++)
+        if (!policy_lan_ok(pol, &spec->lan[i], why, sizeof(why)))
+            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED, "%s", why);
+    if (spec->n_deny + pol->n_always_deny > GSPEC_MAX_DESTS)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    "too many deny rules: %zu of yours and %zu of the policy's always_deny (at most "
+                    "%u together)",
+                    spec->n_deny, pol->n_always_deny, GSPEC_MAX_DESTS);
+    for (size_t i = 0; i < pol->n_always_deny; i++)
+        spec->deny[spec->n_deny++] = pol->always_deny[i];
     return 0;
 }
 
@@ -281,7 +348,31 @@ static bool near_other_home(int fd, uid_t caller, char *who, size_t wholen) {
     return hit;
 }
 
-static int check_paths(struct rpc_call *call, struct run_prep *p, const Lianyaohu__V1__RunRequest *r) {
+/* Policy.writable_prefixes: is the writable path open as fd at or below one
+ * of the prefixes? Decided on inodes (the prefix opened, the path walked up
+ * with ".."), not on strings. An empty list sets no prefix rule. */
+static bool under_writable_prefix(const struct policy *pol, int fd) {
+    struct inode_id up[256];
+    size_t n;
+
+    if (pol->n_writable == 0)
+        return true;
+    n = ancestors(fd, up, ARRAY_SIZE(up));
+    for (size_t i = 0; i < pol->n_writable; i++) {
+        struct stat st;
+        int pfd = open(pol->writable[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (pfd < 0)
+            continue;
+        bool hit = fstat(pfd, &st) == 0 && inode_in(up, n, (struct inode_id){st.st_dev, st.st_ino});
+        close(pfd);
+        if (hit)
+            return true;
+    }
+    return false;
+}
+
+static int check_paths(struct rpc_call *call, struct run_prep *p, const Lianyaohu__V1__RunRequest *r,
+                       const struct policy *pol) {
     if (r->n_writable > RUN_MAX_PATHS || r->n_read_only > RUN_MAX_PATHS ||
         r->n_agent_state_dirs > RUN_MAX_STATE_DIRS)
         return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
@@ -304,6 +395,21 @@ static int check_paths(struct rpc_call *call, struct run_prep *p, const Lianyaoh
         if (S_ISDIR(st.st_mode) && under_system_tree(fd))
             return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                         "writable path %s lies in a system directory", path);
+        _cleanup_close_ int dfd = -1;
+        if (!S_ISDIR(st.st_mode)) {
+            /* A file: judge it by the directory it is in. */
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof(dir), "%s", path);
+            char *slash = strrchr(dir, '/');
+            if (slash == dir)
+                slash[1] = '\0';
+            else
+                *slash = '\0';
+            dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
+        if (!under_writable_prefix(pol, S_ISDIR(st.st_mode) ? fd : dfd))
+            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                        "policy: writable path %s is not below any of writable_prefixes", path);
         if (ll_policy_add(&p->ll, LL_RW, path, 0) < 0)
             return fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
     }
@@ -528,6 +634,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     struct run_prep p = {.ll_fd = -1, .procs_fd = -1, .stdio = {-1, -1, -1}, .pty_fd = -1};
     struct session *s = NULL;
     struct spawn_plan plan;
+    const struct policy *pol = policy_current(d);
     char why[512];
     int k;
 
@@ -553,12 +660,17 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         goto out;
     }
 
+    if (check_policy(d, call, r, pol) < 0)
+        goto out;
+
     s = calloc(1, sizeof(*s));
     if (!s) {
         rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
         goto out;
     }
     s->d = d;
+    s->row.policy_version = pol->version;
+    s->accept_unlogged = !pol->log_allowed_flows;
     s->pidfd = s->status_fd = s->pty_fd = -1;
     p.s = s;
     if (session_new_id(s->row.id) < 0) {
@@ -578,7 +690,8 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     if (check_dests(call, "LAN exception", r->lan_allow, r->n_lan_allow, true, s->spec.lan,
                     &s->spec.n_lan) < 0 ||
         check_dests(call, "deny", r->deny, r->n_deny, false, s->spec.deny, &s->spec.n_deny) < 0 ||
-        check_dests(call, "allow", r->allow, r->n_allow, false, s->spec.allow, &s->spec.n_allow) < 0)
+        check_dests(call, "allow", r->allow, r->n_allow, false, s->spec.allow, &s->spec.n_allow) < 0 ||
+        apply_policy_dests(call, pol, &s->spec) < 0)
         goto out;
     if (r->no_firewall) {
         s->row.scope = LIANYAOHU__V1__SCOPE__SCOPE_NONE;
@@ -639,7 +752,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cannot build the path policy");
         goto out;
     }
-    if (check_paths(call, &p, r) < 0 || take_stdio(call, &p, r) < 0)
+    if (check_paths(call, &p, r, pol) < 0 || take_stdio(call, &p, r) < 0)
         goto out;
     {
         struct envp_var vars[ENVP_MAX_VARS];
@@ -655,6 +768,11 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                                  .home = p.home,
                                  .pwd = r->cwd,
                                  .tmpdir = s->row.tmpdir};
+        const char *extra[POLICY_MAX_ENV];
+        for (size_t i = 0; i < pol->n_env_block; i++)
+            extra[i] = pol->env_block[i];
+        ein.extra_block = extra;
+        ein.n_extra_block = pol->n_env_block;
         k = envp_build(&ein, &p.envp, why, sizeof(why));
         if (k < 0) {
             rpc_fail(call,

@@ -34,9 +34,11 @@ static const struct rpc_method rpc_methods[] = {
      * (a filter, not an ownership check of one object). */
     {M(AUDIT_QUERY), "AuditQuery", RPC_STREAMING, rpc_audit_query, NULL},
     {M(AUDIT_FOLLOW), "AuditFollow", RPC_STREAMING, rpc_audit_follow, NULL},
-    {M(POLICY_GET), "PolicyGet", 0, NULL, NULL},
-    {M(POLICY_UPDATE), "PolicyUpdate", RPC_ADMIN | RPC_MUTATES, NULL, NULL},
-    {M(POLICY_HISTORY), "PolicyHistory", RPC_STREAMING, NULL, NULL},
+    /* Everyone may read the policy (it says what they may ask for); only an
+     * admin changes it, in one transaction with the narrowed sessions. */
+    {M(POLICY_GET), "PolicyGet", 0, rpc_policy_get, NULL},
+    {M(POLICY_UPDATE), "PolicyUpdate", RPC_ADMIN | RPC_MUTATES, rpc_policy_update, NULL},
+    {M(POLICY_HISTORY), "PolicyHistory", RPC_STREAMING, rpc_policy_history, NULL},
     {M(CANCEL), "Cancel", 0, rpc_cancel, NULL},
 };
 

@@ -40,6 +40,8 @@ struct session {
     bool exited;
     bool adopted;             /* found alive at startup: no client, no exit status */
     bool monitor;             /* Run asked for its refused flows (RunEvent.flow) */
+    bool accept_unlogged;     /* its chain counts allowed flows without logging them
+                               * (Policy.log_allowed_flows = false when it was built) */
     uint64_t monitor_dropped; /* monitor lines not sent: the client was not reading */
     uint64_t audit_after_id;  /* records compared with the counters: id > this */
     uint64_t settle_from_ms;  /* teardown: when the cgroup was found empty */

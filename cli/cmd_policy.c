@@ -1,0 +1,281 @@
+/* lyh policy get|history|rollback: the admin policy. Reading it is for
+ * everyone; rollback needs root or the admin group (the daemon decides).
+ * `lyh policy set FILE` comes with the TOML reader (cli/toml.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "common/dest_rule.h"
+#include "common/macros.h"
+
+void usage_policy(FILE *f) {
+    fprintf(f, "Usage: lyh policy get [--json]\n"
+               "       lyh policy history [--json]\n"
+               "       lyh policy rollback VERSION [--expect-version N]\n"
+               "Show the admin policy in force, every stored version (newest last), or make\n"
+               "a stored version current again (a new version with its content; admin only).\n"
+               "--expect-version N: refuse (ABORTED) unless version N is the current one.\n");
+}
+
+static void dest_text(const lianyaohu_v1_DestRule *d, char *buf, size_t len) {
+    struct dr_rule r;
+    if (dr_from_parts(d->addr.bytes, d->addr.size, d->prefix_len, d->port_min, d->port_max, &r, NULL,
+                      0) < 0 ||
+        dr_format(&r, buf, len) < 0)
+        snprintf(buf, len, "(invalid)");
+}
+
+static void print_text(const lianyaohu_v1_PolicyReply *p) {
+    const lianyaohu_v1_Policy *m = &p->policy;
+    char buf[DR_FORMAT_MAX];
+
+    if (p->version == 0) {
+        printf("version 0 (built-in default: no policy has been set)\n");
+    } else {
+        char when[32] = "?";
+        time_t t = (time_t)(p->set_unix_ms / 1000);
+        struct tm tm;
+        if (localtime_r(&t, &tm))
+            strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+        printf("version %" PRIu64 " (set by uid %u at %s)\n", p->version, p->set_by_uid, when);
+    }
+    printf("  allowed_interface_patterns     =");
+    for (pb_size_t i = 0; i < m->allowed_interface_patterns_count; i++)
+        printf(" %s", m->allowed_interface_patterns[i]);
+    printf("\n  permit_allow_non_default_route = %s\n", m->permit_allow_non_default_route ? "yes" : "no");
+    printf("  permit_no_firewall             = %s\n", m->permit_no_firewall ? "yes" : "no");
+    printf("  permit_shared_user_firewall    = %s\n", m->permit_shared_user_firewall ? "yes" : "no");
+    printf("  lan_allow_ceiling              =");
+    for (pb_size_t i = 0; i < m->lan_allow_ceiling_count; i++) {
+        dest_text(&m->lan_allow_ceiling[i], buf, sizeof(buf));
+        printf(" %s", buf);
+    }
+    printf("%s\n  always_deny                    =", m->lan_allow_ceiling_count ? "" : " (none)");
+    for (pb_size_t i = 0; i < m->always_deny_count; i++) {
+        dest_text(&m->always_deny[i], buf, sizeof(buf));
+        printf(" %s", buf);
+    }
+    printf("%s\n  extra_env_block                =", m->always_deny_count ? "" : " (none)");
+    for (pb_size_t i = 0; i < m->extra_env_block_count; i++)
+        printf(" %s", m->extra_env_block[i]);
+    printf("%s\n  writable_prefixes              =", m->extra_env_block_count ? "" : " (none)");
+    for (pb_size_t i = 0; i < m->writable_prefixes_count; i++)
+        printf(" %s", m->writable_prefixes[i]);
+    printf("%s\n", m->writable_prefixes_count ? "" : " (no prefix rule)");
+    printf("  log_allowed_flows              = %s\n", m->log_allowed_flows ? "yes" : "no");
+    if (m->max_sessions_per_uid)
+        printf("  max_sessions_per_uid           = %u\n", m->max_sessions_per_uid);
+    else
+        printf("  max_sessions_per_uid           = 0 (no limit)\n");
+    printf("  audit_retention_days           = %u%s\n", m->audit_retention_days,
+           m->audit_retention_days ? "" : " (lyhd's --audit-max-age-days)");
+    printf("  audit_max_bytes                = %" PRIu64 "%s\n", m->audit_max_bytes,
+           m->audit_max_bytes ? "" : " (lyhd's --audit-max-mb)");
+}
+
+static void json_dests(const lianyaohu_v1_DestRule *v, pb_size_t n) {
+    char buf[DR_FORMAT_MAX];
+    printf("[");
+    for (pb_size_t i = 0; i < n; i++) {
+        dest_text(&v[i], buf, sizeof(buf));
+        printf("%s", i ? "," : "");
+        json_string(stdout, buf);
+    }
+    printf("]");
+}
+
+static void json_strings(const char *v, size_t stride, pb_size_t n) {
+    printf("[");
+    for (pb_size_t i = 0; i < n; i++) {
+        printf("%s", i ? "," : "");
+        json_string(stdout, v + i * stride);
+    }
+    printf("]");
+}
+
+static void print_json(const lianyaohu_v1_PolicyReply *p) {
+    const lianyaohu_v1_Policy *m = &p->policy;
+    printf("{\"version\":%" PRIu64 ",\"set_by_uid\":%u,\"set_unix_ms\":%" PRIu64 ",\"policy\":{",
+           p->version, p->set_by_uid, p->set_unix_ms);
+    printf("\"allowed_interface_patterns\":");
+    json_strings(&m->allowed_interface_patterns[0][0], sizeof(m->allowed_interface_patterns[0]),
+                 m->allowed_interface_patterns_count);
+    printf(",\"permit_allow_non_default_route\":%s,\"permit_no_firewall\":%s,"
+           "\"permit_shared_user_firewall\":%s,\"lan_allow_ceiling\":",
+           m->permit_allow_non_default_route ? "true" : "false",
+           m->permit_no_firewall ? "true" : "false", m->permit_shared_user_firewall ? "true" : "false");
+    json_dests(m->lan_allow_ceiling, m->lan_allow_ceiling_count);
+    printf(",\"always_deny\":");
+    json_dests(m->always_deny, m->always_deny_count);
+    printf(",\"extra_env_block\":");
+    json_strings(&m->extra_env_block[0][0], sizeof(m->extra_env_block[0]), m->extra_env_block_count);
+    printf(",\"writable_prefixes\":");
+    json_strings(&m->writable_prefixes[0][0], sizeof(m->writable_prefixes[0]),
+                 m->writable_prefixes_count);
+    printf(",\"log_allowed_flows\":%s,\"max_sessions_per_uid\":%u,\"audit_retention_days\":%u,"
+           "\"audit_max_bytes\":%" PRIu64 "}}\n",
+           m->log_allowed_flows ? "true" : "false", m->max_sessions_per_uid,
+           m->audit_retention_days, m->audit_max_bytes);
+}
+
+static void print_reply(const lianyaohu_v1_PolicyReply *p, bool json) {
+    if (json)
+        print_json(p);
+    else
+        print_text(p);
+}
+
+static int policy_get(struct cli *cli, int argc, char **argv) {
+    bool json;
+    int rc = cli_json_only(cli, argc, argv, "policy get", usage_policy, &json);
+    if (rc >= 0)
+        return rc;
+    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    if (!req || !resp)
+        return EXIT_DAEMON_ERROR;
+    req->which_method = lianyaohu_v1_Request_policy_get_tag;
+    rc = cli_unary(cli, req, resp);
+    if (rc != EXIT_OK)
+        return rc;
+    if (resp->which_result != lianyaohu_v1_Response_policy_tag) {
+        fprintf(stderr, "%s policy get: the daemon sent no policy\n", cli->prog);
+        return EXIT_DAEMON_ERROR;
+    }
+    print_reply(&resp->result.policy, json);
+    return EXIT_OK;
+}
+
+static int policy_history(struct cli *cli, int argc, char **argv) {
+    bool json;
+    struct lyh_client *c = NULL;
+    uint64_t id;
+    int n = 0;
+    int rc = cli_json_only(cli, argc, argv, "policy history", usage_policy, &json);
+    if (rc >= 0)
+        return rc;
+    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    if (!req || !resp)
+        return EXIT_DAEMON_ERROR;
+    rc = cli_connect(cli, &c);
+    if (rc != EXIT_OK)
+        return rc;
+    req->which_method = lianyaohu_v1_Request_policy_history_tag;
+    if (lyh_client_send(c, req, NULL, 0, &id) < 0) {
+        lyh_client_close(c);
+        return EXIT_UNAVAILABLE;
+    }
+    for (;;) {
+        memset(resp, 0, sizeof(*resp));
+        int r = lyh_client_recv(c, resp, 30000);
+        if (r < 0) {
+            fprintf(stderr, "%s policy history: %s\n", cli->prog, strerror(-r));
+            lyh_client_close(c);
+            return EXIT_UNAVAILABLE;
+        }
+        if (resp->call_id != id && resp->call_id != 0)
+            continue;
+        if (resp->code != lianyaohu_v1_Code_OK) {
+            fprintf(stderr, "%s: %s: %s\n", cli->prog, lyh_code_name(resp->code), resp->message);
+            lyh_client_close(c);
+            return EXIT_DAEMON_ERROR;
+        }
+        if (resp->which_result == lianyaohu_v1_Response_policy_tag) {
+            if (n++ && !json)
+                printf("\n");
+            print_reply(&resp->result.policy, json);
+        }
+        if (resp->end_of_stream)
+            break;
+    }
+    lyh_client_close(c);
+    if (!json && n == 0)
+        printf("(no policy has been set: version 0, the built-in default, is in force)\n");
+    return EXIT_OK;
+}
+
+static int parse_version(const char *what, const char *s, uint64_t *ret) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || !end || *end || s[0] == '-' || s[0] == '\0') {
+        fprintf(stderr, "lyh policy rollback: %s '%s' is not a version number\n", what, s);
+        return -1;
+    }
+    *ret = v;
+    return 0;
+}
+
+static int policy_rollback(struct cli *cli, int argc, char **argv) {
+    static const struct option opts[] = {
+        {"expect-version", required_argument, NULL, 'e'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    uint64_t to = 0, expect = 0;
+    int c;
+
+    /* Options may follow VERSION: optind 0 makes glibc's getopt start over
+     * in its permuting mode (main() parsed with "+"). */
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'e':
+            if (parse_version("--expect-version", optarg, &expect) < 0)
+                return EXIT_USAGE;
+            break;
+        case 'h': usage_policy(stdout); return EXIT_OK;
+        default: usage_policy(stderr); return EXIT_USAGE;
+        }
+    }
+    if (optind + 1 != argc) {
+        usage_policy(stderr);
+        return EXIT_USAGE;
+    }
+    if (parse_version("VERSION", argv[optind], &to) < 0 || to == 0) {
+        if (to == 0)
+            fprintf(stderr, "lyh policy rollback: VERSION must be a stored version (1 or more)\n");
+        return EXIT_USAGE;
+    }
+    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    if (!req || !resp)
+        return EXIT_DAEMON_ERROR;
+    req->which_method = lianyaohu_v1_Request_policy_update_tag;
+    req->method.policy_update.rollback_to = to;
+    req->method.policy_update.expect_version = expect;
+    int rc = cli_unary(cli, req, resp);
+    if (rc != EXIT_OK)
+        return rc;
+    if (resp->which_result == lianyaohu_v1_Response_policy_tag)
+        printf("policy version %" PRIu64 " is now in force (the content of version %" PRIu64 ")\n",
+               resp->result.policy.version, to);
+    return EXIT_OK;
+}
+
+int cmd_policy(struct cli *cli, int argc, char **argv) {
+    if (argc < 2) {
+        usage_policy(stderr);
+        return EXIT_USAGE;
+    }
+    const char *sub = argv[1];
+    if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
+        usage_policy(stdout);
+        return EXIT_OK;
+    }
+    /* The subcommand's own options start after its name. */
+    if (strcmp(sub, "get") == 0)
+        return policy_get(cli, argc - 1, argv + 1);
+    if (strcmp(sub, "history") == 0)
+        return policy_history(cli, argc - 1, argv + 1);
+    if (strcmp(sub, "rollback") == 0)
+        return policy_rollback(cli, argc - 1, argv + 1);
+    fprintf(stderr, "lyh policy: unknown subcommand '%s'\n", sub);
+    usage_policy(stderr);
+    return EXIT_USAGE;
+}

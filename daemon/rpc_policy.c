@@ -1,0 +1,408 @@
+/* PolicyGet, PolicyHistory, PolicyUpdate: the admin policy's versions, and
+ * bringing running sessions under a new version.
+ *
+ * PolicyUpdate runs inside the dispatcher's state.db transaction (RPC_MUTATES):
+ * the new version's row and the narrowed sessions' guard specs are written in
+ * it, then every affected session chain is replaced in ONE nftables batch.
+ * If the batch fails nothing changed in the kernel and the call fails, so the
+ * transaction rolls back. If the commit fails after the batch, the kernel is
+ * narrower than state.db says (the safe direction) and d->policy is reloaded
+ * from state.db by the undo hook. A request never widens a running session:
+ * new versions apply to running sessions only where they narrow.
+ *
+ * Authorization is the RPC table's (PolicyUpdate is admin-only); nothing here
+ * looks at the caller except to record who set a version. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/macros.h"
+#include "daemon/audit.h"
+#include "daemon/guard.h"
+#include "daemon/log.h"
+#include "daemon/lyhd.h"
+#include "daemon/policy.h"
+#include "daemon/rpc.h"
+#include "daemon/session.h"
+#include "platform/linux/nft.h"
+
+static void send_policy(struct rpc_call *call, const struct policy *p, bool end) {
+    _cleanup_free_ struct policy_msg *h = calloc(1, sizeof(*h));
+    Lianyaohu__V1__PolicyReply rep = LIANYAOHU__V1__POLICY_REPLY__INIT;
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+
+    if (!h) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    policy_to_msg(p, h);
+    rep.version = p->version;
+    rep.policy = &h->m;
+    rep.set_by_uid = p->set_by_uid;
+    rep.set_unix_ms = p->set_ms > 0 ? (uint64_t)p->set_ms : 0;
+    resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_POLICY;
+    resp.policy = &rep;
+    rpc_send(call, &resp, end);
+}
+
+void rpc_policy_get(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    (void)req;
+    send_policy(call, policy_current(d), true);
+}
+
+/* ---- history ------------------------------------------------------------------- */
+
+struct history {
+    struct store_policy_version *v;
+    size_t n, cap;
+};
+
+static int collect(const struct store_policy_version *v, void *ud) {
+    struct history *h = ud;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 16;
+        void *nv = reallocarray(h->v, cap, sizeof(h->v[0]));
+        if (!nv)
+            return -ENOMEM;
+        h->v = nv;
+        h->cap = cap;
+    }
+    struct store_policy_version *c = &h->v[h->n];
+    *c = *v;
+    c->blob = NULL;
+    if (v->blob_len) {
+        c->blob = malloc(v->blob_len);
+        if (!c->blob)
+            return -ENOMEM;
+        memcpy(c->blob, v->blob, v->blob_len);
+    }
+    h->n++;
+    return 0;
+}
+
+/* Every stored version, oldest first (newest last), then an empty final
+ * answer. The built-in default (version 0) is not a stored version. */
+void rpc_policy_history(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    struct history h = {0};
+    _cleanup_free_ struct policy *p = calloc(1, sizeof(*p));
+    LyhResponse end = LIANYAOHU__V1__RESPONSE__INIT;
+    int r;
+
+    (void)req;
+    if (!p) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    r = store_policy_foreach(d->store, 0, collect, &h);
+    if (r < 0) {
+        rpc_fail(call, r == -ENOMEM ? LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED
+                                    : LIANYAOHU__V1__CODE__UNAVAILABLE,
+                 "state.db: %s", r == -ENOMEM ? "out of memory" : store_errmsg(d->store));
+        goto out;
+    }
+    for (size_t i = h.n; i-- > 0 && !call->finished;) {
+        char why[POLICY_WHY_MAX];
+        if (policy_unpack(h.v[i].blob, h.v[i].blob_len, p, why, sizeof(why)) < 0) {
+            log_error("stored policy version %" PRIu64 " is not valid: %s", h.v[i].version, why);
+            rpc_fail(call, LIANYAOHU__V1__CODE__DATA_LOSS, "stored policy version %" PRIu64
+                     " is not valid: %s", h.v[i].version, why);
+            goto out;
+        }
+        p->version = h.v[i].version;
+        p->set_by_uid = h.v[i].set_by_uid;
+        p->set_ms = h.v[i].set_ms;
+        send_policy(call, p, false);
+    }
+    rpc_send(call, &end, true);
+out:
+    for (size_t i = 0; i < h.n; i++)
+        free(h.v[i].blob);
+    free(h.v);
+}
+
+/* ---- live narrowing --------------------------------------------------------------- */
+
+struct narrowed {
+    struct session *s;
+    struct gspec spec;
+    bool cut;
+    bool rebuild; /* its own chain (session scope) is replaced */
+    char why[POLICY_WHY_MAX];
+};
+
+static void tell_session(struct lyhd *d, struct narrowed *n, uint64_t version) {
+    struct session *s = n->s;
+    char detail[POLICY_WHY_MAX + 64] = "";
+    char num[32];
+
+    snprintf(num, sizeof(num), "%" PRIu64, version);
+    audit_kv(detail, sizeof(detail), "policy_version", num);
+    audit_kv(detail, sizeof(detail), "why", n->why);
+    audit_note(d, AUDIT_KIND_POLICY, s->row.id, true, s->row.uid, n->cut ? "cut" : "narrowed", "%s",
+               detail + (detail[0] == ' '));
+    log_info("session '%s' of uid %u: %s", s->row.id, s->row.uid, n->why);
+    if (s->call) {
+        Lianyaohu__V1__AuditEvent ev = LIANYAOHU__V1__AUDIT_EVENT__INIT;
+        Lianyaohu__V1__RunEvent re = LIANYAOHU__V1__RUN_EVENT__INIT;
+        LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+        ev.kind = LIANYAOHU__V1__EVENT_KIND__EVENT_KIND_POLICY;
+        ev.session_id = s->row.id;
+        ev.has_uid = true;
+        ev.uid = s->row.uid;
+        ev.action = (char *)(n->cut ? "cut" : "narrowed");
+        ev.detail = n->why;
+        re.event_case = LIANYAOHU__V1__RUN_EVENT__EVENT_FLOW;
+        re.flow = &ev;
+        resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_RUN_EVENT;
+        resp.run_event = &re;
+        rpc_send(s->call, &resp, false);
+    }
+}
+
+/* Bring every running session under np where np narrows it. Rows first (in
+ * the caller's transaction), then one nftables batch for all chains, then
+ * the sessions whose egress was cut are killed. */
+static int narrow_sessions(struct lyhd *d, const struct policy *np, size_t *ret_narrowed,
+                           size_t *ret_cut, char *why, size_t whylen) {
+    struct session *s;
+    size_t cap = 0, n = 0, n_chains = 0, cut = 0;
+    _cleanup_free_ struct narrowed *v = NULL;
+    _cleanup_free_ const struct nftr_chain **chains = NULL;
+    int r = 0;
+
+    TAILQ_FOREACH(s, &d->sessions, link)
+        cap++;
+    *ret_narrowed = *ret_cut = 0;
+    if (cap == 0)
+        return 0;
+    v = calloc(cap, sizeof(*v));
+    chains = calloc(cap, sizeof(*chains));
+    if (!v || !chains) {
+        snprintf(why, whylen, "out of memory");
+        return -ENOMEM;
+    }
+    TAILQ_FOREACH(s, &d->sessions, link) {
+        struct narrowed *x = &v[n];
+        if (s->exited || s->row.state != STORE_SESSION_RUNNING || s->pid <= 0)
+            continue;
+        x->s = s;
+        if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_NONE) {
+            if (np->permit_no_firewall)
+                continue;
+            x->cut = true;
+            snprintf(x->why, sizeof(x->why),
+                     "policy: --no-firewall is no longer permitted (permit_no_firewall is off); "
+                     "session ended");
+            n++;
+            continue;
+        }
+        x->spec = s->spec;
+        if (!policy_narrow_spec(np, &x->spec, &x->cut, x->why, sizeof(x->why)))
+            continue;
+        if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION && s->has_chain) {
+            x->rebuild = true;
+        } else {
+            /* A shared chain (LYH-<uid>, LYH-U-<uid>) is not this session's alone. */
+            x->cut = true;
+            snprintf(x->why, sizeof(x->why),
+                     "policy: the session's shared firewall (%s) cannot be narrowed while it runs; "
+                     "session ended",
+                     s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER ? "LYH-U" : "LYH");
+        }
+        n++;
+    }
+    /* 1. state.db (the caller's transaction): the narrowed specs. */
+    for (size_t i = 0; i < n; i++) {
+        struct narrowed *x = &v[i];
+        if (!x->rebuild)
+            continue;
+        struct store_session row = x->s->row;
+        r = gspec_encode(&x->spec, row.guard_spec, sizeof(row.guard_spec), &row.guard_spec_len);
+        if (r == 0)
+            r = store_session_update(d->store, &row);
+        if (r < 0) {
+            snprintf(why, whylen, "recording the narrowed rules of session '%s' failed: %s",
+                     x->s->row.id, r == -ENOBUFS ? "too large" : store_errmsg(d->store));
+            goto out;
+        }
+    }
+    /* 2. The kernel: every affected chain in one transaction. */
+    for (size_t i = 0; i < n; i++) {
+        struct narrowed *x = &v[i];
+        if (!x->rebuild)
+            continue;
+        _cleanup_free_ struct session *tmp = malloc(sizeof(*tmp));
+        struct nftr_chain *c = NULL;
+        if (!tmp) {
+            r = -ENOMEM;
+            snprintf(why, whylen, "out of memory");
+            goto out;
+        }
+        *tmp = *x->s;
+        tmp->spec = x->spec;
+        tmp->accept_unlogged = !np->log_allowed_flows;
+        r = guard_render_session(d, tmp, &c);
+        if (r < 0) {
+            snprintf(why, whylen, "cannot render the narrowed rules of session '%s': %s",
+                     x->s->row.id, strerror(-r));
+            goto out;
+        }
+        chains[n_chains++] = c;
+    }
+    if (n_chains > 0) {
+        r = nft_chains_replace(d->guard->nft, chains, n_chains);
+        if (r < 0) {
+            snprintf(why, whylen, "nftables refused the narrowed rules (%s): %s",
+                     nft_last_error_object(d->guard->nft), strerror(-r));
+            goto out;
+        }
+    }
+    /* 3. Memory, the audit, the clients; cut sessions end. */
+    for (size_t i = 0; i < n; i++) {
+        struct narrowed *x = &v[i];
+        s = x->s;
+        if (x->rebuild) {
+            s->spec = x->spec;
+            s->accept_unlogged = !np->log_allowed_flows;
+            (void)gspec_encode(&s->spec, s->row.guard_spec, sizeof(s->row.guard_spec),
+                               &s->row.guard_spec_len);
+            audit_session_chain_built(d, s); /* fresh counters from here */
+        }
+        tell_session(d, x, np->version);
+        if (x->cut) {
+            cut++;
+            if (s->has_cgroup)
+                (void)cg_kill(&d->guard->cg, s->row.id);
+            kill(-s->pid, SIGKILL);
+        }
+    }
+    *ret_narrowed = n - cut;
+    *ret_cut = cut;
+    r = 0;
+out:
+    for (size_t i = 0; i < n_chains; i++)
+        nftr_chain_free((struct nftr_chain *)chains[i]);
+    return r;
+}
+
+/* ---- update ------------------------------------------------------------------------ */
+
+/* The transaction rolled back after the handler succeeded (commit failed):
+ * take the policy in force from state.db again. */
+static void update_undo(struct rpc_call *call) {
+    struct lyhd *d = call->state;
+    char why[POLICY_WHY_MAX];
+
+    call->state = NULL;
+    if (d && policy_load(d, why, sizeof(why)) < 0)
+        log_error("admin policy: cannot reload after a failed commit: %s", why);
+}
+
+void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    const Lianyaohu__V1__PolicyUpdateRequest *u = req->policy_update;
+    const struct policy *cur = policy_current(d);
+    struct policy *np = calloc(1, sizeof(*np));
+    struct store_policy_version old = {0};
+    uint8_t *blob = NULL;
+    size_t len = 0, narrowed = 0, cut = 0;
+    uint64_t version = 0;
+    char why[POLICY_WHY_MAX];
+    const char *action = u->rollback_to ? "rollback" : "set";
+    int r;
+
+    if (!np) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    if (u->expect_version && u->expect_version != cur->version) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__ABORTED,
+                 "policy: expect_version is %" PRIu64 " but the current version is %" PRIu64
+                 "; nothing was changed (read it again with PolicyGet)",
+                 u->expect_version, cur->version);
+        goto out;
+    }
+    if (u->rollback_to) {
+        if (u->policy) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                     "policy: give either policy or rollback_to, not both");
+            goto out;
+        }
+        r = store_policy_get(d->store, u->rollback_to, &old);
+        if (r == -ENOENT) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__NOT_FOUND,
+                     "rollback_to: there is no stored policy version %" PRIu64, u->rollback_to);
+            goto out;
+        }
+        if (r < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s", store_errmsg(d->store));
+            goto out;
+        }
+        r = policy_unpack(old.blob, old.blob_len, np, why, sizeof(why));
+        if (r < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                     "rollback_to: stored version %" PRIu64 " is not valid any more: %s",
+                     u->rollback_to, why);
+            goto out;
+        }
+    } else {
+        if (!u->policy) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                     "policy: missing (give policy, or rollback_to a stored version)");
+            goto out;
+        }
+        r = policy_from_msg(u->policy, np, why, sizeof(why));
+        if (r < 0) {
+            rpc_fail(call, r == -ENOMEM ? LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED
+                                        : LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                     "policy: %s", r == -ENOMEM ? "out of memory" : why);
+            goto out;
+        }
+    }
+    r = policy_pack(np, &blob, &len);
+    if (r == 0)
+        r = store_policy_append(d->store, blob, len, call->peer.uid, lyhd_wall_ms(), &version);
+    if (r < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s",
+                 r == -ENOMEM ? "out of memory" : store_errmsg(d->store));
+        goto out;
+    }
+    np->version = version;
+    np->set_by_uid = call->peer.uid;
+    np->set_ms = lyhd_wall_ms();
+    r = narrow_sessions(d, np, &narrowed, &cut, why, sizeof(why));
+    if (r < 0) {
+        log_error("policy version %" PRIu64 " not applied: %s", version, why);
+        rpc_fail(call, r == -ENOMEM ? LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED
+                                    : LIANYAOHU__V1__CODE__UNAVAILABLE,
+                 "policy: running sessions could not be narrowed (%s); nothing was changed", why);
+        goto out;
+    }
+    {
+        char detail[256];
+        int k = snprintf(detail, sizeof(detail),
+                         "old_version=%" PRIu64 " new_version=%" PRIu64 " by_uid=%u", cur->version,
+                         version, call->peer.uid);
+        if (u->rollback_to && k > 0 && (size_t)k < sizeof(detail))
+            k += snprintf(detail + k, sizeof(detail) - (size_t)k, " rollback_to=%" PRIu64,
+                          u->rollback_to);
+        if (k > 0 && (size_t)k < sizeof(detail))
+            snprintf(detail + k, sizeof(detail) - (size_t)k, " narrowed=%zu cut=%zu", narrowed, cut);
+        audit_note(d, AUDIT_KIND_POLICY, NULL, true, call->peer.uid, action, "%s", detail);
+    }
+    log_info("policy version %" PRIu64 " (%s by uid %u, was %" PRIu64 "): %zu session(s) narrowed, "
+             "%zu cut",
+             version, action, call->peer.uid, cur->version, narrowed, cut);
+    free(d->policy);
+    d->policy = TAKE_PTR(np);
+    call->state = d;
+    call->on_disconnect = update_undo;
+    send_policy(call, d->policy, true);
+    /* Finished: the hook is only for the dispatcher's failed commit. */
+out:
+    free(blob);
+    store_policy_version_free(&old);
+    free(np);
+}

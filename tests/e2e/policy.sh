@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# End-to-end test of the admin policy through the real lyhd: set (a Python
+# client building the typed Policy), get, history and rollback (lyh policy),
+# refusals (non-admin: PERMISSION_DENIED; stale expect_version: ABORTED with
+# nothing changed; an invalid field: INVALID_ARGUMENT naming it), a Run over
+# the ceiling refused naming the key, the policy audit records, and a running
+# session narrowed live: its LAN exception leaves the ceiling and the agent's
+# own probe to 192.168.77.2 goes from allowed to refused.
+#
+# usage: policy.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
+#
+# Network, daemon, user and safety rules come from lib.sh (read its header):
+# lyhd and the sessions live in <p>-main only; traffic goes only to
+# 192.168.77.2 (the lan namespace, via eth0) and 11.77.0.1 (exit, via tun0).
+set -u
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: policy.sh needs root"
+    exit 77
+fi
+# shellcheck source=tests/e2e/lib.sh
+. "$HERE/lib.sh"
+lyh_init "${1:-}"
+command -v protoc >/dev/null || lyh_skip "protoc is not installed"
+/usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || lyh_skip "python3-protobuf is not installed"
+
+P="lyhtp-$$"
+lyh_layout_up "$P" tun0 || lyh_die "network layout"
+lyh_user_create || lyh_die "cannot create the test user"
+lyh_user_install "$LYH_PROBE_TOOL" probe >/dev/null || lyh_die "cannot install the probe"
+
+# The generated module, readable by the test user too.
+PYMOD=$LYH_TMP/py
+mkdir -m 0755 "$PYMOD" && protoc -I"$SRC/proto" --python_out="$PYMOD" "$SRC/proto/lianyaohu.proto" ||
+    lyh_die "protoc failed"
+chmod -R a+rX "$PYMOD"
+install -m 0755 "$HERE/policy_client.py" "$LYH_TMP/bin/policy_client.py"
+PC=$LYH_TMP/bin/policy_client.py
+
+lyh_daemon_start || lyh_die "lyhd does not start"
+
+pc_root() { /usr/bin/python3 "$PC" "$PYMOD" "$LYH_SOCK" "$@"; }
+pc_user() { lyh_as_user /usr/bin/python3 "$PC" "$PYMOD" "$LYH_SOCK" "$@"; }
+lyh_root() { "$LYH_LYH" --socket "$LYH_SOCK" "$@"; }
+field() { echo "$1" | awk '{print $'"$2"'}'; }
+
+# ---- 1. the default -------------------------------------------------------------------
+
+echo "# 1. version 0: the built-in default"
+out=$(lyh_cli policy get 2>&1)
+t_check "1: lyh policy get (non-admin) says version 0" grep -q '^version 0 ' <<<"$out"
+t_check "1: default interface patterns tun* wg*" grep -qE 'allowed_interface_patterns += tun\* wg\*$' <<<"$out"
+out=$(lyh_cli policy get --json 2>&1)
+t_check "1: --json is one object with version 0" grep -q '^{"version":0,' <<<"$out"
+out=$(lyh_cli policy history 2>&1)
+t_check "1: empty history" grep -q 'no policy has been set' <<<"$out"
+
+# ---- 2. set, refusals ----------------------------------------------------------------
+
+echo "# 2. set, refusals"
+POL1='{"allowed_interface_patterns":["tun*"],"permit_allow_non_default_route":true,
+ "permit_no_firewall":false,"permit_shared_user_firewall":true,
+ "lan_allow_ceiling":["192.168.77.0/24"],"log_allowed_flows":true,"max_sessions_per_uid":4}'
+out=$(pc_root set "$POL1" 0)
+t_eq "2: admin sets version 1" "$(field "$out" 1) $(field "$out" 2)" "OK 1"
+out=$(pc_user set "$POL1")
+t_eq "2: non-admin set is PERMISSION_DENIED" "$(field "$out" 1)" "PERMISSION_DENIED"
+out=$(pc_root set '{"allowed_interface_patterns":["wg*"]}' 7)
+t_eq "2: stale expect_version is ABORTED" "$(field "$out" 1)" "ABORTED"
+out=$(pc_root get)
+t_eq "2: ... and nothing changed (still version 1)" "$(field "$out" 2)" 1
+out=$(pc_root set '{"allowed_interface_patterns":["tu*n"]}')
+t_eq "2: a bad pattern is INVALID_ARGUMENT" "$(field "$out" 1)" "INVALID_ARGUMENT"
+t_check "2: ... naming allowed_interface_patterns" grep -q 'allowed_interface_patterns\[0\]' <<<"$out"
+out=$(pc_root set '{"allowed_interface_patterns":["tun*"],"always_deny":["192.168.77.1/24"]}')
+t_check "2: host bits set: INVALID_ARGUMENT naming always_deny" grep -q '^INVALID_ARGUMENT 0 policy: always_deny\[0\]' <<<"$out"
+out=$(pc_root set '{"allowed_interface_patterns":["tun*"],"writable_prefixes":["/proc/x"]}')
+t_check "2: writable prefix under /proc refused naming writable_prefixes" grep -q '^INVALID_ARGUMENT 0 policy: writable_prefixes\[0\]' <<<"$out"
+out=$(pc_root get)
+t_eq "2: refused updates stored nothing (still version 1)" "$(field "$out" 2)" 1
+
+# ---- 3. Run over the ceiling ---------------------------------------------------------------
+
+echo "# 3. Run and the ceiling"
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --no-firewall --no-tui -- /bin/true </dev/null 2>&1)
+t_check "3: --no-firewall refused naming permit_no_firewall" grep -q 'policy: --no-firewall is not permitted (permit_no_firewall' <<<"$out"
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --lan-allow 10.1.2.3 -- /bin/true </dev/null 2>&1)
+t_check "3: LAN exception outside the ceiling refused naming lan_allow_ceiling" grep -q 'PERMISSION_DENIED.*lan_allow_ceiling' <<<"$out"
+out=$(pc_root set '{"allowed_interface_patterns":["wg*"],"lan_allow_ceiling":["192.168.77.0/24"],"log_allowed_flows":true}' 1)
+t_eq "3: version 2 (wg* only)" "$(field "$out" 1) $(field "$out" 2)" "OK 2"
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui -- /bin/true </dev/null 2>&1)
+t_check "3: --vpn tun0 refused naming allowed_interface_patterns" \
+    grep -q "policy: interface 'tun0' does not match allowed_interface_patterns (wg\*)" <<<"$out"
+
+# ---- 4. rollback and history -------------------------------------------------------------
+
+echo "# 4. rollback, history"
+out=$(lyh_cli policy rollback 1 2>&1)
+t_check "4: non-admin rollback refused" grep -q 'PERMISSION_DENIED' <<<"$out"
+out=$(lyh_root policy rollback 1 --expect-version 1 2>&1)
+t_check "4: rollback with a stale --expect-version is ABORTED" grep -q '^lyh: ABORTED' <<<"$out"
+out=$(lyh_root policy rollback 1 --expect-version 2 2>&1)
+t_check "4: lyh policy rollback 1 makes version 3" grep -q '^policy version 3 is now in force' <<<"$out"
+out=$(lyh_cli policy history --json 2>&1)
+t_eq "4: history lists 1 2 3, newest last" \
+    "$(sed -n 's/^{"version":\([0-9]*\),.*/\1/p' <<<"$out" | tr '\n' ' ')" "1 2 3 "
+t_check "4: version 3 has version 1's content (tun*)" \
+    grep -q '^{"version":3,.*"allowed_interface_patterns":\["tun\*"\]' <<<"$out"
+t_check "4: set_by_uid is root's" grep -q '^{"version":3,"set_by_uid":0,' <<<"$out"
+
+# ---- 5. the audit records --------------------------------------------------------------------
+
+echo "# 5. audit"
+q_pol() { lyh_root audit query --kind policy --json; }
+# pol_wait ACTION: wait (10 s) until a policy record with that action is committed.
+pol_wait() {
+    lyh_wait_until 10 sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --kind policy --json | grep -q '\"action\":\"$1\"'"
+}
+pol_wait rollback
+out=$(q_pol 2>&1)
+t_eq "5: three policy records (set set rollback)" "$(grep -c '"kind":"policy"' <<<"$out")" 3
+t_check "5: the rollback record names old/new version and who" \
+    grep -q '"action":"rollback".*old_version=2 new_version=3 by_uid=0 rollback_to=1' <<<"$out"
+
+# ---- 6. a running session narrowed live ----------------------------------------------------
+
+echo "# 6. live narrowing"
+AGENT=$LYH_HOME/lyh-e2e/agent.sh
+cat >"$AGENT" <<'EOF'
+#!/bin/sh
+# Probe DIR/go.N requests: each answered with DIR/res.N; up to SECS seconds.
+probe=$HOME/lyh-e2e/probe
+d=$1 max=$2 n=0
+: >"$d/ready"
+while [ "$n" -lt $((max * 20)) ]; do
+    [ -e "$d/stop" ] && exit 0
+    for r in "$d"/go.*; do
+        [ -e "$r" ] || continue
+        k=${r##*/go.}
+        [ -e "$d/res.$k" ] && continue
+        "$probe" probe tcp 192.168.77.2 7777 2000 2>&1 | head -n 1 >"$d/.res.$k"
+        mv "$d/.res.$k" "$d/res.$k"
+    done
+    sleep 0.05
+    n=$((n + 1))
+done
+exit 3
+EOF
+chown "$LYH_UID:$LYH_GID" "$AGENT"
+chmod 0755 "$AGENT"
+D=$LYH_HOME/lyh-e2e/s6
+install -d -o "$LYH_UID" -g "$LYH_GID" -m 0755 "$D"
+LYH_CMD_TIMEOUT=300 lyh_cli run --vpn tun0 --no-tui --lan-allow 192.168.77.2 -- /bin/sh "$AGENT" "$D" 120 \
+    >"$LYH_TMP/s6.out" 2>"$LYH_TMP/s6.err" </dev/null &
+S6=$!
+lyh_track_pid "$S6"
+probe6() { # N: ask the agent to probe, RES = its answer
+    : >"$D/go.$1"
+    chmod 0644 "$D/go.$1"
+    RES=""
+    lyh_wait_until 20 test -e "$D/res.$1" && RES=$(awk '{print $1}' "$D/res.$1")
+}
+if lyh_wait_until 20 test -e "$D/ready"; then
+    probe6 1
+    t_eq "6: under version 3 the LAN exception 192.168.77.2 is allowed" "$RES" ok
+    out=$(pc_root set '{"allowed_interface_patterns":["tun*"],"lan_allow_ceiling":["10.0.0.0/8"],"log_allowed_flows":true}' 3)
+    t_eq "6: version 4 (ceiling 10.0.0.0/8)" "$(field "$out" 1) $(field "$out" 2)" "OK 4"
+    probe6 2
+    t_eq "6: the running session's probe to 192.168.77.2 is now refused" "$RES" refused
+    t_check "6: lyhd logged the narrowing" lyh_daemon_log_has "session '[0-9a-f]+' of uid $LYH_UID: policy: 1 LAN exception" 5
+    pol_wait narrowed
+    t_check "6: a 'narrowed' policy record for the session" \
+        grep -q '"action":"narrowed"' <<<"$(q_pol 2>&1)"
+    touch "$D/stop"
+    lyh_wait_pid_gone 20 "$S6" || t_fail "6: lyh run returns after the agent stops"
+    wait "$S6" 2>/dev/null
+    t_eq "6: the session itself ended normally (exit 0)" "$?" 0
+else
+    t_fail "6: the session starts" "$(head -c 400 "$LYH_TMP/s6.err")"
+fi
+
+# ---- 7. a session whose interface leaves the patterns is cut --------------------------------
+
+echo "# 7. interface no longer allowed: cut"
+D=$LYH_HOME/lyh-e2e/s7
+install -d -o "$LYH_UID" -g "$LYH_GID" -m 0755 "$D"
+LYH_CMD_TIMEOUT=300 lyh_cli run --vpn tun0 --no-tui -- /bin/sh "$AGENT" "$D" 120 \
+    >"$LYH_TMP/s7.out" 2>"$LYH_TMP/s7.err" </dev/null &
+S7=$!
+lyh_track_pid "$S7"
+if lyh_wait_until 20 test -e "$D/ready"; then
+    out=$(pc_root set '{"allowed_interface_patterns":["wg*"],"log_allowed_flows":true}' 4)
+    t_eq "7: version 5 (wg* only)" "$(field "$out" 1) $(field "$out" 2)" "OK 5"
+    lyh_wait_pid_gone 20 "$S7"
+    t_check "7: the session on tun0 ends" sh -c "! kill -0 $S7 2>/dev/null"
+    wait "$S7" 2>/dev/null
+    t_eq "7: lyh run reports the kill (128+9)" "$?" 137
+    pol_wait cut
+    t_check "7: the audit has a 'cut' record" \
+        grep -q '"action":"cut".*allowed_interface_patterns' <<<"$(q_pol 2>&1)"
+else
+    t_fail "7: the session starts" "$(head -c 400 "$LYH_TMP/s7.err")"
+fi
+
+[ -n "${LYH_POLICY_DEBUG:-}" ] && q_pol >"$LYH_POLICY_DEBUG" 2>&1
+lyh_daemon_stop
+t_done
+exit $?
