@@ -37,6 +37,11 @@
 void guard_free(struct guard *g, bool remove_base) {
     if (!g)
         return;
+    if (g->ev_watch)
+        event_free(g->ev_watch);
+    if (g->ev_check)
+        event_free(g->ev_check);
+    CLOSE_FD(g->watch_fd);
     nft_close(g->nft);
     route_close(g->route);
     if (remove_base && g->have_cgroup)
@@ -508,6 +513,98 @@ static int reap_cgroup_cb(const char *name, void *userdata) {
     return 0;
 }
 
+/* ---- someone else changed the ruleset while we run ---------------------------- */
+
+#define GUARD_CHECK_DELAY_MS 20   /* coalesce a burst of notifications */
+#define GUARD_CHECK_RETRY_MS 1000
+
+static void arm_check(struct guard *g, unsigned ms) {
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    if (!evtimer_pending(g->ev_check, NULL))
+        evtimer_add(g->ev_check, &tv);
+}
+
+/* The table was rebuilt empty: put every live session's chain back (a session
+ * whose chain cannot be restored is ended: its traffic must not go unguarded,
+ * and the base chain refuses a guarded socket that matches no session in the
+ * meantime), then the shared chains. */
+static unsigned restore_chains(struct lyhd *d) {
+    struct reconcile rc = {.d = d};
+    struct session *s, *next;
+    char why[256];
+    unsigned n = 0;
+
+    for (s = TAILQ_FIRST(&d->sessions); s; s = next) {
+        next = TAILQ_NEXT(s, link);
+        if (!s->has_chain || s->row.scope != LIANYAOHU__V1__SCOPE__SCOPE_SESSION ||
+            s->row.state >= STORE_SESSION_ENDING)
+            continue;
+        if (guard_session_add(d, s, why, sizeof(why)) < 0) {
+            log_error("session '%s': its rules cannot be restored after the table was rebuilt "
+                      "(%s); ending it",
+                      s->row.id, why);
+            if (s->has_cgroup)
+                (void)cg_kill(&d->guard->cg, s->row.id);
+            s->has_chain = false;
+            session_teardown(s);
+            continue;
+        }
+        audit_session_chain_built(d, s); /* fresh counters from here */
+        n++;
+    }
+    /* No chain is present now: reconcile_shared rebuilds every shared one. */
+    (void)store_guard_foreach(d->store, reconcile_shared, &rc);
+    return n;
+}
+
+static void on_check(evutil_socket_t fd, short what, void *arg) {
+    struct lyhd *d = arg;
+    struct guard *g = d->guard;
+    unsigned flags = 0;
+    int r = nft_ensure_base(g->nft, &g->base, &flags);
+
+    if (r < 0) {
+        log_error("table inet lianyaohu: checking it after a ruleset change failed (%s): %s; "
+                  "retrying",
+                  nft_last_error_object(g->nft), strerror(-r));
+        arm_check(g, GUARD_CHECK_RETRY_MS);
+        return;
+    }
+    if (!(flags & (NFT_BASE_CREATED | NFT_BASE_REBUILT)))
+        return;
+    unsigned n = restore_chains(d);
+    log_warn("table inet lianyaohu was removed or changed by someone else while lyhd ran; "
+             "rebuilt it and the chains of %u session(s)",
+             n);
+    reap_log(d, "table inet lianyaohu", "rebuilt",
+             "removed or changed by someone else while lyhd ran");
+}
+
+static void on_watch(evutil_socket_t fd, short what, void *arg) {
+    struct lyhd *d = arg;
+    int r = nft_watch_drain(fd);
+
+    if (r != 0)
+        arm_check(d->guard, GUARD_CHECK_DELAY_MS);
+}
+
+static int watch_start(struct lyhd *d, char *why, size_t whylen) {
+    struct guard *g = d->guard;
+    int r = nft_watch_open(&g->watch_fd);
+
+    if (r < 0) {
+        snprintf(why, whylen, "cannot watch the nftables ruleset for changes: %s", strerror(-r));
+        return r;
+    }
+    g->ev_watch = event_new(d->base, g->watch_fd, EV_READ | EV_PERSIST, on_watch, d);
+    g->ev_check = evtimer_new(d->base, on_check, d);
+    if (!g->ev_watch || !g->ev_check || event_add(g->ev_watch, NULL) < 0) {
+        snprintf(why, whylen, "cannot watch the nftables ruleset: out of memory");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 int guard_init(struct lyhd *d, char *why, size_t whylen) {
     struct guard *g = calloc(1, sizeof(*g));
     struct reconcile rc = {.d = d};
@@ -517,6 +614,7 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
     if (!g)
         return -ENOMEM;
     g->cg.base_fd = -1;
+    g->watch_fd = -1;
     d->guard = g;
     r = nft_open(&g->nft);
     if (r < 0) {
@@ -581,5 +679,5 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
     if (rc.adopted || rc.reaped)
         log_info("startup reconciliation: %u session(s) re-adopted, %u reaped", rc.adopted,
                  rc.reaped);
-    return 0;
+    return watch_start(d, why, whylen);
 }

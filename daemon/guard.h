@@ -27,6 +27,12 @@ struct guard {
     struct cg_root cg;
     bool have_cgroup;         /* cgroup v2 usable: session scope */
     struct nftr_base_params base;
+    /* Ruleset change notifications: after any change (ours too), the base is
+     * checked again shortly; if someone else removed or changed our table it
+     * is rebuilt with every live chain, and that is on record. */
+    int watch_fd;
+    struct event *ev_watch;
+    struct event *ev_check;
 };
 
 /* Open nft and cgroups, make sure the base table exists (rebuilding it if

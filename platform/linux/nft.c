@@ -147,6 +147,44 @@ int nft_open(struct nft **ret) {
     return 0;
 }
 
+int nft_watch_open(int *ret_fd) {
+    _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                                    NETLINK_NETFILTER);
+    if (fd < 0)
+        return -errno;
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = 1u << (NFNLGRP_NFTABLES - 1)};
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return -errno;
+    *ret_fd = TAKE_FD(fd);
+    return 0;
+}
+
+int nft_watch_drain(int fd) {
+    char buf[8192];
+    int n = 0;
+
+    /* Only "something changed" matters; what changed is read back by the caller
+     * (nft_ensure_base), so the messages themselves are not parsed. */
+    for (int i = 0; i < 1024; i++) {
+        ssize_t k = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                return n;
+            if (errno == ENOBUFS) {
+                n++;
+                continue;
+            }
+            return -errno;
+        }
+        if (k == 0)
+            return n;
+        n++;
+    }
+    return n;
+}
+
 const char *nft_last_error_object(const struct nft *n) {
     return n->err_obj;
 }

@@ -31,6 +31,15 @@ struct nft;
 int nft_open(struct nft **ret);
 void nft_close(struct nft *n); /* NULL ok */
 
+/* A netlink socket subscribed to the nftables change notifications of this
+ * network namespace (NFNLGRP_NFTABLES): readable after any ruleset change,
+ * ours included. Non-blocking, CLOEXEC; the caller closes the fd. */
+int nft_watch_open(int *ret_fd);
+/* Read what is queued without blocking (bounded). Returns how many
+ * notifications were read (an overrun counts as one: something changed), or
+ * -errno on a socket error. */
+int nft_watch_drain(int fd);
+
 /* nft_ensure_base() *ret_flags */
 enum {
     NFT_BASE_CREATED = 1u << 0, /* the table was missing and has been created */

@@ -327,6 +327,32 @@ if agent_start s4; then
     t_eq "4: recorded + missed = 8000 (recorded $na)" "$((na + ma))" 8000
 fi
 
+# ---- 5. someone flushes the ruleset while lyhd runs -----------------------------------------
+
+echo "# 5. nft flush ruleset during a session: rebuilt at once, on record"
+if agent_start s5; then
+    S5=${A_SID[s5]}
+    lyh_nft flush ruleset
+    if lyh_wait_until 3 nsenter --net="/run/netns/$LYH_MAIN" nft list chain inet lianyaohu "s-$S5"; then
+        t_pass "5: the session's chain is back after the flush"
+    else
+        t_fail "5: the session's chain is back after the flush" "$(lyh_nft list ruleset 2>&1 | head -20)"
+    fi
+    agent_do s5 30 "probe tcp 192.168.77.2 $LYH_PORT 3000" "probe tcp 11.77.0.1 $LYH_PORT 3000"
+    t_eq "5: after the rebuild: LAN refused, VPN works" "$(echo "$RES" | awk '{print $1}' | tr '\n' ' ')" "refused ok "
+    lyh_wait_until 3 sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --kind guard --json | grep -q 'while lyhd ran'"
+    q_root query --kind guard --json >"$LYH_TMP/q5.jsonl"
+    if grep -q '"rebuilt"' "$LYH_TMP/q5.jsonl" && grep -q 'while lyhd ran' "$LYH_TMP/q5.jsonl"; then
+        t_pass "5: the rebuild is on record (kind guard, action rebuilt)"
+    else
+        t_fail "5: the rebuild is on record" "$(cat "$LYH_TMP/q5.jsonl")"
+    fi
+    agent_stop s5
+    session_ended "$S5" || t_fail "5: the session end is recorded"
+    q_root query --session "$S5" --json >"$LYH_TMP/q5s.jsonl"
+    t_eq "5: no false gap after the rebuild (counters restarted with it)" "$(jl count "$LYH_TMP/q5s.jsonl" gap)" 0
+fi
+
 lyh_daemon_stop
 t_done
 exit $?
