@@ -61,6 +61,8 @@ int cmd_audit(struct cli *cli, int argc, char **argv);
 void usage_audit(FILE *f);
 int cmd_policy(struct cli *cli, int argc, char **argv);
 void usage_policy(FILE *f);
+int cmd_config(struct cli *cli, int argc, char **argv);
+void usage_config(FILE *f);
 int cmd_status(struct cli *cli, int argc, char **argv);
 void usage_status(FILE *f);
 

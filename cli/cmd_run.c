@@ -21,6 +21,7 @@
 
 #include "cli/audit_fmt.h"
 #include "cli/cli.h"
+#include "cli/config.h"
 #include "cli/pty_relay.h"
 #include "cli/vpn_pick.h"
 #include "common/dest_rule.h"
@@ -31,12 +32,17 @@
 extern char **environ;
 
 #define RUN_MAX_ENV 128
+#define RUN_MAX_FLAG_LIST 64 /* per list option; the request's own bounds apply later */
 
 struct run_opts {
     const char *vpn;
     const char *cwd;
-    const char *env[RUN_MAX_ENV]; /* NAME=VALUE from --env */
+    const char *env[RUN_MAX_ENV]; /* NAME=VALUE: --env merged with the config's [env] */
     size_t n_env;
+    /* The list options as given; merged with the config before use. */
+    const char *allow[RUN_MAX_FLAG_LIST], *deny[RUN_MAX_FLAG_LIST], *lan[RUN_MAX_FLAG_LIST];
+    const char *writable[RUN_MAX_FLAG_LIST], *read_only[RUN_MAX_FLAG_LIST];
+    size_t n_allow, n_deny, n_lan, n_writable, n_read_only;
     bool no_firewall, shared_user, allow_non_default, narrow_home;
     bool print_firewall, print_policy, no_tui, monitor;
     char **argv;
@@ -64,6 +70,10 @@ void usage_run(FILE *f) {
             "  --print-policy             print the effective policy, then exit\n"
             "  --no-tui                   no pty and no picker, even on a terminal\n"
             "  --monitor                  print each refused flow on stderr as it happens\n"
+            "  --config PATH              the global config file to use (docs/config.md)\n"
+            "  --no-config                read no config file at all\n"
+            "  --trust-project            apply the project file's widenings this once\n"
+            "Options not given come from the config files; list options add to them.\n"
             "RULE is ADDR[/PREFIX][:PORT[-PORT]], IPv6 in brackets when a port follows:\n"
             "  192.168.1.0/24   10.0.0.5:443   [fd00::/8]:80-90\n"
             "lyh exits with the agent's status (128+N when killed by signal N).\n");
@@ -356,10 +366,100 @@ static void print_policy(const struct run_opts *o, const lianyaohu_v1_RunRequest
     (void)o;
 }
 
+static int flag_list_add(const char *opt, const char *arg, const char **arr, size_t *n) {
+    if (*n >= RUN_MAX_FLAG_LIST) {
+        fprintf(stderr, "lyh run: too many %s (at most %d)\n", opt, RUN_MAX_FLAG_LIST);
+        return -E2BIG;
+    }
+    arr[(*n)++] = arg;
+    return 0;
+}
+
+/* The option name to blame for a merged value: the flag, or the config key. */
+static const char *blame(const struct cfg_item *it, const char *opt, const char *key) {
+    return strcmp(it->origin, "command line") == 0 ? opt : key;
+}
+
+/* Load the configuration and fill what the flags did not: the request's
+ * switches and lists, the interface and the environment (o). The flags'
+ * lists were merged into the config's, deduplicated. */
+static int apply_config(const struct cfg_cli *ccli, const char *cwd, bool may_ask,
+                        lianyaohu_v1_RunRequest *rr, struct run_opts *o, struct cfg **ret) {
+    _cleanup_(cfg_freep) struct cfg *c = NULL;
+    struct cfg_error err = {{0}};
+    struct cfg_ctx ctx;
+    char cwdbuf[PATH_MAX];
+    int r;
+
+    if ((r = cli_config_ctx(&ctx, cwdbuf, sizeof(cwdbuf), cwd, may_ask)) < 0) {
+        fprintf(stderr, "lyh run: %s: %s\n", cwd, strerror(-r));
+        return EXIT_USAGE;
+    }
+    if ((r = cfg_load(&ctx, ccli, &c, &err)) < 0) {
+        fprintf(stderr, "lyh run: %s\n", err.msg[0] ? err.msg : strerror(-r));
+        return EXIT_USAGE;
+    }
+    /* Never silently drop a tightening this daemon cannot enforce. */
+    if (c->paths_deny.n > 0) {
+        fprintf(stderr, "lyh run: paths.deny is not supported by this lyhd yet (%s sets it); "
+                        "remove it to run\n", c->paths_deny.v[0].origin);
+        return EXIT_USAGE;
+    }
+    rr->no_firewall = !c->firewall.value;
+    rr->shared_user_firewall = c->shared_user_firewall.value;
+    rr->allow_non_default_route = c->allow_non_default_route.value;
+    rr->narrow_home = c->narrow_home.value;
+    rr->network_default = strcmp(c->network_default.value, "deny") == 0
+                              ? lianyaohu_v1_NetworkDefault_NETWORK_DEFAULT_DENY
+                              : lianyaohu_v1_NetworkDefault_NETWORK_DEFAULT_ALLOW;
+    for (size_t i = 0; i < c->allow.n; i++)
+        if (cli_add_rule(blame(&c->allow.v[i], "--allow-dest", "network.allow"),
+                         c->allow.v[i].value, rr->allow, &rr->allow_count,
+                         ARRAY_SIZE(rr->allow)) < 0)
+            return EXIT_USAGE;
+    for (size_t i = 0; i < c->deny.n; i++)
+        if (cli_add_rule(blame(&c->deny.v[i], "--deny-dest", "network.deny"), c->deny.v[i].value,
+                         rr->deny, &rr->deny_count, ARRAY_SIZE(rr->deny)) < 0)
+            return EXIT_USAGE;
+    for (size_t i = 0; i < c->lan_allow.n; i++)
+        if (cli_add_rule("--lan-allow", c->lan_allow.v[i].value, rr->lan_allow,
+                         &rr->lan_allow_count, ARRAY_SIZE(rr->lan_allow)) < 0)
+            return EXIT_USAGE;
+    for (size_t i = 0; i < c->writable.n; i++)
+        if (add_path(blame(&c->writable.v[i], "--writable", "paths.writable"),
+                     c->writable.v[i].value, rr->writable, &rr->writable_count,
+                     ARRAY_SIZE(rr->writable)) < 0)
+            return EXIT_USAGE;
+    for (size_t i = 0; i < c->read_only.n; i++)
+        if (add_path(blame(&c->read_only.v[i], "--read-only", "paths.read_only"),
+                     c->read_only.v[i].value, rr->read_only, &rr->read_only_count,
+                     ARRAY_SIZE(rr->read_only)) < 0)
+            return EXIT_USAGE;
+    if (c->agent_state_dirs.n > ARRAY_SIZE(rr->agent_state_dirs)) {
+        fprintf(stderr, "lyh run: too many paths.agent_state_dirs (at most %zu)\n",
+                ARRAY_SIZE(rr->agent_state_dirs));
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; i < c->agent_state_dirs.n; i++)
+        snprintf(rr->agent_state_dirs[rr->agent_state_dirs_count++],
+                 sizeof(rr->agent_state_dirs[0]), "%s", c->agent_state_dirs.v[i].value);
+    o->vpn = c->vpn_interface.value;
+    if (c->env.n > RUN_MAX_ENV) {
+        fprintf(stderr, "lyh run: too many environment variables (at most %d)\n", RUN_MAX_ENV);
+        return EXIT_USAGE;
+    }
+    o->n_env = c->env.n;
+    for (size_t i = 0; i < c->env.n; i++)
+        o->env[i] = c->env.v[i].value;
+    *ret = TAKE_PTR(c);
+    return EXIT_OK;
+}
+
 int cmd_run(struct cli *cli, int argc, char **argv) {
     enum {
         O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN,
         O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_MONITOR, O_HELP,
+        O_CONFIG, O_NOCONFIG, O_TRUSTPROJ,
     };
     static const struct option opts[] = {
         {"vpn", required_argument, NULL, O_VPN},
@@ -379,12 +479,17 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
         {"no-tui", no_argument, NULL, O_NOTUI},
         {"monitor", no_argument, NULL, O_MONITOR},
         {"help", no_argument, NULL, O_HELP},
+        {"config", required_argument, NULL, O_CONFIG},
+        {"no-config", no_argument, NULL, O_NOCONFIG},
+        {"trust-project", no_argument, NULL, O_TRUSTPROJ},
         {0},
     };
     struct run_opts o = {0};
+    struct cfg_cli ccli = CFG_CLI_INIT;
+    _cleanup_(cfg_freep) struct cfg *conf = NULL;
+    _cleanup_free_ char **cmdv = NULL;
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
     lianyaohu_v1_RunRequest *rr;
-    static char *default_argv[] = {"claude", NULL};
     struct strv av;
     struct envv ev = {0};
     char cwd[PATH_MAX];
@@ -406,27 +511,21 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
             }
             o.env[o.n_env++] = optarg;
             break;
-        case O_NOFW: rr->no_firewall = true; break;
-        case O_SHARED: rr->shared_user_firewall = true; break;
-        case O_NONDEFAULT: rr->allow_non_default_route = true; break;
+        case O_NOFW: ccli.firewall = 0; break;
+        case O_SHARED: ccli.shared_user_firewall = 1; break;
+        case O_NONDEFAULT: ccli.allow_non_default_route = 1; break;
         case O_ALLOW:
-            k = cli_add_rule("--allow-dest", optarg, rr->allow, &rr->allow_count, ARRAY_SIZE(rr->allow));
-            rr->network_default = lianyaohu_v1_NetworkDefault_NETWORK_DEFAULT_DENY;
+            k = flag_list_add("--allow-dest", optarg, o.allow, &o.n_allow);
+            ccli.default_deny = true;
             break;
-        case O_DENY: k = cli_add_rule("--deny-dest", optarg, rr->deny, &rr->deny_count, ARRAY_SIZE(rr->deny)); break;
-        case O_LAN:
-            k = cli_add_rule("--lan-allow", optarg, rr->lan_allow, &rr->lan_allow_count,
-                         ARRAY_SIZE(rr->lan_allow));
-            break;
-        case O_WRITABLE:
-            k = add_path("--writable", optarg, rr->writable, &rr->writable_count,
-                         ARRAY_SIZE(rr->writable));
-            break;
-        case O_RO:
-            k = add_path("--read-only", optarg, rr->read_only, &rr->read_only_count,
-                         ARRAY_SIZE(rr->read_only));
-            break;
-        case O_NARROW: rr->narrow_home = true; break;
+        case O_DENY: k = flag_list_add("--deny-dest", optarg, o.deny, &o.n_deny); break;
+        case O_LAN: k = flag_list_add("--lan-allow", optarg, o.lan, &o.n_lan); break;
+        case O_WRITABLE: k = flag_list_add("--writable", optarg, o.writable, &o.n_writable); break;
+        case O_RO: k = flag_list_add("--read-only", optarg, o.read_only, &o.n_read_only); break;
+        case O_NARROW: ccli.narrow_home = 1; break;
+        case O_CONFIG: ccli.config_path = optarg; break;
+        case O_NOCONFIG: ccli.no_config = true; break;
+        case O_TRUSTPROJ: ccli.trust_project = true; break;
         case O_PRINTFW: rr->print_firewall = true; break;
         case O_MONITOR: rr->monitor = true; break;
         case O_PRINTPOL: o.print_policy = true; break;
@@ -438,13 +537,8 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
             return EXIT_USAGE;
     }
     if (optind < argc) {
-        av.v = argv + optind;
-        av.n = (size_t)(argc - optind);
-    } else {
-        av.v = default_argv;
-        av.n = 1;
-        if (!rr->print_firewall && !o.print_policy)
-            fprintf(stderr, "lyh run: no command given; running `claude`\n");
+        ccli.command.v = (const char *const *)(argv + optind);
+        ccli.command.n = (size_t)(argc - optind);
     }
 
     /* Working directory. */
@@ -463,14 +557,39 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
     }
     snprintf(rr->cwd, sizeof(rr->cwd), "%s", cwd);
 
+    /* The configuration: files under the flags (the project walk starts at
+     * the agent's working directory). */
+    ccli.env = (struct cfg_strv){o.env, o.n_env};
+    ccli.allow = (struct cfg_strv){o.allow, o.n_allow};
+    ccli.deny = (struct cfg_strv){o.deny, o.n_deny};
+    ccli.lan_allow = (struct cfg_strv){o.lan, o.n_lan};
+    ccli.writable = (struct cfg_strv){o.writable, o.n_writable};
+    ccli.read_only = (struct cfg_strv){o.read_only, o.n_read_only};
+    ccli.vpn = o.vpn;
+    bool vpn_flag = o.vpn != NULL, nofw_flag = ccli.firewall == 0;
+    rc = apply_config(&ccli, cwd, !o.no_tui, rr, &o, &conf);
+    if (rc != EXIT_OK)
+        return rc;
+    cmdv = calloc(conf->command.n + 1, sizeof(*cmdv));
+    if (!cmdv)
+        return EXIT_DAEMON_ERROR;
+    for (size_t i = 0; i < conf->command.n; i++)
+        cmdv[i] = conf->command.v[i].value;
+    av.v = cmdv;
+    av.n = conf->command.n;
+    if (strcmp(conf->command.v[0].origin, "built-in") == 0 && !rr->print_firewall &&
+        !o.print_policy)
+        fprintf(stderr, "lyh run: no command given; running `claude`\n");
+
     /* Interface. */
     if (rr->no_firewall) {
-        if (o.vpn) {
+        if (vpn_flag && nofw_flag) {
             fprintf(stderr, "lyh run: --no-firewall and --vpn contradict each other\n");
             return EXIT_USAGE;
         }
         fprintf(stderr, "lyh run: warning: --no-firewall: the agent's network is NOT confined "
                         "to a VPN (filesystem and syscall sandbox only)\n");
+        o.vpn = NULL; /* a configured interface does not matter without a firewall */
     } else {
         char picked[16];
         bool interactive = !o.no_tui && isatty(STDIN_FILENO) && isatty(STDERR_FILENO);

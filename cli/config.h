@@ -1,0 +1,153 @@
+/* The layered user configuration of `lyh run` (docs/config.md).
+ *
+ * Layers, lowest first: built-ins, the global file ($XDG_CONFIG_HOME/
+ * lianyaohu/config.toml, else ~/.config/lianyaohu/config.toml, or --config
+ * PATH), the nearest project file (.lianyaohu.toml, walking up from cwd, the
+ * walk stops after $HOME or /), the command line. Scalars: the highest layer
+ * that sets one wins. Lists concatenate in layer order, deduplicated (the
+ * first occurrence and its origin are kept). env: the highest layer wins per
+ * NAME. [defaults] is allowed only in the global file.
+ *
+ * Trust: a project file's tightenings always apply; its widenings
+ * (network.allow, network.lan_allow, network.default = "allow",
+ * paths.writable, paths.read_only, paths.agent_state_dirs,
+ * paths.narrow_home = false, env.*) only when trusted.toml, next to the
+ * global config.toml, approves that directory with the SHA-256 of the file's
+ * exact bytes (the bytes that were parsed: read once, hashed and parsed from
+ * the same buffer), or with cli->trust_project.
+ *
+ * Conventions: 0 or -errno; ret_* set only on success; on failure *err (may
+ * be NULL) holds one line naming file:line:column and the key. Nothing here
+ * logs: warnings and notes (group/world-writable files, ignored keys) go to
+ * ctx->note when it is not NULL. No global state. */
+#ifndef LYH_CLI_CONFIG_H
+#define LYH_CLI_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Files larger than this are refused. */
+#define CFG_MAX_FILE (256u * 1024u)
+#define CFG_ERR_MAX 8192u
+#define CFG_SHA256_HEX 65u /* 64 hex digits and the NUL */
+#define CFG_PROJECT_NAME ".lianyaohu.toml"
+
+struct cfg_error {
+    char msg[CFG_ERR_MAX];
+};
+
+/* Who the loader is running for. Every pointer is borrowed. */
+struct cfg_ctx {
+    const char *home;            /* $HOME; required */
+    const char *xdg_config_home; /* NULL or "" = unset */
+    const char *cwd;             /* absolute; where the project walk starts */
+    /* Asked once when an untrusted project file holds widenings; return true
+     * for yes. NULL when there is no terminal to ask. */
+    bool (*ask)(void *data, const char *question);
+    void *ask_data;
+    FILE *note; /* warnings and notes; NULL = silent */
+};
+
+/* What the command line said. Unset: NULL, 0 entries, or -1 for the bools. */
+struct cfg_strv {
+    const char *const *v;
+    size_t n;
+};
+
+struct cfg_cli {
+    const char *config_path; /* --config: the global file to use instead */
+    bool no_config;          /* --no-config: no file at all */
+    bool trust_project;      /* --trust-project: apply widenings this once */
+    const char *vpn;
+    int8_t firewall, shared_user_firewall, allow_non_default_route, narrow_home;
+    bool default_deny; /* --allow-dest implies network.default = "deny" */
+    struct cfg_strv command, env, allow, deny, lan_allow, writable, read_only;
+};
+#define CFG_CLI_INIT                                                                        \
+    {.firewall = -1, .shared_user_firewall = -1, .allow_non_default_route = -1,             \
+     .narrow_home = -1}
+
+/* One value and where it came from: "PATH:LINE", "built-in" or "command
+ * line". Both strings are owned. */
+struct cfg_item {
+    char *value;
+    char *origin;
+};
+
+struct cfg_list {
+    struct cfg_item *v; /* owned */
+    size_t n, cap;
+};
+
+struct cfg_bool {
+    bool value;
+    char *origin; /* owned */
+};
+
+enum cfg_trust {
+    CFG_TRUST_NONE = 0, /* no project file */
+    CFG_TRUST_APPROVED,
+    CFG_TRUST_ONCE,      /* --trust-project */
+    CFG_TRUST_UNTRUSTED, /* no approval */
+    CFG_TRUST_STALE,     /* an approval for another version of the file */
+};
+
+/* The merged configuration. Every pointer is owned. */
+struct cfg {
+    char *config_dir, *global_path, *trust_path;
+    bool global_exists, trust_exists;
+    char *project_path; /* NULL when none was found (or --no-config) */
+    char *project_dir;
+    char project_sha256[CFG_SHA256_HEX];
+    enum cfg_trust trust;
+
+    struct cfg_item vpn_interface; /* value NULL when unset: lyh run picks */
+    struct cfg_bool firewall, shared_user_firewall, allow_non_default_route, narrow_home;
+    struct cfg_list command; /* replaced as a whole, never concatenated */
+    struct cfg_list env;     /* "NAME=value" */
+    struct cfg_item network_default; /* "allow" or "deny" */
+    struct cfg_list allow, deny, lan_allow; /* canonical DestRule text */
+    struct cfg_list writable, read_only, paths_deny; /* absolute paths */
+    struct cfg_list agent_state_dirs;                 /* names under $HOME */
+    /* Widenings of an untrusted project file that were not applied: value is
+     * the key ("network.allow", "env.TOKEN"), origin where it was. */
+    struct cfg_list ignored;
+};
+
+/* Locate, read, validate, trust-check and merge. -EINVAL: a schema error
+ * (unknown key, wrong type, bad value, [defaults] in a project file);
+ * -EBADMSG: not TOML; -EFBIG: a file over CFG_MAX_FILE; -ENOENT: --config
+ * names no file; other -errno from reading. *err says file:line:column: key. */
+int cfg_load(const struct cfg_ctx *ctx, const struct cfg_cli *cli, struct cfg **ret,
+             struct cfg_error *err);
+void cfg_free(struct cfg *c);
+static inline void cfg_freep(struct cfg **c) { cfg_free(*c); }
+
+/* The merged configuration as TOML that parses again; with origin, a comment
+ * after each value says where it came from. */
+void cfg_show(FILE *f, const struct cfg *c, bool origin);
+
+/* The directory of the global config and trust files. *ret is malloc'd. */
+int cfg_config_dir(const struct cfg_ctx *ctx, char **ret);
+/* The nearest project file from ctx->cwd; -ENOENT when there is none. */
+int cfg_find_project(const struct cfg_ctx *ctx, char **ret_path);
+/* SHA-256 (hex) of the exact bytes of path (at most CFG_MAX_FILE). */
+int cfg_hash_file(const char *path, char ret_hex[CFG_SHA256_HEX], struct cfg_error *err);
+/* Record (sha256_hex not NULL) or remove (NULL) the approval for dir in the
+ * trust file, written 0600 by temp file + rename, its directory created 0700.
+ * Removing an absent approval is -ENOENT. */
+int cfg_trust_set(const char *trust_path, const char *dir, const char *sha256_hex,
+                  struct cfg_error *err);
+/* The approved hash for dir: 0 with *ret (malloc'd), -ENOENT if none. */
+int cfg_trust_get(const char *trust_path, const char *dir, char **ret, struct cfg_error *err);
+
+/* The context of this process (cmd_config.c): $HOME, $XDG_CONFIG_HOME, the
+ * current directory (or cwd_override, resolved) copied into cwd, notes to
+ * stderr, and the [y/N] question when may_ask and stdin and stderr are both
+ * terminals. 0 or -errno (the directory could not be resolved). */
+int cli_config_ctx(struct cfg_ctx *ctx, char *cwd, size_t cwdlen, const char *cwd_override,
+                   bool may_ask);
+
+#endif
