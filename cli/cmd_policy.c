@@ -1,6 +1,6 @@
-/* lyh policy get|history|rollback: the admin policy. Reading it is for
- * everyone; rollback needs root or the admin group (the daemon decides).
- * `lyh policy set FILE` comes with the TOML reader (cli/toml.h). */
+/* lyh policy get|set|history|rollback: the admin policy. Reading it is for
+ * everyone; set and rollback need root or the admin group (the daemon
+ * decides). set reads a TOML file (cli/policy_toml.c) into the typed message. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -9,15 +9,20 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/policy_toml.h"
 #include "common/dest_rule.h"
 #include "common/macros.h"
 
 void usage_policy(FILE *f) {
-    fprintf(f, "Usage: lyh policy get [--json]\n"
+    fprintf(f, "Usage: lyh policy get [--json|--toml]\n"
+               "       lyh policy set FILE|- [--expect-version N]\n"
                "       lyh policy history [--json]\n"
                "       lyh policy rollback VERSION [--expect-version N]\n"
-               "Show the admin policy in force, every stored version (newest last), or make\n"
-               "a stored version current again (a new version with its content; admin only).\n"
+               "Show the admin policy in force (--toml: as a file `set` reads back), set it\n"
+               "from a TOML file (- = stdin; keys in docs/admin.md; a key left out keeps\n"
+               "its built-in default), list every stored version (newest last), or make a\n"
+               "stored version current again (a new version with its content). set and\n"
+               "rollback are for root and the admin group.\n"
                "--expect-version N: refuse (ABORTED) unless version N is the current one.\n");
 }
 
@@ -130,8 +135,8 @@ static void print_reply(const lianyaohu_v1_PolicyReply *p, bool json) {
 }
 
 static int policy_get(struct cli *cli, int argc, char **argv) {
-    bool json;
-    int rc = cli_json_only(cli, argc, argv, "policy get", usage_policy, &json);
+    bool json = false, toml = argc == 2 && strcmp(argv[1], "--toml") == 0;
+    int rc = toml ? -1 : cli_json_only(cli, argc, argv, "policy get", usage_policy, &json);
     if (rc >= 0)
         return rc;
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
@@ -146,7 +151,12 @@ static int policy_get(struct cli *cli, int argc, char **argv) {
         fprintf(stderr, "%s policy get: the daemon sent no policy\n", cli->prog);
         return EXIT_DAEMON_ERROR;
     }
-    print_reply(&resp->result.policy, json);
+    if (toml) {
+        printf("# lianyaohu admin policy, version %" PRIu64 "\n", resp->result.policy.version);
+        policy_print_toml(stdout, &resp->result.policy.policy);
+    } else {
+        print_reply(&resp->result.policy, json);
+    }
     return EXIT_OK;
 }
 
@@ -258,6 +268,81 @@ static int policy_rollback(struct cli *cli, int argc, char **argv) {
     return EXIT_OK;
 }
 
+/* The whole file (or stdin), at most POLICY_FILE_MAX bytes; a bigger one is
+ * refused rather than cut. */
+static int read_input(const char *path, char **ret, size_t *ret_len) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
+    if (!f)
+        return -errno;
+    _cleanup_free_ char *buf = malloc(POLICY_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, POLICY_FILE_MAX + 1, f) : 0;
+    int err = buf ? (ferror(f) ? -EIO : 0) : -ENOMEM;
+    if (f != stdin)
+        fclose(f);
+    if (err < 0)
+        return err;
+    if (n > POLICY_FILE_MAX)
+        return -EFBIG;
+    *ret = TAKE_PTR(buf);
+    *ret_len = n;
+    return 0;
+}
+
+static int policy_set(struct cli *cli, int argc, char **argv) {
+    static const struct option opts[] = {
+        {"expect-version", required_argument, NULL, 'e'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    uint64_t expect = 0;
+    int c;
+
+    optind = 0; /* as in rollback: options may follow FILE */
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'e':
+            if (parse_version("--expect-version", optarg, &expect) < 0)
+                return EXIT_USAGE;
+            break;
+        case 'h': usage_policy(stdout); return EXIT_OK;
+        default: usage_policy(stderr); return EXIT_USAGE;
+        }
+    }
+    if (optind + 1 != argc) {
+        usage_policy(stderr);
+        return EXIT_USAGE;
+    }
+    const char *path = argv[optind];
+    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0;
+    int r = read_input(path, &buf, &len);
+    if (r < 0) {
+        fprintf(stderr, "%s policy set: %s: %s\n", cli->prog, name,
+                r == -EFBIG ? "larger than 256 KiB; a policy file is small" : strerror(-r));
+        return EXIT_USAGE;
+    }
+    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    char err[512];
+    if (!req || !resp)
+        return EXIT_DAEMON_ERROR;
+    r = policy_from_toml(name, buf, len, &req->method.policy_update.policy, err, sizeof(err));
+    if (r < 0) {
+        fprintf(stderr, "%s policy set: %s\n", cli->prog, err);
+        return EXIT_USAGE;
+    }
+    req->which_method = lianyaohu_v1_Request_policy_update_tag;
+    req->method.policy_update.has_policy = true;
+    req->method.policy_update.expect_version = expect;
+    int rc = cli_unary(cli, req, resp);
+    if (rc != EXIT_OK)
+        return rc;
+    if (resp->which_result == lianyaohu_v1_Response_policy_tag)
+        printf("policy version %" PRIu64 " is now in force\n", resp->result.policy.version);
+    return EXIT_OK;
+}
+
 int cmd_policy(struct cli *cli, int argc, char **argv) {
     if (argc < 2) {
         usage_policy(stderr);
@@ -271,6 +356,8 @@ int cmd_policy(struct cli *cli, int argc, char **argv) {
     /* The subcommand's own options start after its name. */
     if (strcmp(sub, "get") == 0)
         return policy_get(cli, argc - 1, argv + 1);
+    if (strcmp(sub, "set") == 0)
+        return policy_set(cli, argc - 1, argv + 1);
     if (strcmp(sub, "history") == 0)
         return policy_history(cli, argc - 1, argv + 1);
     if (strcmp(sub, "rollback") == 0)

@@ -20,7 +20,7 @@ static const struct cli_command commands[] = {
      usage_sessions},
     {"status", "daemon uptime, connections, sessions and guards", cmd_status, usage_status},
     {"audit", "query, follow, summarize and export the audit log", cmd_audit, usage_audit},
-    {"policy", "the admin policy: get, history, rollback", cmd_policy, usage_policy},
+    {"policy", "the admin policy: get, set, history, rollback", cmd_policy, usage_policy},
     {"config", "your config files: show, path, trust, revoke (docs/config.md)", cmd_config, usage_config},
 };
 

@@ -204,6 +204,43 @@ else
     t_fail "7: the session starts" "$(head -c 400 "$LYH_TMP/s7.err")"
 fi
 
+# ---- 8. lyh policy set: TOML in -----------------------------------------------------------------
+
+echo "# 8. lyh policy set FILE|-"
+cat >"$LYH_TMP/pol8.toml" <<'EOF8'
+# a key left out keeps its built-in default
+allowed_interface_patterns = ["tun*", "wg*"]
+always_deny = ["198.51.100.0/24"]
+max_sessions_per_uid = 8
+EOF8
+chmod 0644 "$LYH_TMP/pol8.toml"
+out=$(lyh_cli policy set "$LYH_TMP/pol8.toml" 2>&1)
+t_check "8: non-admin lyh policy set refused" grep -q 'PERMISSION_DENIED' <<<"$out"
+out=$(lyh_root policy set "$LYH_TMP/pol8.toml" --expect-version 4 2>&1)
+t_check "8: a stale --expect-version is ABORTED" grep -q 'ABORTED' <<<"$out"
+out=$(lyh_root policy set "$LYH_TMP/pol8.toml" --expect-version 5 2>&1)
+t_check "8: lyh policy set FILE makes version 6" grep -q '^policy version 6 is now in force' <<<"$out"
+out=$(lyh_root policy get --json 2>&1)
+t_check "8: version 6 holds the file's values" \
+    grep -q '"max_sessions_per_uid":8' <<<"$out"
+printf 'max_sesions_per_uid = 8\n' >"$LYH_TMP/pol8bad.toml"
+out=$(lyh_root policy set "$LYH_TMP/pol8bad.toml" 2>&1)
+rc=$?
+if [ "$rc" = 2 ] && grep -q "pol8bad.toml:1:1: max_sesions_per_uid: unknown key" <<<"$out"; then
+    t_pass "8: a typo is refused with file:line:column and the key (exit 2)"
+else
+    t_fail "8: a typo is refused with file:line:column" "rc=$rc $out"
+fi
+out=$(lyh_root policy get --toml 2>&1 | lyh_root policy set - --expect-version 6 2>&1)
+t_check "8: get --toml | set - round-trips (version 7)" grep -q '^policy version 7 is now in force' <<<"$out"
+a=$(lyh_root policy history --json 2>&1 | sed -n 's/^{"version":6,"set_by_uid":0,"set_unix_ms":[0-9]*,//p')
+b=$(lyh_root policy history --json 2>&1 | sed -n 's/^{"version":7,"set_by_uid":0,"set_unix_ms":[0-9]*,//p')
+if [ -n "$a" ] && [ "$a" = "$b" ]; then
+    t_pass "8: version 7 has exactly version 6's content"
+else
+    t_fail "8: version 7 has exactly version 6's content" "6: $a | 7: $b"
+fi
+
 [ -n "${LYH_POLICY_DEBUG:-}" ] && q_pol >"$LYH_POLICY_DEBUG" 2>&1
 lyh_daemon_stop
 t_done
