@@ -399,12 +399,20 @@ static int apply_config(const struct cfg_cli *ccli, const char *cwd, bool may_as
         fprintf(stderr, "lyh run: %s\n", err.msg[0] ? err.msg : strerror(-r));
         return EXIT_USAGE;
     }
-    /* Never silently drop a tightening this daemon cannot enforce. */
-    if (c->paths_deny.n > 0) {
-        fprintf(stderr, "lyh run: paths.deny is not supported by this lyhd yet (%s sets it); "
-                        "remove it to run\n", c->paths_deny.v[0].origin);
+    /* A tightening: never dropped, so more than fit is an error. */
+    if (c->paths_deny.n > ARRAY_SIZE(rr->deny_paths)) {
+        fprintf(stderr, "lyh run: too many paths.deny entries (at most %zu)\n",
+                ARRAY_SIZE(rr->deny_paths));
         return EXIT_USAGE;
     }
+    for (size_t i = 0; i < c->paths_deny.n; i++) {
+        if (strlen(c->paths_deny.v[i].value) >= sizeof(rr->deny_paths[0])) {
+            fprintf(stderr, "lyh run: paths.deny %s: path too long\n", c->paths_deny.v[i].value);
+            return EXIT_USAGE;
+        }
+        snprintf(rr->deny_paths[i], sizeof(rr->deny_paths[i]), "%s", c->paths_deny.v[i].value);
+    }
+    rr->deny_paths_count = (pb_size_t)c->paths_deny.n;
     rr->no_firewall = !c->firewall.value;
     rr->shared_user_firewall = c->shared_user_firewall.value;
     rr->allow_non_default_route = c->allow_non_default_route.value;

@@ -49,7 +49,8 @@
 #define RUN_MAX_ARGV_TOTAL (512u * 1024u)
 #define RUN_MAX_PATHS 16
 #define RUN_MAX_STATE_DIRS 16
-#define RUN_MAX_HIDE 32
+#define RUN_MAX_DENY 8   /* the caller's deny paths (proto options bound the CLI to 8 too) */
+#define RUN_MAX_HIDE (32 + RUN_MAX_DENY)
 
 /* Everything a launch needs, built up step by step; run_prep_free() undoes
  * what was made when the launch does not happen. */
@@ -536,6 +537,51 @@ static void pick_hidden(struct lyhd *d, uid_t uid, struct run_prep *p) {
     (void)d;
 }
 
+/* The caller's deny paths, ahead of the fixed ones so they always fit. Each
+ * is covered in the child's mount namespace before Landlock and the drop; a
+ * cover only hides things from the agent, so whatever a path resolves to in
+ * the end, it cannot widen anything. Deciding here: absolute, a directory
+ * (a tmpfs cannot cover a file; naming a file would otherwise be ignored),
+ * not a symlink (the cover must be where the user pointed), missing = skip. */
+static int pick_denied(struct rpc_call *call, const Lianyaohu__V1__RunRequest *r,
+                       struct run_prep *p) {
+    const int bad = LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
+    struct stat st;
+
+    if (r->n_deny_paths > RUN_MAX_DENY) {
+        rpc_fail(call, bad, "too many deny paths (%zu, at most %d)", r->n_deny_paths,
+                 RUN_MAX_DENY);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < r->n_deny_paths; i++) {
+        const char *path = r->deny_paths[i];
+        if (path[0] != '/' || strlen(path) >= PATH_MAX) {
+            rpc_fail(call, bad, "deny path '%.200s' must be an absolute path", path);
+            return -EINVAL;
+        }
+        if (lstat(path, &st) < 0) {
+            if (errno == ENOENT)
+                continue; /* nothing there to hide */
+            rpc_fail(call, bad, "deny path '%.200s': %s", path, strerror(errno));
+            return -EINVAL;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            rpc_fail(call, bad,
+                     "deny path '%.200s' is %s; deny paths must be directories (deny the "
+                     "directory that holds it)",
+                     path, S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
+            return -EINVAL;
+        }
+        p->hide[p->n_hide] = strdup(path);
+        if (!p->hide[p->n_hide]) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+            return -ENOMEM;
+        }
+        p->n_hide++;
+    }
+    return 0;
+}
+
 /* ---- undo ----------------------------------------------------------------------- */
 
 static void run_prep_free(struct lyhd *d, struct run_prep *p) {
@@ -783,6 +829,8 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         }
     }
     pick_groups(d, call, &p);
+    if (pick_denied(call, r, &p) < 0)
+        goto out;
     pick_hidden(d, call->peer.uid, &p);
 
     /* 4. Make things, each recorded first. */
