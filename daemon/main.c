@@ -50,7 +50,7 @@ static void usage(FILE *f) {
             "The LianYaoHu daemon: runs code agents confined to a VPN interface.\n"
             "Runs in the foreground as root; logs to stderr.\n\n"
             "  --socket PATH             listen here (default %s)\n"
-            "  --state-dir DIR           state.db and locks (default %s, created 0700)\n"
+            "  --state-dir DIR           state.db, audit.db and locks (default %s, created 0700)\n"
             "  --admin-group NAME        members may change the admin policy (default: root only)\n"
             "  --guard-gid GID           gid of guarded sockets (default %u)\n"
             "  --max-connections N       all connections (default 256)\n"
