@@ -65,5 +65,7 @@ int cmd_config(struct cli *cli, int argc, char **argv);
 void usage_config(FILE *f);
 int cmd_status(struct cli *cli, int argc, char **argv);
 void usage_status(FILE *f);
+int cmd_doctor(struct cli *cli, int argc, char **argv);
+void usage_doctor(FILE *f);
 
 #endif

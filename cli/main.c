@@ -19,6 +19,7 @@ static const struct cli_command commands[] = {
     {"sessions", "your running sessions (all of them for an admin)", cmd_sessions,
      usage_sessions},
     {"status", "daemon uptime, connections, sessions and guards", cmd_status, usage_status},
+    {"doctor", "check what a guarded run needs, and what to fix", cmd_doctor, usage_doctor},
     {"audit", "query, follow, summarize and export the audit log", cmd_audit, usage_audit},
     {"policy", "the admin policy: get, set, history, rollback", cmd_policy, usage_policy},
     {"config", "your config files: show, path, trust, revoke (docs/config.md)", cmd_config, usage_config},

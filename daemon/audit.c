@@ -658,6 +658,17 @@ static void on_prune(evutil_socket_t fd, short what, void *arg) {
     evtimer_add(a->ev_prune, &tv);
 }
 
+int audit_bytes(struct lyhd *d, uint64_t *ret_bytes) {
+    if (!d->audit || !d->audit->db)
+        return -ENODEV;
+    return audit_db_size(d->audit->db, ret_bytes);
+}
+
+void audit_retention(const struct lyhd *d, unsigned *ret_days, uint64_t *ret_max_bytes) {
+    *ret_days = policy_audit_max_age_days(d);
+    *ret_max_bytes = policy_audit_max_bytes(d);
+}
+
 /* ---- streams -------------------------------------------------------------------- */
 
 static void stream_free(struct audit_stream *st) {

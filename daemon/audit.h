@@ -58,6 +58,14 @@ void audit_session_chain_built(struct lyhd *d, struct session *s);
  * so the kernel's last batch of events has been sent (ms). */
 unsigned audit_settle_ms(const struct lyhd *d);
 
+/* For Status. audit_bytes: bytes audit.db's records use; -ENODEV when audit
+ * is not running, or audit.db's error. audit_retention: the effective limits
+ * retention applies (the admin policy's when it sets one, else the flags; 0 =
+ * none), exactly what the prune timer uses. Neither logs nor blocks beyond
+ * one sqlite page-count read. */
+int audit_bytes(struct lyhd *d, uint64_t *ret_bytes);
+void audit_retention(const struct lyhd *d, unsigned *ret_days, uint64_t *ret_max_bytes);
+
 /* Stream the records matching f (checked, authorized) to call, oldest first:
  * limit > 0 = only the newest limit of them. follow: then keep streaming new
  * records as they are committed, until the client cancels or goes away. The

@@ -1,7 +1,9 @@
-/* Status: uptime, connection counts, sessions and guards. Answers anyone; a
- * caller sees the counts, not other users' details. */
+/* Status: uptime, connection counts, sessions, guards, audit.db size and
+ * retention. Answers anyone; a caller sees the counts, not other users'
+ * details. */
 #include <unistd.h>
 
+#include "daemon/audit.h"
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 #include "daemon/server.h"
@@ -81,6 +83,13 @@ void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     st.guards = gp;
     st.pid = (uint64_t)getpid();
     st.state_dir = (char *)d->cfg.state_dir;
+    /* audit.db's size is advisory here: a failed read leaves it 0. */
+    uint64_t audit_db_bytes = 0;
+    unsigned retention_days = 0;
+    if (audit_bytes(d, &audit_db_bytes) == 0)
+        st.audit_db_bytes = audit_db_bytes;
+    audit_retention(d, &retention_days, &st.audit_max_bytes);
+    st.audit_retention_days = retention_days;
     resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_STATUS;
     resp.status = &st;
     rpc_send(call, &resp, true);

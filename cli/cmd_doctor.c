@@ -1,0 +1,565 @@
+/* lyh doctor [--json]: would a guarded `lyh run` work here, and if not, what
+ * to do. Each check is ok, warn or fail with one line of detail and one of
+ * advice (docs/doctor.md explains them).
+ *
+ * What the daemon decides is asked of the daemon: Capabilities (protocol,
+ * Landlock, seccomp, cgroup v2, nftables), Status (audit.db), and for each VPN
+ * interface a Run with print_firewall, which runs the daemon's own interface,
+ * policy and route preflight and starts nothing. What only this host's view
+ * can tell (which interfaces exist, the resolver) is read locally and is
+ * advisory. This file sends no network traffic (the resolver check uses a UDP
+ * connect(), which only asks the kernel for a route) and never includes
+ * platform/ code. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <pb_encode.h>
+
+#include "cli/cli.h"
+#include "common/dest_rule.h"
+#include "common/lyh_limits.h"
+#include "common/macros.h"
+
+#define DOCTOR_MAX_CHECKS 32
+#define DOCTOR_MAX_IFACES 8
+#define DOCTOR_MAX_NS 3 /* resolv(5): MAXNS */
+
+enum { ST_OK, ST_WARN, ST_FAIL };
+
+struct check {
+    char name[32];
+    int status;
+    char detail[512];
+    char fix[256];
+};
+
+struct doctor {
+    struct check c[DOCTOR_MAX_CHECKS];
+    size_t n;
+};
+
+struct vpn_if {
+    char name[IF_NAMESIZE];
+    bool up, addressed;
+    struct in_addr a4[4];
+    size_t n4;
+    struct in6_addr a6[4];
+    size_t n6;
+};
+
+void usage_doctor(FILE *f) {
+    fprintf(f, "Usage: lyh doctor [--json]\n"
+               "Check what a guarded `lyh run` needs: the daemon, Landlock, seccomp, cgroup v2,\n"
+               "nftables, a VPN interface carrying the default routes, the resolver and the\n"
+               "audit log. Run it as the user who runs agents.\n"
+               "Exit codes: 0 no check failed, 1 one failed, 69 the daemon is unreachable.\n");
+}
+
+static void add(struct doctor *dr, const char *name, int status, const char *fix, const char *fmt,
+                ...) __attribute__((format(printf, 5, 6)));
+static void add(struct doctor *dr, const char *name, int status, const char *fix, const char *fmt,
+                ...) {
+    va_list ap;
+
+    if (dr->n >= DOCTOR_MAX_CHECKS)
+        return;
+    struct check *c = &dr->c[dr->n++];
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    c->status = status;
+    snprintf(c->fix, sizeof(c->fix), "%s", fix ? fix : "");
+    va_start(ap, fmt);
+    vsnprintf(c->detail, sizeof(c->detail), fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the daemon ---------------------------------------------------------------- */
+
+/* One unary call on the open connection; errors are the caller's to report.
+ * 0 with resp->code set (OK or the daemon's error), or the transport -errno. */
+static int call(struct lyh_client *c, lianyaohu_v1_Request *req, lianyaohu_v1_Response *resp) {
+    memset(resp, 0, sizeof(*resp));
+    int r = lyh_client_call(c, req, resp, 30000);
+    if (r == -EPIPE || r == -ECONNRESET) {
+        /* Refused at connect (one frame, then closed): read the reason. */
+        memset(resp, 0, sizeof(*resp));
+        if (lyh_client_recv(c, resp, 1000) == 0 && resp->code != lianyaohu_v1_Code_OK)
+            r = 0;
+    }
+    return r;
+}
+
+static bool has_feature(const lianyaohu_v1_CapabilitiesReply *cap, const char *f) {
+    for (pb_size_t i = 0; i < cap->features_count; i++)
+        if (strcmp(cap->features[i], f) == 0)
+            return true;
+    return false;
+}
+
+/* What each Landlock ABI adds (kernel Documentation/userspace-api/landlock.rst). */
+static const char *const ll_rights[] = {
+    NULL,
+    "filesystem access (read, write, execute, create, remove)",
+    "+ rename/link across directories (refer)",
+    "+ truncate",
+    "+ TCP bind/connect rules",
+    "+ ioctl on devices",
+    "+ scoping of abstract unix sockets and signals",
+    "+ audit logging controls",
+};
+
+static void check_capabilities(struct doctor *dr, const lianyaohu_v1_CapabilitiesReply *cap) {
+    if (cap->protocol_version != LYH_PROTOCOL_VERSION)
+        add(dr, "protocol", ST_FAIL, "install lyh and lyhd from the same release",
+            "lyhd %s speaks protocol %u, lyh %s speaks %u", cap->build_version,
+            cap->protocol_version, LYH_VERSION, LYH_PROTOCOL_VERSION);
+    else if (strcmp(cap->build_version, LYH_VERSION) != 0)
+        add(dr, "protocol", ST_WARN, "upgrade the older of lyh and lyhd",
+            "protocol %u on both sides, but lyhd is %s and lyh %s", cap->protocol_version,
+            cap->build_version, LYH_VERSION);
+    else
+        add(dr, "protocol", ST_OK, NULL, "lyhd and lyh %s, protocol %u", LYH_VERSION,
+            LYH_PROTOCOL_VERSION);
+
+    int abi = 0;
+    for (pb_size_t i = 0; i < cap->features_count; i++)
+        if (sscanf(cap->features[i], "landlock-abi-%d", &abi) == 1)
+            break;
+    if (abi <= 0) {
+        add(dr, "landlock", ST_FAIL,
+            "boot a kernel with CONFIG_SECURITY_LANDLOCK=y and landlock in lsm= (e.g. "
+            "lsm=landlock,lockdown,yama,apparmor), then restart lyhd",
+            "the kernel has no Landlock: lyhd refuses to run agents");
+    } else {
+        char rights[400] = "";
+        size_t used = 0;
+        for (int i = 1; i <= abi && i < (int)ARRAY_SIZE(ll_rights); i++) {
+            int k = snprintf(rights + used, sizeof(rights) - used, "%s%s", i > 1 ? " " : "",
+                             ll_rights[i]);
+            if (k < 0 || (size_t)k >= sizeof(rights) - used)
+                break;
+            used += (size_t)k;
+        }
+        add(dr, "landlock", ST_OK, NULL, "ABI %d: %s%s", abi, rights,
+            abi >= (int)ARRAY_SIZE(ll_rights) ? " (and newer rights lyhd does not use)" : "");
+    }
+
+    if (has_feature(cap, "seccomp"))
+        add(dr, "seccomp", ST_OK, NULL, "the syscall filter is installed in every session");
+    else
+        add(dr, "seccomp", ST_FAIL, "use a kernel with CONFIG_SECCOMP_FILTER and a lyhd built "
+                                    "with libseccomp",
+            "lyhd does not report seccomp");
+
+    if (has_feature(cap, "cgroup2"))
+        add(dr, "cgroup2", ST_OK, NULL,
+            "cgroup v2 delegated to lyhd: each session gets its own cgroup and firewall chain");
+    else
+        add(dr, "cgroup2", ST_WARN,
+            "run lyhd from its systemd unit (Delegate=yes) on a cgroup v2 host "
+            "(/sys/fs/cgroup of type cgroup2)",
+            "no cgroup v2 for lyhd: sessions of one user share a chain (uid+gid fallback scope)");
+
+    if (has_feature(cap, "nftables"))
+        add(dr, "nftables", ST_OK, NULL, "lyhd drives nftables over netlink");
+    else
+        add(dr, "nftables", ST_FAIL, "load nf_tables (modprobe nf_tables) and restart lyhd",
+            "lyhd does not report nftables");
+}
+
+static void human_bytes(uint64_t b, char *out, size_t len) {
+    if (b >= (1ull << 30))
+        snprintf(out, len, "%.1f GiB", (double)b / (double)(1ull << 30));
+    else if (b >= (1ull << 20))
+        snprintf(out, len, "%.1f MiB", (double)b / (double)(1ull << 20));
+    else
+        snprintf(out, len, "%llu KiB", (unsigned long long)(b >> 10));
+}
+
+static void check_status(struct doctor *dr, const lianyaohu_v1_StatusReply *st) {
+    char size[32], cap[32], age[32];
+
+    human_bytes(st->audit_db_bytes, size, sizeof(size));
+    if (st->audit_max_bytes)
+        human_bytes(st->audit_max_bytes, cap, sizeof(cap));
+    else
+        snprintf(cap, sizeof(cap), "no size cap");
+    if (st->audit_retention_days)
+        snprintf(age, sizeof(age), "%u days", st->audit_retention_days);
+    else
+        snprintf(age, sizeof(age), "kept forever");
+    if (!st->audit_max_bytes && !st->audit_retention_days)
+        add(dr, "audit", ST_WARN,
+            "set --audit-max-age-days or --audit-max-mb on lyhd, or audit_retention_days in the "
+            "policy",
+            "audit.db in %s uses %s and has no retention: it grows without bound", st->state_dir,
+            size);
+    else if (st->audit_max_bytes && st->audit_db_bytes > st->audit_max_bytes / 10 * 9)
+        add(dr, "audit", ST_WARN, "raise --audit-max-mb if you need a longer history",
+            "audit.db in %s uses %s of its %s cap (retention %s): the oldest records are being "
+            "pruned",
+            st->state_dir, size, cap, age);
+    else
+        add(dr, "audit", ST_OK, NULL, "audit.db in %s uses %s; retention %s, cap %s",
+            st->state_dir, size, age, cap);
+}
+
+/* ---- VPN interfaces -------------------------------------------------------------- */
+
+static bool vpn_name(const char *n) {
+    return strncmp(n, "tun", 3) == 0 || strncmp(n, "wg", 2) == 0;
+}
+
+/* tun* and wg* of this network namespace (getifaddrs asks the kernel; the
+ * /sys/class/net of our mount namespace may show another one). */
+static size_t list_vpns(struct vpn_if *out, size_t max) {
+    struct ifaddrs *ifa = NULL;
+    size_t n = 0;
+
+    if (getifaddrs(&ifa) < 0)
+        return 0;
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+        size_t k;
+        if (!vpn_name(i->ifa_name) || strlen(i->ifa_name) >= IF_NAMESIZE)
+            continue;
+        for (k = 0; k < n; k++)
+            if (strcmp(out[k].name, i->ifa_name) == 0)
+                break;
+        if (k == n) {
+            if (n >= max)
+                continue;
+            memset(&out[n], 0, sizeof(out[n]));
+            snprintf(out[n].name, sizeof(out[n].name), "%s", i->ifa_name);
+            n++;
+        }
+        struct vpn_if *v = &out[k];
+        v->up = v->up || (i->ifa_flags & IFF_UP);
+        if (!i->ifa_addr)
+            continue;
+        if (i->ifa_addr->sa_family == AF_INET) {
+            const struct in_addr *a = &((const struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
+            const uint8_t *b = (const uint8_t *)a;
+            if (!(b[0] == 169 && b[1] == 254))
+                v->addressed = true;
+            if (v->n4 < ARRAY_SIZE(v->a4))
+                v->a4[v->n4++] = *a;
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+            const struct in6_addr *a =
+                &((const struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr;
+            if (!IN6_IS_ADDR_LINKLOCAL(a))
+                v->addressed = true;
+            if (v->n6 < ARRAY_SIZE(v->a6))
+                v->a6[v->n6++] = *a;
+        }
+    }
+    freeifaddrs(ifa);
+    return n;
+}
+
+static bool encode_argv(pb_ostream_t *os, const pb_field_iter_t *field, void *const *arg) {
+    const char *argv0 = *arg;
+    return pb_encode_tag_for_field(os, field) &&
+           pb_encode_string(os, (const pb_byte_t *)argv0, strlen(argv0));
+}
+
+/* The daemon's preflight for one interface: a Run with print_firewall. Returns
+ * false when the connection broke. *usable says whether a run would start. */
+static bool preflight(struct doctor *dr, struct lyh_client *c, const char *ifname,
+                      lianyaohu_v1_Request *req, lianyaohu_v1_Response *resp, bool *usable) {
+    char name[32];
+    lianyaohu_v1_RunRequest *rr;
+
+    snprintf(name, sizeof(name), "vpn:%.15s", ifname);
+    *usable = false;
+    memset(req, 0, sizeof(*req));
+    req->which_method = lianyaohu_v1_Request_run_tag;
+    rr = &req->method.run;
+    rr->argv.funcs.encode = encode_argv;
+    rr->argv.arg = (void *)"true";
+    snprintf(rr->interface, sizeof(rr->interface), "%.15s", ifname);
+    snprintf(rr->cwd, sizeof(rr->cwd), "/");
+    rr->network_default = lianyaohu_v1_NetworkDefault_NETWORK_DEFAULT_ALLOW;
+    rr->print_firewall = true;
+    int r = call(c, req, resp);
+    if (r < 0) {
+        add(dr, name, ST_FAIL, "check lyhd's log (journalctl -u lyhd)",
+            "the daemon went away during the preflight: %s", strerror(-r));
+        return false;
+    }
+    if (resp->code != lianyaohu_v1_Code_OK) {
+        const char *fix = "connect the VPN so that it carries the default routes (both 0.0.0.0/1 "
+                          "and 128.0.0.0/1 or 0.0.0.0/0), or use --allow-non-default-route";
+        if (resp->code == lianyaohu_v1_Code_PERMISSION_DENIED)
+            fix = getuid() == 0 ? "run lyh doctor as the user who runs agents"
+                                : "ask the admin: the policy refuses it (lyh policy get)";
+        add(dr, name, ST_WARN, fix, "lyh run --vpn %s would be refused: %s", ifname,
+            resp->message);
+        return true;
+    }
+    *usable = true;
+    const char *fw = resp->which_result == lianyaohu_v1_Response_run_event_tag &&
+                             resp->result.run_event.which_event == lianyaohu_v1_RunEvent_firewall_tag
+                         ? resp->result.run_event.event.firewall
+                         : "";
+    /* The IPv6 block is rendered as a reject of every IPv6 packet. */
+    if (strstr(fw, "meta nfproto ipv6"))
+        add(dr, name, ST_WARN, "route IPv6 through the VPN (a ::/0 or 2000::/3 route on it) "
+                               "if the agent needs IPv6",
+            "usable: IPv4 leaves through %s; IPv6 does not, so sessions get no IPv6", ifname);
+    else
+        add(dr, name, ST_OK, NULL, "usable: IPv4 and IPv6 leave through %s", ifname);
+    return true;
+}
+
+/* ---- the resolver ---------------------------------------------------------------- */
+
+static bool addr_on_vpn(const struct vpn_if *v, size_t n, int family, const void *a,
+                        const char **ret_name) {
+    for (size_t i = 0; i < n; i++) {
+        if (family == AF_INET)
+            for (size_t k = 0; k < v[i].n4; k++)
+                if (memcmp(&v[i].a4[k], a, 4) == 0)
+                    goto found;
+        if (family == AF_INET6)
+            for (size_t k = 0; k < v[i].n6; k++)
+                if (memcmp(&v[i].a6[k], a, 16) == 0)
+                    goto found;
+        continue;
+    found:
+        *ret_name = v[i].name;
+        return true;
+    }
+    return false;
+}
+
+/* The source address the kernel would pick for dst: a UDP connect() sends
+ * nothing, it only looks up the route. */
+static int source_for(int family, const void *dst, void *ret_src) {
+    struct sockaddr_storage ss = {0}, src = {0};
+    socklen_t slen = sizeof(src), len;
+    int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int r = 0;
+
+    if (fd < 0)
+        return -errno;
+    if (family == AF_INET) {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons(53);
+        memcpy(&s4->sin_addr, dst, 4);
+        len = sizeof(*s4);
+    } else {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons(53);
+        memcpy(&s6->sin6_addr, dst, 16);
+        len = sizeof(*s6);
+    }
+    if (connect(fd, (struct sockaddr *)&ss, len) < 0 ||
+        getsockname(fd, (struct sockaddr *)&src, &slen) < 0)
+        r = -errno;
+    else if (family == AF_INET)
+        memcpy(ret_src, &((struct sockaddr_in *)&src)->sin_addr, 4);
+    else
+        memcpy(ret_src, &((struct sockaddr_in6 *)&src)->sin6_addr, 16);
+    close(fd);
+    return r;
+}
+
+static void check_resolver(struct doctor *dr, const struct vpn_if *v, size_t nv) {
+    FILE *f = fopen("/etc/resolv.conf", "re");
+    char line[256], detail[480] = "";
+    size_t used = 0, n = 0;
+    int status = ST_OK;
+    const char *fix = NULL;
+
+    if (!f) {
+        add(dr, "resolver", ST_WARN, "configure a resolver (the VPN's DNS server)",
+            "cannot read /etc/resolv.conf: %s", strerror(errno));
+        return;
+    }
+    while (fgets(line, sizeof(line), f) && n < DOCTOR_MAX_NS) {
+        char ns[INET6_ADDRSTRLEN + 16], what[160];
+        uint8_t a[16], src[16];
+        struct dr_rule rule;
+        int family;
+        if (sscanf(line, " nameserver %61s", ns) != 1)
+            continue;
+        char *pct = strchr(ns, '%'); /* fe80::1%eth0 */
+        if (pct)
+            *pct = '\0';
+        if (inet_pton(AF_INET, ns, a) == 1)
+            family = AF_INET;
+        else if (inet_pton(AF_INET6, ns, a) == 1)
+            family = AF_INET6;
+        else
+            continue;
+        n++;
+        const char *via = NULL;
+        if ((family == AF_INET && a[0] == 127) ||
+            (family == AF_INET6 && IN6_IS_ADDR_LOOPBACK((struct in6_addr *)(void *)a))) {
+            snprintf(what, sizeof(what), "%s loopback (reachable from a session; its upstream "
+                                         "may be the LAN)", ns);
+            status = status > ST_WARN ? status : ST_WARN;
+            fix = "make the local resolver forward to the VPN's DNS server (resolvectl dns "
+                  "IFACE ADDR)";
+        } else if (dr_parse(ns, &rule, NULL, 0) == 0 && dr_in_blocked_ranges(&rule)) {
+            /* The same ranges the session's firewall refuses (after loopback). */
+            snprintf(what, sizeof(what), "%s in a LAN/reserved range (refused in sessions)", ns);
+            status = ST_WARN;
+            fix = "use the VPN's DNS server, or reopen this one with --lan-allow ADDR:53";
+        } else if (source_for(family, a, src) == 0 && addr_on_vpn(v, nv, family, src, &via)) {
+            snprintf(what, sizeof(what), "%s routed via %s (reachable from a session)", ns, via);
+        } else {
+            snprintf(what, sizeof(what), "%s not routed via a VPN (a session cannot reach it)", ns);
+            status = ST_WARN;
+            fix = "use the VPN's DNS server (one routed through the VPN)";
+        }
+        int k = snprintf(detail + used, sizeof(detail) - used, "%s%s", used ? "; " : "", what);
+        if (k > 0 && (size_t)k < sizeof(detail) - used)
+            used += (size_t)k;
+    }
+    fclose(f);
+    if (n == 0)
+        add(dr, "resolver", ST_WARN, "configure a resolver (the VPN's DNS server)",
+            "/etc/resolv.conf names no nameserver");
+    else
+        add(dr, "resolver", status, fix, "%s", detail);
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+
+static const char *const st_name[] = {"ok", "warn", "fail"};
+
+static bool print(const struct doctor *dr, bool json) {
+    bool ok = true;
+
+    for (size_t i = 0; i < dr->n; i++)
+        ok = ok && dr->c[i].status != ST_FAIL;
+    if (json) {
+        printf("{\"checks\":[");
+        for (size_t i = 0; i < dr->n; i++) {
+            printf("%s{\"name\":", i ? "," : "");
+            json_string(stdout, dr->c[i].name);
+            printf(",\"status\":\"%s\",\"detail\":", st_name[dr->c[i].status]);
+            json_string(stdout, dr->c[i].detail);
+            printf(",\"fix\":");
+            json_string(stdout, dr->c[i].fix);
+            printf("}");
+        }
+        printf("],\"ok\":%s}\n", ok ? "true" : "false");
+        return ok;
+    }
+    for (size_t i = 0; i < dr->n; i++) {
+        const struct check *c = &dr->c[i];
+        printf("%-4s  %-10s %s%s%s\n", st_name[c->status], c->name, c->detail,
+               c->fix[0] ? " -> " : "", c->fix);
+    }
+    printf(ok ? "A guarded lyh run should work here.\n"
+              : "A guarded lyh run would fail: fix the checks marked fail.\n");
+    return ok;
+}
+
+int cmd_doctor(struct cli *cli, int argc, char **argv) {
+    bool json, connected = false, reachable = false, usable_any = false;
+    struct vpn_if vpn[DOCTOR_MAX_IFACES];
+    struct lyh_client *c = NULL;
+    int rc;
+
+    rc = cli_json_only(cli, argc, argv, "doctor", usage_doctor, &json);
+    if (rc >= 0)
+        return rc;
+    _cleanup_free_ struct doctor *dr = calloc(1, sizeof(*dr));
+    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    if (!dr || !req || !resp)
+        return EXIT_DAEMON_ERROR;
+
+    /* 1. The daemon: Capabilities, then Status. cli_connect says on stderr
+     * why it cannot connect and how to start lyhd. */
+    if (cli_connect(cli, &c) == EXIT_OK) {
+        connected = true;
+        req->which_method = lianyaohu_v1_Request_capabilities_tag;
+        int r = call(c, req, resp);
+        if (r < 0 || resp->code != lianyaohu_v1_Code_OK ||
+            resp->which_result != lianyaohu_v1_Response_capabilities_tag) {
+            add(dr, "daemon", ST_FAIL,
+                "check that lyh and lyhd come from the same release and lyhd's log",
+                "lyhd on %s does not answer Capabilities: %s", cli->socket_path,
+                r < 0 ? strerror(-r) : resp->message);
+        } else {
+            reachable = true;
+            add(dr, "daemon", ST_OK, NULL, "lyhd %s answers on %s",
+                resp->result.capabilities.build_version, cli->socket_path);
+            check_capabilities(dr, &resp->result.capabilities);
+        }
+    } else {
+        add(dr, "daemon", ST_FAIL,
+            "start it as root with `lyhd` (or `systemctl start lyhd`), or point lyh at its "
+            "socket with --socket PATH or LYH_SOCKET",
+            "lyhd is unreachable on %s", cli->socket_path);
+    }
+    if (reachable) {
+        memset(req, 0, sizeof(*req));
+        req->which_method = lianyaohu_v1_Request_status_tag;
+        int r = call(c, req, resp);
+        if (r == 0 && resp->code == lianyaohu_v1_Code_OK &&
+            resp->which_result == lianyaohu_v1_Response_status_tag)
+            check_status(dr, &resp->result.status);
+        else
+            add(dr, "audit", ST_WARN, "check lyhd's log", "Status failed: %s",
+                r < 0 ? strerror(-r) : resp->message);
+    }
+
+    /* 2. VPN interfaces, each through the daemon's preflight. */
+    size_t nv = list_vpns(vpn, ARRAY_SIZE(vpn));
+    char names[160] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < nv; i++) {
+        int k = snprintf(names + used, sizeof(names) - used, "%s%s%s", used ? ", " : "",
+                         vpn[i].name,
+                         !vpn[i].up ? " (down)" : !vpn[i].addressed ? " (no address)" : "");
+        if (k > 0 && (size_t)k < sizeof(names) - used)
+            used += (size_t)k;
+    }
+    for (size_t i = 0; i < nv && reachable; i++) {
+        bool usable = false;
+        if (!vpn[i].up || !vpn[i].addressed)
+            continue;
+        if (!preflight(dr, c, vpn[i].name, req, resp, &usable))
+            reachable = false;
+        usable_any = usable_any || usable;
+    }
+    if (nv == 0)
+        add(dr, "vpn", ST_FAIL, "connect your VPN (OpenVPN, WireGuard, ...), then run lyh doctor "
+                                "again",
+            "no VPN interface (tun*, wg*) in this network namespace");
+    else if (usable_any)
+        add(dr, "vpn", ST_OK, NULL, "VPN interfaces: %s", names);
+    else if (!reachable)
+        add(dr, "vpn", ST_WARN, "start lyhd, then run lyh doctor again",
+            "VPN interfaces: %s; not checked against lyhd's route preflight", names);
+    else if (getuid() == 0 && reachable)
+        add(dr, "vpn", ST_WARN, "run lyh doctor as the user who runs agents",
+            "VPN interfaces: %s; lyhd runs no agents for root, so the preflight was refused",
+            names);
+    else
+        add(dr, "vpn", ST_FAIL, "see the vpn:IFACE lines; bring the VPN up with its default routes",
+            "VPN interfaces: %s; none would be accepted by lyh run", names);
+
+    /* 3. The resolver, as a session would see it. */
+    check_resolver(dr, vpn, nv);
+
+    lyh_client_close(c);
+    bool ok = print(dr, json);
+    if (!connected)
+        return EXIT_UNAVAILABLE;
+    return ok ? EXIT_OK : EXIT_DAEMON_ERROR;
+}
