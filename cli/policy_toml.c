@@ -144,7 +144,7 @@ int policy_from_toml(const char *name, const char *buf, size_t len, lianyaohu_v1
     struct toml_error te = {0};
     _cleanup_toml_ struct toml_doc *doc = NULL;
     lianyaohu_v1_Policy p;
-    uint64_t u;
+    uint64_t u = 0;
     int r;
 
     r = toml_parse(buf, len, POLICY_FILE_MAX, &doc, &te);
