@@ -221,22 +221,23 @@ static int parse_version(const char *what, const char *s, uint64_t *ret) {
     return 0;
 }
 
-static int policy_rollback(struct cli *cli, int argc, char **argv) {
+/* The options of set and rollback: one argument and [--expect-version N].
+ * Returns an exit code to return now, or -1 with *ret_arg set. */
+static int one_arg_and_expect(int argc, char **argv, const char **ret_arg, uint64_t *ret_expect) {
     static const struct option opts[] = {
         {"expect-version", required_argument, NULL, 'e'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
-    uint64_t to = 0, expect = 0;
     int c;
 
-    /* Options may follow VERSION: optind 0 makes glibc's getopt start over
-     * in its permuting mode (main() parsed with "+"). */
+    /* Options may follow the argument: optind 0 makes glibc's getopt start
+     * over in its permuting mode (main() parsed with "+"). */
     optind = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'e':
-            if (parse_version("--expect-version", optarg, &expect) < 0)
+            if (parse_version("--expect-version", optarg, ret_expect) < 0)
                 return EXIT_USAGE;
             break;
         case 'h': usage_policy(stdout); return EXIT_OK;
@@ -247,7 +248,18 @@ static int policy_rollback(struct cli *cli, int argc, char **argv) {
         usage_policy(stderr);
         return EXIT_USAGE;
     }
-    if (parse_version("VERSION", argv[optind], &to) < 0 || to == 0) {
+    *ret_arg = argv[optind];
+    return -1;
+}
+
+static int policy_rollback(struct cli *cli, int argc, char **argv) {
+    uint64_t to = 0, expect = 0;
+    const char *arg = NULL;
+    int rc = one_arg_and_expect(argc, argv, &arg, &expect);
+
+    if (rc >= 0)
+        return rc;
+    if (parse_version("VERSION", arg, &to) < 0 || to == 0) {
         if (to == 0)
             fprintf(stderr, "lyh policy rollback: VERSION must be a stored version (1 or more)\n");
         return EXIT_USAGE;
@@ -259,7 +271,7 @@ static int policy_rollback(struct cli *cli, int argc, char **argv) {
     req->which_method = lianyaohu_v1_Request_policy_update_tag;
     req->method.policy_update.rollback_to = to;
     req->method.policy_update.expect_version = expect;
-    int rc = cli_unary(cli, req, resp);
+    rc = cli_unary(cli, req, resp);
     if (rc != EXIT_OK)
         return rc;
     if (resp->which_result == lianyaohu_v1_Response_policy_tag)
@@ -289,30 +301,12 @@ static int read_input(const char *path, char **ret, size_t *ret_len) {
 }
 
 static int policy_set(struct cli *cli, int argc, char **argv) {
-    static const struct option opts[] = {
-        {"expect-version", required_argument, NULL, 'e'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
     uint64_t expect = 0;
-    int c;
+    const char *path = NULL;
+    int orc = one_arg_and_expect(argc, argv, &path, &expect);
 
-    optind = 0; /* as in rollback: options may follow FILE */
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case 'e':
-            if (parse_version("--expect-version", optarg, &expect) < 0)
-                return EXIT_USAGE;
-            break;
-        case 'h': usage_policy(stdout); return EXIT_OK;
-        default: usage_policy(stderr); return EXIT_USAGE;
-        }
-    }
-    if (optind + 1 != argc) {
-        usage_policy(stderr);
-        return EXIT_USAGE;
-    }
-    const char *path = argv[optind];
+    if (orc >= 0)
+        return orc;
     const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;

@@ -317,7 +317,7 @@ static int adb_errf(struct audit_db *db, int r, const char *fmt, ...) {
 static int adb_sql_fail(struct audit_db *db, sqlite3 *conn, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int adb_sql_fail(struct audit_db *db, sqlite3 *conn, int rc, const char *fmt, ...) {
-    char what[256];
+    char what[256], m[AUDIT_DB_ERR_MAX];
     const char *msg = conn ? sqlite3_errmsg(conn) : sqlite3_errstr(rc);
     va_list ap;
 
@@ -325,23 +325,9 @@ static int adb_sql_fail(struct audit_db *db, sqlite3 *conn, int rc, const char *
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     db->last_rc = rc;
-
-    switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return adb_errf(db, store_errno(rc),
-                        "%s is locked by another process (is another lyhd running?): %s: "
-                        "gave up after %d ms",
-                        db->path, what, ADB_BUSY_TIMEOUT_MS);
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-        return adb_errf(db, store_errno(rc),
-                        "%s is corrupt or not a database (%s: %s); move it away (e.g. mv %s "
-                        "%s.corrupt) and restart lyhd, which starts a new audit log",
-                        db->path, what, msg, db->path, db->path);
-    default:
-        return adb_errf(db, store_errno(rc), "%s: %s: %s", db->path, what, msg);
-    }
+    int e = storage_sql_message(m, sizeof m, rc, msg, db->path, what, ADB_BUSY_TIMEOUT_MS,
+                                ", which starts a new audit log");
+    return adb_errf(db, e, "%s", m);
 }
 
 static int corrupt(struct audit_db *db, int64_t id, const char *what) {

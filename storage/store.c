@@ -151,8 +151,32 @@ int store_errf(struct store *s, int r, const char *fmt, ...) {
     return r;
 }
 
+int storage_sql_message(char *buf, size_t len, int rc, const char *msg, const char *path,
+                        const char *what, int busy_ms, const char *after_restart) {
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        snprintf(buf, len,
+                 "%s is locked by another process (is another lyhd running?): %s: gave up after "
+                 "%d ms",
+                 path, what, busy_ms);
+        break;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        snprintf(buf, len,
+                 "%s is corrupt or not a database (%s: %s); move it away (e.g. mv %s %s.corrupt) "
+                 "and restart lyhd%s",
+                 path, what, msg, path, path, after_restart);
+        break;
+    default:
+        snprintf(buf, len, "%s: %s: %s", path, what, msg);
+        break;
+    }
+    return store_errno(rc);
+}
+
 int store_sql_fail(struct store *s, int rc, const char *fmt, ...) {
-    char what[256];
+    char what[256], m[STORE_ERR_MAX];
     const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
     va_list ap;
 
@@ -160,23 +184,8 @@ int store_sql_fail(struct store *s, int rc, const char *fmt, ...) {
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     s->last_rc = rc;
-
-    switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return store_errf(s, store_errno(rc),
-                          "%s is locked by another process (is another lyhd running?): "
-                          "%s: gave up after %d ms",
-                          s->path, what, STORE_BUSY_TIMEOUT_MS);
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-        return store_errf(s, store_errno(rc),
-                          "%s is corrupt or not a database (%s: %s); move it away "
-                          "(e.g. mv %s %s.corrupt) and restart lyhd",
-                          s->path, what, msg, s->path, s->path);
-    default:
-        return store_errf(s, store_errno(rc), "%s: %s: %s", s->path, what, msg);
-    }
+    int e = storage_sql_message(m, sizeof m, rc, msg, s->path, what, STORE_BUSY_TIMEOUT_MS, "");
+    return store_errf(s, e, "%s", m);
 }
 
 static int corrupt(struct store *s, const char *detail) {

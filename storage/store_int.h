@@ -82,6 +82,12 @@ int store_check_version(struct store *s, int64_t version);
  * database (-EBADMSG). */
 int store_migrate(struct store *s);
 
+/* store.c: the message (into buf) for sqlite failure rc at path while doing
+ * what, with what to do for a locked or corrupt file; after_restart ends the
+ * "restart lyhd" advice. Returns the -errno for rc. Shared by both databases. */
+int storage_sql_message(char *buf, size_t len, int rc, const char *msg, const char *path,
+                        const char *what, int busy_ms, const char *after_restart);
+
 /* dircheck.c: walk from dirfd up to "/": every directory on the way must be
  * owned by root or the euid and not writable by group/other unless sticky.
  * 0, or -EPERM / -ELOOP / -errno with err naming label ("state dir"), dir and
