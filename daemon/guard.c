@@ -26,7 +26,7 @@
 #include "daemon/lyhd.h"
 #include "daemon/session.h"
 #include "platform/linux/fsutil.h"
-#include "platform/linux/ifaces.h"
+#include "platform/ifaces.h"
 #include "platform/linux/nft.h"
 #include "platform/linux/proc.h"
 #include "platform/linux/route.h"

@@ -52,7 +52,7 @@ static void rule_of(const struct nftr_dest *d, struct dr_rule *r) {
 
 void policy_default(struct policy *p) {
     memset(p, 0, sizeof(*p));
-    /* The interfaces platform/linux/ifaces.c accepts as VPNs today. */
+    /* The interfaces platform/ifaces.c accepts as VPNs today. */
     snprintf(p->if_patterns[0], sizeof(p->if_patterns[0]), "tun*");
     snprintf(p->if_patterns[1], sizeof(p->if_patterns[1]), "wg*");
     p->n_if_patterns = 2;

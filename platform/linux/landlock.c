@@ -104,6 +104,7 @@
 #include <unistd.h>
 
 #include "common/macros.h"
+#include "platform/agent_paths.h"
 
 /* This machine's <linux/landlock.h> stops at ABI 2. The values below are
  * kernel UAPI, fixed forever once released; they are only ever passed to a
@@ -236,11 +237,10 @@ static int add_under(struct ll_policy *p, enum ll_access a, const char *home, co
     return ll_policy_add(p, a, buf, flags);
 }
 
-/* What an agent keeps under $HOME: Claude Code, Codex, Gemini CLI, and the
- * XDG and npm directories their tools write. */
-static const char *const narrow_home_entries[] = {
-    ".claude", ".claude.json", ".codex", ".gemini", ".config", ".cache", ".local", ".npm",
-};
+/* platform/agent_paths.h: the same entries the macOS profile grants. */
+static const char *const narrow_home_entries[] = AGENT_NARROW_HOME_ENTRIES;
+_Static_assert(ARRAY_SIZE(narrow_home_entries) == AGENT_NARROW_HOME_COUNT,
+               "AGENT_NARROW_HOME_COUNT");
 
 static const struct {
     enum ll_access access;

@@ -1,4 +1,4 @@
-/* End-to-end checks for platform/linux/ifaces.c and route.c against the real
+/* End-to-end checks for platform/ifaces.c and platform/linux/route.c against the real
  * kernel. Run by route_preflight.sh inside a network namespace it built;
  * this program only reads (getifaddrs, RTM_GETROUTE, RTM_GETLINK) and never
  * changes or sends anything. Each invocation checks one expectation and
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "platform/linux/ifaces.h"
+#include "platform/ifaces.h"
 #include "platform/linux/route.h"
 
 #define MAX_WHY 4

@@ -1,4 +1,4 @@
-/* Unit tests for platform/linux/ifaces.c: the VPN name rules, parsing of a
+/* Unit tests for platform/ifaces.c: the VPN name rules, parsing of a
  * getifaddrs() chain built by hand, and every ifc_validate_vpn() outcome.
  * Needs no privileges and touches no interface. */
 #include <setjmp.h>
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "platform/linux/ifaces.h"
+#include "platform/ifaces.h"
 
 #ifndef IFF_LOWER_UP
 #define IFF_LOWER_UP 0x10000
@@ -194,6 +194,26 @@ static void test_name_messages(void **state) {
                     "interface name 'tun0???2J' has a character outside [A-Za-z0-9_.-]");
     expect_name_why("tun0123456789abcdefgh",
                     "interface name 'tun0123456789ab...' is too long (at most 15 characters)");
+}
+
+/* The Darwin rule (utun<N>), checked here: the same code decides on a Mac. */
+static void test_names_darwin(void **state) {
+    (void)state;
+    const char *ok[] = {"utun0", "utun1", "utun12", "utun99999"};
+    const char *bad[] = {"utun", "utun01", "utun123456", "utun1a", "tun0", "wg0", "en0",
+                         "lo0", "utun-1", "UTUN3", "utun 3", ""};
+    char why[160];
+    for (size_t k = 0; k < sizeof(ok) / sizeof(ok[0]); k++)
+        assert_int_equal(ifc_name_check_for(IFC_OS_DARWIN, ok[k], NULL, 0), 0);
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+        assert_int_equal(ifc_name_check_for(IFC_OS_DARWIN, bad[k], NULL, 0), -EINVAL);
+    assert_int_equal(ifc_name_check_for(IFC_OS_DARWIN, "tun0", why, sizeof(why)), -EINVAL);
+    assert_string_equal(why, "'tun0' is not a supported VPN interface name (utun<N>)");
+    /* and the other way round: a utun is no Linux VPN interface name */
+    assert_int_equal(ifc_name_check_for(IFC_OS_LINUX, "utun3", why, sizeof(why)), -EINVAL);
+    assert_int_equal(ifc_name_check_for((enum ifc_os)0, "tun0", NULL, 0), -EINVAL);
+    /* this build decides by its own platform's rule */
+    assert_int_equal(ifc_os_native(), IFC_OS_LINUX);
 }
 
 static void test_why_truncated_and_terminated(void **state) {
@@ -446,6 +466,7 @@ int main(void) {
         cmocka_unit_test_setup(test_names_supported, setup),
         cmocka_unit_test_setup(test_names_refused, setup),
         cmocka_unit_test_setup(test_name_messages, setup),
+        cmocka_unit_test_setup(test_names_darwin, setup),
         cmocka_unit_test_setup(test_why_truncated_and_terminated, setup),
         cmocka_unit_test_setup(test_parse_host, setup),
         cmocka_unit_test_setup(test_parse_peer_only_on_pointopoint, setup),

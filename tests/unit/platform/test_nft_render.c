@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 
 #include "common/macros.h"
+#include "golden_file.h"
 #include "common/dest_rule.h"
 #include "platform/linux/nft_render.h"
 
@@ -26,42 +27,8 @@
 #error "LYH_NFT_GOLDEN_DIR must name tests/unit/platform/golden"
 #endif
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    size_t n;
-    while (m && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        fwrite(chunk, 1, n, m);
-    fclose(f);
-    if (!m)
-        return NULL;
-    fclose(m);
-    return buf;
-}
-
 static void check_golden(const char *name, const char *text) {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s.nft", LYH_NFT_GOLDEN_DIR, name);
-    const char *upd = getenv("LYH_UPDATE_GOLDEN");
-    if (upd && strcmp(upd, "1") == 0) {
-        FILE *f = fopen(path, "we");
-        assert_non_null(f);
-        assert_int_equal(fputs(text, f) >= 0, 1);
-        assert_int_equal(fclose(f), 0);
-        return;
-    }
-    _cleanup_free_ char *want = read_file(path);
-    if (!want)
-        fail_msg("golden file %s missing (run with LYH_UPDATE_GOLDEN=1 to create it)", path);
-    if (strcmp(want, text) != 0) {
-        print_error("--- %s (golden)\n%s--- rendered\n%s", path, want, text);
-        fail_msg("rendered text differs from %s", path);
-    }
+    golden_check(LYH_NFT_GOLDEN_DIR, name, "nft", text);
 }
 
 static struct nftr_dest v4(const char *a, uint8_t len, uint16_t lo, uint16_t hi) {

@@ -1,5 +1,7 @@
 /* Network interfaces of the current network namespace, as plain data, and
- * the rules for which of them may serve as a session's VPN interface.
+ * the rules for which of them may serve as a session's VPN interface. One
+ * interface for both platforms: Linux (tun*, wg*; links from AF_PACKET
+ * entries) and Darwin (utun<N>; links from AF_LINK entries).
  *
  * Return convention: 0 or -errno. ret_* out-parameters are written only on
  * success. Nothing here logs. `why`/`whylen` receive one human sentence
@@ -53,7 +55,8 @@ struct ifc_list {
 int ifc_list(struct ifc_list *ret);
 
 /* Pure: build a list from a getifaddrs()-shaped chain (which the caller
- * still owns). AF_PACKET entries give flags and ifindex; AF_INET/AF_INET6
+ * still owns). AF_PACKET (Linux) or AF_LINK (Darwin) entries give flags and
+ * ifindex; AF_INET/AF_INET6
  * entries give addresses; an entry without ifa_addr only says that the
  * interface exists; other families are ignored. glibc makes no AF_PACKET
  * entry for a link without a hardware address (tun, WireGuard), so such an
@@ -76,9 +79,20 @@ int ifc_find(const struct ifc_list *l, const char *name, const struct ifc **ret)
  * Ethernet-like link the moment it is up; they say nothing about a VPN). */
 size_t ifc_routable_addr_count(const struct ifc *i);
 
+/* Whose naming rule: the VPN interfaces each platform's guard supports. */
+enum ifc_os {
+    IFC_OS_LINUX = 1, /* tun* or wg* (tun devices, WireGuard) */
+    IFC_OS_DARWIN,    /* utun<N>: the only tunnels macOS VPN clients make */
+};
+/* The platform this build runs on. */
+enum ifc_os ifc_os_native(void);
+
 /* Check a name against the rules for a VPN interface: 1..15 characters of
- * [A-Za-z0-9_.-], not "." or "..", starting with "tun" or "wg".
+ * [A-Za-z0-9_.-], not "." or "..", and then Linux: starting with "tun" or
+ * "wg"; Darwin: "utun" and 1..5 digits (pf_render.h, pfr_iface_valid).
  * -EINVAL with the reason in why otherwise. Pure. */
+int ifc_name_check_for(enum ifc_os os, const char *name, char *why, size_t whylen);
+/* ifc_name_check_for(ifc_os_native(), ...) */
 int ifc_name_check(const char *name, char *why, size_t whylen);
 
 /* ifc_name_check() == 0. */

@@ -11,14 +11,21 @@
  * the VPN and the route preflight (route.c) checks where the kernel would
  * send packets. A wrong answer here can refuse a launch or start one whose
  * traffic is refused, never let traffic out elsewhere. */
-#include "platform/linux/ifaces.h"
+#include "platform/ifaces.h"
 #include "common/why.h"
 
 #include <errno.h>
 #include <ifaddrs.h>
 #include <limits.h>
-#include <netpacket/packet.h>
 #include <net/if.h>
+/* The Darwin branches also build on Linux in the syntax check
+ * (-DLYH_DARWIN_STUBS, platform/darwin/darwin_sys.h). */
+#if defined(__APPLE__) || defined(LYH_DARWIN_STUBS)
+#define IFC_DARWIN 1
+#include "platform/darwin/darwin_sys.h" /* struct sockaddr_dl: AF_LINK entries */
+#else
+#include <netpacket/packet.h> /* struct sockaddr_ll: AF_PACKET entries */
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +34,18 @@
 
 #include "common/macros.h"
 
+#include "platform/darwin/pf_render.h" /* pfr_iface_valid: the utun rule */
+
+#if defined(IFC_DARWIN)
+/* Darwin reports no lower-layer state; a running utun has its peer. */
+#define IFC_LINK_FAMILY AF_LINK
+#define IFC_CARRIER     IFF_RUNNING
+#else
 #ifndef IFF_LOWER_UP
 #define IFF_LOWER_UP 0x10000 /* <linux/if.h>; not in glibc's <net/if.h> */
+#endif
+#define IFC_LINK_FAMILY AF_PACKET
+#define IFC_CARRIER     IFF_LOWER_UP
 #endif
 
 
@@ -121,7 +138,7 @@ static void set_flags(struct ifc *i, unsigned flags) {
     i->flags = flags;
     i->up = flags & IFF_UP;
     i->running = flags & IFF_RUNNING;
-    i->carrier = flags & IFF_LOWER_UP;
+    i->carrier = flags & IFC_CARRIER;
     i->pointopoint = flags & IFF_POINTOPOINT;
     i->loopback = flags & IFF_LOOPBACK;
 }
@@ -141,7 +158,7 @@ int ifc_list_from_ifaddrs(const struct ifaddrs *head, struct ifc_list *ret) {
             return r;
 
         int family = p->ifa_addr ? p->ifa_addr->sa_family : AF_UNSPEC;
-        if (family != AF_UNSPEC && family != AF_PACKET && family != AF_INET &&
+        if (family != AF_UNSPEC && family != IFC_LINK_FAMILY && family != AF_INET &&
             family != AF_INET6)
             continue;
 
@@ -170,10 +187,14 @@ int ifc_list_from_ifaddrs(const struct ifaddrs *head, struct ifc_list *ret) {
         }
 
         switch (family) {
-        case AF_PACKET:
+        case IFC_LINK_FAMILY:
             /* The link entry is authoritative for flags and index. */
             set_flags(i, p->ifa_flags);
+#if defined(IFC_DARWIN)
+            i->ifindex = ((const struct sockaddr_dl *)p->ifa_addr)->sdl_index;
+#else
             i->ifindex = ((const struct sockaddr_ll *)p->ifa_addr)->sll_ifindex;
+#endif
             break;
         case AF_UNSPEC:
             /* glibc's link entry for a link without a hardware address. */
@@ -272,7 +293,19 @@ static void display_name(const char *name, char out[IFC_NAME_MAX + 4]) {
     out[k] = '\0';
 }
 
+enum ifc_os ifc_os_native(void) {
+#if defined(IFC_DARWIN)
+    return IFC_OS_DARWIN;
+#else
+    return IFC_OS_LINUX;
+#endif
+}
+
 int ifc_name_check(const char *name, char *why, size_t whylen) {
+    return ifc_name_check_for(ifc_os_native(), name, why, whylen);
+}
+
+int ifc_name_check_for(enum ifc_os os, const char *name, char *why, size_t whylen) {
     char shown[IFC_NAME_MAX + 4];
 
     if (!name || !name[0]) {
@@ -294,6 +327,17 @@ int ifc_name_check(const char *name, char *why, size_t whylen) {
         }
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
         set_why(why, whylen, "interface name '%s' is not allowed", shown);
+        return -EINVAL;
+    }
+    if (os == IFC_OS_DARWIN) {
+        if (!pfr_iface_valid(name)) {
+            set_why(why, whylen, "'%s' is not a supported VPN interface name (utun<N>)", shown);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (os != IFC_OS_LINUX) {
+        set_why(why, whylen, "no VPN interface rule for this platform");
         return -EINVAL;
     }
     if (strncmp(name, "tun", 3) != 0 && strncmp(name, "wg", 2) != 0) {
