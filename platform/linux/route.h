@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ROUTE_TIMEOUT_MS 1000
-#define ROUTE_NOTE_MAX 160
+#include "platform/route_preflight.h"
+
 #define ROUTE_MAX_PATHS 16
 
 /* One rtnetlink socket (NETLINK_ROUTE, SOCK_CLOEXEC, non-blocking, bound to
@@ -64,38 +64,20 @@ int route_lookup(struct route_sock *rs, int family, const void *addr, bool fib_m
  * kernel has no usable route (none, or an unreachable, prohibit, blackhole
  * or throw route); other -errno as route_lookup(). */
 int route_get_oif(struct route_sock *rs, int family, const void *addr, int *ret_ifindex);
-/* Same on a socket opened and closed for this one call. */
-int route_oif_for(int family, const void *addr, int *ret_ifindex);
+/* route_oif_for() (platform/route_preflight.h) is the same on a socket
+ * opened and closed for this one call. */
 
 /* The current name of ifindex (RTM_GETLINK), into name[IFNAMSIZ].
  * -ENODEV when there is no such interface. */
 int route_link_name(struct route_sock *rs, int ifindex, char name[16]);
 
-struct route_preflight_result {
-    bool ipv4_checked;  /* false when allow_non_default_route skipped the IPv4 check */
-    bool ipv6_blocked;  /* IPv6 would not leave through the VPN: block it for the session */
-    char ipv4_note[ROUTE_NOTE_MAX]; /* "" or the note that the check was skipped */
-    char ipv6_note[ROUTE_NOTE_MAX]; /* "" or why IPv6 is blocked */
-};
 
-/* Would the session's traffic leave through ifindex (named ifname)?
- *  - ifindex must still carry the name ifname (catches a rename or a
- *    recycled index between validation and preflight): -ENODEV otherwise.
- *  - IPv4: the routes for 0.0.0.1 and 128.0.0.1 must both leave through
- *    ifindex (a default route or the 0/1 + 128/1 split; a host route for one
- *    address cannot satisfy both), and a multipath route must have every
- *    next hop there. Otherwise -ENETUNREACH with why naming the interface
- *    actually used. allow_non_default_route skips this check and says so in
- *    ret->ipv4_note.
- *  - IPv6: the same for 2000:: and 8000::, but failing it is not an error:
- *    ret->ipv6_blocked is set and ret->ipv6_note says why.
- * -EINVAL for a bad ifname/ifindex; transport errors as route_lookup(). */
+/* route_preflight() (platform/route_preflight.h) on this socket; the Linux
+ * answer also requires every next hop of a multipath route to use ifindex. */
 int route_preflight_on(struct route_sock *rs, const char *ifname, int ifindex,
                        bool allow_non_default_route, struct route_preflight_result *ret,
                        char *why, size_t whylen);
-/* Same on a socket opened and closed for this one call. */
-int route_preflight(const char *ifname, int ifindex, bool allow_non_default_route,
-                    struct route_preflight_result *ret, char *why, size_t whylen);
+/* route_preflight() is the same on a socket opened and closed for this call. */
 
 /* Exposed for unit tests: scan one received datagram for the answer to
  * request seq from a socket with port id portid, and parse it as a route of
