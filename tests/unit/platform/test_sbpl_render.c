@@ -779,7 +779,7 @@ static void expect_einval(const struct sbplr_input *in) {
 static const char *const bad_paths[] = {
     "Users/alice", "", ".", "./x", "/Users/alice/", "/Users//alice", "//Users", "/Users/./alice",
     "/Users/../alice", "/Users/alice/.", "/Users/alice/..", "/Users/al\x01ice", "/Users/al\nice",
-    "/Users/al\x7f" "ice", "/Users/al\tice", "/Users/alice\x1f",
+    ("/Users/al\x7f" "ice"), "/Users/al\tice", "/Users/alice\x1f",
 };
 
 static void test_path_valid(void **state) {
@@ -1063,6 +1063,7 @@ static void test_reader_mutations(void **state) {
     _cleanup_free_ char *text = NULL;
     assert_int_equal(sbplr_render(&in, &text), 0);
     _cleanup_sx_ struct sx *ok = sb_parse_ok(text);
+    assert_non_null(ok); /* the unmutated text parses */
 
     static const struct {
         const char *from, *to, *why;
