@@ -5,10 +5,16 @@
 #  (c) scripts/install into a temp prefix, unit dir, socket, state dir, pid file
 #      and cgroup, lyhd started in a test network namespace (--netns), answers
 #      `lyh capabilities`; a `lyh run` works under the unit's capability bounding
-#      set; install again (idempotent)
+#      set; the installed `lyh doctor --json` passes (exit 0, daemon, protocol,
+#      nftables, cgroup2, vpn:tun0 ok); install again (idempotent)
 #  (d) scripts/uninstall: the prefix and unit dir as before, the group as before,
 #      the daemon gone; uninstall again (idempotent)
-# Never touches /usr/local, /etc/systemd/system, the host's lyhd paths or firewall.
+#  (e) systemd for real when PID 1 is not systemd: a systemd booted by
+#      systemd-nspawn on an overlay of /, in the test network namespace;
+#      scripts/install there starts lyhd through the unit, doctor and a guarded
+#      `lyh run` work through it, scripts/uninstall removes it
+# Never touches /usr/local, /etc/systemd/system, the host's lyhd paths or firewall
+# ((e) uses the real paths only inside the container's overlay).
 #
 #   tests/e2e/install.sh BUILD_DIR
 set -u
@@ -131,6 +137,37 @@ if lyh_user_create; then
     [ "$(echo "$ok" | grep -c '^ok-')" -ge 1 ] || echo "    lyh run said: $ok"
     left() { [ -z "$(find /tmp -maxdepth 1 -name 'lyh-*' -user "$LYH_UID" 2>/dev/null)" ]; }
     t_check "c: the session tmpdir was removed" lyh_wait_until 5 left
+
+    # The installed lyh's doctor, as the user, against the installed daemon, in
+    # the test layout (tun0 carries both default routes): a guarded run would work
+    # (exit 0, no check fails); daemon and protocol (lyh and lyhd of one install),
+    # nftables, cgroup2 (lyhd in a cgroup of its own, as Delegate=yes gives it) and
+    # the VPN preflight through tun0 are ok.
+    doc=$(LYH_CMD_TIMEOUT=30 lyh_as_user "$PREFIX/bin/lyh" --socket "$SOCK" doctor --json 2>"$T/doctor.err")
+    rc=$?
+    t_eq "c: installed lyh doctor --json exits 0" "$rc" 0
+    # "NAME STATUS" per check, then "ok true|false"; "invalid" if it is not that JSON.
+    dsum=$(printf '%s' "$doc" | /usr/bin/python3 -c '
+import json, sys
+try:
+    d = json.load(sys.stdin)
+    for c in d["checks"]:
+        print(c["name"], c["status"])
+    print("ok", str(d["ok"]).lower())
+except Exception as e:
+    print("invalid", type(e).__name__, e)' 2>&1)
+    dstatus() { echo "$dsum" | awk -v n="$1" '$1 == n { print $2 }'; }
+    echo "$dsum" | sed 's/^/    doctor: /'
+    t_eq "c: doctor output is the JSON of docs/doctor.md" "$(echo "$dsum" | grep -c '^invalid')" 0
+    t_eq "c: doctor ok is true" "$(dstatus ok)" true
+    for n in daemon protocol nftables cgroup2 vpn:tun0; do
+        t_eq "c: doctor check '$n' is ok" "$(dstatus "$n")" ok
+    done
+    t_eq "c: no doctor check fails" "$(echo "$dsum" | awk '$1 != "ok" && $2 != "ok" && $2 != "warn"')" ""
+    if [ "$rc" != 0 ] || [ "$(dstatus ok)" != true ]; then
+        echo "    doctor said: $doc"
+        sed 's/^/    doctor stderr: /' "$T/doctor.err"
+    fi
 else
     t_fail "c: test user" "useradd failed"
 fi
@@ -192,11 +229,233 @@ fi
 t_check "d: --purge removed the state dir" test ! -e "$STATE"
 t_eq "d: prefix still as before" "$(tree "$T/prefix")" "$before_prefix"
 
-# ---- systemd for real (only when systemd is PID 1) ---------------------------------------
+# ---- (e) systemd for real -------------------------------------------------------------
+# When systemd is not PID 1 here (containers, this CI), boot a systemd of our own:
+# systemd-nspawn runs /lib/systemd/systemd as PID 1 of a container whose root is
+# an overlay of / (writes go to a tmpfs; the overlay, the tmpfs and nspawn's
+# runtime dir under /run live in a mount namespace of their own and vanish with
+# it) and whose network namespace is the test's $LYH_MAIN
+# (--network-namespace-path; nothing is given a pid). It boots into
+# lyh-e2e.target: sysinit.target and lyh-e2e.service, which runs the driver
+# below (scripts/install with the real paths, all inside the overlay: the unit,
+# lyhd under it, doctor and a guarded `lyh run` as a user, scripts/uninstall),
+# then powers the container off. Results come back as PASS/FAIL lines through a
+# bind-mounted directory. Bounded: the driver 150 s, nspawn 180 s.
+# With systemd as PID 1 the section is skipped: this set-up (nspawn --keep-unit in
+# a cgroup we make, not a scope from the host's systemd) is verified only on hosts
+# without it.
+SD=$T/sd
+sd_pid=""
+sd_cgs=()
+_sd_cleanup() { # nspawn (ours, by pid), then whatever is left in the cgroups we made
+    local cg i p
+    [ -n "$sd_pid" ] && lyh_stop_pid "$sd_pid" 10
+    for cg in "${sd_cgs[@]}"; do
+        [ -d "$cg" ] || continue
+        for ((i = 0; i < 50; i++)); do
+            p=$(find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null)
+            [ -z "$p" ] && break
+            [ -e "$cg/cgroup.kill" ] && echo 1 >"$cg/cgroup.kill" 2>/dev/null
+            # shellcheck disable=SC2086 # a list of pids, all in our container's cgroup
+            kill -KILL $p 2>/dev/null
+            sleep 0.1
+        done
+        find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null
+        [ -d "$cg" ] && echo "WARNING: could not remove cgroup $cg" >&2
+    done
+    return 0
+}
+
+sd_skip=""
 if [ "$(cat /proc/1/comm)" = systemd ]; then
-    echo "SKIP systemd: a real unit start would put lyhd in the host network namespace (safety rule); run scripts/install by hand on a test machine"
+    sd_skip="PID 1 is systemd: the container set-up is verified only without it (a unit start on this host would put lyhd in the host network namespace); run scripts/install by hand on a test machine"
+elif ! command -v systemd-nspawn >/dev/null 2>&1; then
+    sd_skip="PID 1 is $(cat /proc/1/comm), and systemd-nspawn (Debian package systemd-container) is not installed"
+elif [ ! -x /lib/systemd/systemd ] || ! command -v unshare >/dev/null 2>&1; then
+    sd_skip="PID 1 is $(cat /proc/1/comm), and /lib/systemd/systemd or unshare is missing"
+elif ! grep -qw overlay /proc/filesystems; then
+    sd_skip="PID 1 is $(cat /proc/1/comm), and the kernel has no overlay file system"
 else
-    echo "SKIP systemd: PID 1 is $(cat /proc/1/comm), not systemd"
+    case "$src/ $LYH_BUILD/" in
+    /tmp/* | *" /tmp/"*) sd_skip="the source or build dir is under /tmp, which the container does not see (nspawn mounts a tmpfs there)" ;;
+    esac
+fi
+
+if [ -n "$sd_skip" ]; then
+    echo "SKIP e: $sd_skip"
+else
+    lyh_on_cleanup _sd_cleanup
+    mkdir -p "$SD/out" "$SD/root" "$SD/stage/etc/systemd/system"
+    : >"$SD/netns"
+    # A cgroup of our own for nspawn, in cgroup v2 and, on a hybrid host, in the
+    # named v1 hierarchy systemd uses: nspawn --keep-unit runs the container there.
+    sd_cgs=("$LYH_CGMNT/lyhi$$-sd")
+    v1=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup" && $(i + 3) ~ /(^|,)name=systemd(,|$)/) print $5; break } }' /proc/self/mountinfo | head -n 1)
+    [ -n "$v1" ] && sd_cgs+=("$v1/lyhi$$-sd")
+    for cg in "${sd_cgs[@]}"; do mkdir "$cg" || lyh_die "mkdir $cg"; done
+
+    cat >"$SD/stage/etc/systemd/system/lyh-e2e.target" <<'EOF'
+[Unit]
+Description=lianyaohu e2e: sysinit and the test driver, nothing else
+Requires=sysinit.target lyh-e2e.service
+After=sysinit.target lyh-e2e.service
+EOF
+    cat >"$SD/stage/etc/systemd/system/lyh-e2e.service" <<EOF
+[Unit]
+Description=lianyaohu e2e driver (tests/e2e/install.sh)
+DefaultDependencies=no
+Requires=sysinit.target
+After=sysinit.target
+SuccessAction=poweroff-force
+FailureAction=poweroff-force
+
+[Service]
+Type=oneshot
+TimeoutStartSec=150
+ExecStart=/bin/bash /lyh-e2e-driver "$src" "$LYH_BUILD" "$LYH_PROBE_TOOL"
+EOF
+    # The driver, inside the container (systemd is PID 1 there). Same PASS/FAIL
+    # lines as t_pass/t_fail, into /lyh-e2e-out/result.
+    cat >"$SD/stage/lyh-e2e-driver" <<'EOF'
+#!/bin/bash
+set -u
+src=$1 build=$2 probe_tool=$3
+O=/lyh-e2e-out
+R=$O/result
+exec >"$O/driver.log" 2>&1
+ok() { echo "PASS $1" >>"$R"; }
+no() { echo "FAIL $1: $(printf '%s' "${2:-}" | tr '\n' '|' | cut -c1-600)" >>"$R"; }
+check() { local n=$1 out; shift; if out=$("$@" 2>&1); then ok "$n"; else no "$n" "$out"; fi; }
+eq() { if [ "$2" = "$3" ]; then ok "$1"; else no "$1" "got '$2', want '$3'"; fi; }
+trap 'journalctl --no-pager -b -u lyhd.service >"$O/journal" 2>&1' EXIT
+had_group=$(getent group _lianyaohu)
+
+eq "PID 1 is systemd" "$(cat /proc/1/comm)" systemd
+check "systemd runs the system (/run/systemd/system)" test -d /run/systemd/system
+stat -L -c %i /proc/self/ns/net >"$O/netns"
+grep '^Cap' /proc/self/status
+
+# 1. scripts/install with its real paths (in the overlay), through systemctl
+out=$("$src/scripts/install" --build "$build" 2>&1)
+rc=$?
+echo "$out"
+eq "scripts/install exits 0" "$rc" 0
+check "scripts/install started the unit" grep -qx 'scripts/install: systemctl enable --now lyhd.service' <<<"$out"
+check "lyhd.service is active" systemctl -q is-active lyhd.service
+check "lyhd.service is enabled" systemctl -q is-enabled lyhd.service
+pid=$(systemctl show -P MainPID lyhd.service)
+echo "$pid $(stat -L -c %i "/proc/$pid/ns/net" 2>/dev/null)" >"$O/lyhd"
+eq "lyhd runs the installed binary" "$(readlink "/proc/$pid/exe")" /usr/local/libexec/lianyaohu/lyhd
+eq "lyhd is in the unit's cgroup" "$(grep '^0::' "/proc/$pid/cgroup")" "0::/system.slice/lyhd.service"
+eq "lyhd capability bounding set (CapabilityBoundingSet=)" "$(sed -n 's/^CapBnd:\t//p' "/proc/$pid/status")" 00000000002010ed
+check "lyhd has no_new_privs (NoNewPrivileges=yes)" grep -qx 'NoNewPrivs:.1' "/proc/$pid/status"
+eq "/etc is read-only for lyhd (ProtectSystem=full)" "$(findmnt --task "$pid" -n -o OPTIONS -T /etc | cut -d, -f1)" ro
+check "lyh capabilities answers on the default socket" /usr/local/bin/lyh capabilities
+# Delegate=yes: systemd marks the cgroup it hands over (xattr trusted.delegate).
+cgmnt=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") print $5; break } }' /proc/self/mountinfo | head -n 1)
+eq "lyhd's cgroup is delegated to it (Delegate=yes)" "$(/usr/bin/python3 -c 'import os, sys; print(os.getxattr(sys.argv[1], "trusted.delegate").decode())' \
+    "$cgmnt/system.slice/lyhd.service" 2>&1)" 1
+
+# 2. a user: doctor and a guarded run through the unit's lyhd
+u=lyhs$$
+if useradd -m -U -s /bin/sh "$u"; then
+    uid=$(id -u "$u") gid=$(id -g "$u") home=$(getent passwd "$u" | cut -d: -f6)
+    chmod 0700 "$home"
+    install -d -o "$uid" -g "$gid" -m 0755 "$home/bin"
+    install -o "$uid" -g "$gid" -m 0755 "$probe_tool" "$home/bin/probe"
+    as_user() {
+        (cd "$home" && timeout -k 5 60 setpriv --reuid="$uid" --regid="$gid" --init-groups \
+            env -i HOME="$home" USER="$u" LOGNAME="$u" PATH=/usr/bin:/bin LANG=C "$@")
+    }
+    doc=$(as_user /usr/local/bin/lyh doctor --json)
+    eq "lyh doctor --json exits 0" "$?" 0
+    dsum=$(printf '%s' "$doc" | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for c in d["checks"]:
+    print(c["name"], c["status"])
+print("ok", str(d["ok"]).lower())' 2>&1)
+    echo "$dsum"
+    for n in ok:true daemon:ok protocol:ok nftables:ok cgroup2:ok vpn:tun0:ok; do
+        eq "doctor: ${n%:*} is ${n##*:}" "$(awk -v n="${n%:*}" '$1 == n { print $2 }' <<<"$dsum")" "${n##*:}"
+    done
+    run=$(as_user /usr/local/bin/lyh run --vpn tun0 --no-tui -- /bin/sh -c \
+        'echo "id $(id -u)"; grep "^0::" /proc/self/cgroup; echo "vpn $("$0" probe tcp 11.77.0.1 7777 3000)"; echo "lan $("$0" probe tcp 192.168.77.2 7777 3000)"' \
+        "$home/bin/probe" 2>&1)
+    rc=$?
+    echo "$run"
+    run=$(tr -d '\r' <<<"$run")
+    eq "lyh run exits 0" "$rc" 0
+    eq "lyh run: the agent runs as the user" "$(grep '^id ' <<<"$run")" "id $uid"
+    check "lyh run: the session has a cgroup of its own under lyhd.service" grep -qE '^0::/system.slice/lyhd.service/lyh/[^/]+$' <<<"$run"
+    check "lyh run: tun0 reaches 11.77.0.1" grep -qE '^vpn ok ' <<<"$run"
+    check "lyh run: the LAN is refused" grep -qE '^lan (refused|unreach) ' <<<"$run"
+else
+    no "useradd" "useradd $u failed"
+fi
+
+# 3. scripts/uninstall: the unit stopped and gone, the files gone
+out=$("$src/scripts/uninstall" 2>&1)
+rc=$?
+echo "$out"
+eq "scripts/uninstall exits 0" "$rc" 0
+eq "lyhd.service is gone" "$(systemctl show -P LoadState lyhd.service)" not-found
+check "lyhd has exited" sh -c "! kill -0 $pid 2>/dev/null"
+check "no unit file left" test ! -e /etc/systemd/system/lyhd.service
+check "no multi-user.target.wants link left" test ! -e /etc/systemd/system/multi-user.target.wants/lyhd.service
+check "no lyhd left" test ! -e /usr/local/libexec/lianyaohu
+check "no lyh left" test ! -e /usr/local/bin/lyh
+eq "the group as before" "$(getent group _lianyaohu)" "$had_group"
+echo done >"$O/done"
+EOF
+
+    sd_failed=$T_FAILED
+    echo "# e: booting systemd in a container (systemd-nspawn, network namespace $LYH_MAIN)"
+    # In a mount namespace of our own: join our cgroups, put a tmpfs over /run
+    # (nspawn's runtime files; the test namespace is bound to $SD/netns first),
+    # the overlay of / on a tmpfs upper layer, then exec nspawn.
+    # shellcheck disable=SC2016 # the inner script expands its own arguments
+    timeout -k 5 200 unshare --mount --propagation private -- bash -c '
+        set -e
+        SD=$1 NS=$2 MACHINE=$3
+        shift 3
+        for cg in "$@"; do echo $$ >"$cg/cgroup.procs"; done
+        mount --bind "/run/netns/$NS" "$SD/netns"
+        mount -t tmpfs -o mode=0755 tmpfs /run
+        mount -t tmpfs -o mode=0755 tmpfs "$SD/root"
+        mkdir "$SD/root/upper" "$SD/root/work" "$SD/root/merged"
+        cp -a "$SD/stage/." "$SD/root/upper/"
+        mount -t overlay overlay -o "lowerdir=/,upperdir=$SD/root/upper,workdir=$SD/root/work" "$SD/root/merged"
+        # nspawn keeps CAP_NET_ADMIN only for networks it makes itself (lyhd needs
+        # it: nftables, NFLOG), and its syscall allow-list has no Landlock calls
+        # (lyhd: "Landlock is not available (Operation not permitted)").
+        exec timeout -k 5 180 systemd-nspawn --quiet --register=no --keep-unit --machine="$MACHINE" \
+            -D "$SD/root/merged" --network-namespace-path="$SD/netns" --bind="$SD/out:/lyh-e2e-out" \
+            --capability=CAP_NET_ADMIN \
+            --system-call-filter="landlock_create_ruleset landlock_add_rule landlock_restrict_self" \
+            -b systemd.unit=lyh-e2e.target' \
+        bash "$SD" "$LYH_MAIN" "lyhi$$" "${sd_cgs[@]}" </dev/null >"$SD/console.log" 2>&1 &
+    sd_pid=$!
+    wait "$sd_pid"
+    rc=$?
+    sd_pid=""
+    t_eq "e: the container powered off by itself (nspawn exit status)" "$rc" 0
+    t_check "e: the driver ran to its end" test -f "$SD/out/done"
+    [ -f "$SD/out/result" ] && while IFS= read -r line; do
+        case $line in
+        "PASS "*) t_pass "e: ${line#PASS }" ;;
+        "FAIL "*) n=${line#FAIL }; t_fail "e: ${n%%: *}" "${n#*: }" ;;
+        esac
+    done <"$SD/out/result"
+    t_eq "e: the container ran in the test namespace" "$(cat "$SD/out/netns" 2>/dev/null)" "$ns_test"
+    t_eq "e: lyhd ran in the test namespace" "$(cut -d' ' -f2 "$SD/out/lyhd" 2>/dev/null)" "$ns_test"
+    if [ "$T_FAILED" -gt "$sd_failed" ]; then
+        for f in console.log out/driver.log out/journal; do
+            [ -f "$SD/$f" ] && { echo "    --- $f (last 30 lines)"; tail -n 30 "$SD/$f" | sed 's/^/    /'; }
+        done
+    fi
+    _sd_cleanup
+    sd_cgs=()
 fi
 
 t_done
