@@ -275,11 +275,13 @@ elif [ ! -x /lib/systemd/systemd ] || ! command -v unshare >/dev/null 2>&1; then
     sd_skip="PID 1 is $(cat /proc/1/comm), and /lib/systemd/systemd or unshare is missing"
 elif ! grep -qw overlay /proc/filesystems; then
     sd_skip="PID 1 is $(cat /proc/1/comm), and the kernel has no overlay file system"
-else
-    case "$src/ $LYH_BUILD/" in
-    /tmp/* | *" /tmp/"*) sd_skip="the source or build dir is under /tmp, which the container does not see (nspawn mounts a tmpfs there)" ;;
-    esac
 fi
+# nspawn mounts a tmpfs on the container's /tmp: a source or build dir there
+# (a CI clone, say) is bound in at the same path.
+sd_binds=()
+for d in "$src" "$LYH_BUILD"; do
+    case $d/ in /tmp/*) sd_binds+=("--bind=$d") ;; esac
+done
 
 if [ -n "$sd_skip" ]; then
     echo "SKIP e: $sd_skip"
@@ -417,8 +419,8 @@ EOF
     # shellcheck disable=SC2016 # the inner script expands its own arguments
     timeout -k 5 200 unshare --mount --propagation private -- bash -c '
         set -e
-        SD=$1 NS=$2 MACHINE=$3
-        shift 3
+        SD=$1 NS=$2 MACHINE=$3 BINDS=$4
+        shift 4
         for cg in "$@"; do echo $$ >"$cg/cgroup.procs"; done
         mount --bind "/run/netns/$NS" "$SD/netns"
         mount -t tmpfs -o mode=0755 tmpfs /run
@@ -433,8 +435,8 @@ EOF
             -D "$SD/root/merged" --network-namespace-path="$SD/netns" --bind="$SD/out:/lyh-e2e-out" \
             --capability=CAP_NET_ADMIN \
             --system-call-filter="landlock_create_ruleset landlock_add_rule landlock_restrict_self" \
-            -b systemd.unit=lyh-e2e.target' \
-        bash "$SD" "$LYH_MAIN" "lyhi$$" "${sd_cgs[@]}" </dev/null >"$SD/console.log" 2>&1 &
+            $BINDS -b systemd.unit=lyh-e2e.target' \
+        bash "$SD" "$LYH_MAIN" "lyhi$$" "${sd_binds[*]}" "${sd_cgs[@]}" </dev/null >"$SD/console.log" 2>&1 &
     sd_pid=$!
     wait "$sd_pid"
     rc=$?
