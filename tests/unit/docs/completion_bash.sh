@@ -5,6 +5,7 @@ src=${1:?usage: completion_bash.sh SRC_DIR}
 comp=$src/scripts/completions/lyh.bash
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM # sh runs no EXIT trap on a fatal signal
 
 # Loads without a word on stderr and registers the function.
 out=$(bash --norc -c "source '$comp'; complete -p lyh" 2>"$tmp/err")

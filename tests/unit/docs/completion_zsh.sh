@@ -22,6 +22,7 @@ zsh -n "$comp" || { echo "completion_zsh: zsh -n $comp failed"; exit 1; }
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM # sh runs no EXIT trap on a fatal signal
 export HOME="$tmp" # no ~/.zcompdump or history of the caller's
 
 # ---- 2. compinit in a non-interactive zsh -f ----------------------------------------
