@@ -63,6 +63,7 @@ struct run_prep {
     struct ll_report ll_report;
     int ll_fd;
     int procs_fd;
+    int cg_dir_fd;
     int stdio[3];
     int pty_fd;
     gid_t groups[LYH_MAX_PEER_GROUPS + 1];
@@ -595,6 +596,7 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
     ll_report_free(&p->ll_report);
     CLOSE_FD(p->ll_fd);
     CLOSE_FD(p->procs_fd);
+    CLOSE_FD(p->cg_dir_fd);
     for (int i = 0; i < 3; i++)
         CLOSE_FD(p->stdio[i]);
     CLOSE_FD(p->pty_fd);
@@ -677,7 +679,7 @@ static void print_firewall(struct lyhd *d, struct rpc_call *call, struct session
 
 void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     const Lianyaohu__V1__RunRequest *r = req->run;
-    struct run_prep p = {.ll_fd = -1, .procs_fd = -1, .stdio = {-1, -1, -1}, .pty_fd = -1};
+    struct run_prep p = {.ll_fd = -1, .procs_fd = -1, .cg_dir_fd = -1, .stdio = {-1, -1, -1}, .pty_fd = -1};
     struct session *s = NULL;
     struct spawn_plan plan;
     const struct policy *pol = policy_current(d);
@@ -864,7 +866,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         p.took_shared = true;
     }
     if (d->guard->have_cgroup && s->row.scope != LIANYAOHU__V1__SCOPE__SCOPE_NONE) {
-        k = cg_create(&d->guard->cg, s->row.id, &s->row.cgroup_id, &p.procs_fd);
+        k = cg_create(&d->guard->cg, s->row.id, &s->row.cgroup_id, &p.cg_dir_fd, &p.procs_fd);
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the session cgroup: %s",
                      strerror(-k));
@@ -911,6 +913,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         .envp = p.envp,
         .stdio = {p.stdio[0], p.stdio[1], p.stdio[2]},
         .pty_fd = p.pty_fd,
+        .cgroup_dir_fd = p.cg_dir_fd,
         .cgroup_procs_fd = p.procs_fd,
         .uid = s->row.uid,
         .gid = d->cfg.guard_gid,

@@ -163,7 +163,8 @@ int cg_id(struct cg_root *r, const char *name, uint64_t *ret_id) {
     return 0;
 }
 
-int cg_create(struct cg_root *r, const char *name, uint64_t *ret_id, int *ret_procs_fd) {
+int cg_create(struct cg_root *r, const char *name, uint64_t *ret_id, int *ret_dir_fd,
+              int *ret_procs_fd) {
     _cleanup_close_ int dfd = -1;
     struct stat st;
     int k, pfd;
@@ -185,6 +186,7 @@ int cg_create(struct cg_root *r, const char *name, uint64_t *ret_id, int *ret_pr
         goto fail;
     }
     *ret_id = (uint64_t)st.st_ino;
+    *ret_dir_fd = TAKE_FD(dfd);
     *ret_procs_fd = pfd;
     return 0;
 fail:

@@ -37,9 +37,12 @@ int cg_remove_base(struct cg_root *r);
 
 /* Create the session cgroup NAME (a single path component) and return its id
  * (the cgroup directory's inode number, which is what the kernel reports as
- * the cgroup id) and an fd of its cgroup.procs opened for writing (CLOEXEC),
- * for the child to write "0" into before exec. -EEXIST if it exists. */
-int cg_create(struct cg_root *r, const char *name, uint64_t *ret_id, int *ret_procs_fd);
+ * the cgroup id), an O_PATH fd of its directory (for clone3's
+ * CLONE_INTO_CGROUP) and an fd of its cgroup.procs opened for writing (for a
+ * child forked elsewhere to write "0" into before exec), both CLOEXEC.
+ * -EEXIST if it exists. */
+int cg_create(struct cg_root *r, const char *name, uint64_t *ret_id, int *ret_dir_fd,
+              int *ret_procs_fd);
 /* Id of an existing session cgroup; -ENOENT when absent. */
 int cg_id(struct cg_root *r, const char *name, uint64_t *ret_id);
 /* Does the cgroup (or a descendant) still hold processes? */

@@ -43,7 +43,10 @@ struct spawn_plan {
     char *const *envp;
     int stdio[3];               /* stdin, stdout, stderr; used when pty_fd < 0 */
     int pty_fd;                 /* >= 0: pty slave, becomes the controlling tty and stdio */
-    int cgroup_procs_fd;        /* >= 0: cgroup.procs of the session cgroup */
+    int cgroup_dir_fd;          /* >= 0: the session cgroup's directory: the child is
+                                 * created in it (clone3 CLONE_INTO_CGROUP) */
+    int cgroup_procs_fd;        /* >= 0: its cgroup.procs, written by the child when
+                                 * the kernel has no CLONE_INTO_CGROUP (before 5.7) */
     uid_t uid;                  /* the caller */
     gid_t gid;                  /* the guard gid: real, effective and saved */
     const gid_t *groups;        /* the caller's supplementary groups */
@@ -66,7 +69,8 @@ struct spawn_failure {
 
 /* Fork and run the pipeline. On success *ret_pid, *ret_pidfd (CLOEXEC, for
  * poll: readable when the child exits) and *ret_status_fd (CLOEXEC, non-blocking
- * read end of the status pipe) are the caller's. */
+ * read end of the status pipe) are the caller's. The calling process must be
+ * single-threaded (the child is made with a raw clone3 where possible). */
 int spawn_start(const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd);
 
 /* Read the status pipe. Returns 1 when a failure record was read (into *ret),

@@ -45,14 +45,17 @@ static int count_cb(const char *name, void *userdata) {
 
 static void test_lifecycle(void **state) {
     uint64_t id = 0, id2 = 0;
-    int procs = -1, pipefd[2], n = 0;
+    int procs = -1, dirfd = -1, pipefd[2], n = 0;
     bool pop = true;
     char path[2 * PATH_MAX + 16];
     struct stat st;
 
     assert_true(root.session_level >= 2);
-    assert_int_equal(cg_create(&root, "s-1", &id, &procs), 0);
-    assert_int_equal(cg_create(&root, "s-1", &id2, &procs), -EEXIST);
+    assert_int_equal(cg_create(&root, "s-1", &id, &dirfd, &procs), 0);
+    assert_int_equal(cg_create(&root, "s-1", &id2, &dirfd, &procs), -EEXIST);
+    struct stat dst;
+    assert_int_equal(fstat(dirfd, &dst), 0); /* the directory's fd: same inode as the id */
+    assert_int_equal((uint64_t)dst.st_ino, id);
     snprintf(path, sizeof(path), "%s%s/s-1", root.mount, root.base);
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal((uint64_t)st.st_ino, id);
@@ -103,16 +106,17 @@ static void test_lifecycle(void **state) {
     assert_int_equal(cg_kill(&root, "s-1"), 0);   /* nothing to kill */
     assert_int_equal(cg_id(&root, "s-1", &id2), -ENOENT);
     close(procs);
+    close(dirfd);
     close(pipefd[0]);
     close(pipefd[1]);
 }
 
 static void test_bad_names(void **state) {
     uint64_t id;
-    int fd;
-    assert_int_equal(cg_create(&root, "../escape", &id, &fd), -EINVAL);
-    assert_int_equal(cg_create(&root, "..", &id, &fd), -EINVAL);
-    assert_int_equal(cg_create(&root, "", &id, &fd), -EINVAL);
+    int fd, dfd2;
+    assert_int_equal(cg_create(&root, "../escape", &id, &dfd2, &fd), -EINVAL);
+    assert_int_equal(cg_create(&root, "..", &id, &dfd2, &fd), -EINVAL);
+    assert_int_equal(cg_create(&root, "", &id, &dfd2, &fd), -EINVAL);
     assert_int_equal(cg_remove(&root, "a/b"), -EINVAL);
 }
 
