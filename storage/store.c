@@ -151,25 +151,36 @@ int store_errf(struct store *s, int r, const char *fmt, ...) {
     return r;
 }
 
+/* A message that may be cut at len: paths can be PATH_MAX long and the
+ * message buffers are smaller, which is fine for a log line. (vsnprintf, so
+ * that -O3's -Wformat-truncation does not flag the intended truncation.) */
+__attribute__((format(printf, 3, 4))) static void message(char *buf, size_t len, const char *fmt,
+                                                          ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
 int storage_sql_message(char *buf, size_t len, int rc, const char *msg, const char *path,
                         const char *what, int busy_ms, const char *after_restart) {
     switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-        snprintf(buf, len,
-                 "%s is locked by another process (is another lyhd running?): %s: gave up after "
-                 "%d ms",
-                 path, what, busy_ms);
+        message(buf, len,
+                "%s is locked by another process (is another lyhd running?): %s: gave up after "
+                "%d ms",
+                path, what, busy_ms);
         break;
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
-        snprintf(buf, len,
-                 "%s is corrupt or not a database (%s: %s); move it away (e.g. mv %s %s.corrupt) "
-                 "and restart lyhd%s",
-                 path, what, msg, path, path, after_restart);
+        message(buf, len,
+                "%s is corrupt or not a database (%s: %s); move it away (e.g. mv %s %s.corrupt) "
+                "and restart lyhd%s",
+                path, what, msg, path, path, after_restart);
         break;
     default:
-        snprintf(buf, len, "%s: %s: %s", path, what, msg);
+        message(buf, len, "%s: %s: %s", path, what, msg);
         break;
     }
     return store_errno(rc);
