@@ -429,45 +429,11 @@ static void rollback(struct audit_db *db) {
 
 /* ---- where the file lives ----------------------------------------------------------------- */
 
-static int check_ancestors(struct audit_db *db, int dirfd, const char *dir) {
-    char err[AUDIT_DB_ERR_MAX];
-    int r = storage_check_ancestors(dirfd, "audit dir", dir, "the audit log", err, sizeof err);
-    return r < 0 ? adb_errf(db, r, "%s", err) : 0;
-}
-
 static int open_dir(struct audit_db *db, const char *dir, int *ret_fd) {
-    _cleanup_close_ int fd = -1;
-    struct stat st;
-    uid_t euid = geteuid();
-    int r;
-
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        struct stat lst;
-
-        if ((e == ELOOP || e == ENOTDIR) && lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode))
-            return adb_errf(db, -EPERM, "audit dir '%s' is a symlink; give the real directory",
-                            dir);
-        return adb_errf(db, -e, "cannot open audit dir '%s': %s", dir, strerror(e));
-    }
-    if (fstat(fd, &st) < 0)
-        return adb_errf(db, -errno, "audit dir '%s': fstat: %s", dir, strerror(errno));
-    if (st.st_uid != euid)
-        return adb_errf(db, -EPERM,
-                        "audit dir '%s' is owned by uid %u, not %u; the audit log must live in "
-                        "a directory only lyhd can write (chown it, or pick another dir)",
-                        dir, (unsigned)st.st_uid, (unsigned)euid);
-    if (st.st_mode & (S_IWGRP | S_IWOTH))
-        return adb_errf(db, -EPERM,
-                        "audit dir '%s' is group/world writable (mode %04o); the audit log must "
-                        "live in a directory only lyhd can write (chmod 0700 it)",
-                        dir, (unsigned)(st.st_mode & 07777));
-    r = check_ancestors(db, fd, dir);
-    if (r < 0)
-        return r;
-    *ret_fd = TAKE_FD(fd);
-    return 0;
+    char err[AUDIT_DB_ERR_MAX];
+    int r = storage_open_private_dir(dir, false, "audit dir", "the audit log", err, sizeof err,
+                                     ret_fd);
+    return r < 0 ? adb_errf(db, r, "%s", err) : 0;
 }
 
 /* Create the file 0600 with O_EXCL (so a new file is one we made), or check

@@ -4,6 +4,7 @@
  * path string (the walk goes by fds, "..", from the directory itself). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,4 +78,67 @@ int storage_check_ancestors(int dirfd, const char *label, const char *dir, const
     snprintf(err, errlen, "%s '%s': more than %d directories deep", label, dir,
              DIRCHECK_MAX_ANCESTORS);
     return -ELOOP;
+}
+
+int storage_open_private_dir(const char *dir, bool create, const char *label, const char *what,
+                             char *err, size_t errlen, int *ret_fd) {
+    _cleanup_close_ int fd = -1;
+    struct stat st;
+    bool created = false;
+    uid_t euid = geteuid();
+
+    if (create) {
+        if (mkdir(dir, 0700) == 0)
+            created = true;
+        else if (errno != EEXIST) {
+            int e = errno;
+            snprintf(err, errlen, "cannot create %s '%s': %s", label, dir, strerror(e));
+            return -e;
+        }
+    }
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        struct stat lst;
+
+        if ((e == ELOOP || e == ENOTDIR) && lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+            snprintf(err, errlen, "%s '%s' is a symlink; give the real directory", label, dir);
+            return -EPERM;
+        }
+        snprintf(err, errlen, "cannot open %s '%s': %s", label, dir, strerror(e));
+        return -e;
+    }
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s '%s': fstat: %s", label, dir, strerror(e));
+        return -e;
+    }
+    /* mkdir's mode went through the umask; make it exactly 0700. */
+    if (created && (st.st_mode & 07777) != 0700) {
+        if (fchmod(fd, 0700) < 0) {
+            int e = errno;
+            snprintf(err, errlen, "%s '%s': chmod 0700: %s", label, dir, strerror(e));
+            return -e;
+        }
+        st.st_mode = (st.st_mode & ~07777u) | 0700;
+    }
+    if (st.st_uid != euid) {
+        snprintf(err, errlen,
+                 "%s '%s' is owned by uid %u, not %u; %s must live in a directory only lyhd "
+                 "can write (chown it, or pick another dir)",
+                 label, dir, (unsigned)st.st_uid, (unsigned)euid, what);
+        return -EPERM;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(err, errlen,
+                 "%s '%s' is group/world writable (mode %04o); %s must live in a directory "
+                 "only lyhd can write (chmod 0700 it)",
+                 label, dir, (unsigned)(st.st_mode & 07777), what);
+        return -EPERM;
+    }
+    int r = storage_check_ancestors(fd, label, dir, what, err, errlen);
+    if (r < 0)
+        return r;
+    *ret_fd = TAKE_FD(fd);
+    return 0;
 }

@@ -275,58 +275,11 @@ static int query_text_is(struct store *s, const char *sql, const char *want, boo
 
 /* ---- the state dir -------------------------------------------------------------------- */
 
-static int check_ancestors(struct store *s, int dirfd, const char *dir) {
-    char err[STORE_ERR_MAX];
-    int r = storage_check_ancestors(dirfd, "state dir", dir, "security state", err, sizeof err);
-    return r < 0 ? store_errf(s, r, "%s", err) : 0;
-}
-
 static int open_state_dir(struct store *s, const char *dir, int *ret_fd) {
-    _cleanup_close_ int fd = -1;
-    struct stat st;
-    bool created = false;
-    uid_t euid = geteuid();
-    int r;
-
-    if (mkdir(dir, 0700) == 0)
-        created = true;
-    else if (errno != EEXIST)
-        return store_errf(s, -errno, "cannot create state dir '%s': %s", dir, strerror(errno));
-
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        struct stat lst;
-
-        if ((e == ELOOP || e == ENOTDIR) && lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode))
-            return store_errf(s, -EPERM, "state dir '%s' is a symlink; give the real directory",
-                              dir);
-        return store_errf(s, -e, "cannot open state dir '%s': %s", dir, strerror(e));
-    }
-    if (fstat(fd, &st) < 0)
-        return store_errf(s, -errno, "state dir '%s': fstat: %s", dir, strerror(errno));
-    /* mkdir's mode went through the umask; make it exactly 0700. */
-    if (created && (st.st_mode & 07777) != 0700) {
-        if (fchmod(fd, 0700) < 0)
-            return store_errf(s, -errno, "state dir '%s': chmod 0700: %s", dir, strerror(errno));
-        st.st_mode = (st.st_mode & ~07777) | 0700;
-    }
-    if (st.st_uid != euid)
-        return store_errf(s, -EPERM,
-                          "state dir '%s' is owned by uid %u, not %u; security state must live "
-                          "in a directory only lyhd can write (chown it, or pick another dir)",
-                          dir, (unsigned)st.st_uid, (unsigned)euid);
-    if (st.st_mode & (S_IWGRP | S_IWOTH))
-        return store_errf(s, -EPERM,
-                          "state dir '%s' is group/world writable (mode %04o); security state "
-                          "must live in a directory only lyhd can write (chmod 0700 it)",
-                          dir, (unsigned)(st.st_mode & 07777));
-
-    r = check_ancestors(s, fd, dir);
-    if (r < 0)
-        return r;
-    *ret_fd = TAKE_FD(fd);
-    return 0;
+    char err[STORE_ERR_MAX];
+    int r = storage_open_private_dir(dir, true, "state dir", "security state", err, sizeof err,
+                                     ret_fd);
+    return r < 0 ? store_errf(s, r, "%s", err) : 0;
 }
 
 /* Create state.db ourselves so it is 0600 from the start (sqlite would use

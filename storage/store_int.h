@@ -95,4 +95,11 @@ int storage_sql_message(char *buf, size_t len, int rc, const char *msg, const ch
 int storage_check_ancestors(int dirfd, const char *label, const char *dir, const char *what,
                             char *err, size_t errlen);
 
+/* dircheck.c: open dir (O_DIRECTORY, CLOEXEC, never through a symlink),
+ * creating it 0700 first when create is set; it must be owned by the euid,
+ * not group/world writable, and pass storage_check_ancestors(). The fd goes
+ * to *ret_fd; on failure err names label, dir and what lives there. */
+int storage_open_private_dir(const char *dir, bool create, const char *label, const char *what,
+                             char *err, size_t errlen, int *ret_fd);
+
 #endif
