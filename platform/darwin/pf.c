@@ -303,29 +303,19 @@ int pf_open(const struct pf_config *cfg, struct pf **ret, char *why, size_t whyl
         set_why(why, whylen, "pfctl or rules directory path too long");
         return -ENAMETOOLONG;
     }
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        int e = errno;
-        set_why(why, whylen, "cannot create %s: %s", dir, strerror(e));
-        return -e;
-    }
-    p->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (p->dir_fd < 0) {
-        int e = errno;
-        set_why(why, whylen, "cannot open %s: %s", dir, strerror(e));
-        return -e;
-    }
-    struct stat st;
-    if (fstat(p->dir_fd, &st) < 0) {
-        int e = errno;
-        set_why(why, whylen, "cannot stat %s: %s", dir, strerror(e));
-        return -e;
-    }
     /* pfctl reads our files by name: nobody but us may be able to change
      * what a name in this directory designates. */
-    if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-        set_why(why, whylen, "%s must be owned by uid %u and writable by nobody else (it is uid %u, mode %03o)",
+    struct stat st = {0};
+    int r = px_open_private_dir(dir, 0700, &p->dir_fd, &st);
+    if (r == -EPERM) {
+        set_why(why, whylen,
+                "%s must be owned by uid %u and writable by nobody else (it is uid %u, mode %03o)",
                 dir, (unsigned)geteuid(), (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
-        return -EPERM;
+        return r;
+    }
+    if (r < 0) {
+        set_why(why, whylen, "cannot open %s: %s", dir, strerror(-r));
+        return r;
     }
     *ret = TAKE_PTR(p);
     return 0;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,4 +31,26 @@ int64_t px_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int px_open_private_dir(const char *dir, mode_t mode, int *ret_fd, struct stat *ret_st) {
+    if (mkdir(dir, mode) < 0 && errno != EEXIST)
+        return -errno;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    if (ret_st)
+        *ret_st = st;
+    if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+        close(fd);
+        return -EPERM;
+    }
+    *ret_fd = fd;
+    return 0;
 }

@@ -76,20 +76,9 @@ static bool session_id_valid(const char *id) {
 int sbx_profile_dir_open(const char *dir, int *ret_fd) {
     if (!dir || dir[0] != '/')
         return -EINVAL;
-    if (mkdir(dir, 0711) < 0 && errno != EEXIST)
-        return -errno;
-    _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -errno;
     /* sandbox-exec reads a profile by name after the drop: only we may be
      * able to change what a name here designates. */
-    if (st.st_uid != geteuid() || (st.st_mode & 022) != 0)
-        return -EPERM;
-    *ret_fd = TAKE_FD(fd);
-    return 0;
+    return px_open_private_dir(dir, 0711, ret_fd, NULL);
 }
 
 int sbx_profile_write(int dir_fd, const char *dir, const char *session_id, const char *profile,
