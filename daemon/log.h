@@ -3,11 +3,18 @@
 #define LYHD_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 void log_init(bool use_syslog, bool verbose);
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* What every log line goes through: in, escaped so that it stays one line of
+ * printable text (control bytes, DEL, C1 controls and bytes that are not UTF-8
+ * as \xNN, a backslash as \\), into out (always terminated, cut only between
+ * whole characters or escapes). Returns the length written. Pure. */
+size_t log_escape(const char *in, char *out, size_t size);
 
 #endif
