@@ -6,7 +6,15 @@
  *
  * Why mode 0666: every request is authorized on its own from the peer's
  * credentials (SO_PEERCRED, read from the kernel at connect), so the socket
- * itself needs no access control; anyone may ask, the table decides.
+ * itself needs no access control; anyone may ask, the table decides. The mode
+ * comes from the umask at bind, never from a chmod of the path (which follows
+ * a symlink someone put there).
+ *
+ * Where the socket lives: a directory only root can change (owned by root,
+ * not writable by group or others; every ancestor root's or sticky), opened
+ * once; the socket is bound, probed and unlinked through that directory fd
+ * (/proc/self/fd/N/NAME), so nobody can swap the directory or the name under
+ * us between the check and the use, and clients who reach the path reach us.
  *
  * Why an fd reserve: when the process runs out of fds, accept() keeps failing
  * with EMFILE while the pending connection stays in the backlog, and a
@@ -20,6 +28,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +41,7 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
+#include "storage/dircheck.h"
 
 struct conn_slot {
     struct conn *conn;
@@ -41,6 +51,8 @@ struct conn_slot {
 struct server {
     struct lyhd *d;
     int listen_fd;
+    int dir_fd;                 /* the socket's directory, checked */
+    char name[NAME_MAX + 1];    /* the socket's name in it */
     int reserve_fd;
     bool accept_paused;
     bool stopping;
@@ -225,13 +237,19 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg) {
     }
 }
 
-/* Is someone serving on path? 1 yes, 0 no (stale or absent), <0 error. */
-static int probe_socket(const char *path, char *why, size_t whylen) {
+/* The socket's path through its checked directory, for bind and connect. */
+static int via_dir(const struct server *s, struct sockaddr_un *sa) {
+    int n = snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", s->dir_fd, s->name);
+    return n < 0 || (size_t)n >= sizeof(sa->sun_path) ? -ENAMETOOLONG : 0;
+}
+
+/* Is someone serving on the path? 1 yes, 0 no (stale or absent), <0 error. */
+static int probe_socket(const struct server *s, const char *path, char *why, size_t whylen) {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     struct stat st;
     _cleanup_close_ int fd = -1;
 
-    if (lstat(path, &st) < 0) {
+    if (fstatat(s->dir_fd, s->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         if (errno == ENOENT)
             return 0;
         snprintf(why, whylen, "cannot stat %s: %s", path, strerror(errno));
@@ -242,11 +260,10 @@ static int probe_socket(const char *path, char *why, size_t whylen) {
         return -EEXIST;
     }
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(why, whylen, "socket: %s", strerror(errno));
-        return -errno;
+    if (fd < 0 || via_dir(s, &sa) < 0) {
+        snprintf(why, whylen, "socket: %s", strerror(fd < 0 ? errno : ENAMETOOLONG));
+        return fd < 0 ? -errno : -ENAMETOOLONG;
     }
-    memcpy(sa.sun_path, path, strlen(path) + 1);
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
         struct ucred cred = {0};
         socklen_t len = sizeof(cred);
@@ -256,6 +273,38 @@ static int probe_socket(const char *path, char *why, size_t whylen) {
         return 1;
     }
     return 0; /* ECONNREFUSED and friends: nobody home */
+}
+
+/* Open the socket's directory and check that only root can change it: owned
+ * by root, writable by nobody else (a sticky /tmp is not enough: anyone could
+ * put a socket of their own at our name while we are stopped), every ancestor
+ * root's or sticky. */
+static int open_socket_dir(struct server *s, const char *path, char *why, size_t whylen) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    struct stat st;
+
+    if (!slash || !slash[1] || strlen(slash + 1) > NAME_MAX) {
+        snprintf(why, whylen, "socket path %s must name a file in a directory", path);
+        return -EINVAL;
+    }
+    snprintf(s->name, sizeof(s->name), "%s", slash + 1);
+    snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    s->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s->dir_fd < 0 || fstat(s->dir_fd, &st) < 0) {
+        snprintf(why, whylen, "cannot open the socket directory %s: %s", dir, strerror(errno));
+        return -errno;
+    }
+    if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        snprintf(why, whylen,
+                 "the socket directory %s is %s (mode %04o); lyhd's socket must live in a "
+                 "directory only root can write: pick another --socket or fix the directory",
+                 dir, st.st_uid != geteuid() ? "not owned by root" : "writable by others",
+                 (unsigned)(st.st_mode & 07777));
+        return -EPERM;
+    }
+    return storage_check_ancestors(s->dir_fd, "socket directory", dir, "lyhd's socket", why,
+                                   whylen);
 }
 
 static int make_parent_dir(const char *path, char *why, size_t whylen) {
@@ -299,15 +348,22 @@ int server_start(struct lyhd *d, struct server **ret, char *why, size_t whylen) 
     r = make_parent_dir(path, why, whylen);
     if (r < 0)
         return r;
-    r = probe_socket(path, why, whylen);
-    if (r != 0)
-        return r > 0 ? -EADDRINUSE : r;
 
     s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
     s->d = d;
     s->reserve_fd = -1;
+    s->listen_fd = -1;
+    s->dir_fd = -1;
+    r = open_socket_dir(s, path, why, whylen);
+    if (r < 0)
+        goto fail;
+    r = probe_socket(s, path, why, whylen);
+    if (r != 0) {
+        r = r > 0 ? -EADDRINUSE : r;
+        goto fail;
+    }
     s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s->listen_fd < 0) {
         r = -errno;
@@ -315,12 +371,17 @@ int server_start(struct lyhd *d, struct server **ret, char *why, size_t whylen) 
         goto fail;
     }
     /* The probe said nobody answers: replace a stale socket. */
-    if (unlink(path) < 0 && errno != ENOENT) {
+    if (unlinkat(s->dir_fd, s->name, 0) < 0 && errno != ENOENT) {
         r = -errno;
         snprintf(why, whylen, "cannot remove stale socket %s: %s", path, strerror(errno));
         goto fail;
     }
-    memcpy(sa.sun_path, path, strlen(path) + 1);
+    r = via_dir(s, &sa);
+    if (r < 0) {
+        snprintf(why, whylen, "socket path %s is too long to bind through its directory", path);
+        goto fail;
+    }
+    /* Mode 0666 from the umask: no chmod of a path afterwards. */
     old_umask = umask(0111);
     r = bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa));
     umask(old_umask);
@@ -329,10 +390,10 @@ int server_start(struct lyhd *d, struct server **ret, char *why, size_t whylen) 
         snprintf(why, whylen, "cannot bind %s: %s", path, strerror(errno));
         goto fail;
     }
-    if (chmod(path, 0666) < 0 || listen(s->listen_fd, 128) < 0) {
+    if (listen(s->listen_fd, 128) < 0) {
         r = -errno;
         snprintf(why, whylen, "cannot listen on %s: %s", path, strerror(errno));
-        unlink(path);
+        unlinkat(s->dir_fd, s->name, 0);
         goto fail;
     }
     reserve_fd_take(s);
@@ -340,15 +401,18 @@ int server_start(struct lyhd *d, struct server **ret, char *why, size_t whylen) 
     if (!s->ev_accept || event_add(s->ev_accept, NULL) < 0) {
         r = -ENOMEM;
         snprintf(why, whylen, "cannot register the listener with the event loop");
-        unlink(path);
+        unlinkat(s->dir_fd, s->name, 0);
         goto fail;
     }
     *ret = s;
     return 0;
 
 fail:
+    if (s->ev_accept)
+        event_free(s->ev_accept);
     CLOSE_FD(s->listen_fd);
     CLOSE_FD(s->reserve_fd);
+    CLOSE_FD(s->dir_fd);
     free(s);
     return r;
 }
@@ -361,7 +425,7 @@ void server_stop(struct server *s) {
         event_del(s->ev_accept);
     CLOSE_FD(s->listen_fd);
     if (!s->unlinked) {
-        unlink(s->d->cfg.socket_path);
+        unlinkat(s->dir_fd, s->name, 0);
         s->unlinked = true;
     }
 }
@@ -375,6 +439,7 @@ void server_free(struct server *s) {
     if (s->ev_accept)
         event_free(s->ev_accept);
     CLOSE_FD(s->reserve_fd);
+    CLOSE_FD(s->dir_fd);
     free(s->slots);
     free(s);
 }

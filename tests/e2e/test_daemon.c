@@ -1384,6 +1384,49 @@ static void state_dir_mode_case(struct fixture *f, mode_t mode) {
 static void test_state_dir_world_writable(void **state) { state_dir_mode_case(*state, 0777); }
 static void test_state_dir_group_writable(void **state) { state_dir_mode_case(*state, 0770); }
 
+/* The socket's directory must be one only root can change: in a directory
+ * others can write (even a sticky one), someone could put their own socket
+ * at the name while lyhd is stopped, or a symlink the old chmod followed. */
+static void socket_dir_mode_case(struct fixture *f, mode_t mode) {
+    char dir[160], sock[200];
+
+    snprintf(dir, sizeof(dir), "%s/sockdir", f->d.dir);
+    snprintf(sock, sizeof(sock), "%s/lyhd.sock", dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    assert_int_equal(chmod(dir, mode), 0);
+    run_other(f, sock, f->d.state, 1);
+    assert_false(path_exists(sock));
+    assert_true(daemon_log_contains(f->other.log, "socket directory"));
+    assert_true(daemon_log_contains(f->other.log, dir));
+    assert_int_equal(rmdir(dir), 0);
+}
+
+static void test_socket_dir_world_writable(void **state) { socket_dir_mode_case(*state, 0777); }
+static void test_socket_dir_sticky(void **state) { socket_dir_mode_case(*state, 01777); }
+static void test_socket_dir_group_writable(void **state) { socket_dir_mode_case(*state, 0775); }
+
+/* A directory reached through a root-made symlink (as /var/run -> /run) is
+ * fine: the checks and the bind go by the directory opened, and the socket
+ * is 0666 from the umask, not from a chmod. */
+static void test_socket_dir_via_symlink(void **state) {
+    struct fixture *f = *state;
+    char real[100], link[100];
+    struct stat sb;
+
+    snprintf(real, sizeof(real), "%s/realrun", f->d.dir);
+    snprintf(link, sizeof(link), "%s/run", f->d.dir);
+    assert_int_equal(mkdir(real, 0755), 0);
+    assert_int_equal(symlink(real, link), 0);
+    snprintf(f->d.sock, sizeof(f->d.sock), "%s/lyhd.sock", link);
+    assert_int_equal(daemon_start(&f->d, NULL), 0);
+    expect_daemon_answers(f);
+    assert_int_equal(lstat(f->d.sock, &sb), 0);
+    assert_true(S_ISSOCK(sb.st_mode));
+    assert_int_equal(sb.st_mode & 07777, 0666);
+    assert_int_equal(daemon_stop(&f->d), 0);
+    assert_false(path_exists(f->d.sock));
+}
+
 static void test_bad_flag_exits_2(void **state) {
     struct fixture *f = *state;
     const char *args[] = {"--socket", f->d.sock, "--state-dir", f->d.state,
@@ -1460,6 +1503,10 @@ int main(int argc, char **argv) {
         T(test_socket_path_not_a_socket, setup_none),
         T(test_state_dir_world_writable, setup_none),
         T(test_state_dir_group_writable, setup_none),
+        T(test_socket_dir_world_writable, setup_none),
+        T(test_socket_dir_sticky, setup_none),
+        T(test_socket_dir_group_writable, setup_none),
+        T(test_socket_dir_via_symlink, setup_none),
         T(test_bad_flag_exits_2, setup_none),
     };
     return cmocka_run_group_tests_name("lyhd e2e", tests, NULL, NULL);
