@@ -161,8 +161,12 @@ int conn_send_frame(struct conn *c, const uint8_t *buf, size_t len) {
         conn_close(c, "output limit");
         return -ENOBUFS;
     }
-    if (evbuffer_add(c->out, buf, len) < 0)
+    if (evbuffer_add(c->out, buf, len) < 0) {
+        log_error("out of memory queueing an answer to uid %u pid %d; closing its connection",
+                  c->peer.uid, c->peer.pid);
+        conn_close(c, "out of memory");
         return -ENOMEM;
+    }
     /* Try at once: most responses fit the socket buffer and this saves a
      * trip through the loop. */
     on_writable(c->fd, EV_WRITE, c);

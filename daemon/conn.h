@@ -39,6 +39,7 @@ struct rpc_call {
     bool in_dispatch;
     bool in_emit;               /* a response of it is being written: a close frees it later */
     bool hold_final;            /* mutating call: final answer waits for the commit */
+    bool held_lost;             /* a held answer could not be kept (out of memory) */
     int final_code;
     uint8_t *held;              /* owned: the held final frame */
     size_t held_len;
@@ -58,7 +59,9 @@ void conn_close(struct conn *c, const char *why);
  * client does not read and the output limit is reached (the connection is then
  * closed). */
 int conn_send(struct conn *c, const LyhResponse *resp);
-/* Queue an already framed response (header included). */
+/* Queue an already framed response (header included). When it cannot be
+ * queued (out of memory) the connection is closed, so the client sees the end
+ * of the stream rather than waiting for an answer that will never come. */
 int conn_send_frame(struct conn *c, const uint8_t *frame, size_t len);
 /* Send a connection-level error (call id 0) and close. */
 void conn_refuse(struct conn *c, int code, const char *message);

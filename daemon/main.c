@@ -32,18 +32,6 @@
 #include "daemon/server.h"
 #include "storage/store.h"
 
-uint64_t lyhd_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-int64_t lyhd_wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void usage(FILE *f) {
     fprintf(f,
             "Usage: lyhd [OPTIONS]\n"

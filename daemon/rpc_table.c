@@ -64,32 +64,67 @@ int rpc_take_fd(struct rpc_call *call, unsigned i) {
     return TAKE_FD(call->fds[i]);
 }
 
+/* The last resort when memory is short: a small error answer encoded on the
+ * stack, so the client always hears something (conn_send_frame closes the
+ * connection if even that cannot be queued). */
+static void emit_bare_error(struct rpc_call *call, int code, const char *msg) {
+    LyhResponse err = LIANYAOHU__V1__RESPONSE__INIT;
+    uint8_t buf[512];
+    size_t len = 0;
+
+    err.call_id = call->call_id;
+    err.code = code;
+    err.message = (char *)msg;
+    err.end_of_stream = true;
+    call->finished = true;
+    call->final_code = code;
+    if (call->conn && wire_response_frame_into(&err, buf, sizeof(buf), &len) == 0) {
+        call->in_emit = true;
+        (void)conn_send_frame(call->conn, buf, len);
+        call->in_emit = false;
+    }
+}
+
 /* Queue one response of the call. While a mutating call is being dispatched
  * its responses are held (packed, in order) until the transaction commits; a
- * response that cannot be framed becomes an INTERNAL error so the client is
- * never left waiting for an answer that was dropped. */
+ * held answer that cannot be kept marks the call (held_lost) and the
+ * dispatcher undoes the change and says so. A response that cannot be framed
+ * becomes an error, so the client is never left waiting for an answer that
+ * was dropped. */
 static void emit(struct rpc_call *call, LyhResponse *resp) {
     uint8_t *frame = NULL;
     size_t len = 0;
     int r = wire_response_frame(resp, &frame, &len);
 
+    if (r == -ENOMEM) {
+        log_error("out of memory answering %s to uid %u", call->row ? call->row->name : "call",
+                  call->peer.uid);
+        if (call->hold_final) {
+            call->held_lost = true;
+            return;
+        }
+        emit_bare_error(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                        "lyhd ran out of memory while answering; try again");
+        return;
+    }
     if (r < 0) {
-        LyhResponse err = LIANYAOHU__V1__RESPONSE__INIT;
-        err.call_id = call->call_id;
-        err.code = LIANYAOHU__V1__CODE__INTERNAL;
-        err.message = (char *)"the daemon could not encode its answer (too large); this is a bug";
-        err.end_of_stream = true;
-        call->finished = true;
-        call->final_code = err.code;
         log_error("response of %s to uid %u could not be framed: %s",
                   call->row ? call->row->name : "call", call->peer.uid, strerror(-r));
-        r = wire_response_frame(&err, &frame, &len);
-        if (r < 0)
+        if (call->hold_final) {
+            call->held_lost = true;
             return;
+        }
+        emit_bare_error(call, LIANYAOHU__V1__CODE__INTERNAL,
+                        "the daemon could not encode its answer (too large); this is a bug");
+        return;
     }
     if (call->hold_final) {
         uint8_t *n = realloc(call->held, call->held_len + len);
-        if (n) {
+        if (!n) {
+            log_error("out of memory holding the answer of %s to uid %u",
+                      call->row ? call->row->name : "call", call->peer.uid);
+            call->held_lost = true;
+        } else {
             memcpy(n + call->held_len, frame, len);
             call->held = n;
             call->held_len += len;
@@ -174,6 +209,22 @@ static void check_unary(const struct rpc_method *m, struct rpc_call *call) {
     }
 }
 
+/* A mutating call whose transaction was rolled back after its handler ran:
+ * drop what it held, let a started stream undo itself, answer with code. */
+static void abandon(struct rpc_call *call, int code, const char *msg) {
+    free(call->held);
+    call->held = NULL;
+    call->held_len = 0;
+    call->held_lost = false;
+    call->finished = false;
+    if (call->on_disconnect) /* undo what the handler changed outside state.db */
+        call->on_disconnect(call);
+    call->on_disconnect = NULL;
+    /* When even this answer cannot be framed, emit falls back to a bare one
+     * built on the stack. */
+    rpc_fail(call, code, "%s", msg);
+}
+
 void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     const struct rpc_method *m = rpc_lookup(req->method_case);
     int r;
@@ -221,21 +272,22 @@ void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) 
         call->hold_final = false;
         /* The synchronous part of a mutating request is one transaction: kept
          * when the call succeeded or is still going (a stream), else undone.
-         * The final answer leaves only after the commit. */
+         * The final answer leaves only after the commit. An answer that could
+         * not be held undoes the change too: a client must never miss the
+         * result of a change that stays. */
+        if (call->held_lost) {
+            store_rollback(d->store);
+            abandon(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                    "lyhd ran out of memory while answering; nothing was changed");
+            return;
+        }
         if (!call->finished || call->final_code == LIANYAOHU__V1__CODE__OK) {
             r = store_commit(d->store);
             if (r < 0) {
                 log_error("state.db commit for %s failed: %s", m->name, store_errmsg(d->store));
                 store_rollback(d->store);
-                free(call->held);
-                call->held = NULL;
-                call->held_len = 0;
-                call->finished = false;
-                if (call->on_disconnect) /* a started stream must undo itself */
-                    call->on_disconnect(call);
-                call->on_disconnect = NULL;
-                rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE,
-                         "could not record the change in state.db; nothing was changed");
+                abandon(call, LIANYAOHU__V1__CODE__UNAVAILABLE,
+                        "could not record the change in state.db; nothing was changed");
                 return;
             }
         } else {

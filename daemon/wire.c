@@ -181,3 +181,14 @@ int wire_response_frame(const LyhResponse *resp, uint8_t **ret_buf, size_t *ret_
     *ret_len = LYH_FRAME_HEADER_BYTES + n;
     return 0;
 }
+
+int wire_response_frame_into(const LyhResponse *resp, uint8_t *buf, size_t cap, size_t *ret_len) {
+    size_t n = lianyaohu__v1__response__get_packed_size(resp);
+
+    if (n > LYH_MAX_FRAME_BYTES || cap < LYH_FRAME_HEADER_BYTES || n > cap - LYH_FRAME_HEADER_BYTES)
+        return -EMSGSIZE;
+    frame_write_header(buf, (uint32_t)n);
+    lianyaohu__v1__response__pack(resp, buf + LYH_FRAME_HEADER_BYTES);
+    *ret_len = LYH_FRAME_HEADER_BYTES + n;
+    return 0;
+}

@@ -52,5 +52,8 @@ const char *wire_method_name(uint32_t method_case);
  * frame header. Returns 0 or -ENOMEM / -EMSGSIZE (the packed response would
  * exceed LYH_MAX_FRAME_BYTES). */
 int wire_response_frame(const LyhResponse *resp, uint8_t **ret_buf, size_t *ret_len);
+/* The same into a caller's buffer (no allocation): -EMSGSIZE when it does not
+ * fit in cap bytes. For answers that must go out when memory is short. */
+int wire_response_frame_into(const LyhResponse *resp, uint8_t *buf, size_t cap, size_t *ret_len);
 
 #endif

@@ -1,0 +1,185 @@
+/* The RPC dispatcher (daemon/rpc_table.c) with the real table, a real
+ * connection over a socketpair and a real state.db: a mutating call's held
+ * answer that cannot be kept (out of memory) must undo the change and still
+ * answer, never leave the client waiting. realloc is wrapped (-Wl,--wrap) so
+ * the test decides when it fails. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/frame.h"
+#include "common/lyh_limits.h"
+#include "daemon/conn.h"
+#include "daemon/lyhd.h"
+#include "daemon/policy.h"
+#include "storage/store.h"
+
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+
+static bool fail_realloc;
+static unsigned realloc_calls;
+
+void *__wrap_realloc(void *p, size_t n) {
+    realloc_calls++;
+    if (fail_realloc)
+        return NULL;
+    return __real_realloc(p, n);
+}
+
+struct fx {
+    struct lyhd d;
+    char dir[64];
+    int peer; /* the client's end */
+};
+
+static int setup(void **state) {
+    struct fx *f = calloc(1, sizeof(*f));
+    const char *err = NULL;
+    int sv[2];
+    struct conn *c = NULL;
+    struct ucred cred = {.pid = getpid(), .uid = 0, .gid = 0};
+
+    assert_non_null(f);
+    snprintf(f->dir, sizeof(f->dir), "/tmp/lyh-dispatch-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    assert_int_equal(store_open(f->dir, &f->d.store, &err), 0);
+    f->d.cfg.max_calls_per_conn = 16;
+    f->d.cfg.max_fds_per_msg = LYH_MAX_FDS_PER_MESSAGE;
+    f->d.cfg.frame_timeout_ms = 5000;
+    f->d.base = event_base_new();
+    assert_non_null(f->d.base);
+    TAILQ_INIT(&f->d.sessions);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(conn_new(&f->d, sv[0], &cred, &c), 0);
+    conn_set_admin(c, true);
+    f->peer = sv[1];
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    struct fx *f = *state;
+    char cmd[128];
+
+    close(f->peer);
+    /* Let the daemon side see the close and free the connection. */
+    for (int i = 0; i < 3; i++)
+        event_base_loop(f->d.base, EVLOOP_NONBLOCK);
+    event_base_free(f->d.base);
+    store_close(f->d.store);
+    free(f->d.policy);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+    return 0;
+}
+
+/* Send a PolicyUpdate with an empty (all-default) policy as call_id. */
+static void send_policy_update(struct fx *f, uint64_t call_id) {
+    Lianyaohu__V1__Request req = LIANYAOHU__V1__REQUEST__INIT;
+    Lianyaohu__V1__PolicyUpdateRequest u = LIANYAOHU__V1__POLICY_UPDATE_REQUEST__INIT;
+    Lianyaohu__V1__Policy pol = LIANYAOHU__V1__POLICY__INIT;
+    uint8_t buf[4096];
+    size_t n;
+
+    char *pats[] = {(char *)"tun*"};
+
+    pol.n_allowed_interface_patterns = 1;
+    pol.allowed_interface_patterns = pats;
+    u.policy = &pol;
+    req.protocol_version = LYH_PROTOCOL_VERSION;
+    req.call_id = call_id;
+    req.method_case = LIANYAOHU__V1__REQUEST__METHOD_POLICY_UPDATE;
+    req.policy_update = &u;
+    n = lianyaohu__v1__request__get_packed_size(&req);
+    assert_true(n + LYH_FRAME_HEADER_BYTES <= sizeof(buf));
+    frame_write_header(buf, (uint32_t)n);
+    lianyaohu__v1__request__pack(&req, buf + LYH_FRAME_HEADER_BYTES);
+    assert_int_equal(write(f->peer, buf, n + LYH_FRAME_HEADER_BYTES),
+                     (ssize_t)(n + LYH_FRAME_HEADER_BYTES));
+}
+
+/* Run the loop until one response frame arrived (bounded), decode it. */
+static Lianyaohu__V1__Response *read_response(struct fx *f) {
+    uint8_t buf[65536];
+    size_t have = 0;
+
+    for (int i = 0; i < 100; i++) {
+        event_base_loop(f->d.base, EVLOOP_NONBLOCK);
+        ssize_t r = read(f->peer, buf + have, sizeof(buf) - have);
+        if (r > 0)
+            have += (size_t)r;
+        if (r == 0)
+            fail_msg("lyhd closed the connection instead of answering");
+        if (have >= LYH_FRAME_HEADER_BYTES) {
+            uint32_t len = (uint32_t)buf[1] << 24 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 8 | buf[4];
+            if (have >= LYH_FRAME_HEADER_BYTES + len)
+                return lianyaohu__v1__response__unpack(NULL, len, buf + LYH_FRAME_HEADER_BYTES);
+        }
+        usleep(2000);
+    }
+    fail_msg("no answer from the dispatcher");
+    return NULL;
+}
+
+static uint64_t stored_version(struct fx *f) {
+    struct store_policy_version v = {0};
+    uint64_t ver;
+    int r = store_policy_current(f->d.store, &v);
+
+    if (r == -ENOENT)
+        return 0;
+    assert_int_equal(r, 0);
+    ver = v.version;
+    store_policy_version_free(&v);
+    return ver;
+}
+
+static void test_held_answer_lost_undoes_the_change(void **state) {
+    struct fx *f = *state;
+    Lianyaohu__V1__Response *resp;
+
+    realloc_calls = 0;
+    fail_realloc = true;
+    send_policy_update(f, 7);
+    resp = read_response(f);
+    fail_realloc = false;
+    assert_non_null(resp);
+    /* The held final answer was the one realloc this call made. */
+    assert_int_equal(realloc_calls, 1);
+    assert_int_equal(resp->call_id, 7);
+    assert_int_equal(resp->code, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED);
+    assert_true(resp->end_of_stream);
+    assert_non_null(strstr(resp->message, "nothing was changed"));
+    lianyaohu__v1__response__free_unpacked(resp, NULL);
+    /* Nothing was changed: not in state.db, not in memory. */
+    assert_int_equal(stored_version(f), 0);
+    assert_int_equal(policy_current(&f->d)->version, 0);
+
+    /* The same request with memory to spare: applied and answered. */
+    send_policy_update(f, 8);
+    resp = read_response(f);
+    assert_non_null(resp);
+    assert_int_equal(resp->call_id, 8);
+    assert_int_equal(resp->code, LIANYAOHU__V1__CODE__OK);
+    lianyaohu__v1__response__free_unpacked(resp, NULL);
+    assert_int_equal(stored_version(f), 1);
+    assert_int_equal(policy_current(&f->d)->version, 1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_held_answer_lost_undoes_the_change, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
