@@ -42,9 +42,9 @@ int cmd_status(struct cli *cli, int argc, char **argv) {
     const lianyaohu_v1_StatusReply *st = &resp->result.status;
     if (json) {
         printf("{\"uptime_ms\":%llu,\"pid\":%llu,\"connections\":%u,\"connections_of_caller\":%u,"
-               "\"sessions\":%u,\"state_dir\":",
+               "\"sessions\":%u,\"own_only\":%s,\"state_dir\":",
                (unsigned long long)st->uptime_ms, (unsigned long long)st->pid, st->connections,
-               st->connections_of_caller, st->sessions);
+               st->connections_of_caller, st->sessions, st->own_only ? "true" : "false");
         json_string(stdout, st->state_dir);
         printf(",\"guards\":[");
         for (pb_size_t i = 0; i < st->guards_count; i++) {
@@ -63,8 +63,15 @@ int cmd_status(struct cli *cli, int argc, char **argv) {
     printf("lyhd pid %llu, up %llud %02lluh%02llum%02llus, state in %s\n",
            (unsigned long long)st->pid, up / 86400, up / 3600 % 24, up / 60 % 60, up % 60,
            st->state_dir);
-    printf("connections: %u (yours: %u)\n", st->connections, st->connections_of_caller);
-    printf("sessions:    %u running\n", st->sessions);
+    /* A non-admin is told only about their own connections and sessions. */
+    if (st->own_only) {
+        printf("connections: %u (yours; other users' are shown to admins only)\n",
+               st->connections_of_caller);
+        printf("sessions:    %u running (yours)\n", st->sessions);
+    } else {
+        printf("connections: %u (yours: %u)\n", st->connections, st->connections_of_caller);
+        printf("sessions:    %u running\n", st->sessions);
+    }
     printf("guards:      %u\n", (unsigned)st->guards_count);
     for (pb_size_t i = 0; i < st->guards_count; i++) {
         const lianyaohu_v1_GuardInfo *g = &st->guards[i];

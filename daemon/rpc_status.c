@@ -1,6 +1,7 @@
 /* Status: uptime, connection counts, sessions, guards, audit.db size and
- * retention. Answers anyone; a caller sees the counts, not other users'
- * details. */
+ * retention. Answers anyone; an admin sees every user's counts and guards,
+ * anyone else only their own (own_only): how many sessions and connections
+ * other users have, or how fast audit.db grows, is their business. */
 #include <unistd.h>
 
 #include "daemon/audit.h"
@@ -48,15 +49,17 @@ void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     Lianyaohu__V1__StatusReply st = LIANYAOHU__V1__STATUS_REPLY__INIT;
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
     uint32_t live = 0;
+    bool all = call->peer_is_admin;
 
-    if (store_session_count_live(d->store, 0, true, &live) < 0) {
+    if (store_session_count_live(d->store, call->peer.uid, all, &live) < 0) {
         rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s", store_errmsg(d->store));
         return;
     }
     st.uptime_ms = lyhd_mono_ms() - d->start_mono_ms;
-    st.connections = server_conn_count(d->server);
     st.connections_of_caller = server_conn_count_uid(d->server, call->peer.uid);
+    st.connections = all ? server_conn_count(d->server) : st.connections_of_caller;
     st.sessions = live;
+    st.own_only = !all;
     /* Guards of the sessions the caller may see (an admin sees all), at most
      * what a client can hold; the count above is the total. */
     Lianyaohu__V1__GuardInfo gi[STATUS_MAX_GUARDS], *gp[STATUS_MAX_GUARDS];
@@ -86,7 +89,7 @@ void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     /* audit.db's size is advisory here: a failed read leaves it 0. */
     uint64_t audit_db_bytes = 0;
     unsigned retention_days = 0;
-    if (audit_bytes(d, &audit_db_bytes) == 0)
+    if (all && audit_bytes(d, &audit_db_bytes) == 0)
         st.audit_db_bytes = audit_db_bytes;
     audit_retention(d, &retention_days, &st.audit_max_bytes);
     st.audit_retention_days = retention_days;

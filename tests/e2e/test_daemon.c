@@ -1042,9 +1042,13 @@ static void per_uid_child(const char *sock, uid_t uid, gid_t gid, int out, int i
     r = lyh_client_call(cs[1], req, resp, TIMEOUT);
     if (r < 0 || resp->code != lianyaohu_v1_Code_OK)
         CHILD_FAIL("second status: %s \"%s\"", r < 0 ? strerror(-r) : "", resp->message);
-    if (resp->result.status.connections_of_caller != 4 || resp->result.status.connections != 14)
-        CHILD_FAIL("second status: caller %u (want 4), all %u (want 14)",
-                   resp->result.status.connections_of_caller, resp->result.status.connections);
+    /* Root's 10 connections are root's business: a non-admin sees only its own. */
+    if (resp->result.status.connections_of_caller != 4 || resp->result.status.connections != 4 ||
+        !resp->result.status.own_only || resp->result.status.audit_db_bytes != 0)
+        CHILD_FAIL("second status: caller %u (want 4), connections %u (want 4: its own), "
+                   "own_only %d (want 1), audit_db_bytes %llu (want 0)",
+                   resp->result.status.connections_of_caller, resp->result.status.connections,
+                   resp->result.status.own_only, (unsigned long long)resp->result.status.audit_db_bytes);
     for (unsigned i = 0; i < 4; i++)
         lyh_client_close(cs[i]);
     free(req);
@@ -1119,6 +1123,7 @@ static void test_per_uid_cap(void **state) {
     lib_call(root[0], lianyaohu_v1_Request_status_tag, f->resp, lianyaohu_v1_Code_OK);
     assert_int_equal(f->resp->result.status.connections_of_caller, 10);
     assert_int_equal(f->resp->result.status.connections, 14);
+    assert_false(f->resp->result.status.own_only);
 
     assert_int_equal(write(to_child[1], "g", 1), 1);
     read_child_line(to_parent[0], line, sizeof(line));
