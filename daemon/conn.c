@@ -294,7 +294,16 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
                     "request names no method");
         goto out_fds;
     case WIRE_NUL_IN_STRING:
+    case WIRE_TWO_METHODS:
         break;
+    }
+    if (wire_find_second_method(body, len, &chk)) {
+        const char *a = wire_method_name(chk.first), *b = wire_method_name(chk.field);
+        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    "request sets more than one method (field %u %s, then field %u %s); set "
+                    "exactly one",
+                    chk.first, a ? a : "(unknown)", chk.field, b ? b : "(unknown)");
+        goto out_fds;
     }
     if (wire_find_nul_string(body, len, &chk)) {
         reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
@@ -325,7 +334,10 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
                     "deadline of %u ms passed before the request was complete", req->deadline_ms);
         goto out_fds;
     }
-    if (c->n_calls >= c->d->cfg.max_calls_per_conn) {
+    /* A Cancel is always taken, even with every slot held by streams: it is
+     * how a client frees one (it is unary, done before dispatch returns). */
+    if (c->n_calls >= c->d->cfg.max_calls_per_conn &&
+        req->method_case != LIANYAOHU__V1__REQUEST__METHOD_CANCEL) {
         reply_error(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
                     "too many calls in flight on this connection (limit %u); wait for one to "
                     "finish or open another connection",

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dest_rule.h"
 #include "common/macros.h"
 #include "storage/store.h"
 
@@ -14,9 +15,11 @@
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 
+/* A whole session id: exactly 16 lowercase hex digits. A prefix is refused
+ * rather than matching nothing (the CLI resolves prefixes before asking). */
 static bool session_id_ok(const char *id) {
     size_t n = strlen(id);
-    if (n == 0 || n > 16)
+    if (n != 16)
         return false;
     for (size_t i = 0; i < n; i++)
         if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
@@ -79,6 +82,19 @@ static int to_filter(struct rpc_call *call, const Lianyaohu__V1__AuditQueryReque
         if (alen != 0 && alen != 4 && alen != 16) {
             rpc_fail(call, bad, "destination address must be 4 or 16 bytes, not %zu", alen);
             return -EINVAL;
+        }
+        /* With an address: the same rule as a policy or Run destination
+         * (dr_from_parts), so host bits below the prefix are refused, not
+         * masked: a filter that silently meant another network would hide
+         * records from a reviewer. */
+        if (alen) {
+            struct dr_rule parsed;
+            char why[DR_WHY_MAX];
+            if (dr_from_parts(dr->addr.data, alen, dr->prefix_len, dr->port_min, dr->port_max,
+                              &parsed, why, sizeof(why)) < 0) {
+                rpc_fail(call, bad, "destination filter: %s", why);
+                return -EINVAL;
+            }
         }
         if (dr->prefix_len > alen * 8 || (alen == 0 && dr->prefix_len)) {
             rpc_fail(call, bad, "destination prefix /%u is longer than the address", dr->prefix_len);

@@ -87,53 +87,96 @@ static bool read_varint(const uint8_t *p, size_t len, size_t *off, uint64_t *ret
     return false;
 }
 
+/* One field of an encoded message: its number, wire type and, for a
+ * length-delimited one, its payload. False at the end or on bytes that do
+ * not parse (the input already decoded, so that only ends the walk). */
+struct wire_field {
+    uint32_t number;
+    unsigned type;
+    const uint8_t *payload; /* wire type 2 only */
+    size_t len;
+};
+
+static bool next_field(const uint8_t *p, size_t len, size_t *off, struct wire_field *f) {
+    uint64_t key, n;
+
+    if (*off >= len || !read_varint(p, len, off, &key))
+        return false;
+    f->number = (uint32_t)(key >> 3);
+    f->type = (unsigned)(key & 7);
+    f->payload = NULL;
+    f->len = 0;
+    switch (f->type) {
+    case 0:
+        return read_varint(p, len, off, &n);
+    case 1:
+        if (len - *off < 8)
+            return false;
+        *off += 8;
+        return true;
+    case 5:
+        if (len - *off < 4)
+            return false;
+        *off += 4;
+        return true;
+    case 2:
+        if (!read_varint(p, len, off, &n) || n > len - *off)
+            return false;
+        f->payload = p + *off;
+        f->len = (size_t)n;
+        *off += (size_t)n;
+        return true;
+    default:
+        return false;
+    }
+}
+
 static bool scan_nul(const uint8_t *p, size_t len, const ProtobufCMessageDescriptor *d,
                      unsigned depth, struct wire_check *out) {
+    struct wire_field wf;
     size_t off = 0;
 
     if (depth > WIRE_MAX_DEPTH)
         return false;
-    while (off < len) {
-        uint64_t key, n;
-        if (!read_varint(p, len, &off, &key))
-            return false;
-        switch (key & 7) {
-        case 0:
-            if (!read_varint(p, len, &off, &n))
-                return false;
-            break;
-        case 1:
-            off += 8;
-            break;
-        case 5:
-            off += 4;
-            break;
-        case 2: {
-            if (!read_varint(p, len, &off, &n) || n > len - off)
-                return false;
-            const ProtobufCFieldDescriptor *f =
-                protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3));
-            if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p + off, 0, n)) {
-                out->verdict = WIRE_NUL_IN_STRING;
-                out->field = f->id;
-                out->message = d->name;
-                return true;
-            }
-            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
-                scan_nul(p + off, n, f->descriptor, depth + 1, out))
-                return true;
-            off += n;
-            break;
+    while (next_field(p, len, &off, &wf)) {
+        if (wf.type != 2)
+            continue;
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, wf.number);
+        if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(wf.payload, 0, wf.len)) {
+            out->verdict = WIRE_NUL_IN_STRING;
+            out->field = f->id;
+            out->message = d->name;
+            return true;
         }
-        default:
-            return false;
-        }
+        if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+            scan_nul(wf.payload, wf.len, f->descriptor, depth + 1, out))
+            return true;
     }
     return false;
 }
 
 bool wire_find_nul_string(const uint8_t *buf, size_t len, struct wire_check *ret) {
     return scan_nul(buf, len, &lianyaohu__v1__request__descriptor, 0, ret);
+}
+
+bool wire_find_second_method(const uint8_t *buf, size_t len, struct wire_check *ret) {
+    struct wire_field wf;
+    size_t off = 0;
+    uint32_t first = 0;
+
+    while (next_field(buf, len, &off, &wf)) {
+        if (wf.number < LYH_METHOD_FIELD_MIN || wf.number > LYH_METHOD_FIELD_MAX)
+            continue;
+        if (first) {
+            ret->verdict = WIRE_TWO_METHODS;
+            ret->field = wf.number;
+            ret->first = first;
+            ret->message = lianyaohu__v1__request__descriptor.name;
+            return true;
+        }
+        first = wf.number;
+    }
+    return false;
 }
 
 void wire_request_check(const LyhRequest *req, struct wire_check *ret) {

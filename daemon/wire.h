@@ -19,11 +19,13 @@ enum wire_verdict {
     WIRE_UNKNOWN_FIELD,   /* any other field this build does not know */
     WIRE_NO_METHOD,       /* no method set at all */
     WIRE_NUL_IN_STRING,   /* a string field carries a NUL byte */
+    WIRE_TWO_METHODS,     /* more than one method field (protobuf would keep the last) */
 };
 
 struct wire_check {
     enum wire_verdict verdict;
     uint32_t field;       /* offending field number */
+    uint32_t first;       /* WIRE_TWO_METHODS: the method field that came first */
     const char *message;  /* full name of the message that carried it (static) */
 };
 
@@ -39,6 +41,13 @@ void wire_request_free(LyhRequest *req); /* accepts NULL */
  * (verdict WIRE_NUL_IN_STRING); returns true then. The bytes must already
  * have decoded as a Request. */
 bool wire_find_nul_string(const uint8_t *buf, size_t len, struct wire_check *ret);
+
+/* Scan the encoded envelope for a second method field (the same one twice,
+ * or two different ones). protobuf keeps the last of a oneof, so a client
+ * could believe it asked for one thing while lyhd does another: such a
+ * request is refused. Sets *ret (WIRE_TWO_METHODS) and returns true when
+ * found. The bytes must already have decoded as a Request. */
+bool wire_find_second_method(const uint8_t *buf, size_t len, struct wire_check *ret);
 
 /* Walk the whole decoded request (depth-bounded) and report the first field the
  * daemon does not know. Unknown field numbers in the method range of the

@@ -38,6 +38,9 @@
 #define M_CAPABILITIES 10u
 #define M_STATUS 11u
 #define M_RUN 13u
+#define M_AUDIT_QUERY 17u
+#define M_AUDIT_FOLLOW 18u
+#define M_CANCEL 22u
 
 #define TIMEOUT DAEMON_IO_TIMEOUT_MS
 #define MAX_TRACKED 512
@@ -641,6 +644,118 @@ static void test_cancel_unknown_call(void **state) {
     send_request(fd, &req);
     dw_buf_free(&inner);
     expect_resp(fd, f->resp, 46, lianyaohu_v1_Code_NOT_FOUND, "999");
+}
+
+/* Two method fields in one envelope: protobuf keeps the last, so the client
+ * and lyhd could disagree about what was asked. Refused, connection kept. */
+static void test_two_methods_refused(void **state) {
+    struct fixture *f = *state;
+    static const uint32_t pairs[][2] = {{M_STATUS, M_CAPABILITIES}, {M_CAPABILITIES, M_CAPABILITIES}};
+    int fd = conn(f);
+
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        struct dw_buf body = {0}, fr = {0};
+        struct dw_req req = {.call_id = 60 + i, .version = LYH_PROTOCOL_VERSION, .method = pairs[i][0]};
+        dw_request(&body, &req);
+        dw_field_bytes(&body, pairs[i][1], NULL, 0);
+        dw_frame(&fr, body.p, body.len);
+        send_bytes(fd, fr.p, fr.len);
+        dw_buf_free(&body);
+        dw_buf_free(&fr);
+        expect_resp(fd, f->resp, 60 + i, lianyaohu_v1_Code_INVALID_ARGUMENT, "more than one method");
+    }
+    send_simple(fd, 70, M_CAPABILITIES); /* still usable */
+    expect_resp(fd, f->resp, 70, lianyaohu_v1_Code_OK, NULL);
+}
+
+/* An audit filter is checked like a policy rule: a destination with host bits
+ * below its prefix is refused, not masked (10.1.2.3/8 does not mean 10/8);
+ * a session id is 16 hex digits (a prefix would silently match nothing). */
+static void test_audit_filter_strict(void **state) {
+    struct fixture *f = *state;
+    static const uint8_t host_bits[4] = {10, 1, 2, 3}, net[4] = {10, 0, 0, 0};
+    struct {
+        const uint8_t *addr;
+        const char *session;
+        int code;
+        const char *msg;
+    } cases[] = {
+        {host_bits, NULL, lianyaohu_v1_Code_INVALID_ARGUMENT, "host bits"},
+        {net, NULL, lianyaohu_v1_Code_OK, NULL},
+        {NULL, "63e5", lianyaohu_v1_Code_INVALID_ARGUMENT, "16 hex digits"},
+        {NULL, "63e5a1b2c3d4e5f6", lianyaohu_v1_Code_OK, NULL},
+    };
+    int fd = conn(f);
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct dw_buf dst = {0}, q = {0};
+        if (cases[i].addr) {
+            dw_field_bytes(&dst, 1, cases[i].addr, 4);
+            dw_field_varint(&dst, 2, 8);
+            dw_field_bytes(&q, 7, dst.p, dst.len);
+        }
+        if (cases[i].session)
+            dw_field_bytes(&q, 3, cases[i].session, strlen(cases[i].session));
+        struct dw_req req = {.call_id = 80 + i, .version = LYH_PROTOCOL_VERSION, .method = M_AUDIT_QUERY,
+                             .inner = q.p, .inner_len = q.len};
+        send_request(fd, &req);
+        dw_buf_free(&dst);
+        dw_buf_free(&q);
+        /* A query that matches nothing ends with one OK. */
+        expect_resp(fd, f->resp, 80 + i, cases[i].code, cases[i].msg);
+    }
+}
+
+/* With every call slot of a connection held by streams, a Cancel is still
+ * taken: it is how the client frees a slot. */
+static void test_cancel_with_all_slots_busy(void **state) {
+    struct fixture *f = *state;
+    const unsigned limit = 16; /* lyhd's default --max-calls-per-connection */
+    bool refused = false, cancel_ok = false, cancelled = false;
+    int fd = conn(f);
+
+    for (unsigned i = 1; i <= limit + 1; i++)
+        send_simple(fd, i, M_AUDIT_FOLLOW);
+    struct dw_buf inner = {0};
+    dw_field_varint(&inner, 1, 1);
+    struct dw_req req = {.call_id = 100, .version = LYH_PROTOCOL_VERSION, .method = M_CANCEL,
+                         .inner = inner.p, .inner_len = inner.len};
+    send_request(fd, &req);
+    dw_buf_free(&inner);
+    /* Follows may stream records meanwhile (the refusal is one): skip those. */
+    for (int n = 0; n < 200 && !(refused && cancel_ok && cancelled); n++) {
+        int r = dw_recv_response(fd, TIMEOUT, f->resp);
+        if (r < 0)
+            fail_msg("no more responses (refused %d, cancel ok %d, cancelled %d): %s", refused,
+                     cancel_ok, cancelled, strerror(-r));
+        if (!f->resp->end_of_stream)
+            continue;
+        if (f->resp->call_id == limit + 1) {
+            assert_int_equal(f->resp->code, lianyaohu_v1_Code_RESOURCE_EXHAUSTED);
+            refused = true;
+        } else if (f->resp->call_id == 100) {
+            if (f->resp->code != lianyaohu_v1_Code_OK)
+                fail_msg("Cancel with %u streams open: %s \"%s\"", limit,
+                         lyh_code_name((int)f->resp->code), f->resp->message);
+            cancel_ok = true;
+        } else if (f->resp->call_id == 1) {
+            assert_int_equal(f->resp->code, lianyaohu_v1_Code_CANCELLED);
+            cancelled = true;
+        } else {
+            fail_msg("call %llu ended unexpectedly: %s", (unsigned long long)f->resp->call_id,
+                     lyh_code_name((int)f->resp->code));
+        }
+    }
+    assert_true(refused && cancel_ok && cancelled);
+    /* The freed slot takes a new call. */
+    send_simple(fd, 200, M_CAPABILITIES);
+    for (int n = 0; n < 200; n++) {
+        assert_int_equal(dw_recv_response(fd, TIMEOUT, f->resp), 0);
+        if (f->resp->call_id == 200)
+            break;
+    }
+    assert_int_equal(f->resp->call_id, 200);
+    assert_int_equal(f->resp->code, lianyaohu_v1_Code_OK);
 }
 
 /* A client that sends requests but never reads the answers: lyhd buffers up
@@ -1483,6 +1598,9 @@ int main(int argc, char **argv) {
         T(test_unknown_field_nested_repeated, setup_default),
         T(test_unknown_envelope_field, setup_default),
         T(test_cancel_unknown_call, setup_default),
+        T(test_two_methods_refused, setup_default),
+        T(test_audit_filter_strict, setup_default),
+        T(test_cancel_with_all_slots_busy, setup_default),
         T(test_output_limit_non_reader, setup_default),
         /* frame timeout */
         T(test_frame_timeout, setup_frame_timeout),
