@@ -7,11 +7,13 @@
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 
-/* Feature names a client may test for. Only what this build really does. */
+/* Feature names a client may test for. Only what this build really does;
+ * docs/protocol.md lists exactly these (tests/e2e/protocol_doc.py checks). */
 static char *const features[] = {
     "framing-v1", "unknown-field-refusal", "fd-passing", "sqlite-state",
     "run", "sessions", "signal", "nftables", "seccomp",
     "audit-query", "audit-follow", "run-monitor", "nflog",
+    "install", "policy",
 };
 
 void rpc_capabilities(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
