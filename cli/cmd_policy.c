@@ -214,16 +214,18 @@ static int parse_version(const char *what, const char *s, uint64_t *ret) {
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
     if (errno || !end || *end || s[0] == '-' || s[0] == '\0') {
-        fprintf(stderr, "lyh policy rollback: %s '%s' is not a version number\n", what, s);
+        fprintf(stderr, "lyh policy: %s '%s' is not a version number\n", what, s);
         return -1;
     }
     *ret = v;
     return 0;
 }
 
-/* The options of set and rollback: one argument and [--expect-version N].
- * Returns an exit code to return now, or -1 with *ret_arg set. */
-static int one_arg_and_expect(int argc, char **argv, const char **ret_arg, uint64_t *ret_expect) {
+/* The options of set and rollback: one argument and [--expect-version N]
+ * (*ret_has says whether it was given: 0 is a version too, the built-in
+ * default's). Returns an exit code to return now, or -1 with *ret_arg set. */
+static int one_arg_and_expect(int argc, char **argv, const char **ret_arg, uint64_t *ret_expect,
+                              bool *ret_has) {
     static const struct option opts[] = {
         {"expect-version", required_argument, NULL, 'e'},
         {"help", no_argument, NULL, 'h'},
@@ -239,6 +241,7 @@ static int one_arg_and_expect(int argc, char **argv, const char **ret_arg, uint6
         case 'e':
             if (parse_version("--expect-version", optarg, ret_expect) < 0)
                 return EXIT_USAGE;
+            *ret_has = true;
             break;
         case 'h': usage_policy(stdout); return EXIT_OK;
         default: usage_policy(stderr); return EXIT_USAGE;
@@ -254,8 +257,9 @@ static int one_arg_and_expect(int argc, char **argv, const char **ret_arg, uint6
 
 static int policy_rollback(struct cli *cli, int argc, char **argv) {
     uint64_t to = 0, expect = 0;
+    bool has_expect = false;
     const char *arg = NULL;
-    int rc = one_arg_and_expect(argc, argv, &arg, &expect);
+    int rc = one_arg_and_expect(argc, argv, &arg, &expect, &has_expect);
 
     if (rc >= 0)
         return rc;
@@ -270,7 +274,10 @@ static int policy_rollback(struct cli *cli, int argc, char **argv) {
         return EXIT_DAEMON_ERROR;
     req->which_method = lianyaohu_v1_Request_policy_update_tag;
     req->method.policy_update.rollback_to = to;
-    req->method.policy_update.expect_version = expect;
+    if (has_expect) {
+        req->method.policy_update.which_expect = lianyaohu_v1_PolicyUpdateRequest_expect_version_tag;
+        req->method.policy_update.expect.expect_version = expect;
+    }
     rc = cli_unary(cli, req, resp);
     if (rc != EXIT_OK)
         return rc;
@@ -302,8 +309,9 @@ static int read_input(const char *path, char **ret, size_t *ret_len) {
 
 static int policy_set(struct cli *cli, int argc, char **argv) {
     uint64_t expect = 0;
+    bool has_expect = false;
     const char *path = NULL;
-    int orc = one_arg_and_expect(argc, argv, &path, &expect);
+    int orc = one_arg_and_expect(argc, argv, &path, &expect, &has_expect);
 
     if (orc >= 0)
         return orc;
@@ -328,7 +336,10 @@ static int policy_set(struct cli *cli, int argc, char **argv) {
     }
     req->which_method = lianyaohu_v1_Request_policy_update_tag;
     req->method.policy_update.has_policy = true;
-    req->method.policy_update.expect_version = expect;
+    if (has_expect) {
+        req->method.policy_update.which_expect = lianyaohu_v1_PolicyUpdateRequest_expect_version_tag;
+        req->method.policy_update.expect.expect_version = expect;
+    }
     int rc = cli_unary(cli, req, resp);
     if (rc != EXIT_OK)
         return rc;

@@ -317,7 +317,8 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
         rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
-    if (u->expect_version && u->expect_version != cur->version) {
+    if (u->expect_case == LIANYAOHU__V1__POLICY_UPDATE_REQUEST__EXPECT_EXPECT_VERSION &&
+        u->expect_version != cur->version) {
         rpc_fail(call, LIANYAOHU__V1__CODE__ABORTED,
                  "policy: expect_version is %" PRIu64 " but the current version is %" PRIu64
                  "; nothing was changed (read it again with PolicyGet)",

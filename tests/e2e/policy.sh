@@ -69,6 +69,13 @@ out=$(pc_user set "$POL1")
 t_eq "2: non-admin set is PERMISSION_DENIED" "$(field "$out" 1)" "PERMISSION_DENIED"
 out=$(pc_root set '{"allowed_interface_patterns":["wg*"]}' 7)
 t_eq "2: stale expect_version is ABORTED" "$(field "$out" 1)" "ABORTED"
+# 0 is a version too (the built-in default's): the first edit of a
+# read-edit-write cycle is protected like any other.
+out=$(pc_root set '{"allowed_interface_patterns":["wg*"]}' 0)
+t_eq "2: expect_version 0 once version 1 exists is ABORTED" "$(field "$out" 1)" "ABORTED"
+printf 'allowed_interface_patterns = ["wg*"]\n' >"$LYH_TMP/pol0.toml"
+out=$(lyh_root policy set "$LYH_TMP/pol0.toml" --expect-version 0 2>&1)
+t_check "2: lyh policy set --expect-version 0 once version 1 exists is ABORTED" grep -q 'ABORTED' <<<"$out"
 out=$(pc_root get)
 t_eq "2: ... and nothing changed (still version 1)" "$(field "$out" 2)" 1
 out=$(pc_root set '{"allowed_interface_patterns":["tu*n"]}')
