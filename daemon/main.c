@@ -417,6 +417,7 @@ int main(int argc, char **argv) {
         log_error("egress guard: %s", why);
         goto fail;
     }
+    (void)session_sweep_tmpdirs(&d);
     r = server_start(&d, &d.server, why, sizeof(why));
     if (r < 0) {
         log_error("%s", why);

@@ -18,7 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,81 +88,158 @@ void session_free(struct session *s) {
     free(s);
 }
 
-/* Record the row in its own transaction (outside any request). */
-static int save_row(struct session *s) {
-    struct store *st = s->d->store;
+/* Record a row in its own transaction (outside any request). */
+static int save_store_row(struct lyhd *d, const struct store_session *row) {
+    struct store *st = d->store;
     int r = store_begin(st);
 
     if (r == 0)
-        r = store_session_update(st, &s->row);
+        r = store_session_update(st, row);
     if (r == 0)
         r = store_commit(st);
     if (r < 0) {
-        log_error("state.db update of session '%s' failed: %s", s->row.id, store_errmsg(st));
+        log_error("state.db update of session '%s' failed: %s", row->id, store_errmsg(st));
         store_rollback(st);
     }
     return r;
 }
 
-/* Reap a helper child (the tmpdir remover) when its pidfd says it is done. */
-struct child_watch {
+static int save_row(struct session *s) { return save_store_row(s->d, &s->row); }
+
+/* A tmpdir being emptied by a helper child. A session's row is marked ENDED
+ * only once its tmpdir is gone, so a crash in between leaves the row ENDING
+ * and the next start reaps the session, tmpdir included. */
+struct tmpdir_job {
+    struct lyhd *d;
     struct event *ev;
     int pidfd;
-    char path[256];
+    char path[PATH_MAX];
+    bool end_row;
+    struct store_session row; /* ENDED once the directory is gone */
 };
 
 /* The user emptied the tmpdir; root removes the empty directory (its parent
- * may not be writable by the user). */
-static void tmpdir_emptied(const char *path, const siginfo_t *si) {
+ * may not be writable by the user); then the row says the session is over. */
+static void tmpdir_job_finish(struct tmpdir_job *j, const siginfo_t *si) {
     int r;
 
-    if (si->si_code != CLD_EXITED || si->si_status != 0)
-        log_warn("emptying %s did not finish cleanly (status %d)", path, si->si_status);
-    r = fs_remove_empty_dir(path);
+    if (si && (si->si_code != CLD_EXITED || si->si_status != 0))
+        log_warn("emptying %s did not finish cleanly (status %d)", j->path, si->si_status);
+    r = fs_remove_empty_dir(j->path);
     if (r < 0)
-        log_warn("cannot remove %s: %s", path, strerror(-r));
+        log_warn("cannot remove %s: %s", j->path, strerror(-r));
+    if (j->end_row)
+        (void)save_store_row(j->d, &j->row);
 }
 
-static void on_child_done(evutil_socket_t fd, short what, void *arg) {
-    struct child_watch *w = arg;
+static void tmpdir_job_free(struct tmpdir_job *j) {
+    if (!j)
+        return;
+    if (j->ev)
+        event_free(j->ev);
+    CLOSE_FD(j->pidfd);
+    free(j);
+}
+
+static void on_tmpdir_emptied(evutil_socket_t fd, short what, void *arg) {
+    struct tmpdir_job *j = arg;
     siginfo_t si = {0};
 
-    if (waitid(P_PIDFD, (id_t)w->pidfd, &si, WEXITED) == 0)
-        tmpdir_emptied(w->path, &si);
-    event_free(w->ev);
-    close(w->pidfd);
-    free(w);
+    tmpdir_job_finish(j, waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED) == 0 ? &si : NULL);
+    tmpdir_job_free(j);
 }
 
-static void remove_tmpdir(struct session *s, bool sync) {
-    struct child_watch *w;
+/* Remove path (a per-launch tmpdir, owned by uid) with uid's rights only,
+ * then the empty directory as root; then, when end_row is given, record it
+ * (its state already ENDED). sync: wait here (shutdown, or no event loop to
+ * watch with); else the loop hears when the helper is done. */
+static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
+                          const struct store_session *end_row, bool sync) {
+    struct tmpdir_job *j = calloc(1, sizeof(*j));
     pid_t pid;
-    int pidfd, r;
+    int r;
 
-    if (!s->row.tmpdir[0])
+    if (!j) {
+        log_error("out of memory removing %s; the next start removes it", path);
         return;
-    r = fs_remove_tree_as(s->row.tmpdir, s->row.uid, s->d->cfg.guard_gid, &pid, &pidfd);
+    }
+    j->d = d;
+    j->pidfd = -1;
+    snprintf(j->path, sizeof(j->path), "%s", path);
+    if (end_row) {
+        j->end_row = true;
+        j->row = *end_row;
+    }
+    r = fs_remove_tree_as(j->path, uid, d->cfg.guard_gid, &pid, &j->pidfd);
     if (r < 0) {
-        log_warn("cannot remove tmpdir %s of session '%s': %s", s->row.tmpdir, s->row.id,
-                 strerror(-r));
+        log_warn("cannot remove %s: %s", j->path, strerror(-r));
+        tmpdir_job_finish(j, NULL);
+        tmpdir_job_free(j);
         return;
     }
-    w = sync ? NULL : calloc(1, sizeof(*w));
-    if (w)
-        w->ev = event_new(s->d->base, pidfd, EV_READ, on_child_done, w);
-    if (!w || !w->ev || event_add(w->ev, NULL) < 0) {
-        /* Cannot watch it (or shutting down): wait here (it is a short rm). */
-        siginfo_t si = {0};
-        if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) == 0)
-            tmpdir_emptied(s->row.tmpdir, &si);
-        close(pidfd);
-        if (w && w->ev)
-            event_free(w->ev);
-        free(w);
-        return;
+    if (!sync) {
+        j->ev = event_new(d->base, j->pidfd, EV_READ, on_tmpdir_emptied, j);
+        if (j->ev && event_add(j->ev, NULL) == 0)
+            return;
     }
-    w->pidfd = pidfd;
-    snprintf(w->path, sizeof(w->path), "%s", s->row.tmpdir);
+    /* Wait here (it is a short rm). */
+    siginfo_t si = {0};
+    tmpdir_job_finish(j, waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED) == 0 ? &si : NULL);
+    tmpdir_job_free(j);
+}
+
+/* Is name what session_new_id() makes, behind "lyh-"? */
+static bool tmpdir_name(const char *name, char id[SESSION_ID_LEN + 1]) {
+    if (strncmp(name, "lyh-", 4) != 0 || strlen(name + 4) != SESSION_ID_LEN)
+        return false;
+    for (size_t i = 0; i < SESSION_ID_LEN; i++) {
+        char c = name[4 + i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return false;
+        id[i] = c;
+    }
+    id[SESSION_ID_LEN] = '\0';
+    return true;
+}
+
+unsigned session_sweep_tmpdirs(struct lyhd *d) {
+    DIR *dir = opendir(d->cfg.tmp_parent);
+    unsigned n = 0;
+
+    if (!dir) {
+        log_warn("cannot read %s to remove tmpdirs of ended sessions: %s", d->cfg.tmp_parent,
+                 strerror(errno));
+        return 0;
+    }
+    for (struct dirent *de; (de = readdir(dir));) {
+        char id[SESSION_ID_LEN + 1], path[PATH_MAX];
+        struct store_session row;
+        struct stat st;
+
+        if (!tmpdir_name(de->d_name, id))
+            continue;
+        /* Ours: a real directory (never a symlink) with the guard gid, as
+         * fs_make_private_dir made it; and no live session owns it (the
+         * reconciliation before this re-adopted or reaped every live row).
+         * An agent could make such a directory too (it runs with the guard
+         * gid): it is removed with its owner's rights only. */
+        if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+            st.st_gid != d->cfg.guard_gid || session_find(d, id))
+            continue;
+        int r = store_session_get(d->store, id, &row);
+        if (r == 0 && row.state != STORE_SESSION_ENDED)
+            continue;
+        if (r < 0 && r != -ENOENT)
+            continue; /* cannot tell: leave it */
+        snprintf(path, sizeof(path), "%s/%s", d->cfg.tmp_parent, de->d_name);
+        log_warn("removing %s: its session is %s", path, r == 0 ? "over" : "unknown to state.db");
+        (void)store_reap_log(d->store, path, "removed",
+                             r == 0 ? "tmpdir of an ended session" : "tmpdir of an unknown session");
+        tmpdir_remove(d, path, st.st_uid, NULL, false);
+        n++;
+    }
+    closedir(dir);
+    return n;
 }
 
 static void teardown_run(struct session *s, bool may_wait);
@@ -241,12 +321,13 @@ static void teardown_run(struct session *s, bool may_wait) {
             log_error("releasing the firewall of uid %u failed: %s", s->row.uid,
                       strerror(-r));
     }
-    remove_tmpdir(s, !may_wait);
-
-    /* 4. The end, in state.db. */
+    /* 4. The end, in state.db, once the tmpdir is gone (tmpdir_remove). */
     s->row.state = STORE_SESSION_ENDED;
     s->row.ended_ms = lyhd_wall_ms();
-    (void)save_row(s);
+    if (s->row.tmpdir[0])
+        tmpdir_remove(d, s->row.tmpdir, s->row.uid, &s->row, !may_wait);
+    else
+        (void)save_row(s);
     log_info("session '%s' of uid %u ended (exit %d, signal %d)", s->row.id, s->row.uid,
              s->row.exit_code, s->row.signal);
     if (may_wait)

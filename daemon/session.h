@@ -74,6 +74,12 @@ void session_teardown(struct session *s);
  * and guarded. Either way the object is freed. The caller has unlinked it. */
 void session_finish_now(struct session *s);
 
+/* At startup, after reconciliation: remove per-launch tmpdirs (lyh-<id> in
+ * --tmp-dir, with the guard gid) whose session state.db knows to be over, or
+ * does not know at all. Removal runs with the owner's rights, in the
+ * background. Returns how many were found. */
+unsigned session_sweep_tmpdirs(struct lyhd *d);
+
 /* Release a session object (not its kernel objects). */
 void session_free(struct session *s);
 
