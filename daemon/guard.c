@@ -288,6 +288,29 @@ int guard_shared_release(struct lyhd *d, uint32_t uid, int scope, struct store_g
     return 0;
 }
 
+static void reap_log(struct lyhd *d, const char *object, const char *action, const char *detail);
+
+int guard_cgroup_create(struct lyhd *d, const char *name, uint64_t *ret_id, int *ret_dir_fd,
+                        int *ret_procs_fd) {
+    struct guard *g = d->guard;
+    int r = cg_create(&g->cg, name, ret_id, ret_dir_fd, ret_procs_fd);
+
+    if (r != -ENOENT)
+        return r;
+    /* mkdirat under a removed directory: the base is gone. It can only be
+     * removed while empty, so no session cgroup went with it. */
+    r = cg_reopen_base(&g->cg);
+    if (r < 0) {
+        log_error("lyhd's cgroup subtree %s%s is gone and cannot be created again: %s",
+                  g->cg.mount, g->cg.base, strerror(-r));
+        return r;
+    }
+    log_warn("lyhd's cgroup subtree %s%s had been removed by someone else; created it again",
+             g->cg.mount, g->cg.base);
+    reap_log(d, g->cg.base, "rebuilt", "the cgroup subtree of the sessions had been removed");
+    return cg_create(&g->cg, name, ret_id, ret_dir_fd, ret_procs_fd);
+}
+
 /* ---- startup reconciliation ------------------------------------------------------ */
 
 struct reconcile {

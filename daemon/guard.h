@@ -50,6 +50,13 @@ void guard_free(struct guard *g, bool remove_base);
 int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_route,
                     bool *ret_ipv6_blocked, char *why, size_t whylen);
 
+/* Create the session cgroup name (cg_create). When the cgroup subtree
+ * vanished while lyhd runs (someone removed the empty base, e.g. another
+ * lyhd sharing lyhd's cgroup), it is created again at the same path first,
+ * logged and on record; without that every later launch would fail. */
+int guard_cgroup_create(struct lyhd *d, const char *name, uint64_t *ret_id, int *ret_dir_fd,
+                        int *ret_procs_fd);
+
 /* Render the chain a session's scope uses, from its spec (pure; for
  * --print-firewall too). */
 int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_chain **ret);

@@ -866,7 +866,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         p.took_shared = true;
     }
     if (d->guard->have_cgroup && s->row.scope != LIANYAOHU__V1__SCOPE__SCOPE_NONE) {
-        k = cg_create(&d->guard->cg, s->row.id, &s->row.cgroup_id, &p.cg_dir_fd, &p.procs_fd);
+        k = guard_cgroup_create(d, s->row.id, &s->row.cgroup_id, &p.cg_dir_fd, &p.procs_fd);
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the session cgroup: %s",
                      strerror(-k));

@@ -76,11 +76,33 @@ static int own_cgroup(char *out, size_t outlen) {
     return -ENOENT;
 }
 
+/* Create the base (r->mount + r->base) if missing and open it into
+ * r->base_fd; it must be root's. */
+static int open_base(struct cg_root *r) {
+    char path[PATH_MAX * 2 + 2];
+    struct stat st;
+    int fd;
+
+    if (snprintf(path, sizeof(path), "%s%s", r->mount, r->base) >= (int)sizeof(path))
+        return -ENAMETOOLONG;
+    if (mkdir(path, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) < 0 || st.st_uid != 0) {
+        close(fd);
+        return -EPERM; /* a base someone else created is not ours to trust */
+    }
+    r->base_fd = fd;
+    r->has_kill = faccessat(fd, "cgroup.kill", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+    return 0;
+}
+
 int cg_open(const char *subtree, struct cg_root *ret) {
     struct cg_root r = {.base_fd = -1};
-    char own[PATH_MAX], path[PATH_MAX * 2 + 2];
-    struct stat st;
-    int fd, k;
+    char own[PATH_MAX];
+    int k;
 
     if (valid_name(subtree) < 0)
         return -EINVAL;
@@ -94,25 +116,28 @@ int cg_open(const char *subtree, struct cg_root *ret) {
     if (snprintf(r.base, sizeof(r.base), "%s/%s", strcmp(own, "/") == 0 ? "" : own, subtree) >=
         (int)sizeof(r.base))
         return -ENAMETOOLONG;
-    if (snprintf(path, sizeof(path), "%s%s", r.mount, r.base) >= (int)sizeof(path))
-        return -ENAMETOOLONG;
-    if (mkdir(path, 0755) < 0 && errno != EEXIST)
-        return -errno;
-    fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    if (fstat(fd, &st) < 0 || st.st_uid != 0) {
-        close(fd);
-        return -EPERM; /* a base someone else created is not ours to trust */
-    }
-    r.base_fd = fd;
+    k = open_base(&r);
+    if (k < 0)
+        return k;
     /* Depth of <base>/<session>: one per component of the base, plus one. */
     r.session_level = 1;
     for (const char *p = r.base; *p; p++)
         if (*p == '/')
             r.session_level++;
-    r.has_kill = faccessat(fd, "cgroup.kill", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
     *ret = r;
+    return 0;
+}
+
+int cg_reopen_base(struct cg_root *r) {
+    struct cg_root n = *r;
+    int k;
+
+    n.base_fd = -1;
+    k = open_base(&n);
+    if (k < 0)
+        return k;
+    cg_close(r);
+    *r = n;
     return 0;
 }
 

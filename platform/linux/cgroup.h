@@ -31,6 +31,10 @@ struct cg_root {
  * falls back to per-uid scoping). */
 int cg_open(const char *subtree, struct cg_root *ret);
 void cg_close(struct cg_root *r); /* accepts a zeroed root */
+/* The base was removed under us (cg_create answers -ENOENT: someone rmdir-ed
+ * the empty subtree): create it again at the same path (same session level)
+ * and reopen it. On failure r is unchanged. */
+int cg_reopen_base(struct cg_root *r);
 /* Remove the base itself if it is empty (no session cgroups). 0 if removed or
  * gone, -ENOTEMPTY/-EBUSY otherwise. */
 int cg_remove_base(struct cg_root *r);

@@ -65,5 +65,22 @@ t_check "1: ... and what it points to too" test -d "$LYH_HOME"
 t_check "1: the removal is logged" grep -q "removing $ended: its session is over" "$LYH_DAEMON_LOG"
 rm -rf "$usergid" "$notours" "$LYH_TMPDIR/lyh-aaaaaaaaaaaaaaaa"
 
+# ---- 2. the cgroup subtree removed under lyhd -------------------------------------
+
+echo "# 2. a vanished cgroup subtree is created again"
+# Another lyhd sharing lyhd's cgroup (or an admin) removes the empty subtree.
+lyh_wait_until 5 eval '[ -z "$(lyh_cg_sessions)" ]'
+t_check "2: the subtree is removed while no session runs" rmdir "$LYH_CGBASE"
+lyh_cli run --vpn tun0 --no-tui -- /bin/sh -c 'sed -n "s/^0:://p" /proc/self/cgroup' \
+    </dev/null >"$LYH_TMP/t2.out" 2>"$LYH_TMP/t2.err"
+rc=$?
+t_eq "2: the next launch works" "$rc" 0
+t_check "2: ... in a session cgroup under the recreated subtree" grep -q "/lyh/$(last_sid)\$" "$LYH_TMP/t2.out"
+t_check "2: lyhd logs that it created the subtree again" \
+    grep -q "cgroup subtree .* had been removed by someone else; created it again" "$LYH_DAEMON_LOG"
+sleep 0.5 # the audit batch
+t_check "2: the audit log has a guard record of it" \
+    sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --kind guard --json | grep rebuilt | grep -q 'cgroup subtree'"
+
 lyh_daemon_stop
 t_done
