@@ -1,10 +1,12 @@
 /* lyh config: show the merged configuration (with origins), the file paths,
  * and approve or revoke a project file. Also the process-side glue the loader
- * needs (HOME, XDG_CONFIG_HOME, cwd, the terminal question), shared with lyh
- * run. Never talks to the daemon. */
+ * needs (whose home: HOME, XDG_CONFIG_HOME and the passwd entry checked
+ * against the real uid; cwd; the terminal question), shared with lyh run.
+ * Never talks to the daemon. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,18 +44,87 @@ static bool ask_tty(void *data, const char *question) {
     return line[0] == 'y' || line[0] == 'Y';
 }
 
-int cli_config_ctx(struct cfg_ctx *ctx, char *cwd, size_t cwdlen, const char *cwd_override,
+/* Why a variable was not used, for the note. */
+static const char *reject_text(enum cfg_env_reject why, int e, uid_t owner, char *buf,
+                               size_t len) {
+    switch (why) {
+    case CFG_ENV_NOT_ABSOLUTE: return "not an absolute path";
+    case CFG_ENV_NOT_DIR: return "not a directory";
+    case CFG_ENV_UNREACHABLE:
+        if (e == ENOENT || e == ENOTDIR)
+            return "missing";
+        snprintf(buf, len, "out of your reach (%s)", strerror(e));
+        break;
+    case CFG_ENV_NOT_OWNED:
+        snprintf(buf, len, "owned by uid %u, not by you", (unsigned)owner);
+        break;
+    case CFG_ENV_USED: snprintf(buf, len, "used"); break;
+    }
+    return buf;
+}
+
+/* One line on stderr when $HOME or $XDG_CONFIG_HOME was set but not used.
+ * Why say it at all: the usual cause is running lyh with someone else's
+ * environment (sudo -u, su without -, setpriv), and then the files that shape
+ * the sandbox are not the ones the caller may think (root's config.toml with
+ * its paths.deny no longer applies, for one). Silently switching would hide
+ * that; failing would break the common `sudo -u USER lyh run`. So: use the
+ * caller's own files, and say so once, naming the variable and the directory
+ * used. It goes to stderr only, so stdout (the TOML of `lyh config show`, an
+ * agent's output) stays clean; no caller of this has a --json mode (lyh
+ * doctor --json never reads the config). HOME unset falls back to passwd
+ * without a word: that is what every program does. */
+static void home_note(const struct cfg_home_in *in, const struct cfg_home *h) {
+    char b1[160], b2[160];
+    bool home_rejected = h->home_reject != CFG_ENV_USED;
+    bool xdg_rejected = h->xdg_reject != CFG_ENV_USED;
+
+    if (!home_rejected && !xdg_rejected)
+        return;
+    fputs("lyh: note:", stderr);
+    if (home_rejected) {
+        fprintf(stderr, " $HOME (%s) is %s; ", in->env_home,
+                reject_text(h->home_reject, h->home_errno, h->home_owner, b1, sizeof(b1)));
+        if (h->home)
+            fprintf(stderr, "using %s, the home of uid %u in passwd", h->home, (unsigned)in->uid);
+        else
+            fprintf(stderr, "uid %u has no home of its own in passwd either", (unsigned)in->uid);
+    }
+    if (xdg_rejected)
+        fprintf(stderr, "%s $XDG_CONFIG_HOME (%s) is %s; ignored", home_rejected ? ";" : "",
+                in->env_xdg,
+                reject_text(h->xdg_reject, h->xdg_errno, h->xdg_owner, b2, sizeof(b2)));
+    fputc('\n', stderr);
+}
+
+int cli_config_ctx(struct cfg_ctx *ctx, struct cfg_ctx_buf *buf, const char *cwd_override,
                    bool may_ask) {
-    *ctx = (struct cfg_ctx){.home = getenv("HOME"),
-                            .xdg_config_home = getenv("XDG_CONFIG_HOME"),
-                            .note = stderr};
+    struct passwd pw, *pwres = NULL;
+    char pwbuf[16384];
+    struct cfg_home h;
+    struct cfg_home_in in = {.uid = getuid(),
+                             .env_home = getenv("HOME"),
+                             .env_xdg = getenv("XDG_CONFIG_HOME"),
+                             .stat_fn = stat};
+
+    /* The real uid: whose files these are. lyh is not set-uid, so it is also
+     * the effective uid, the one lyhd reads from SO_PEERCRED and whose passwd
+     * home it gives the sandbox. */
+    if (getpwuid_r(in.uid, &pw, pwbuf, sizeof(pwbuf), &pwres) == 0 && pwres &&
+        strlen(pw.pw_dir) < sizeof(buf->pw_home)) {
+        memcpy(buf->pw_home, pw.pw_dir, strlen(pw.pw_dir) + 1);
+        in.pw_home = buf->pw_home;
+    }
+    cfg_pick_home(&in, &h);
+    home_note(&in, &h);
+    *ctx = (struct cfg_ctx){.home = h.home, .xdg_config_home = h.xdg_config_home, .note = stderr};
     if (cwd_override) {
-        if (!realpath(cwd_override, cwd))
+        if (!realpath(cwd_override, buf->cwd))
             return -errno;
-    } else if (!getcwd(cwd, cwdlen)) {
+    } else if (!getcwd(buf->cwd, sizeof(buf->cwd))) {
         return -errno;
     }
-    ctx->cwd = cwd;
+    ctx->cwd = buf->cwd;
     if (may_ask && isatty(STDIN_FILENO) && isatty(STDERR_FILENO))
         ctx->ask = ask_tty;
     return 0;
@@ -70,7 +141,7 @@ static int config_show(int argc, char **argv) {
     _cleanup_(cfg_freep) struct cfg *c = NULL;
     struct cfg_error err = {{0}};
     struct cfg_ctx ctx;
-    char cwd[PATH_MAX];
+    struct cfg_ctx_buf buf;
     bool origin = false;
     int ch, r;
 
@@ -88,7 +159,7 @@ static int config_show(int argc, char **argv) {
         fprintf(stderr, "lyh config show: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
-    if ((r = cli_config_ctx(&ctx, cwd, sizeof(cwd), NULL, false)) < 0) {
+    if ((r = cli_config_ctx(&ctx, &buf, NULL, false)) < 0) {
         fprintf(stderr, "lyh config: cannot tell the current directory: %s\n", strerror(-r));
         return EXIT_USAGE;
     }
@@ -107,11 +178,11 @@ static int config_path(void) {
     _cleanup_free_ char *project = NULL;
     struct cfg_error err = {{0}};
     struct cfg_ctx ctx;
-    char cwd[PATH_MAX];
+    struct cfg_ctx_buf buf;
     struct stat st;
     int r;
 
-    if ((r = cli_config_ctx(&ctx, cwd, sizeof(cwd), NULL, false)) < 0) {
+    if ((r = cli_config_ctx(&ctx, &buf, NULL, false)) < 0) {
         fprintf(stderr, "lyh config: cannot tell the current directory: %s\n", strerror(-r));
         return EXIT_USAGE;
     }
@@ -126,7 +197,7 @@ static int config_path(void) {
     if (cfg_find_project(&ctx, &project) == 0)
         printf("project  %s (exists)\n", project);
     else
-        printf("project  none (no %s from %s up to $HOME)\n", CFG_PROJECT_NAME, cwd);
+        printf("project  none (no %s from %s up to $HOME)\n", CFG_PROJECT_NAME, buf.cwd);
     return EXIT_OK;
 }
 
@@ -137,7 +208,7 @@ static int config_trust(int argc, char **argv, bool approve) {
     _cleanup_free_ char *dir = NULL, *path = NULL, *cdir = NULL, *tpath = NULL;
     char hex[CFG_SHA256_HEX];
     struct cfg_ctx ctx;
-    char cwd[PATH_MAX];
+    struct cfg_ctx_buf buf;
     int r;
 
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -148,18 +219,18 @@ static int config_trust(int argc, char **argv, bool approve) {
         fprintf(stderr, "lyh config %s: at most one DIR\n", verb);
         return EXIT_USAGE;
     }
-    if ((r = cli_config_ctx(&ctx, cwd, sizeof(cwd), argc == 2 ? argv[1] : NULL, false)) < 0) {
+    if ((r = cli_config_ctx(&ctx, &buf, argc == 2 ? argv[1] : NULL, false)) < 0) {
         fprintf(stderr, "lyh config %s: %s: %s\n", verb, argc == 2 ? argv[1] : ".", strerror(-r));
         return EXIT_USAGE;
     }
     if (argc == 2) {
-        dir = strdup(cwd);
-        if (!dir || asprintf(&path, "%s/%s", cwd, CFG_PROJECT_NAME) < 0)
+        dir = strdup(buf.cwd);
+        if (!dir || asprintf(&path, "%s/%s", buf.cwd, CFG_PROJECT_NAME) < 0)
             return EXIT_DAEMON_ERROR;
     } else {
         if (cfg_find_project(&ctx, &path) < 0) {
             fprintf(stderr, "lyh config %s: no %s from %s up to $HOME; name the DIR\n", verb,
-                    CFG_PROJECT_NAME, cwd);
+                    CFG_PROJECT_NAME, buf.cwd);
             return EXIT_USAGE;
         }
         dir = strdup(path);
@@ -170,7 +241,10 @@ static int config_trust(int argc, char **argv, bool approve) {
             strcpy(dir, "/");
     }
     if (cfg_config_dir(&ctx, &cdir) < 0 || asprintf(&tpath, "%s/trusted.toml", cdir) < 0) {
-        fprintf(stderr, "lyh config %s: cannot tell the config directory ($HOME unset?)\n", verb);
+        fprintf(stderr,
+                "lyh config %s: cannot tell the config directory: neither $HOME nor your passwd "
+                "home is a directory you own; set HOME to your home directory\n",
+                verb);
         return EXIT_USAGE;
     }
     if (approve && cfg_hash_file(path, hex, &err) < 0) {

@@ -388,10 +388,10 @@ static int apply_config(const struct cfg_cli *ccli, const char *cwd, bool may_as
     _cleanup_(cfg_freep) struct cfg *c = NULL;
     struct cfg_error err = {{0}};
     struct cfg_ctx ctx;
-    char cwdbuf[PATH_MAX];
+    struct cfg_ctx_buf ctxbuf;
     int r;
 
-    if ((r = cli_config_ctx(&ctx, cwdbuf, sizeof(cwdbuf), cwd, may_ask)) < 0) {
+    if ((r = cli_config_ctx(&ctx, &ctxbuf, cwd, may_ask)) < 0) {
         fprintf(stderr, "lyh run: %s: %s\n", cwd, strerror(-r));
         return EXIT_USAGE;
     }

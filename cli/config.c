@@ -1,8 +1,8 @@
-/* cli/config.c: the user configuration of `lyh run`: finding the files,
- * validating them against the schema, the trust decision for project files,
- * the merge with provenance, and the trust file. It never talks to the daemon
- * and never logs (notes go to ctx->note); the only files it writes are the
- * trust file and its directory.
+/* cli/config.c: the user configuration of `lyh run`: whose home it is,
+ * finding the files, validating them against the schema, the trust decision
+ * for project files, the merge with provenance, and the trust file. It never
+ * talks to the daemon and never logs (notes go to ctx->note); the only files
+ * it writes are the trust file and its directory.
  *
  * Why the trust rule is safe: a project file is typically written by whoever
  * wrote the repository (or by an agent confined in it, since the project
@@ -232,6 +232,63 @@ static int parse_file(const char *path, const char *buf, size_t len, struct toml
         return seterr(err, r, "%s:%u:%u: %s", path, te.line, te.column,
                       r == -EBADMSG ? te.msg : strerror(-r));
     return 0;
+}
+
+/* ---- whose home ------------------------------------------------------------------------ */
+
+/* Why the environment is checked at all: lyh is often started with someone
+ * else's environment (`sudo -u`, `su` without -, setpriv, a service manager
+ * that keeps root's HOME). Reading "$HOME/.config/lianyaohu" then means
+ * either a file the caller cannot open (a confusing failure) or, worse, a
+ * file another user wrote, applied as if the caller had chosen it: their
+ * widenings, their trust approvals. So a variable counts only when it names
+ * a directory the real uid owns and can reach; the fallback is the passwd
+ * home, which is what lyhd uses as the sandbox's $HOME (daemon/rpc_run.c
+ * lookup_home), so the CLI and the daemon agree on whose files these are.
+ * The check is on a path string and a stat, not an fd: it decides whose
+ * directory the environment names, it is no sandbox boundary (lyhd checks
+ * every request again), and a directory the caller owns cannot be swapped by
+ * another unprivileged user without write access to its parent (in a sticky
+ * /tmp, only its owner can rename it). */
+static enum cfg_env_reject check_own_dir(const struct cfg_home_in *in, const char *path,
+                                         int *ret_errno, uid_t *ret_owner) {
+    struct stat st;
+
+    if (path[0] != '/')
+        return CFG_ENV_NOT_ABSOLUTE;
+    if (in->stat_fn(path, &st) < 0) {
+        *ret_errno = errno;
+        return CFG_ENV_UNREACHABLE;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return CFG_ENV_NOT_DIR;
+    if (st.st_uid != in->uid) {
+        *ret_owner = st.st_uid;
+        return CFG_ENV_NOT_OWNED;
+    }
+    return CFG_ENV_USED;
+}
+
+void cfg_pick_home(const struct cfg_home_in *in, struct cfg_home *out) {
+    int e = 0;
+    uid_t owner = 0;
+
+    *out = (struct cfg_home){0};
+    if (in->env_home && in->env_home[0]) {
+        out->home_reject = check_own_dir(in, in->env_home, &out->home_errno, &out->home_owner);
+        if (out->home_reject == CFG_ENV_USED)
+            out->home = in->env_home;
+    }
+    if (!out->home && in->pw_home && in->pw_home[0] &&
+        check_own_dir(in, in->pw_home, &e, &owner) == CFG_ENV_USED) {
+        out->home = in->pw_home;
+        out->home_from_passwd = true;
+    }
+    if (in->env_xdg && in->env_xdg[0]) {
+        out->xdg_reject = check_own_dir(in, in->env_xdg, &out->xdg_errno, &out->xdg_owner);
+        if (out->xdg_reject == CFG_ENV_USED)
+            out->xdg_config_home = in->env_xdg;
+    }
 }
 
 /* ---- paths ---------------------------------------------------------------------------- */
@@ -1002,8 +1059,9 @@ int cfg_load(const struct cfg_ctx *ctx, const struct cfg_cli *cli, struct cfg **
     if ((r = builtins(c)) < 0)
         return r;
     if ((r = cfg_config_dir(ctx, &c->config_dir)) < 0)
-        return seterr(err, r, "cannot tell the config directory: neither $XDG_CONFIG_HOME nor "
-                              "$HOME is an absolute path");
+        return seterr(err, r, "cannot tell the config directory: neither $HOME nor the home of "
+                              "your passwd entry is a directory you own; set HOME to your home "
+                              "directory (or XDG_CONFIG_HOME to a directory you own)");
     if (asprintf(&c->trust_path, "%s/trusted.toml", c->config_dir) < 0)
         return -ENOMEM;
     if (cli->config_path)

@@ -23,10 +23,14 @@
 #ifndef LYH_CLI_CONFIG_H
 #define LYH_CLI_CONFIG_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
+
+struct stat;
 
 /* Files larger than this are refused. */
 #define CFG_MAX_FILE (256u * 1024u)
@@ -38,9 +42,11 @@ struct cfg_error {
     char msg[CFG_ERR_MAX];
 };
 
-/* Who the loader is running for. Every pointer is borrowed. */
+/* Who the loader is running for. Every pointer is borrowed. home and
+ * xdg_config_home are the caller's own, as cfg_pick_home chose them: the
+ * loader trusts them as given. */
 struct cfg_ctx {
-    const char *home;            /* $HOME; required */
+    const char *home;            /* the caller's home; NULL = none (walk to /) */
     const char *xdg_config_home; /* NULL or "" = unset */
     const char *cwd;             /* absolute; where the project walk starts */
     /* Asked once when an untrusted project file holds widenings; return true
@@ -49,6 +55,45 @@ struct cfg_ctx {
     void *ask_data;
     FILE *note; /* warnings and notes; NULL = silent */
 };
+
+/* Whose home: what the environment says, checked against the real uid.
+ * Every pointer is borrowed. */
+struct cfg_home_in {
+    uid_t uid;            /* getuid() */
+    const char *env_home; /* $HOME; NULL = unset */
+    const char *env_xdg;  /* $XDG_CONFIG_HOME; NULL = unset */
+    const char *pw_home;  /* the home of uid's passwd entry; NULL = no entry */
+    /* stat(2) as the caller (injected by tests): 0 or -1 with errno. */
+    int (*stat_fn)(const char *path, struct stat *st);
+};
+
+/* Why a variable that was set was not used. */
+enum cfg_env_reject {
+    CFG_ENV_USED = 0,     /* used, or unset/empty (nothing to reject) */
+    CFG_ENV_NOT_ABSOLUTE, /* a relative path */
+    CFG_ENV_UNREACHABLE,  /* stat failed: missing, or a directory above it is not
+                           * searchable by the caller (errno in *_errno) */
+    CFG_ENV_NOT_DIR,      /* exists but is not a directory */
+    CFG_ENV_NOT_OWNED,    /* a directory of another uid (owner in *_owner) */
+};
+
+/* The decision. The strings are borrowed from the cfg_home_in. */
+struct cfg_home {
+    const char *home;            /* env_home or pw_home; NULL = neither is usable */
+    bool home_from_passwd;       /* home is pw_home because env_home was not usable */
+    const char *xdg_config_home; /* env_xdg when usable, else NULL */
+    enum cfg_env_reject home_reject, xdg_reject;
+    int home_errno, xdg_errno;   /* for CFG_ENV_UNREACHABLE */
+    uid_t home_owner, xdg_owner; /* for CFG_ENV_NOT_OWNED */
+};
+
+/* Decide the caller's home and config base from the environment (pure: the
+ * only I/O is in->stat_fn). $HOME is used when it is an absolute path to a
+ * directory owned by in->uid that the caller can reach; otherwise the passwd
+ * home, under the same test (as lyhd's home for the sandbox); otherwise
+ * none. $XDG_CONFIG_HOME is used under the same test, else ignored (the
+ * config dir is then home/.config). Never fails: out is always filled. */
+void cfg_pick_home(const struct cfg_home_in *in, struct cfg_home *out);
 
 /* What the command line said. Unset: NULL, 0 entries, or -1 for the bools. */
 struct cfg_strv {
@@ -143,11 +188,20 @@ int cfg_trust_set(const char *trust_path, const char *dir, const char *sha256_he
 /* The approved hash for dir: 0 with *ret (malloc'd), -ENOENT if none. */
 int cfg_trust_get(const char *trust_path, const char *dir, char **ret, struct cfg_error *err);
 
-/* The context of this process (cmd_config.c): $HOME, $XDG_CONFIG_HOME, the
- * current directory (or cwd_override, resolved) copied into cwd, notes to
- * stderr, and the [y/N] question when may_ask and stdin and stderr are both
- * terminals. 0 or -errno (the directory could not be resolved). */
-int cli_config_ctx(struct cfg_ctx *ctx, char *cwd, size_t cwdlen, const char *cwd_override,
+/* Storage for the strings a cfg_ctx made by cli_config_ctx points into; it
+ * must outlive the ctx. */
+struct cfg_ctx_buf {
+    char cwd[PATH_MAX];
+    char pw_home[PATH_MAX]; /* the passwd home, when that is the one used */
+};
+
+/* The context of this process (cmd_config.c): the caller's home and config
+ * base (cfg_pick_home on getuid(), $HOME, $XDG_CONFIG_HOME and the passwd
+ * entry; one note on stderr when a variable that was set is not used), the
+ * current directory (or cwd_override, resolved) copied into buf->cwd, notes
+ * to stderr, and the [y/N] question when may_ask and stdin and stderr are
+ * both terminals. 0 or -errno (the directory could not be resolved). */
+int cli_config_ctx(struct cfg_ctx *ctx, struct cfg_ctx_buf *buf, const char *cwd_override,
                    bool may_ask);
 
 #endif

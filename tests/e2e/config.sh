@@ -2,7 +2,9 @@
 # End-to-end test of the user configuration as lyh run applies it, through the
 # real lyhd: a global config.toml with [paths] deny (the directory is covered
 # in the session), and an untrusted project .lianyaohu.toml whose tightening
-# (network.deny) applies while its widening is ignored and named.
+# (network.deny) applies while its widening is ignored and named; and lyh run
+# as a user who kept root's HOME (/root, 0700) or another user's readable
+# HOME and XDG_CONFIG_HOME: the user's own passwd home and config are used.
 #
 # usage: config.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Network, daemon, user and safety rules come from lib.sh (read its header).
@@ -72,6 +74,72 @@ t_check "2: network.deny from the untrusted project applies (refused)" grep -q '
 t_check "2: the ignored widening is named (paths.writable)" grep -q 'paths.writable' <<<"$out"
 out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui -- "$PROBE" probe tcp 11.77.0.1 "$LYH_PORT" 3000 2>&1)
 t_check "2: outside the project the destination works" grep -q '^ok ' <<<"$out"
+
+# ---- 3. whose home: lyh started with someone else's environment ---------------------------
+
+echo "# 3. HOME and XDG_CONFIG_HOME of another user: lyh uses the caller's passwd home"
+# as_user_env HOME XDG CMD...: as lyh_as_user, but with the HOME (and, when
+# not empty, XDG_CONFIG_HOME) given, as after `setpriv --reuid` from a root
+# shell, which keeps root's environment.
+as_user_env() {
+    local h=$1 x=$2
+    shift 2
+    (cd "$LYH_HOME" && exec timeout -k 5 30 nsenter --net="/run/netns/$LYH_MAIN" \
+        setpriv --reuid="$LYH_UID" --regid="$LYH_GID" --init-groups \
+        env -i HOME="$h" ${x:+XDG_CONFIG_HOME="$x"} USER="$LYH_USER" LOGNAME="$LYH_USER" \
+        PATH=/usr/bin:/bin LANG=C LYH_SOCKET="$LYH_SOCK" "$@")
+}
+# root's home as on a fresh Debian: root-owned, mode 0700. /root itself when
+# it is that (it is never changed here), else a stand-in of the same kind.
+roothome=/root
+if [ "$(stat -c '%u %a' /root 2>/dev/null)" != "0 700" ]; then
+    roothome=$LYH_TMP/roothome
+    install -d -o 0 -g 0 -m 0700 "$roothome"
+    echo "# /root is not root's with mode 0700 here; using $roothome instead"
+fi
+as_user_file "$LYH_HOME/.config/lianyaohu/config.toml" '[defaults]
+command = ["/bin/echo", "own-config"]
+'
+out=$(as_user_env "$roothome" "" "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 --no-tui -- \
+    /bin/sh -c 'echo "home=$HOME"; "$1" probe tcp 11.77.0.1 '"$LYH_PORT"' 3000' sh "$PROBE" 2>&1)
+rc=$?
+if [ "$rc" = 0 ] && grep -qx "home=$LYH_HOME" <<<"$out" && grep -q '^ok ' <<<"$out"; then
+    t_pass "3: HOME=$roothome (root's, 0700) inherited: lyh run works, through the VPN, in the user's home"
+else
+    t_fail "3: HOME=$roothome inherited: lyh run works" "rc=$rc $out"
+fi
+t_check "3: one note names the HOME that was not used and the one that is" \
+    grep -q "^lyh: note: \$HOME ($roothome) is owned by uid 0, not by you; using $LYH_HOME" <<<"$out"
+out=$(as_user_env "$roothome" "" "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 --no-tui 2>&1)
+t_eq "3: the user's own config.toml applies (its default command ran)" \
+    "$(grep -x 'own-config' <<<"$out")" "own-config"
+# A readable home and config dir of root's, with a config that would show.
+foreign=$LYH_TMP/foreign
+install -d -o 0 -g 0 -m 0755 "$foreign" "$foreign/.config" "$foreign/.config/lianyaohu"
+printf '[defaults]\ncommand = ["/bin/echo", "foreign-config"]\n' >"$foreign/.config/lianyaohu/config.toml"
+chmod 0644 "$foreign/.config/lianyaohu/config.toml"
+out=$(as_user_env "$foreign" "$foreign/.config" "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 \
+    --no-tui 2>&1)
+t_eq "3: another user's readable config is not read as the caller's (HOME and XDG_CONFIG_HOME)" \
+    "$(grep -xE '(own|foreign)-config' <<<"$out" | tr '\n' ' ')" "own-config "
+t_check "3: the ignored XDG_CONFIG_HOME is named in the same note" \
+    grep -q "\$XDG_CONFIG_HOME ($foreign/.config) is owned by uid 0, not by you; ignored" <<<"$out"
+out=$(as_user_env "$LYH_HOME" "" "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 --no-tui 2>&1)
+if grep -qx own-config <<<"$out" && ! grep -q 'lyh: note' <<<"$out"; then
+    t_pass "3: the user's own HOME: used, no note"
+else
+    t_fail "3: the user's own HOME: used, no note" "$out"
+fi
+# The user's own config, unreadable: an error that names it, never skipped.
+chmod 0000 "$LYH_HOME/.config/lianyaohu/config.toml"
+out=$(as_user_env "$roothome" "" "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 --no-tui 2>&1)
+rc=$?
+if [ "$rc" = 2 ] && grep -q "$LYH_HOME/.config/lianyaohu/config.toml: cannot open: Permission denied" <<<"$out"; then
+    t_pass "3: an unreadable config of the user's own stays an error with its path"
+else
+    t_fail "3: an unreadable config of the user's own stays an error" "rc=$rc $out"
+fi
+rm -f "$LYH_HOME/.config/lianyaohu/config.toml"
 
 lyh_daemon_stop
 t_done

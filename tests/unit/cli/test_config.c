@@ -1,7 +1,8 @@
 /* cli/config.c: the merge and its provenance (golden files), the trust file
  * (approve, stale, revoke, the question), widenings of untrusted project
  * files stripped and named, every schema error with file:line:column and key,
- * dedup, the project walk and its stop at $HOME. Everything runs in a temp
+ * dedup, the project walk and its stop at $HOME, and whose home it is
+ * (cfg_pick_home, with an injected stat and with the real one). Everything runs in a temp
  * dir with an injected HOME, XDG_CONFIG_HOME and cwd; no daemon, no network.
  * LYH_UPDATE_GOLDEN=1 rewrites the golden files. */
 #include <errno.h>
@@ -603,6 +604,178 @@ static void test_files_and_flags(void **state) {
     assert_string_equal(dir, want);
 }
 
+/* ---- whose home (cfg_pick_home) ------------------------------------------------------ */
+
+/* A filesystem for the injected stat: path, then what stat says. */
+struct fake_node {
+    const char *path;
+    int err; /* 0: exists with mode and uid */
+    mode_t mode;
+    uid_t uid;
+};
+static const struct fake_node fake_fs[] = {
+    {"/root", 0, S_IFDIR | 0700, 0},                    /* root's, as on Debian */
+    {"/root/.config", EACCES, 0, 0},                    /* under a dir bob cannot search */
+    {"/home/bob", 0, S_IFDIR | 0755, 1001},
+    {"/home/bob/.config", 0, S_IFDIR | 0700, 1001},
+    {"/home/bob/alt", 0, S_IFDIR | 0700, 1001},         /* a HOME of bob's, not the passwd one */
+    {"/home/bob/file", 0, S_IFREG | 0600, 1001},
+    {"/home/alice", 0, S_IFDIR | 0700, 1002},
+    {"/home/alice/.config", 0, S_IFDIR | 0755, 1002},   /* readable, but alice's */
+    {"/tmp", 0, S_IFDIR | 01777, 0},
+    {"/nonexistent", ENOENT, 0, 0},
+};
+
+static int fake_stat(const char *path, struct stat *st) {
+    for (size_t i = 0; i < ARRAY_SIZE(fake_fs); i++) {
+        if (strcmp(fake_fs[i].path, path) != 0)
+            continue;
+        if (fake_fs[i].err) {
+            errno = fake_fs[i].err;
+            return -1;
+        }
+        *st = (struct stat){.st_mode = fake_fs[i].mode, .st_uid = fake_fs[i].uid};
+        return 0;
+    }
+    errno = ENOENT;
+    return -1;
+}
+
+static struct cfg_home pick(const char *home, const char *xdg, const char *pw_home) {
+    struct cfg_home_in in = {.uid = 1001, .env_home = home, .env_xdg = xdg, .pw_home = pw_home,
+                             .stat_fn = fake_stat};
+    struct cfg_home h;
+    memset(&h, 0x5a, sizeof(h)); /* every field must be set */
+    cfg_pick_home(&in, &h);
+    return h;
+}
+
+static void test_home_own(void **state) {
+    (void)state;
+    struct cfg_home h = pick("/home/bob", NULL, "/home/bob");
+    assert_string_equal(h.home, "/home/bob");
+    assert_false(h.home_from_passwd);
+    assert_int_equal(h.home_reject, CFG_ENV_USED);
+    assert_null(h.xdg_config_home);
+    assert_int_equal(h.xdg_reject, CFG_ENV_USED);
+    /* A HOME of one's own that is not the passwd one is the caller's word. */
+    h = pick("/home/bob/alt", "/home/bob/.config", "/home/bob");
+    assert_string_equal(h.home, "/home/bob/alt");
+    assert_false(h.home_from_passwd);
+    assert_string_equal(h.xdg_config_home, "/home/bob/.config");
+    assert_int_equal(h.xdg_reject, CFG_ENV_USED);
+}
+
+static void test_home_of_someone_else(void **state) {
+    (void)state;
+    /* `setpriv --reuid bob` from a root shell: HOME=/root (0700, root's). */
+    struct cfg_home h = pick("/root", NULL, "/home/bob");
+    assert_string_equal(h.home, "/home/bob");
+    assert_true(h.home_from_passwd);
+    assert_int_equal(h.home_reject, CFG_ENV_NOT_OWNED);
+    assert_int_equal(h.home_owner, 0);
+    /* Readable does not make it bob's. */
+    h = pick("/home/alice", NULL, "/home/bob");
+    assert_string_equal(h.home, "/home/bob");
+    assert_int_equal(h.home_reject, CFG_ENV_NOT_OWNED);
+    assert_int_equal(h.home_owner, 1002);
+    h = pick("/tmp", NULL, "/home/bob");
+    assert_string_equal(h.home, "/home/bob");
+    assert_int_equal(h.home_reject, CFG_ENV_NOT_OWNED);
+}
+
+static void test_home_unset_or_bad(void **state) {
+    (void)state;
+    struct cfg_home h = pick(NULL, NULL, "/home/bob");
+    assert_string_equal(h.home, "/home/bob");
+    assert_true(h.home_from_passwd);
+    assert_int_equal(h.home_reject, CFG_ENV_USED); /* unset: nothing to say */
+    h = pick("", NULL, "/home/bob");
+    assert_string_equal(h.home, "/home/bob");
+    assert_int_equal(h.home_reject, CFG_ENV_USED);
+    h = pick("home/bob", NULL, "/home/bob");
+    assert_string_equal(h.home, "/home/bob");
+    assert_int_equal(h.home_reject, CFG_ENV_NOT_ABSOLUTE);
+    h = pick("/nonexistent", NULL, "/home/bob");
+    assert_string_equal(h.home, "/home/bob");
+    assert_int_equal(h.home_reject, CFG_ENV_UNREACHABLE);
+    assert_int_equal(h.home_errno, ENOENT);
+    h = pick("/root/.config", NULL, "/home/bob");
+    assert_string_equal(h.home, "/home/bob");
+    assert_int_equal(h.home_reject, CFG_ENV_UNREACHABLE);
+    assert_int_equal(h.home_errno, EACCES);
+    h = pick("/home/bob/file", NULL, "/home/bob");
+    assert_string_equal(h.home, "/home/bob");
+    assert_int_equal(h.home_reject, CFG_ENV_NOT_DIR);
+    /* The passwd home passes the same test as lyhd's: else there is none. */
+    h = pick("/root", NULL, "/nonexistent");
+    assert_null(h.home);
+    assert_false(h.home_from_passwd);
+    h = pick(NULL, NULL, "/home/alice");
+    assert_null(h.home);
+    h = pick(NULL, NULL, NULL);
+    assert_null(h.home);
+}
+
+static void test_xdg_of_someone_else(void **state) {
+    (void)state;
+    struct cfg_home h = pick("/home/bob", "/home/alice/.config", "/home/bob");
+    assert_string_equal(h.home, "/home/bob");
+    assert_null(h.xdg_config_home);
+    assert_int_equal(h.xdg_reject, CFG_ENV_NOT_OWNED);
+    assert_int_equal(h.xdg_owner, 1002);
+    /* Under a directory bob cannot search. */
+    h = pick("/root", "/root/.config", "/home/bob");
+    assert_null(h.xdg_config_home);
+    assert_int_equal(h.xdg_reject, CFG_ENV_UNREACHABLE);
+    assert_int_equal(h.xdg_errno, EACCES);
+    h = pick("/home/bob", "rel/cfg", "/home/bob");
+    assert_null(h.xdg_config_home);
+    assert_int_equal(h.xdg_reject, CFG_ENV_NOT_ABSOLUTE);
+    h = pick("/home/bob", "/nonexistent", "/home/bob");
+    assert_null(h.xdg_config_home);
+    assert_int_equal(h.xdg_reject, CFG_ENV_UNREACHABLE);
+    h = pick("/home/bob", "", "/home/bob");
+    assert_null(h.xdg_config_home);
+    assert_int_equal(h.xdg_reject, CFG_ENV_USED);
+
+    /* And the loader then reads bob's files, not root's or alice's. */
+    h = pick("/root", "/home/alice/.config", "/home/bob");
+    struct cfg_ctx ctx = {.home = h.home, .xdg_config_home = h.xdg_config_home, .cwd = "/tmp"};
+    _cleanup_free_ char *dir = NULL;
+    assert_int_equal(cfg_config_dir(&ctx, &dir), 0);
+    assert_string_equal(dir, "/home/bob/.config/lianyaohu");
+}
+
+/* The real stat(2) on real directories: the test's own temp home is its
+ * uid's, and is someone else's for any other uid. */
+static void test_home_real_stat(void **state) {
+    struct env *e = *state;
+    struct cfg_home_in in = {.uid = getuid(), .env_home = e->home, .env_xdg = e->xdg,
+                             .pw_home = NULL, .stat_fn = stat};
+    struct cfg_home h;
+
+    cfg_pick_home(&in, &h);
+    assert_string_equal(h.home, e->home);
+    assert_string_equal(h.xdg_config_home, e->xdg);
+    in.uid = getuid() + 1;
+    in.pw_home = e->proj; /* not that uid's either */
+    cfg_pick_home(&in, &h);
+    assert_null(h.home);
+    assert_null(h.xdg_config_home);
+    assert_int_equal(h.home_reject, CFG_ENV_NOT_OWNED);
+    assert_int_equal(h.xdg_reject, CFG_ENV_NOT_OWNED);
+    assert_int_equal(h.xdg_owner, getuid());
+    /* With no home at all, the loader says what to do. */
+    struct cfg_ctx ctx = {.home = h.home, .xdg_config_home = h.xdg_config_home, .cwd = e->sub};
+    struct cfg_cli cli = CFG_CLI_INIT;
+    struct cfg_error err = {{0}};
+    struct cfg *c = NULL;
+    assert_int_equal(cfg_load(&ctx, &cli, &c, &err), -ENOENT);
+    assert_null(c);
+    assert_non_null(strstr(err.msg, "set HOME to your home directory"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_golden_merge_origin, setup, teardown),
@@ -617,6 +790,11 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_dedup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_project_walk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_files_and_flags, setup, teardown),
+        cmocka_unit_test(test_home_own),
+        cmocka_unit_test(test_home_of_someone_else),
+        cmocka_unit_test(test_home_unset_or_bad),
+        cmocka_unit_test(test_xdg_of_someone_else),
+        cmocka_unit_test_setup_teardown(test_home_real_stat, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
