@@ -8,6 +8,7 @@ usage: protocol_doc.py DOC PROTO_DIR SOCKET
 """
 import os
 import re
+import shutil
 import socket
 import struct
 import subprocess
@@ -68,7 +69,14 @@ def recv_exact(sock, n):
 def main():
     doc_path, proto_dir, path = sys.argv[1:4]
     doc = open(doc_path, encoding="utf-8").read()
-    pb, _ = gen_module(proto_dir)
+    pb, tmp = gen_module(proto_dir)
+    try:
+        return check_doc(doc, pb, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_doc(doc, pb, path):
     failures = 0
 
     def check(name, cond, detail=""):
