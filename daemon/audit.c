@@ -550,7 +550,9 @@ void audit_session_ended(struct lyhd *d, struct session *s) {
      * counters are compared: drain until the socket is empty (bounded). */
     for (unsigned i = 0; i < 64 && drain(a, 16) > 0; i++)
         ;
-    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION && s->has_chain && s->row.chain[0]) {
+    /* A chain of its own (the session scope; a --shared-user-firewall session
+     * with cgroups) counts exactly this session's verdicts. */
+    if (s->has_chain && s->row.chain[0]) {
         int r = nft_chain_counters(d->guard->nft, s->row.chain, &c);
         if (r == 0)
             have_counters = true;
@@ -572,7 +574,7 @@ void audit_session_ended(struct lyhd *d, struct session *s) {
              s->row.started_ms > 0 ? lyhd_wall_ms() - s->row.started_ms : 0);
     audit_kv(detail, sizeof(detail), "duration_ms", num);
     const char *totals = have_counters ? "counters"
-                         : s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION ? "unavailable"
+                         : s->row.chain[0]                                     ? "unavailable"
                          : s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_NONE    ? "none"
                                                                                : "shared-chain";
     audit_kv(detail, sizeof(detail), "totals", totals);

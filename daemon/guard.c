@@ -51,13 +51,19 @@ void guard_free(struct guard *g, bool remove_base) {
 }
 
 int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_chain **ret) {
+    /* A session with a chain of its own (s-<id>: the session scope, and a
+     * --shared-user-firewall session with cgroups, whose sandboxed sockets are
+     * decided there with the shared rules) renders that; else its shared one. */
+    bool own = strncmp(s->row.chain, NFTR_SESSION_CHAIN_PREFIX, strlen(NFTR_SESSION_CHAIN_PREFIX)) == 0;
     struct nftr_input in = {
-        .scope = s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER      ? NFTR_SCOPE_SHARED_USER
+        .scope = own                                                   ? NFTR_SCOPE_SESSION
+                 : s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER    ? NFTR_SCOPE_SHARED_USER
                  : s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_UID_GID ? NFTR_SCOPE_UID
                                                                        : NFTR_SCOPE_SESSION,
         .session_id = s->row.id,
         .cgroup_id = s->row.cgroup_id,
         .uid = s->row.uid,
+        .guard_gid = d->cfg.guard_gid,
         .iface = s->spec.iface,
         .log = d->guard->base.log,
     };
@@ -154,26 +160,46 @@ static enum nftr_scope nftr_scope_of(int scope) {
     return scope == LIANYAOHU__V1__SCOPE__SCOPE_UID_GID ? NFTR_SCOPE_UID : NFTR_SCOPE_SHARED_USER;
 }
 
-static int shared_render_add(struct lyhd *d, const struct store_guard *g, const struct gspec *spec,
-                             char *why, size_t whylen) {
+int guard_render_shared(struct lyhd *d, const struct store_guard *g, const struct gspec *spec,
+                        bool accept_unlogged, struct nftr_chain **ret) {
     struct nftr_input in = {
         .scope = nftr_scope_of(g->scope),
         .uid = g->uid,
+        .guard_gid = d->cfg.guard_gid,
         .iface = spec->iface,
         .log = d->guard->base.log,
     };
+
+    in.log.accept_unlogged = accept_unlogged;
+    gspec_policy(spec, &in.policy);
+    return nftr_render_chain(&in, ret);
+}
+
+int guard_shared_set_spec(struct store_guard *g, const struct gspec *spec) {
+    size_t n;
+    int r = gspec_encode(spec, g->guard_spec, sizeof(g->guard_spec), &n);
+
+    if (r < 0)
+        return r;
+    g->guard_spec_len = n;
+    spec_hash(g->guard_spec, n, g->rules_hash);
+    return 0;
+}
+
+/* Install g's chain from spec; replace: in one transaction with what exists
+ * of it (nft_uid_chain_replace), else it must not exist yet. */
+static int shared_render_add(struct lyhd *d, const struct store_guard *g, const struct gspec *spec,
+                             bool replace, char *why, size_t whylen) {
     struct nftr_chain *c = NULL;
     int r;
 
     /* Shared chains keep no per-session totals; they follow the policy too. */
-    in.log.accept_unlogged = !policy_current(d)->log_allowed_flows;
-    gspec_policy(spec, &in.policy);
-    r = nftr_render_chain(&in, &c);
+    r = guard_render_shared(d, g, spec, !policy_current(d)->log_allowed_flows, &c);
     if (r < 0) {
         snprintf(why, whylen, "cannot render the shared rules: %s", strerror(-r));
         return r;
     }
-    r = nft_uid_chain_add(d->guard->nft, c);
+    r = replace ? nft_uid_chain_replace(d->guard->nft, g->uid, c) : nft_uid_chain_add(d->guard->nft, c);
     if (r < 0)
         snprintf(why, whylen, "nftables refused the shared rules (%s): %s",
                  nft_last_error_object(d->guard->nft), strerror(-r));
@@ -244,7 +270,7 @@ int guard_shared_acquire(struct lyhd *d, uint32_t uid, int scope, const struct g
         snprintf(why, whylen, "state.db: %s", store_errmsg(d->store));
         return r;
     }
-    r = shared_render_add(d, &g, spec, why, whylen);
+    r = shared_render_add(d, &g, spec, false, why, whylen);
     if (r < 0) {
         (void)save_guard(d, &g, true);
         return r;
@@ -447,13 +473,20 @@ static int reconcile_shared(const struct store_guard *g, void *userdata) {
         }
         return 0;
     }
-    if (chain_present(rc, g->chain))
+    /* A present user-wide chain is installed again anyway, in one
+     * transaction: a lyhd before this one put its dispatch in front of the
+     * guard gid's rule, where it decided sandboxed sockets too. */
+    bool present = chain_present(rc, g->chain);
+    if (present && g->scope != LIANYAOHU__V1__SCOPE__SCOPE_USER)
         return 0;
     if (gspec_decode(g->guard_spec, g->guard_spec_len, &spec) < 0 ||
-        shared_render_add(d, g, &spec, why, sizeof(why)) < 0) {
-        log_error("firewall %s of uid %u is missing and cannot be rebuilt", g->chain, g->uid);
+        shared_render_add(d, g, &spec, present, why, sizeof(why)) < 0) {
+        log_error("firewall %s of uid %u is %s and cannot be %s", g->chain, g->uid,
+                  present ? "installed" : "missing", present ? "brought up to date" : "rebuilt");
         return 0;
     }
+    if (present)
+        return 0;
     log_warn("firewall %s of uid %u was missing; rebuilt", g->chain, g->uid);
     reap_log(d, g->chain, "rebuilt", "shared guard chain was missing");
     return 0;
@@ -559,8 +592,7 @@ static unsigned restore_chains(struct lyhd *d) {
 
     for (s = TAILQ_FIRST(&d->sessions); s; s = next) {
         next = TAILQ_NEXT(s, link);
-        if (!s->has_chain || s->row.scope != LIANYAOHU__V1__SCOPE__SCOPE_SESSION ||
-            s->row.state >= STORE_SESSION_ENDING)
+        if (!s->has_chain || s->row.state >= STORE_SESSION_ENDING)
             continue;
         if (guard_session_add(d, s, why, sizeof(why)) < 0) {
             log_error("session '%s': its rules cannot be restored after the table was rebuilt "

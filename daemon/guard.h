@@ -57,6 +57,13 @@ int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_ro
 int guard_cgroup_create(struct lyhd *d, const char *name, uint64_t *ret_id, int *ret_dir_fd,
                         int *ret_procs_fd);
 
+/* The shared chain of g (LYH-U-<uid>, LYH-<uid>) rendered from spec, as it
+ * is installed (for replacing it in a batch: live narrowing). */
+int guard_render_shared(struct lyhd *d, const struct store_guard *g, const struct gspec *spec,
+                        bool accept_unlogged, struct nftr_chain **ret);
+/* Put spec into the guard row g (encoded spec and its rules hash). */
+int guard_shared_set_spec(struct store_guard *g, const struct gspec *spec);
+
 /* Render the chain a session's scope uses, from its spec (pure; for
  * --print-firewall too). */
 int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_chain **ret);

@@ -162,27 +162,96 @@ static void tell_session(struct lyhd *d, struct narrowed *n, uint64_t version) {
     }
 }
 
-/* Bring every running session under np where np narrows it. Rows first (in
- * the caller's transaction), then one nftables batch for all chains, then
- * the sessions whose egress was cut are killed. */
+/* A shared chain (lyh install's LYH-U-<uid>; the LYH-<uid> of sessions
+ * without cgroup v2) that a new version narrows. */
+struct narrowed_guard {
+    struct store_guard g;
+    struct gspec spec;
+    bool cut;
+    char why[POLICY_WHY_MAX];
+};
+
+struct guard_walk {
+    const struct policy *np;
+    struct narrowed_guard *v;
+    size_t n, cap;
+    int err;
+};
+
+static int collect_guard(const struct store_guard *g, void *userdata) {
+    struct guard_walk *w = userdata;
+    struct narrowed_guard x = {.g = *g};
+
+    if (g->refcount == 0 || (g->scope != LIANYAOHU__V1__SCOPE__SCOPE_USER &&
+                             g->scope != LIANYAOHU__V1__SCOPE__SCOPE_UID_GID))
+        return 0;
+    if (gspec_decode(g->guard_spec, g->guard_spec_len, &x.spec) < 0) {
+        w->err = -EBADMSG;
+        return 1;
+    }
+    if (!policy_narrow_spec(w->np, &x.spec, &x.cut, x.why, sizeof(x.why)))
+        return 0;
+    if (x.cut)
+        snprintf(x.why, sizeof(x.why),
+                 "policy: the rules of %s no longer fit the policy; only loopback is left", g->chain);
+    if (w->n == w->cap) {
+        size_t ncap = w->cap ? w->cap * 2 : 8;
+        struct narrowed_guard *nv = reallocarray(w->v, ncap, sizeof(*nv));
+        if (!nv) {
+            w->err = -ENOMEM;
+            return 1;
+        }
+        w->v = nv;
+        w->cap = ncap;
+    }
+    w->v[w->n++] = x;
+    return 0;
+}
+
+/* Was the shared chain a session without a chain of its own relies on cut? */
+static bool shared_cut(const struct guard_walk *w, const struct session *s) {
+    for (size_t i = 0; i < w->n; i++)
+        if (w->v[i].cut && w->v[i].g.uid == s->row.uid && w->v[i].g.scope == s->row.scope)
+            return true;
+    return false;
+}
+
+/* Bring every running session, and every shared chain, under np where np
+ * narrows it. Rows first (in the caller's transaction), then one nftables
+ * batch for all chains, then the sessions whose egress was cut are killed.
+ * A session with a chain of its own has it rebuilt; one without (the
+ * per-user fallback) follows its shared chain, which is narrowed in the same
+ * batch; a shared chain that cannot keep its rules (its interface is no
+ * longer allowed) keeps loopback only: the user asked for "only through the
+ * VPN", and the safe reading of "that VPN is not allowed" is "nothing". */
 static int narrow_sessions(struct lyhd *d, const struct policy *np, size_t *ret_narrowed,
                            size_t *ret_cut, char *why, size_t whylen) {
     struct session *s;
     size_t cap = 0, n = 0, n_chains = 0, cut = 0;
     _cleanup_free_ struct narrowed *v = NULL;
     _cleanup_free_ const struct nftr_chain **chains = NULL;
+    struct guard_walk gw = {.np = np};
     int r = 0;
 
+    *ret_narrowed = *ret_cut = 0;
+    r = store_guard_foreach(d->store, collect_guard, &gw);
+    if (r < 0 || gw.err < 0) {
+        snprintf(why, whylen, "%s", gw.err == -ENOMEM ? "out of memory"
+                                    : gw.err < 0       ? "a stored shared firewall spec is damaged"
+                                                       : store_errmsg(d->store));
+        free(gw.v);
+        return gw.err < 0 ? gw.err : r;
+    }
     TAILQ_FOREACH(s, &d->sessions, link)
         cap++;
-    *ret_narrowed = *ret_cut = 0;
-    if (cap == 0)
+    if (cap + gw.n == 0)
         return 0;
-    v = calloc(cap, sizeof(*v));
-    chains = calloc(cap, sizeof(*chains));
+    v = calloc(cap ? cap : 1, sizeof(*v));
+    chains = calloc(cap + gw.n, sizeof(*chains));
     if (!v || !chains) {
         snprintf(why, whylen, "out of memory");
-        return -ENOMEM;
+        r = -ENOMEM;
+        goto out;
     }
     TAILQ_FOREACH(s, &d->sessions, link) {
         struct narrowed *x = &v[n];
@@ -199,19 +268,22 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, size_t *ret_
             n++;
             continue;
         }
+        if (!s->has_chain) {
+            /* Its shared chain is narrowed below; only a cut ends it. */
+            if (!shared_cut(&gw, s))
+                continue;
+            x->cut = true;
+            snprintf(x->why, sizeof(x->why),
+                     "policy: the session's shared firewall LYH-%u no longer fits the policy; "
+                     "session ended",
+                     s->row.uid);
+            n++;
+            continue;
+        }
         x->spec = s->spec;
         if (!policy_narrow_spec(np, &x->spec, &x->cut, x->why, sizeof(x->why)))
             continue;
-        if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION && s->has_chain) {
-            x->rebuild = true;
-        } else {
-            /* A shared chain (LYH-<uid>, LYH-U-<uid>) is not this session's alone. */
-            x->cut = true;
-            snprintf(x->why, sizeof(x->why),
-                     "policy: the session's shared firewall (%s) cannot be narrowed while it runs; "
-                     "session ended",
-                     s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER ? "LYH-U" : "LYH");
-        }
+        x->rebuild = true;
         n++;
     }
     /* 1. state.db (the caller's transaction): the narrowed specs. */
@@ -226,6 +298,17 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, size_t *ret_
         if (r < 0) {
             snprintf(why, whylen, "recording the narrowed rules of session '%s' failed: %s",
                      x->s->row.id, r == -ENOBUFS ? "too large" : store_errmsg(d->store));
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < gw.n; i++) {
+        struct narrowed_guard *x = &gw.v[i];
+        r = guard_shared_set_spec(&x->g, &x->spec);
+        if (r == 0)
+            r = store_guard_put(d->store, &x->g);
+        if (r < 0) {
+            snprintf(why, whylen, "recording the narrowed rules of %s failed: %s", x->g.chain,
+                     r == -ENOBUFS ? "too large" : store_errmsg(d->store));
             goto out;
         }
     }
@@ -252,6 +335,16 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, size_t *ret_
         }
         chains[n_chains++] = c;
     }
+    for (size_t i = 0; i < gw.n; i++) {
+        struct nftr_chain *c = NULL;
+        r = guard_render_shared(d, &gw.v[i].g, &gw.v[i].spec, !np->log_allowed_flows, &c);
+        if (r < 0) {
+            snprintf(why, whylen, "cannot render the narrowed rules of %s: %s", gw.v[i].g.chain,
+                     strerror(-r));
+            goto out;
+        }
+        chains[n_chains++] = c;
+    }
     if (n_chains > 0) {
         r = nft_chains_replace(d->guard->nft, chains, n_chains);
         if (r < 0) {
@@ -261,6 +354,17 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, size_t *ret_
         }
     }
     /* 3. Memory, the audit, the clients; cut sessions end. */
+    for (size_t i = 0; i < gw.n; i++) {
+        struct narrowed_guard *x = &gw.v[i];
+        char detail[POLICY_WHY_MAX + 128] = "", num[32];
+        snprintf(num, sizeof(num), "%" PRIu64, np->version);
+        audit_kv(detail, sizeof(detail), "chain", x->g.chain);
+        audit_kv(detail, sizeof(detail), "policy_version", num);
+        audit_kv(detail, sizeof(detail), "why", x->why);
+        audit_note(d, AUDIT_KIND_POLICY, NULL, true, x->g.uid, x->cut ? "cut" : "narrowed", "%s",
+                   detail + (detail[0] == ' '));
+        log_info("firewall %s of uid %u: %s", x->g.chain, x->g.uid, x->why);
+    }
     for (size_t i = 0; i < n; i++) {
         struct narrowed *x = &v[i];
         s = x->s;
@@ -285,6 +389,7 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, size_t *ret_
 out:
     for (size_t i = 0; i < n_chains; i++)
         nftr_chain_free((struct nftr_chain *)chains[i]);
+    free(gw.v);
     return r;
 }
 

@@ -754,6 +754,16 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         s->row.scope = r->shared_user_firewall  ? LIANYAOHU__V1__SCOPE__SCOPE_USER
                        : d->guard->have_cgroup ? LIANYAOHU__V1__SCOPE__SCOPE_SESSION
                                                : LIANYAOHU__V1__SCOPE__SCOPE_UID_GID;
+        /* A sandboxed socket is decided in `guarded`, never by the user-wide
+         * chain; a --shared-user-firewall session gets a chain of its own with
+         * the shared rules, found by its cgroup. Without cgroups there is no
+         * way to tell its sockets from the user's other sessions'. */
+        if (r->shared_user_firewall && !d->guard->have_cgroup) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                     "--shared-user-firewall needs cgroup v2, which lyhd does not have here; "
+                     "use `lyh install` for your other processes and a plain `lyh run`");
+            goto out;
+        }
         k = guard_check_vpn(d, r->interface, r->allow_non_default_route, &s->spec.ipv6_blocked,
                             why, sizeof(why));
         if (k < 0) {
@@ -762,7 +772,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         }
         snprintf(s->row.interface, sizeof(s->row.interface), "%s", r->interface);
         snprintf(s->spec.iface, sizeof(s->spec.iface), "%s", r->interface);
-        if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION)
+        if (d->guard->have_cgroup)
             snprintf(s->row.chain, sizeof(s->row.chain), "%s%s", NFTR_SESSION_CHAIN_PREFIX,
                      s->row.id);
         if (d->guard->have_cgroup &&
@@ -878,7 +888,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
          * their id is recorded with the pid below. A crash in between is
          * safe: the reaper finds the cgroup by name and the map element by
          * the chain it jumps to (guard_session_del). */
-        if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_SESSION) {
+        if (s->row.chain[0]) {
             k = guard_session_add(d, s, why, sizeof(why));
             if (k < 0) {
                 rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s", why);

@@ -739,6 +739,10 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         e_meta(b, m->type == NFTR_M_SKUID ? NFT_META_SKUID : NFT_META_SKGID);
         e_cmp(b, NFT_CMP_EQ, &m->id, sizeof(m->id));
         break;
+    case NFTR_M_SKGID_NE:
+        e_meta(b, NFT_META_SKGID);
+        e_cmp(b, NFT_CMP_NEQ, &m->id, sizeof(m->id));
+        break;
     }
 }
 
@@ -1570,13 +1574,21 @@ int nft_uid_chain_add(struct nft *n, const struct nftr_chain *c) {
     return batch_send(n, &bt);
 }
 
-int nft_uid_chain_del(struct nft *n, enum nftr_scope scope, uint32_t uid) {
+/* One transaction: remove the uid scope's chain and its dispatch rules (what
+ * exists of them) and, when add is given, install it afresh (chain, rules,
+ * dispatch). -ENOENT when there was nothing to remove and nothing to add. */
+static int uid_chain_change(struct nft *n, enum nftr_scope scope, uint32_t uid,
+                            const struct nftr_chain *add) {
     char name[NFTR_NAME_MAX];
     if (scope != NFTR_SCOPE_UID && scope != NFTR_SCOPE_SHARED_USER)
         return -EINVAL;
     int r = nftr_chain_name(scope, NULL, uid, name);
     if (r < 0)
         return r;
+    if (add && (add->scope != scope || strcmp(add->name, name) != 0 ||
+                strcmp(add->dispatch.comment, add->name) != 0 ||
+                strcmp(add->dispatch.target, add->name) != 0))
+        return -EINVAL;
     const char *from = scope == NFTR_SCOPE_UID ? NFTR_CHAIN_GUARDED : NFTR_CHAIN_OUTPUT;
     r = -ERESTART;
     for (int attempt = 0; attempt < RETRIES && r == -ERESTART; attempt++) {
@@ -1596,7 +1608,7 @@ int nft_uid_chain_del(struct nft *n, enum nftr_scope scope, uint32_t uid) {
         size_t ndispatch = 0;
         for (size_t i = 0; i < rules.n; i++)
             ndispatch += strcmp(rules.v[i].comment, name) == 0;
-        if (!have_chain && ndispatch == 0) {
+        if (!have_chain && ndispatch == 0 && !add) {
             free(rules.v);
             return -ENOENT;
         }
@@ -1610,6 +1622,14 @@ int nft_uid_chain_del(struct nft *n, enum nftr_scope scope, uint32_t uid) {
                 put_delrule(n, &bt, name, 0);
                 put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, name, false);
             }
+            if (add) {
+                char tag[TAG_MAX];
+                snprintf(tag, sizeof(tag), "d:%s", add->dispatch_chain);
+                put_chain(n, &bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, add->name, false);
+                for (size_t i = 0; i < add->n_rules; i++)
+                    put_rule(n, &bt, add->name, &add->rules[i], i, true, NULL);
+                put_rule(n, &bt, add->dispatch_chain, &add->dispatch, 0, false, tag);
+            }
             r = batch_send(n, &bt);
         } else {
             batch_free(&bt);
@@ -1617,6 +1637,16 @@ int nft_uid_chain_del(struct nft *n, enum nftr_scope scope, uint32_t uid) {
         free(rules.v);
     }
     return r;
+}
+
+int nft_uid_chain_del(struct nft *n, enum nftr_scope scope, uint32_t uid) {
+    return uid_chain_change(n, scope, uid, NULL);
+}
+
+int nft_uid_chain_replace(struct nft *n, uint32_t uid, const struct nftr_chain *c) {
+    if (!c)
+        return -EINVAL;
+    return uid_chain_change(n, c->scope, uid, c);
 }
 
 /* ---- listing, counters, table ---------------------------------------------------------- */

@@ -78,6 +78,10 @@ int nft_uid_chain_add(struct nft *n, const struct nftr_chain *c);
  * name (found by that tag in guarded / output), then flush and delete the chain.
  * -ENOENT if neither the chain nor a dispatch rule exists. */
 int nft_uid_chain_del(struct nft *n, enum nftr_scope scope, uint32_t uid);
+/* uid's chain of c's scope and its dispatch replaced by c in one transaction (what
+ * exists of the old ones removed, c installed), so the uid is never
+ * unguarded in between: brings an older dispatch rule up to date. */
+int nft_uid_chain_replace(struct nft *n, uint32_t uid, const struct nftr_chain *c);
 
 /* Replace the rules of existing chains, all in one transaction: for each chain,
  * flush its rules and append c->rules. Dispatch (map element, jump rule) is not

@@ -352,7 +352,9 @@ static int input_valid(const struct nftr_input *in) {
         break;
     case NFTR_SCOPE_UID:
     case NFTR_SCOPE_SHARED_USER:
-        if (in->uid == UINT32_MAX)
+        if (in->uid == UINT32_MAX ||
+            (in->scope == NFTR_SCOPE_SHARED_USER &&
+             (in->guard_gid == 0 || in->guard_gid == UINT32_MAX)))
             return -EINVAL;
         break;
     default:
@@ -443,13 +445,21 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     case NFTR_SCOPE_UID:
     case NFTR_SCOPE_SHARED_USER: {
         /* UID: inside guarded the gid has matched already, the uid picks the chain.
-         * SHARED_USER: in output, before the gid rule, the uid alone. */
+         * SHARED_USER: in output, the uid's sockets that are NOT the guard gid's:
+         * a socket of a sandboxed agent is always decided by its own session's
+         * chain in guarded, never by the user-wide one (which has neither the
+         * session's deny rules nor its allowlist), wherever this dispatch sits. */
         snprintf(c->dispatch_chain, sizeof(c->dispatch_chain), "%s",
                  in->scope == NFTR_SCOPE_UID ? NFTR_CHAIN_GUARDED : NFTR_CHAIN_OUTPUT);
         struct nftr_rule *d = &c->dispatch;
         d->match[0].type = NFTR_M_SKUID;
         d->match[0].id = in->uid;
         d->n_match = 1;
+        if (in->scope == NFTR_SCOPE_SHARED_USER) {
+            d->match[1].type = NFTR_M_SKGID_NE;
+            d->match[1].id = in->guard_gid;
+            d->n_match = 2;
+        }
         d->verdict = NFTR_V_JUMP;
         snprintf(d->target, sizeof(d->target), "%s", c->name);
         snprintf(d->comment, sizeof(d->comment), "%s", c->name);
@@ -613,6 +623,9 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
         break;
     case NFTR_M_SKGID:
         sb_printf(s, "meta skgid %" PRIu32, m->id);
+        break;
+    case NFTR_M_SKGID_NE:
+        sb_printf(s, "meta skgid != %" PRIu32, m->id);
         break;
     }
 }

@@ -104,6 +104,7 @@ struct nftr_input {
     const char *session_id; /* NFTR_SCOPE_SESSION */
     uint64_t cgroup_id;     /* NFTR_SCOPE_SESSION: id of the session's cgroup, != 0 */
     uint32_t uid;           /* NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER; not (uid_t)-1 */
+    uint32_t guard_gid;     /* NFTR_SCOPE_SHARED_USER: the guard gid its dispatch skips */
     const char *iface;      /* the VPN: 1..15 chars of [A-Za-z0-9_.-], not "lo" */
     struct nftr_log_params log;
     struct nftr_policy policy;
@@ -128,6 +129,7 @@ enum nftr_match_type {
     NFTR_M_CT_NEW,    /* ct state new */
     NFTR_M_SKUID,     /* meta skuid <id> */
     NFTR_M_SKGID,     /* meta skgid <id> */
+    NFTR_M_SKGID_NE,  /* meta skgid != <id> */
 };
 
 struct nftr_match {

@@ -172,6 +172,7 @@ static int render(enum nftr_scope scope, const char *id, uint64_t cg, uint32_t u
         .session_id = id,
         .cgroup_id = cg,
         .uid = uid,
+        .guard_gid = NFTR_DEFAULT_GUARD_GID,
         .iface = iface,
         .log = default_log(),
         .policy = {

@@ -156,6 +156,7 @@ static void test_shared_user(void **state) {
     in.session_id = NULL;
     in.cgroup_id = 0;
     in.uid = 1000;
+    in.guard_gid = NFTR_DEFAULT_GUARD_GID;
     render_check(&in, "shared_user");
 
     struct nftr_chain *c = NULL;
@@ -163,10 +164,19 @@ static void test_shared_user(void **state) {
     assert_string_equal(c->name, "LYH-U-1000");
     assert_string_equal(c->dispatch_chain, "output");
     assert_int_equal(c->dispatch.match[0].type, NFTR_M_SKUID);
-    assert_int_equal(c->dispatch.n_match, 1);
+    /* The user-wide chain never takes a sandboxed agent's socket: those are
+     * decided by their session's own chain (issue: the skuid jump came first
+     * and bypassed the session's deny rules and allowlist). */
+    assert_int_equal(c->dispatch.n_match, 2);
+    assert_int_equal(c->dispatch.match[1].type, NFTR_M_SKGID_NE);
+    assert_int_equal(c->dispatch.match[1].id, NFTR_DEFAULT_GUARD_GID);
     assert_string_equal(c->dispatch.target, "LYH-U-1000");
     assert_string_equal(c->dispatch.comment, "LYH-U-1000");
     nftr_chain_free(c);
+
+    /* Without a guard gid to skip it is refused, not rendered wide open. */
+    in.guard_gid = 0;
+    assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
 }
 
 static void test_uid_fallback(void **state) {
