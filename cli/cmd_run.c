@@ -64,7 +64,8 @@ void usage_run(FILE *f) {
             "  --narrow-home              only agent state dirs of $HOME are writable\n"
             "  --allow-non-default-route  skip the IPv4 default-route check (traffic not\n"
             "                             routed to the VPN is refused, not steered)\n"
-            "  --no-firewall              sandbox only, no network guard (warns)\n"
+            "  --no-firewall              no VPN: the agent gets no IP network at all,\n"
+            "                             only the filesystem and syscall sandbox (warns)\n"
             "  --shared-user-firewall     one firewall for all your processes (fallback)\n"
             "  --print-firewall           print the rules that would be installed, then exit\n"
             "  --print-policy             print the effective policy, then exit\n"
@@ -595,8 +596,9 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
             fprintf(stderr, "lyh run: --no-firewall and --vpn contradict each other\n");
             return EXIT_USAGE;
         }
-        fprintf(stderr, "lyh run: warning: --no-firewall: the agent's network is NOT confined "
-                        "to a VPN (filesystem and syscall sandbox only)\n");
+        fprintf(stderr, "lyh run: warning: --no-firewall: no VPN guard, so the agent has no IP "
+                        "network at all (every socket it opens is refused, loopback too); the "
+                        "filesystem and syscall sandbox still apply\n");
         o.vpn = NULL; /* a configured interface does not matter without a firewall */
     } else {
         char picked[16];

@@ -775,21 +775,22 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         if (d->guard->have_cgroup)
             snprintf(s->row.chain, sizeof(s->row.chain), "%s%s", NFTR_SESSION_CHAIN_PREFIX,
                      s->row.id);
-        if (d->guard->have_cgroup &&
-            (strlen(d->guard->cg.base) > 200 ||
-             (size_t)snprintf(s->row.cgroup, sizeof(s->row.cgroup), "%.200s/%s", d->guard->cg.base,
-                              s->row.id) >= sizeof(s->row.cgroup))) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
-                     "lyhd's cgroup path is too long to record (%zu bytes)",
-                     strlen(d->guard->cg.base));
-            goto out;
-        }
         k = gspec_encode(&s->spec, s->row.guard_spec, sizeof(s->row.guard_spec),
                          &s->row.guard_spec_len);
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "destination rules too large");
             goto out;
         }
+    }
+    /* Every session has a cgroup (a --no-firewall one too): it is how all
+     * of it is found and killed at its end, setsid descendants included. */
+    if (d->guard->have_cgroup &&
+        (strlen(d->guard->cg.base) > 200 ||
+         (size_t)snprintf(s->row.cgroup, sizeof(s->row.cgroup), "%.200s/%s", d->guard->cg.base,
+                          s->row.id) >= sizeof(s->row.cgroup))) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                 "lyhd's cgroup path is too long to record (%zu bytes)", strlen(d->guard->cg.base));
+        goto out;
     }
     if (r->print_firewall) {
         if (r->no_firewall)
@@ -875,7 +876,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         }
         p.took_shared = true;
     }
-    if (d->guard->have_cgroup && s->row.scope != LIANYAOHU__V1__SCOPE__SCOPE_NONE) {
+    if (d->guard->have_cgroup) {
         k = guard_cgroup_create(d, s->row.id, &s->row.cgroup_id, &p.cg_dir_fd, &p.procs_fd);
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the session cgroup: %s",

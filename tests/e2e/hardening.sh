@@ -82,5 +82,85 @@ sleep 0.5 # the audit batch
 t_check "2: the audit log has a guard record of it" \
     sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --kind guard --json | grep rebuilt | grep -q 'cgroup subtree'"
 
+# ---- 3. a session's own chain decides, even with lyh install active ---------------
+
+echo "# 3. the shared-user firewall never overrides a session's own rules"
+PROBE=$(lyh_user_install "$LYH_PROBE_TOOL" probe) || lyh_die "cannot install the probe"
+vpn_as_user() { lyh_probe_as "$LYH_UID" "$LYH_GID" tcp 11.77.0.1 "$LYH_PORT" 2000; }
+in_session() { # RUN-OPTIONS... -- PROTO ADDR: one probe from inside a session
+    local opts=()
+    while [ "$1" != -- ]; do opts+=("$1"); shift; done
+    shift
+    LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui "${opts[@]}" -- \
+        "$PROBE" probe "$1" "$2" "$LYH_PORT" 2000 </dev/null 2>&1 | grep -m 1 -E '^(ok|refused|unreach|timeout|error) '
+}
+out=$(lyh_cli install --vpn tun0 2>&1)
+case $out in *"LYH-U-$LYH_UID"*) t_pass "3: lyh install: LYH-U-$LYH_UID" ;; *) t_fail "3: lyh install" "$out" ;; esac
+case $(vpn_as_user) in ok*) t_pass "3: the user's own process reaches the VPN side" ;;
+    *) t_fail "3: the user's own process reaches the VPN side" "$(vpn_as_user)" ;; esac
+case $(in_session --deny-dest 11.77.0.1 -- tcp 11.77.0.1) in
+    refused*) t_pass "3: a session's --deny-dest holds with lyh install active" ;;
+    *) t_fail "3: a session's --deny-dest holds with lyh install active" "$(in_session --deny-dest 11.77.0.1 -- tcp 11.77.0.1)" ;;
+esac
+sid=$(last_sid)
+sleep 0.5
+end=$("$LYH_LYH" --socket "$LYH_SOCK" audit query --session "$sid" --kind session --json 2>&1 | grep '"action":"end"')
+t_check "3: ... and its end record has exact totals from its own chain" \
+    grep -q 'totals=counters.*denied_events_counted=[1-9]' <<<"$end"
+# --allow-dest alone makes the session deny-by-default.
+case $(in_session --allow-dest 10.77.0.2 -- tcp 11.77.0.1) in
+    refused*) t_pass "3: a deny-default session's allowlist holds with lyh install active" ;;
+    *) t_fail "3: a deny-default session's allowlist holds with lyh install active" ;;
+esac
+case $(in_session -- tcp 11.77.0.1) in ok*) t_pass "3: a plain session still reaches the VPN side" ;;
+    *) t_fail "3: a plain session still reaches the VPN side" "$(in_session -- tcp 11.77.0.1)" ;; esac
+# The admin's always_deny reaches the installed chain at once (live narrowing).
+printf 'allowed_interface_patterns = ["tun*"]\nalways_deny = ["11.77.0.1/32"]\n' >"$LYH_TMP/deny.toml"
+out=$("$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/deny.toml" 2>&1)
+t_check "3: an admin sets always_deny 11.77.0.1" grep -qi 'version' <<<"$out"
+case $(vpn_as_user) in refused*) t_pass "3: always_deny narrows the installed LYH-U chain live" ;;
+    *) t_fail "3: always_deny narrows the installed LYH-U chain live" "$(vpn_as_user); $out" ;; esac
+sleep 0.5
+t_check "3: ... on record as a policy 'narrowed' record naming the chain" \
+    sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --kind policy --json | grep '\"action\":\"narrowed\"' | grep -q 'LYH-U-$LYH_UID'"
+lyh_daemon_stop
+lyh_daemon_start || lyh_die "lyhd does not restart"
+case $(vpn_as_user) in refused*) t_pass "3: ... and after a restart" ;;
+    *) t_fail "3: ... and after a restart" "$(vpn_as_user)" ;; esac
+printf 'allowed_interface_patterns = ["tun*", "wg*"]\n' >"$LYH_TMP/open.toml"
+"$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/open.toml" >/dev/null 2>&1
+out=$(lyh_cli uninstall 2>&1)
+case $out in *removed*) t_pass "3: lyh uninstall" ;; *) t_fail "3: lyh uninstall" "$out" ;; esac
+
+# ---- 4. --no-firewall: a cgroup like any session, and no network -------------------
+
+echo "# 4. --no-firewall sessions are fully killed and have no network"
+BG=$LYH_HOME/lyh-e2e/nofw
+install -d -o "$LYH_UID" -g "$LYH_GID" -m 0755 "$BG"
+LYH_CMD_TIMEOUT=30 lyh_cli run --no-firewall --no-tui -- /bin/sh -c \
+    'setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > "$1/pid"; exit 0' sh "$BG" \
+    </dev/null >"$LYH_TMP/t4.out" 2>"$LYH_TMP/t4.err"
+t_eq "4: a --no-firewall session runs" "$?" 0
+t_check "4: the warning says it has no network" grep -q 'no IP network at all' "$LYH_TMP/t4.err"
+bgpid=$(cat "$BG/pid" 2>/dev/null)
+if [ -n "$bgpid" ] && lyh_wait_pid_gone 5 "$bgpid"; then
+    t_pass "4: its setsid descendant is killed when it ends (it had a cgroup)"
+else
+    t_fail "4: its setsid descendant is killed when it ends" "pid '$bgpid': $(cat /proc/"$bgpid"/cgroup 2>/dev/null)"
+    [ -n "$bgpid" ] && kill -KILL "$bgpid" 2>/dev/null
+fi
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --no-firewall --no-tui -- "$PROBE" probe tcp 11.77.0.1 "$LYH_PORT" 2000 </dev/null 2>/dev/null)
+case $out in *refused*) t_pass "4: ... and no network, as the docs and the warning say" ;;
+    *) t_fail "4: ... and no network, as the docs and the warning say" "$out" ;; esac
+lyh_serve "$LYH_MAIN" 127.0.0.1 "$LYH_PORT" || lyh_die "loopback server"
+case $(lyh_probe_as "$LYH_UID" "$LYH_GID" tcp 127.0.0.1 "$LYH_PORT" 2000) in
+    ok*) t_pass "4: control: outside lyh the user reaches 127.0.0.1:$LYH_PORT" ;;
+    *) t_fail "4: control: outside lyh the user reaches 127.0.0.1:$LYH_PORT" ;;
+esac
+case $(vpn_as_user) in ok*) t_pass "4: control: outside lyh the user reaches the VPN side" ;;
+    *) t_fail "4: control: outside lyh the user reaches the VPN side" "$(vpn_as_user)" ;; esac
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --no-firewall --no-tui -- "$PROBE" probe tcp 127.0.0.1 "$LYH_PORT" 2000 </dev/null 2>/dev/null)
+case $out in *refused*) t_pass "4: ... loopback included" ;; *) t_fail "4: ... loopback included" "$out" ;; esac
+
 lyh_daemon_stop
 t_done
