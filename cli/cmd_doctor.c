@@ -147,8 +147,17 @@ static void check_capabilities(struct doctor *dr, const lianyaohu_v1_Capabilitie
                 break;
             used += (size_t)k;
         }
-        add(dr, "landlock", ST_OK, NULL, "ABI %d: %s%s", abi, rights,
-            abi >= (int)ARRAY_SIZE(ll_rights) ? " (and newer rights lyhd does not use)" : "");
+        if (abi < 6)
+            add(dr, "landlock", ST_FAIL,
+                "boot Linux 6.12 or newer; or an admin accepts the gap with `min_landlock_abi = "
+                "N` in the policy (lyh policy set), and every launch says so",
+                "ABI %d: %s; without ABI 6 abstract Unix sockets and signals are not scoped (an "
+                "agent could reach X11's abstract socket and signal your other processes), so "
+                "lyh run refuses unless the admin policy accepts it",
+                abi, rights);
+        else
+            add(dr, "landlock", ST_OK, NULL, "ABI %d: %s%s", abi, rights,
+                abi >= (int)ARRAY_SIZE(ll_rights) ? " (and newer rights lyhd does not use)" : "");
     }
 
     if (has_feature(cap, "seccomp"))

@@ -80,6 +80,8 @@ static void print_text(const lianyaohu_v1_PolicyReply *p) {
            m->audit_retention_days ? "" : " (lyhd's --audit-max-age-days)");
     printf("  audit_max_bytes                = %" PRIu64 "%s\n", m->audit_max_bytes,
            m->audit_max_bytes ? "" : " (lyhd's --audit-max-mb)");
+    printf("  min_landlock_abi               = %u%s\n", m->min_landlock_abi,
+           m->min_landlock_abi ? "" : " (the built-in 6: abstract sockets and signals scoped)");
 }
 
 static void json_dests(const lianyaohu_v1_DestRule *v, pb_size_t n) {
@@ -122,9 +124,9 @@ static void print_json(const lianyaohu_v1_PolicyReply *p) {
     json_strings(&m->writable_prefixes[0][0], sizeof(m->writable_prefixes[0]),
                  m->writable_prefixes_count);
     printf(",\"log_allowed_flows\":%s,\"max_sessions_per_uid\":%u,\"audit_retention_days\":%u,"
-           "\"audit_max_bytes\":%" PRIu64 "}}\n",
+           "\"audit_max_bytes\":%" PRIu64 ",\"min_landlock_abi\":%u}}\n",
            m->log_allowed_flows ? "true" : "false", m->max_sessions_per_uid,
-           m->audit_retention_days, m->audit_max_bytes);
+           m->audit_retention_days, m->audit_max_bytes, m->min_landlock_abi);
 }
 
 static void print_reply(const lianyaohu_v1_PolicyReply *p, bool json) {

@@ -62,6 +62,7 @@ static void policy_builtin(lianyaohu_v1_Policy *p) {
     for (size_t i = 0; i < DR_BLOCKED_V6_COUNT; i++)
         dest_from_rule(&dr_blocked_v6[i], &p->lan_allow_ceiling[p->lan_allow_ceiling_count++]);
     p->log_allowed_flows = true;
+    p->max_sessions_per_uid = 64; /* daemon/policy.h POLICY_DEFAULT_SESSIONS */
 }
 
 static int want_type(const struct ctx *c, const struct toml_value *v, const char *key,
@@ -192,6 +193,9 @@ int policy_from_toml(const char *name, const char *buf, size_t len, lianyaohu_v1
         else if (strcmp(key, "max_sessions_per_uid") == 0) {
             if ((r = get_u(&c, v, key, UINT32_MAX, &u)) == 0)
                 p.max_sessions_per_uid = (uint32_t)u;
+        } else if (strcmp(key, "min_landlock_abi") == 0) {
+            if ((r = get_u(&c, v, key, 255, &u)) == 0)
+                p.min_landlock_abi = (uint32_t)u;
         } else if (strcmp(key, "audit_retention_days") == 0) {
             if ((r = get_u(&c, v, key, UINT32_MAX, &u)) == 0)
                 p.audit_retention_days = (uint32_t)u;
@@ -259,4 +263,5 @@ void policy_print_toml(FILE *f, const lianyaohu_v1_Policy *p) {
     fprintf(f, "max_sessions_per_uid = %" PRIu32 "\n", p->max_sessions_per_uid);
     fprintf(f, "audit_retention_days = %" PRIu32 "\n", p->audit_retention_days);
     fprintf(f, "audit_max_bytes = %" PRIu64 "\n", p->audit_max_bytes);
+    fprintf(f, "min_landlock_abi = %" PRIu32 "\n", p->min_landlock_abi);
 }

@@ -500,6 +500,8 @@ void audit_session_started(struct lyhd *d, const struct session *s) {
     audit_kv(detail, sizeof(detail), "policy_version", num);
     snprintf(num, sizeof(num), "%d", d->landlock_abi);
     audit_kv(detail, sizeof(detail), "landlock_abi", num);
+    if (d->landlock_abi < (int)POLICY_DEFAULT_MIN_LANDLOCK_ABI)
+        audit_kv(detail, sizeof(detail), "landlock_scoping", "none");
     audit_kv(detail, sizeof(detail), "ipv6_blocked", s->spec.ipv6_blocked ? "yes" : "no");
     audit_note(d, AUDIT_KIND_SESSION, s->row.id, true, s->row.uid, "start", "%s", detail);
 }

@@ -35,6 +35,7 @@ struct lyhd_config {
     bool verbose;
     bool allow_root_run;         /* let uid 0 use Run (never by default) */
     bool no_cgroup;              /* act as on a host without cgroup v2 (tests the fallback) */
+    unsigned landlock_abi_max;   /* use at most this Landlock ABI (0: the kernel's) */
     unsigned hangup_grace_ms;    /* SIGHUP to SIGKILL when a client vanishes */
     const char *tmp_parent;      /* where per-launch tmpdirs go (default /tmp) */
     unsigned audit_flush_ms;     /* longest a record waits in the batch */

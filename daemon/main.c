@@ -50,6 +50,8 @@ static void usage(FILE *f) {
             "  --hangup-grace-ms MS      SIGHUP to SIGKILL when a client vanishes (default 2000)\n"
             "  --allow-root-run          let uid 0 run agents (refused by default)\n"
             "  --no-cgroup               use the per-user fallback scope even with cgroup v2\n"
+            "  --landlock-abi-max N      use at most Landlock ABI N (tests; a lower ABI is a\n"
+            "                            weaker sandbox, which the policy refuses below 6)\n"
             "  --syslog                  also log to syslog\n"
             "  --syslog-audit            forward every audit record to syslog (RFC 5424 SD)\n"
             "  --audit-flush-ms MS       longest an audit record waits to be written (default 200)\n"
@@ -80,7 +82,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
     enum {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
         O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN, O_NOCG,
-        O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT,
+        O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT, O_LLMAX,
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
@@ -96,6 +98,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"hangup-grace-ms", required_argument, NULL, O_GRACE},
         {"allow-root-run", no_argument, NULL, O_ROOTRUN},
         {"no-cgroup", no_argument, NULL, O_NOCG},
+        {"landlock-abi-max", required_argument, NULL, O_LLMAX},
         {"syslog", no_argument, NULL, O_SYSLOG},
         {"syslog-audit", no_argument, NULL, O_SYSLOG_AUDIT},
         {"audit-flush-ms", required_argument, NULL, O_AFLUSH},
@@ -162,6 +165,10 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
             break;
         case O_ROOTRUN: cfg->allow_root_run = true; break;
         case O_NOCG: cfg->no_cgroup = true; break;
+        case O_LLMAX:
+            if (parse_uint("--landlock-abi-max", optarg, 1, 255, &cfg->landlock_abi_max) < 0)
+                return -EINVAL;
+            break;
         case O_SYSLOG: cfg->use_syslog = true; break;
         case O_SYSLOG_AUDIT: cfg->syslog_audit = true; break;
         case O_AFLUSH:
@@ -299,6 +306,10 @@ static int sandbox_init(struct lyhd *d) {
     if (r < 0) {
         d->landlock_abi = 0;
         log_warn("Landlock is not available (%s): Run will refuse to start agents", strerror(-r));
+    } else if (d->cfg.landlock_abi_max && d->landlock_abi > (int)d->cfg.landlock_abi_max) {
+        log_warn("using Landlock ABI %u of the kernel's %d (--landlock-abi-max)",
+                 d->cfg.landlock_abi_max, d->landlock_abi);
+        d->landlock_abi = (int)d->cfg.landlock_abi_max;
     }
     if (!prog)
         return -ENOMEM;

@@ -67,6 +67,11 @@ void policy_default(struct policy *p) {
     for (size_t i = 0; i < DR_BLOCKED_V6_COUNT; i++)
         dest_of(&dr_blocked_v6[i], &p->lan_ceiling[p->n_lan_ceiling++]);
     p->log_allowed_flows = true;
+    p->max_sessions_per_uid = POLICY_DEFAULT_SESSIONS;
+}
+
+unsigned policy_min_landlock_abi(const struct policy *p) {
+    return p->min_landlock_abi ? p->min_landlock_abi : POLICY_DEFAULT_MIN_LANDLOCK_ABI;
 }
 
 /* ---- validation ---------------------------------------------------------------- */
@@ -227,6 +232,10 @@ int policy_from_msg(const Lianyaohu__V1__Policy *m, struct policy *ret, char *wh
                    "audit_max_bytes: %llu is outside 1 MiB..1 TiB (0 = lyhd's flag)",
                    (unsigned long long)m->audit_max_bytes);
     p->audit_max_bytes = m->audit_max_bytes;
+    if (m->min_landlock_abi > POLICY_MAX_LANDLOCK_ABI)
+        return bad(why, whylen, "min_landlock_abi: %u is above %u (0 = the built-in %u)",
+                   m->min_landlock_abi, POLICY_MAX_LANDLOCK_ABI, POLICY_DEFAULT_MIN_LANDLOCK_ABI);
+    p->min_landlock_abi = m->min_landlock_abi;
     memcpy(ret, p, sizeof(*p));
     return 0;
 }
@@ -278,6 +287,7 @@ void policy_to_msg(const struct policy *p, struct policy_msg *h) {
     h->m.max_sessions_per_uid = p->max_sessions_per_uid;
     h->m.audit_retention_days = p->audit_retention_days;
     h->m.audit_max_bytes = p->audit_max_bytes;
+    h->m.min_landlock_abi = p->min_landlock_abi;
 }
 
 int policy_pack(const struct policy *p, uint8_t **ret, size_t *ret_len) {

@@ -31,6 +31,12 @@ struct lyhd;
 #define POLICY_MAX_WRITABLE     16
 #define POLICY_PREFIX_MAX       511
 #define POLICY_MAX_SESSIONS     4096u
+/* Built-in default of max_sessions_per_uid: far above one user's real work,
+ * far below what would let one user take lyhd's fds from everyone else. */
+#define POLICY_DEFAULT_SESSIONS 64u
+/* Landlock ABI 6 (Linux 6.12) scopes abstract Unix sockets and signals. */
+#define POLICY_DEFAULT_MIN_LANDLOCK_ABI 6u
+#define POLICY_MAX_LANDLOCK_ABI 255u
 #define POLICY_MAX_RETENTION_DAYS 36500u
 #define POLICY_MIN_AUDIT_BYTES  (1ull << 20)
 #define POLICY_MAX_AUDIT_BYTES  (1ull << 40)
@@ -55,6 +61,7 @@ struct policy {
     size_t n_writable;
     bool log_allowed_flows;
     uint32_t max_sessions_per_uid; /* 0: no limit */
+    uint32_t min_landlock_abi;     /* 0: POLICY_DEFAULT_MIN_LANDLOCK_ABI */
     uint32_t audit_retention_days; /* 0: lyhd's --audit-max-age-days */
     uint64_t audit_max_bytes;      /* 0: lyhd's --audit-max-mb */
 };
@@ -85,6 +92,8 @@ int policy_unpack(const uint8_t *blob, size_t len, struct policy *ret, char *why
 
 /* Does the interface name match one of the patterns? */
 bool policy_iface_ok(const struct policy *p, const char *iface);
+/* The lowest Landlock ABI Run accepts (min_landlock_abi, or the built-in 6). */
+unsigned policy_min_landlock_abi(const struct policy *p);
 /* "tun*, wg*" (for messages). */
 void policy_patterns_text(const struct policy *p, char *buf, size_t len);
 /* Is the LAN exception d allowed: inside one lan_allow_ceiling entry and

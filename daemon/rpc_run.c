@@ -698,6 +698,22 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                  "boot with lsm=...,landlock (see `lyh doctor`)");
         goto out;
     }
+    if ((unsigned)d->landlock_abi < policy_min_landlock_abi(pol)) {
+        if (d->landlock_abi < (int)POLICY_DEFAULT_MIN_LANDLOCK_ABI)
+            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                     "this kernel's Landlock is ABI %d; below ABI 6 (Linux 6.12) it cannot scope "
+                     "abstract Unix sockets and signals, so an agent could reach X11's abstract "
+                     "socket and signal your other processes. Boot a newer kernel, or an admin "
+                     "may accept this with `min_landlock_abi = %d` in the policy (lyh policy set)",
+                     d->landlock_abi, d->landlock_abi);
+        else
+            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                     "policy: this kernel's Landlock is ABI %d, below min_landlock_abi %u "
+                     "(policy version %llu); boot a newer kernel",
+                     d->landlock_abi, policy_min_landlock_abi(pol),
+                     (unsigned long long)pol->version);
+        goto out;
+    }
     if (check_argv(call, r) < 0 || lookup_home(call, call->peer.uid, &p) < 0 ||
         check_cwd(call, r->cwd) < 0)
         goto out;

@@ -29,6 +29,7 @@
 #include "daemon/guard.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
+#include "daemon/policy.h"
 #include "daemon/rpc.h"
 #include "platform/linux/cgroup.h"
 #include "platform/linux/fsutil.h"
@@ -364,7 +365,7 @@ static void send_started(struct session *s) {
     Lianyaohu__V1__RunEvent ev = LIANYAOHU__V1__RUN_EVENT__INIT;
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
     char *notes[2];
-    char v6[160];
+    char v6[160], ll[300];
     size_t n = 0;
 
     if (!s->call)
@@ -379,6 +380,14 @@ static void send_started(struct session *s) {
         snprintf(v6, sizeof(v6), "IPv6 is blocked for this session (its default route does not "
                                  "use %s)", s->row.interface);
         notes[n++] = v6;
+    }
+    if (s->d->landlock_abi < (int)POLICY_DEFAULT_MIN_LANDLOCK_ABI) {
+        snprintf(ll, sizeof(ll),
+                 "Landlock ABI %d (the admin policy accepts it): abstract Unix sockets and signals "
+                 "are not scoped, so the agent can reach abstract sockets such as X11's and "
+                 "signal your other processes",
+                 s->d->landlock_abi);
+        notes[n++] = ll;
     }
     st.n_notes = n;
     st.notes = notes;

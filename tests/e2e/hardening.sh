@@ -162,5 +162,33 @@ case $(vpn_as_user) in ok*) t_pass "4: control: outside lyh the user reaches the
 out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --no-firewall --no-tui -- "$PROBE" probe tcp 127.0.0.1 "$LYH_PORT" 2000 </dev/null 2>/dev/null)
 case $out in *refused*) t_pass "4: ... loopback included" ;; *) t_fail "4: ... loopback included" "$out" ;; esac
 
+# ---- 5. Landlock below ABI 6 ------------------------------------------------------
+
+echo "# 5. Landlock below ABI 6 is refused unless the admin policy accepts it"
+lyh_daemon_stop
+lyh_daemon_start --landlock-abi-max 5 || lyh_die "lyhd --landlock-abi-max 5 does not start"
+LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui -- /bin/true </dev/null >/dev/null 2>"$LYH_TMP/t5.err"
+rc=$?
+if [ "$rc" != 0 ] && grep -q 'Landlock is ABI 5; below ABI 6' "$LYH_TMP/t5.err" &&
+    grep -q 'min_landlock_abi = 5' "$LYH_TMP/t5.err"; then
+    t_pass "5: ABI 5: lyh run refused, naming what is missing and the policy key"
+else
+    t_fail "5: ABI 5: lyh run refused, naming what is missing and the policy key" "rc=$rc $(cat "$LYH_TMP/t5.err")"
+fi
+printf 'allowed_interface_patterns = ["tun*", "wg*"]\nmin_landlock_abi = 5\n' >"$LYH_TMP/ll5.toml"
+"$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/ll5.toml" >/dev/null 2>&1
+LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui -- /bin/true </dev/null >/dev/null 2>"$LYH_TMP/t5b.err"
+t_eq "5: accepted by the policy (min_landlock_abi = 5): the launch runs" "$?" 0
+t_check "5: ... and says what is missing" grep -q 'Landlock ABI 5 .*not scoped' "$LYH_TMP/t5b.err"
+sid=$(last_sid)
+sleep 0.5
+t_check "5: ... and its start record says landlock_scoping=none" \
+    sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --session $sid --kind session --json | grep '\"action\":\"start\"' | grep -q 'landlock_abi=5 landlock_scoping=none'"
+ll=$(lyh_cli doctor --json 2>/dev/null | jq -r '.checks[] | select(.name == "landlock") | .status + " " + .detail + " " + .fix')
+case $ll in "fail "*"not scoped"*min_landlock_abi*) t_pass "5: lyh doctor fails the landlock check, says why and what to do" ;;
+    *) t_fail "5: lyh doctor fails the landlock check, says why and what to do" "$ll" ;; esac
+printf 'allowed_interface_patterns = ["tun*", "wg*"]\n' >"$LYH_TMP/open.toml"
+"$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/open.toml" >/dev/null 2>&1
+
 lyh_daemon_stop
 t_done

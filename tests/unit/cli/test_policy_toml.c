@@ -76,7 +76,12 @@ static void test_defaults(void **state) {
     assert_int_equal(p.lan_allow_ceiling_count, DR_BLOCKED_V4_COUNT + DR_BLOCKED_V6_COUNT);
     assert_true(p.log_allowed_flows);
     assert_int_equal(p.always_deny_count, 1);
-    assert_int_equal(p.max_sessions_per_uid, 0);
+    /* One user cannot take lyhd's fds from the others by default. */
+    assert_int_equal(p.max_sessions_per_uid, 64);
+    /* 0 = the built-in minimum (ABI 6); an admin accepts less explicitly. */
+    assert_int_equal(p.min_landlock_abi, 0);
+    assert_int_equal(parse("min_landlock_abi = 4\n", &p), 0);
+    assert_int_equal(p.min_landlock_abi, 4);
 }
 
 /* What policy_print_toml() writes reads back to the same message. */
