@@ -71,6 +71,12 @@ struct run_prep {
     bool made_tmpdir, row_inserted, made_cgroup, added_chain, took_shared;
     char *hide[RUN_MAX_HIDE];
     size_t n_hide;
+    /* A refusal decided while the thread has the caller's file-system
+     * identity: sent once it is root again (nothing writes lyhd's own files
+     * in between, and the refusal is logged and audited). */
+    int err_code;
+    char err[1000];
+    struct fs_ident root_ident; /* root's, while paths are looked up as the caller */
 };
 
 static int fail(struct rpc_call *call, int code, const char *fmt, ...)
@@ -84,6 +90,41 @@ static int fail(struct rpc_call *call, int code, const char *fmt, ...) {
     va_end(ap);
     rpc_fail(call, code, "%s", msg);
     return -1;
+}
+
+/* Record a refusal for later (see run_prep.err). The first one wins. */
+static int pfail(struct run_prep *p, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int pfail(struct run_prep *p, int code, const char *fmt, ...) {
+    va_list ap;
+
+    if (p->err_code)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(p->err, sizeof(p->err), fmt, ap);
+    va_end(ap);
+    p->err_code = code;
+    return -1;
+}
+
+/* Resolve paths as the caller from here (fsuid, fsgid, the groups the kernel
+ * recorded at connect) until as_root_again(saved). */
+static int as_caller(struct rpc_call *call, struct fs_ident *saved) {
+    int k = fs_ident_enter(call->peer.uid, call->peer.gid, call->peer_groups, call->n_peer_groups,
+                           saved);
+    if (k < 0)
+        rpc_fail(call, LIANYAOHU__V1__CODE__INTERNAL,
+                 "cannot look up your paths with your own identity: %s", strerror(-k));
+    return k;
+}
+
+/* A daemon thread left with a user's file-system identity would go on to
+ * write its own files as that user: a broken invariant, so fatal. */
+static void as_root_again(const struct fs_ident *saved) {
+    int k = fs_ident_leave(saved);
+    if (k < 0) {
+        log_error("cannot return to root's file-system identity: %s; stopping", strerror(-k));
+        abort();
+    }
 }
 
 /* ---- validation --------------------------------------------------------------- */
@@ -228,17 +269,17 @@ static int lookup_home(struct rpc_call *call, uid_t uid, struct run_prep *p) {
     return 0;
 }
 
-static int check_cwd(struct rpc_call *call, const char *cwd) {
+static int check_cwd(struct run_prep *p, const char *cwd) {
     _cleanup_close_ int fd = -1;
 
     if (cwd[0] != '/')
-        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd '%s' is not an absolute path",
+        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd '%s' is not an absolute path",
                     cwd);
     if (strlen(cwd) >= PATH_MAX)
-        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd is too long");
+        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd is too long");
     fd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd %s: %s", cwd, strerror(errno));
+        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd %s: %s", cwd, strerror(errno));
     return 0;
 }
 
@@ -373,11 +414,11 @@ static bool under_writable_prefix(const struct policy *pol, int fd) {
     return false;
 }
 
-static int check_paths(struct rpc_call *call, struct run_prep *p, const Lianyaohu__V1__RunRequest *r,
+static int check_paths(uid_t caller, struct run_prep *p, const Lianyaohu__V1__RunRequest *r,
                        const struct policy *pol) {
     if (r->n_writable > RUN_MAX_PATHS || r->n_read_only > RUN_MAX_PATHS ||
         r->n_agent_state_dirs > RUN_MAX_STATE_DIRS)
-        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
                     "too many extra paths (at most %u writable, %u read-only, %u state dirs)",
                     RUN_MAX_PATHS, RUN_MAX_PATHS, RUN_MAX_STATE_DIRS);
     for (size_t i = 0; i < r->n_writable; i++) {
@@ -385,17 +426,17 @@ static int check_paths(struct rpc_call *call, struct run_prep *p, const Lianyaoh
         _cleanup_close_ int fd = -1;
         struct stat st;
         if (path[0] != '/')
-            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
                         "writable path '%s' is not absolute", path);
         fd = open(path, O_PATH | O_CLOEXEC);
         if (fd < 0 || fstat(fd, &st) < 0)
-            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "writable path %s: %s", path,
+            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "writable path %s: %s", path,
                         strerror(errno));
-        if (st.st_uid != call->peer.uid)
-            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
-                        "writable path %s is not owned by you (uid %u)", path, call->peer.uid);
+        if (st.st_uid != caller)
+            return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                        "writable path %s is not owned by you (uid %u)", path, caller);
         if (S_ISDIR(st.st_mode) && under_system_tree(fd))
-            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+            return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                         "writable path %s lies in a system directory", path);
         _cleanup_close_ int dfd = -1;
         if (!S_ISDIR(st.st_mode)) {
@@ -410,17 +451,17 @@ static int check_paths(struct rpc_call *call, struct run_prep *p, const Lianyaoh
             dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         }
         if (!under_writable_prefix(pol, S_ISDIR(st.st_mode) ? fd : dfd))
-            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+            return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                         "policy: writable path %s is not below any of writable_prefixes", path);
         if (ll_policy_add(&p->ll, LL_RW, path, 0) < 0)
-            return fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+            return pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
     }
     for (size_t i = 0; i < r->n_read_only; i++) {
         const char *path = r->read_only[i];
         _cleanup_close_ int fd = -1;
         char who[300];
         if (path[0] != '/')
-            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
                         "read-only path '%s' is not absolute", path);
         fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0 && errno == ENOTDIR) {
@@ -435,23 +476,23 @@ static int check_paths(struct rpc_call *call, struct run_prep *p, const Lianyaoh
             fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         }
         if (fd < 0)
-            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "read-only path %s: %s", path,
+            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "read-only path %s: %s", path,
                         strerror(errno));
-        if (near_other_home(fd, call->peer.uid, who, sizeof(who)))
-            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+        if (near_other_home(fd, caller, who, sizeof(who)))
+            return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                         "read-only path %s is at, above or below the home of %s", path, who);
         if (ll_policy_add(&p->ll, LL_RX, path, 0) < 0)
-            return fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+            return pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
     }
     for (size_t i = 0; i < r->n_agent_state_dirs; i++) {
         const char *name = r->agent_state_dirs[i];
         char path[PATH_MAX];
         if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
                         "agent state dir '%s' must be one name under your home", name);
         if (snprintf(path, sizeof(path), "%s/%s", p->home, name) >= (int)sizeof(path) ||
             ll_policy_add(&p->ll, LL_RW, path, LL_OPTIONAL) < 0)
-            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "agent state dir '%s' is too long",
+            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "agent state dir '%s' is too long",
                         name);
     }
     return 0;
@@ -544,30 +585,30 @@ static void pick_hidden(struct lyhd *d, uid_t uid, struct run_prep *p) {
  * the end, it cannot widen anything. Deciding here: absolute, a directory
  * (a tmpfs cannot cover a file; naming a file would otherwise be ignored),
  * not a symlink (the cover must be where the user pointed), missing = skip. */
-static int pick_denied(struct rpc_call *call, const Lianyaohu__V1__RunRequest *r,
+static int pick_denied(const Lianyaohu__V1__RunRequest *r,
                        struct run_prep *p) {
     const int bad = LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
     struct stat st;
 
     if (r->n_deny_paths > RUN_MAX_DENY) {
-        rpc_fail(call, bad, "too many deny paths (%zu, at most %d)", r->n_deny_paths,
+        pfail(p, bad, "too many deny paths (%zu, at most %d)", r->n_deny_paths,
                  RUN_MAX_DENY);
         return -EINVAL;
     }
     for (size_t i = 0; i < r->n_deny_paths; i++) {
         const char *path = r->deny_paths[i];
         if (path[0] != '/' || strlen(path) >= PATH_MAX) {
-            rpc_fail(call, bad, "deny path '%.200s' must be an absolute path", path);
+            pfail(p, bad, "deny path '%.200s' must be an absolute path", path);
             return -EINVAL;
         }
         if (lstat(path, &st) < 0) {
             if (errno == ENOENT)
                 continue; /* nothing there to hide */
-            rpc_fail(call, bad, "deny path '%.200s': %s", path, strerror(errno));
+            pfail(p, bad, "deny path '%.200s': %s", path, strerror(errno));
             return -EINVAL;
         }
         if (!S_ISDIR(st.st_mode)) {
-            rpc_fail(call, bad,
+            pfail(p, bad,
                      "deny path '%.200s' is %s; deny paths must be directories (deny the "
                      "directory that holds it)",
                      path, S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
@@ -575,7 +616,7 @@ static int pick_denied(struct rpc_call *call, const Lianyaohu__V1__RunRequest *r
         }
         p->hide[p->n_hide] = strdup(path);
         if (!p->hide[p->n_hide]) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+            pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
             return -ENOMEM;
         }
         p->n_hide++;
@@ -714,8 +755,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                      (unsigned long long)pol->version);
         goto out;
     }
-    if (check_argv(call, r) < 0 || lookup_home(call, call->peer.uid, &p) < 0 ||
-        check_cwd(call, r->cwd) < 0)
+    if (check_argv(call, r) < 0 || lookup_home(call, call->peer.uid, &p) < 0)
         goto out;
     if (r->network_default != LIANYAOHU__V1__NETWORK_DEFAULT__NETWORK_DEFAULT_ALLOW &&
         r->network_default != LIANYAOHU__V1__NETWORK_DEFAULT__NETWORK_DEFAULT_DENY) {
@@ -827,7 +867,20 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cannot build the path policy");
         goto out;
     }
-    if (check_paths(call, &p, r, pol) < 0 || take_stdio(call, &p, r) < 0)
+    /* The request's paths are looked up with the caller's file-system
+     * identity, not root's: whatever the answer, it is one the caller could
+     * have had by trying (a root lookup would tell whether something exists
+     * in a directory the caller cannot read). */
+    if (as_caller(call, &p.root_ident) < 0)
+        goto out;
+    (void)(check_cwd(&p, r->cwd) == 0 && check_paths(call->peer.uid, &p, r, pol) == 0 &&
+           pick_denied(r, &p) == 0);
+    as_root_again(&p.root_ident);
+    if (p.err_code) {
+        rpc_fail(call, p.err_code, "%s", p.err);
+        goto out;
+    }
+    if (take_stdio(call, &p, r) < 0)
         goto out;
     {
         struct envp_var vars[ENVP_MAX_VARS];
@@ -858,8 +911,6 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         }
     }
     pick_groups(d, call, &p);
-    if (pick_denied(call, r, &p) < 0)
-        goto out;
     pick_hidden(d, call->peer.uid, &p);
 
     /* 4. Make things, each recorded first. */
@@ -915,7 +966,11 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
             s->has_chain = true;
         }
     }
+    /* The ruleset's paths are opened as the caller too (see as_caller). */
+    if (as_caller(call, &p.root_ident) < 0)
+        goto out;
     k = ll_ruleset_build(&p.ll, d->landlock_abi, &p.ll_fd, &p.ll_report, why, sizeof(why));
+    as_root_again(&p.root_ident);
     if (k < 0) {
         /* A path of the request is wrong, or the kernel/memory failed us. */
         bool path_error = k == -ENOENT || k == -ENOTDIR || k == -EACCES || k == -ELOOP ||

@@ -86,6 +86,46 @@ int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, in
     return 0;
 }
 
+/* Raw syscalls on purpose: glibc's setgroups()/setfsuid() wrappers apply
+ * setgroups to every thread of the process; the raw calls change only this
+ * one, which is the point (lyhd's other threads keep root's identity). */
+int fs_ident_enter(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
+                   struct fs_ident *saved) {
+    int n;
+
+    if (n_groups > FS_IDENT_MAX_GROUPS)
+        return -E2BIG;
+    n = getgroups(FS_IDENT_MAX_GROUPS, saved->groups);
+    if (n < 0)
+        return -errno;
+    saved->n_groups = (size_t)n;
+    saved->fsuid = (uid_t)syscall(SYS_setfsuid, (uid_t)-1);
+    saved->fsgid = (gid_t)syscall(SYS_setfsgid, (gid_t)-1);
+    if (syscall(SYS_setgroups, n_groups, groups) < 0)
+        return -errno;
+    (void)syscall(SYS_setfsgid, gid);
+    (void)syscall(SYS_setfsuid, uid);
+    /* setfsuid/setfsgid report failure only through the value they return
+     * next time: ask again (-1 changes nothing and returns the current one). */
+    if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != uid ||
+        (gid_t)syscall(SYS_setfsgid, (gid_t)-1) != gid) {
+        (void)fs_ident_leave(saved);
+        return -EPERM;
+    }
+    return 0;
+}
+
+int fs_ident_leave(const struct fs_ident *saved) {
+    (void)syscall(SYS_setfsuid, saved->fsuid);
+    (void)syscall(SYS_setfsgid, saved->fsgid);
+    if (syscall(SYS_setgroups, saved->n_groups, saved->groups) < 0)
+        return -errno;
+    if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != saved->fsuid ||
+        (gid_t)syscall(SYS_setfsgid, (gid_t)-1) != saved->fsgid)
+        return -EPERM;
+    return 0;
+}
+
 int fs_remove_empty_dir(const char *path) {
     if (rmdir(path) < 0 && errno != ENOENT)
         return -errno;

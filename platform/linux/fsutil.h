@@ -19,6 +19,29 @@ int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t g
  * child's pid and a pidfd (CLOEXEC) to wait on; exit status 0 = emptied. */
 int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, int *ret_pidfd);
 
+/* The calling thread's file-system identity, for deciding a path as a user
+ * would: fsuid, fsgid and the supplementary groups. */
+#define FS_IDENT_MAX_GROUPS 80
+struct fs_ident {
+    uid_t fsuid;
+    gid_t fsgid;
+    gid_t groups[FS_IDENT_MAX_GROUPS];
+    size_t n_groups;
+};
+
+/* Make the calling THREAD resolve paths as uid:gid with groups (raw setgroups,
+ * setfsgid, setfsuid: other threads keep theirs). A non-zero fsuid also drops
+ * the file-system capabilities (DAC override, DAC read-search, fowner, ...)
+ * from the effective set, so permission checks are exactly the user's. The
+ * previous identity goes to *saved. Only path lookups and opens belong in
+ * between: nothing that writes lyhd's own files. -E2BIG for too many groups. */
+int fs_ident_enter(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
+                   struct fs_ident *saved);
+/* Back to *saved (fsuid 0 raises the file-system capabilities again). A
+ * failure here leaves the thread with the user's identity: the caller must
+ * treat it as fatal. */
+int fs_ident_leave(const struct fs_ident *saved);
+
 /* rmdir as the caller (root): safe on a tree a user controlled, since rmdir
  * neither follows a symlink nor removes a non-empty directory. Gone = 0. */
 int fs_remove_empty_dir(const char *path);

@@ -190,5 +190,55 @@ case $ll in "fail "*"not scoped"*min_landlock_abi*) t_pass "5: lyh doctor fails 
 printf 'allowed_interface_patterns = ["tun*", "wg*"]\n' >"$LYH_TMP/open.toml"
 "$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/open.toml" >/dev/null 2>&1
 
+# ---- 6. paths are looked up as the caller --------------------------------------------
+
+echo "# 6. a request's paths are looked up as the caller, not as root"
+lyh_daemon_stop
+lyh_daemon_start || lyh_die "lyhd does not restart"
+A_USER=$LYH_USER A_UID=$LYH_UID A_GID=$LYH_GID A_HOME=$LYH_HOME
+lyh_user_create "lyho$$" || lyh_die "cannot create the second user"
+O_HOME=$LYH_HOME
+LYH_USER=$A_USER LYH_UID=$A_UID LYH_GID=$A_GID LYH_HOME=$A_HOME
+chmod 0700 "$O_HOME"
+mkdir -m 0755 "$O_HOME/secret"
+# The answer for an existing path in a directory the caller cannot read must
+# be the answer for a missing one: else lyhd, resolving as root, tells the
+# caller what exists where they cannot look.
+same_answer() { # NAME OPTION: lyh run OPTION <existing> vs OPTION <missing>
+    local name=$1 opt=$2 a b
+    a=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui "$opt" "$O_HOME/secret" -- /bin/true </dev/null 2>&1 | sed "s|$O_HOME/secret|PATH|g")
+    b=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui "$opt" "$O_HOME/nosuch" -- /bin/true </dev/null 2>&1 | sed "s|$O_HOME/nosuch|PATH|g")
+    if [ "$a" = "$b" ] && grep -q 'Permission denied' <<<"$a"; then
+        t_pass "6: $name: the same refusal for an existing and a missing path ($(head -n 1 <<<"$a"))"
+    else
+        t_fail "6: $name: the same refusal for an existing and a missing path" "existing: $a | missing: $b"
+    fi
+}
+same_answer "--read-only in another user's 0700 home" --read-only
+same_answer "--writable in another user's 0700 home" --writable
+same_answer "--cwd in another user's 0700 home" --cwd
+# The same through a raw client (the CLI checks --cwd itself first).
+PYMOD=$LYH_TMP/py
+mkdir -m 0755 "$PYMOD" && protoc -I"$HERE/../../proto" --python_out="$PYMOD" "$HERE/../../proto/lianyaohu.proto" ||
+    lyh_die "protoc failed"
+install -m 0755 "$HERE/run_client.py" "$LYH_TMP/bin/run_client.py"
+raw_run() { lyh_as_user /usr/bin/python3 "$LYH_TMP/bin/run_client.py" "$PYMOD" "$LYH_SOCK" "$@"; }
+for key in cwd read_only writable deny_paths; do
+    case $key in cwd) v1="\"$O_HOME/secret\"" v2="\"$O_HOME/nosuch\"" ;;
+        *) v1="[\"$O_HOME/secret\"]" v2="[\"$O_HOME/nosuch\"]" ;; esac
+    base='"argv":["/bin/true"],"interface":"tun0"'
+    [ "$key" = cwd ] || base+=",\"cwd\":\"$A_HOME\""
+    a=$(raw_run "{$base,\"$key\":$v1}" | sed "s|$O_HOME/secret|PATH|g")
+    b=$(raw_run "{$base,\"$key\":$v2}" | sed "s|$O_HOME/nosuch|PATH|g")
+    if [ "$a" = "$b" ] && grep -q 'Permission denied' <<<"$a"; then
+        t_pass "6: raw client, $key in another user's 0700 home: the same refusal ($a)"
+    else
+        t_fail "6: raw client, $key in another user's 0700 home: the same refusal" "existing: $a | missing: $b"
+    fi
+done
+# Control: what the caller can see is still told apart.
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --read-only "$A_HOME/nosuch" -- /bin/true </dev/null 2>&1)
+t_check "6: control: a missing path in the caller's own home says so" grep -q 'No such file' <<<"$out"
+
 lyh_daemon_stop
 t_done
