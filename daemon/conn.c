@@ -20,6 +20,7 @@
  * completed frame [start, end) owns the fds tagged <= end. Fds the request does
  * not take are closed once it has been dispatched. */
 #include "daemon/audit.h"
+#include "daemon/closer.h"
 #include "daemon/conn.h"
 
 #include <errno.h>
@@ -37,6 +38,7 @@
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 #include "daemon/server.h"
+#include "platform/linux/fdkind.h"
 
 /* A client that does not read its responses may make us buffer this much. */
 #define CONN_MAX_OUTPUT (8u << 20)
@@ -85,6 +87,42 @@ static void conn_free_cb(evutil_socket_t fd, short what, void *arg) {
     free(c);
 }
 
+/* Close the connection's socket without the event loop ever waiting: fds the
+ * client sent that we have not read would have their last reference dropped
+ * by the close (a lingering TCP socket among them would block it). So the
+ * client's sending is shut down first, what is left is read out with room
+ * for every fd (SCM_MAX_FD per message: none dropped by the kernel on our
+ * thread), those fds go to the closer, and then the emptied socket closes
+ * at once. Bounded: the queue is at most the socket's receive buffer. */
+static void close_drained(struct conn *c) {
+    uint8_t buf[64 * 1024];
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 253)];
+    } ctl;
+
+    (void)shutdown(c->fd, SHUT_RDWR);
+    for (unsigned pass = 0; pass < 4096; pass++) {
+        struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                            .msg_controllen = sizeof(ctl.buf)};
+        ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n <= 0 && !(n == 0 && mh.msg_controllen > 0))
+            break;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                continue;
+            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < k; i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                closer_close(c->d->closer, c->peer.uid, fd);
+            }
+        }
+    }
+    CLOSE_FD(c->fd);
+}
+
 void conn_close(struct conn *c, const char *why) {
     struct rpc_call *call;
 
@@ -108,13 +146,13 @@ void conn_close(struct conn *c, const char *why) {
             rpc_call_free(call);
     }
     for (unsigned i = 0; i < c->n_fds; i++)
-        CLOSE_FD(c->fds[i].fd);
+        closer_close(c->d->closer, c->peer.uid, TAKE_FD(c->fds[i].fd));
     c->n_fds = 0;
     event_free(c->ev_read);
     event_free(c->ev_write);
     event_free(c->ev_frame_timeout);
     c->ev_read = c->ev_write = c->ev_frame_timeout = NULL;
-    CLOSE_FD(c->fd);
+    close_drained(c);
     server_conn_removed(c->d->server, c);
     /* We may be inside one of this connection's callbacks: free later. */
     if (event_base_once(c->d->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL) < 0)
@@ -231,7 +269,7 @@ static int take_frame_fds(struct conn *c, uint64_t end, int *out, unsigned max, 
         }
         if (c->fds[i].fd < 0 || n >= max) {
             overflow = true;
-            CLOSE_FD(c->fds[i].fd);
+            closer_close(c->d->closer, c->peer.uid, TAKE_FD(c->fds[i].fd));
             continue;
         }
         out[n++] = c->fds[i].fd;
@@ -256,7 +294,7 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
 
     if (wire_request_decode(body, len, &req) < 0) {
         for (unsigned i = 0; i < n_fds; i++)
-            close(fds[i]);
+            closer_close(c->d->closer, c->peer.uid, fds[i]);
         conn_close(c, "malformed request");
         return;
     }
@@ -273,6 +311,20 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
                     "them with the sendmsg that carries the frame",
                     req->fd_count, n_fds);
         goto out_fds;
+    }
+    /* Only the kinds Run needs are kept; anything else (a TCP socket whose
+     * close could linger, a FUSE file, a directory, an eventfd) is refused by
+     * name and closed off the loop. */
+    for (unsigned i = 0; i < n_fds; i++) {
+        struct fdk_info info;
+        int k = fdk_classify(fds[i], &info);
+        if (k < 0 || info.kind == FDK_REFUSED) {
+            reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                        "file descriptor %u of %u is %s; lyhd takes only terminals, pipes, AF_UNIX "
+                        "sockets, regular files and /dev/null-like devices",
+                        i + 1, n_fds, k < 0 ? "of a kind lyhd cannot tell" : info.what);
+            goto out_fds;
+        }
     }
     wire_request_check(req, &chk);
     switch (chk.verdict) {
@@ -351,6 +403,7 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
         goto out_fds;
     }
     call->conn = c;
+    call->closer = c->d->closer;
     call->call_id = req->call_id;
     call->method = req->method_case;
     call->peer = c->peer;
@@ -369,7 +422,7 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
     call->in_dispatch = false;
     /* Fds the handler did not take are closed now, whatever it does later. */
     for (unsigned i = 0; i < call->n_fds; i++)
-        CLOSE_FD(call->fds[i]);
+        closer_close(c->d->closer, c->peer.uid, TAKE_FD(call->fds[i]));
     if (call->finished || !call->conn) {
         if (call->conn) {
             TAILQ_REMOVE(&c->calls, call, link);
@@ -380,7 +433,7 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
 
 out_fds:
     for (unsigned i = 0; i < n_fds; i++)
-        close(fds[i]);
+        closer_close(c->d->closer, c->peer.uid, fds[i]);
     wire_request_free(req);
 }
 
@@ -406,7 +459,7 @@ static int queue_fds(struct conn *c, struct msghdr *mh, uint64_t tag) {
             int fd;
             memcpy(&fd, data + i * sizeof(int), sizeof(int));
             if (c->n_fds >= CONN_MAX_QUEUED_FDS) {
-                close(fd);
+                closer_close(c->d->closer, c->peer.uid, fd);
                 dropped++;
                 continue;
             }

@@ -26,6 +26,7 @@ struct rpc_method;
  * streaming calls stay on the connection's list until rpc_finish(). */
 struct rpc_call {
     struct conn *conn;
+    struct closer *closer;      /* closes the fds not taken (daemon/closer.h) */
     uint64_t call_id;
     uint32_t method;            /* Request.method case */
     const struct rpc_method *row;

@@ -19,6 +19,7 @@ struct guard;
 struct sc_program;
 struct audit;
 struct policy;
+struct closer;
 
 struct lyhd_config {
     const char *socket_path;
@@ -54,7 +55,10 @@ struct lyhd {
     struct policy *policy;       /* owned: the admin policy in force (policy.h); NULL = default */
     struct session_list sessions;
     struct sc_program *seccomp;  /* built once at startup, installed by each child */
+    struct closer *closer;       /* closes client fds off the loop; NULL: inline (tests) */
     int landlock_abi;            /* 0: Landlock missing, Run refuses */
+    unsigned fd_limit;           /* RLIMIT_NOFILE after raising it to the hard limit */
+    unsigned fd_base;            /* fds lyhd itself held when it started serving */
     gid_t drop_gids[16];         /* groups an agent never keeps (docker, sudo, ...) */
     size_t n_drop_gids;
     uint64_t start_mono_ms;

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,6 +23,7 @@
 #include "common/lyh_limits.h"
 #include "common/macros.h"
 #include "daemon/audit.h"
+#include "daemon/closer.h"
 #include "daemon/log.h"
 #include "daemon/policy.h"
 #include "daemon/lyhd.h"
@@ -295,6 +298,39 @@ static void collect_drop_groups(struct lyhd *d) {
     }
 }
 
+/* Open fds of this process, once at startup (a directory read, not for hot paths). */
+static unsigned count_open_fds(void) {
+    DIR *dir = opendir("/proc/self/fd");
+    unsigned n = 0;
+
+    if (!dir)
+        return 0;
+    for (struct dirent *de; (de = readdir(dir));)
+        n += de->d_name[0] != '.';
+    closedir(dir);
+    return n > 0 ? n - 1 : 0; /* the directory's own fd */
+}
+
+/* Each session and connection holds some of lyhd's fds: take the whole hard
+ * limit (the soft one is often 1024), and remember what lyhd itself holds once
+ * it is ready, for the budget Run keeps (rpc_run.c). */
+static void raise_nofile(struct lyhd *d) {
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            log_info("open-file limit raised from %llu to %llu", (unsigned long long)was,
+                     (unsigned long long)rl.rlim_max);
+        else
+            (void)getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    d->fd_limit = rl.rlim_cur > 1u << 30 ? 1u << 30 : (unsigned)rl.rlim_cur;
+}
+
 /* Probe Landlock once and build the seccomp program once: every child only
  * installs what was prepared here. */
 static int sandbox_init(struct lyhd *d) {
@@ -354,6 +390,13 @@ static unsigned sessions_shutdown(struct lyhd *d) {
     return running;
 }
 
+/* A close that waits more than a second (a TCP socket's linger) is
+ * interrupted; see daemon/closer.h. */
+static void on_poke(evutil_socket_t fd, short what, void *arg) {
+    struct lyhd *d = arg;
+    closer_poke(d->closer, 1000);
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
     struct lyhd *d = arg;
 
@@ -365,6 +408,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
 int main(int argc, char **argv) {
     struct lyhd d = {.lock_fd = -1};
     struct event *ev_sig[3] = {0};
+    struct event *ev_poke = NULL;
     const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
     const char *err = NULL;
     char why[512];
@@ -380,6 +424,7 @@ int main(int argc, char **argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     umask(0022);
+    raise_nofile(&d);
     d.start_mono_ms = lyhd_mono_ms();
 
     /* Lock first, so a second daemon never touches state.db, then open it
@@ -429,6 +474,16 @@ int main(int argc, char **argv) {
         goto fail;
     }
     (void)session_sweep_tmpdirs(&d);
+    r = closer_start(&d.closer);
+    if (r < 0) {
+        log_error("cannot start the threads that close client file descriptors: %s", strerror(-r));
+        goto fail;
+    }
+    ev_poke = event_new(d.base, -1, EV_PERSIST, on_poke, &d);
+    if (!ev_poke || event_add(ev_poke, &(struct timeval){.tv_sec = 1}) < 0) {
+        log_error("cannot start the close watchdog timer");
+        goto fail;
+    }
     r = server_start(&d, &d.server, why, sizeof(why));
     if (r < 0) {
         log_error("%s", why);
@@ -441,8 +496,9 @@ int main(int argc, char **argv) {
             goto fail;
         }
     }
-    log_info("lyhd %s listening on %s (state %s, pid %d)", LYH_VERSION, d.cfg.socket_path,
-             d.cfg.state_dir, getpid());
+    d.fd_base = count_open_fds();
+    log_info("lyhd %s listening on %s (state %s, pid %d, %u of %u fds in use)", LYH_VERSION,
+             d.cfg.socket_path, d.cfg.state_dir, getpid(), d.fd_base, d.fd_limit);
 
     if (event_base_dispatch(d.base) < 0) {
         log_error("event loop failed");
@@ -461,6 +517,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
         if (ev_sig[i])
             event_free(ev_sig[i]);
+    if (ev_poke)
+        event_free(ev_poke);
+    closer_stop(d.closer);
     event_base_free(d.base);
     guard_free(d.guard, none_running);
     sandbox_free(&d);
@@ -477,6 +536,9 @@ fail:
     for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
         if (ev_sig[i])
             event_free(ev_sig[i]);
+    if (ev_poke)
+        event_free(ev_poke);
+    closer_stop(d.closer);
     if (d.base)
         event_base_free(d.base);
     guard_free(d.guard, false);

@@ -31,11 +31,13 @@
 #include "common/dest_rule.h"
 #include "common/env_policy.h"
 #include "common/macros.h"
+#include "daemon/closer.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
 #include "daemon/policy.h"
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
+#include "daemon/server.h"
 #include "daemon/session.h"
 #include "platform/linux/cgroup.h"
 #include "platform/linux/fsutil.h"
@@ -66,6 +68,7 @@ struct run_prep {
     int cg_dir_fd;
     int stdio[3];
     int pty_fd;
+    uid_t uid; /* the caller, whose fds stdio and pty_fd are */
     gid_t groups[LYH_MAX_PEER_GROUPS + 1];
     size_t n_groups;
     bool made_tmpdir, row_inserted, made_cgroup, added_chain, took_shared;
@@ -226,6 +229,47 @@ static int check_policy(struct lyhd *d, struct rpc_call *call, const Lianyaohu__
                         "policy: uid %u has %u running session(s); max_sessions_per_uid is %u",
                         call->peer.uid, live, pol->max_sessions_per_uid);
     }
+    return 0;
+}
+
+/* The fds a launch needs for a moment (tmpdir, cgroup dir and cgroup.procs,
+ * the Landlock ruleset, the exec status pipe, the pidfd, the stdio copies). */
+#define RUN_LAUNCH_FDS 10u
+
+/* lyhd's open-file budget. Every running session holds 1 to 3 fds (pidfd,
+ * exec status pipe until exec, pty) and its client's connection one. Kept
+ * back: a reserve for lyhd's own work (state.db, audit.db, netlink, new
+ * connections, a launch), and one user may hold at most half of the rest, so
+ * a user running hundreds of sessions can never take the fds other users'
+ * launches need (issue: one user reached 481 sessions and another's lyh run
+ * failed with "Too many open files"). */
+static int check_fd_budget(struct lyhd *d, struct rpc_call *call) {
+    unsigned limit = d->fd_limit, reserve, share, mine = 0, all = 0;
+    struct session *s;
+
+    if (limit == 0)
+        return 0; /* not measured (tests that run no main) */
+    reserve = limit / 8 > 16 ? limit / 8 : 16;
+    TAILQ_FOREACH(s, &d->sessions, link) {
+        unsigned n = session_fds(s);
+        all += n;
+        if (s->row.uid == call->peer.uid)
+            mine += n;
+    }
+    mine += server_conn_count_uid(d->server, call->peer.uid);
+    all += server_conn_count(d->server);
+    share = limit > reserve + d->fd_base ? (limit - reserve - d->fd_base) / 2 : 0;
+    if (call->peer.uid != 0 && mine + RUN_LAUNCH_FDS > share)
+        return fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                    "your sessions and connections hold %u of lyhd's file descriptors and one "
+                    "user may hold at most %u (half of what lyhd can give out, so other users can "
+                    "still start theirs); end a session first",
+                    mine, share);
+    if (d->fd_base + all + RUN_LAUNCH_FDS + reserve > limit)
+        return fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                    "lyhd is close to its open-file limit (%u, %u in use); try again when sessions "
+                    "have ended, or raise LimitNOFILE",
+                    limit, d->fd_base + all);
     return 0;
 }
 
@@ -638,9 +682,10 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
     CLOSE_FD(p->ll_fd);
     CLOSE_FD(p->procs_fd);
     CLOSE_FD(p->cg_dir_fd);
+    /* The client's fds (the child has its own copies by now): off the loop. */
     for (int i = 0; i < 3; i++)
-        CLOSE_FD(p->stdio[i]);
-    CLOSE_FD(p->pty_fd);
+        closer_close(d->closer, p->uid, TAKE_FD(p->stdio[i]));
+    closer_close(d->closer, p->uid, TAKE_FD(p->pty_fd));
     if (!s)
         return;
     /* Reverse order of creation. */
@@ -720,7 +765,8 @@ static void print_firewall(struct lyhd *d, struct rpc_call *call, struct session
 
 void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     const Lianyaohu__V1__RunRequest *r = req->run;
-    struct run_prep p = {.ll_fd = -1, .procs_fd = -1, .cg_dir_fd = -1, .stdio = {-1, -1, -1}, .pty_fd = -1};
+    struct run_prep p = {.ll_fd = -1, .procs_fd = -1, .cg_dir_fd = -1, .stdio = {-1, -1, -1},
+                         .pty_fd = -1, .uid = call->peer.uid};
     struct session *s = NULL;
     struct spawn_plan plan;
     const struct policy *pol = policy_current(d);
@@ -764,7 +810,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         goto out;
     }
 
-    if (check_policy(d, call, r, pol) < 0)
+    if (check_policy(d, call, r, pol) < 0 || (!r->print_firewall && check_fd_budget(d, call) < 0))
         goto out;
 
     s = calloc(1, sizeof(*s));

@@ -12,6 +12,7 @@
 
 #include "common/macros.h"
 #include "daemon/audit.h"
+#include "daemon/closer.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
@@ -53,7 +54,7 @@ void rpc_call_free(struct rpc_call *call) {
     if (!call)
         return;
     for (unsigned i = 0; i < call->n_fds; i++)
-        CLOSE_FD(call->fds[i]);
+        closer_close(call->closer, call->peer.uid, TAKE_FD(call->fds[i]));
     free(call->held);
     free(call);
 }

@@ -22,6 +22,7 @@
  * accept and close the waiting connection (the client sees EOF rather than a
  * hang), and stop accepting until some connection closes. */
 #include "daemon/audit.h"
+#include "daemon/closer.h"
 #include "daemon/server.h"
 
 #include <errno.h>
@@ -42,6 +43,10 @@
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
 #include "storage/dircheck.h"
+
+/* Closes of one user's fds that may still be pending before lyhd refuses
+ * that user's new connections. */
+#define SERVER_MAX_PENDING_CLOSES 64u
 
 struct conn_slot {
     struct conn *conn;
@@ -173,6 +178,18 @@ static void accept_one(struct server *s, int fd) {
     if (!groups_ok) {
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
                     "your process has more supplementary groups than lyhd accepts (64)");
+        return;
+    }
+    /* A user whose fds lyhd is still closing (a close that hangs: a FUSE
+     * server that does not answer) gets no new connection that could hand it
+     * more. */
+    if (closer_pending(s->d->closer, cred.uid) > SERVER_MAX_PENDING_CLOSES) {
+        snprintf(msg, sizeof(msg),
+                 "lyhd is still closing %u file descriptors you passed it; try again later",
+                 closer_pending(s->d->closer, cred.uid));
+        audit_request(s->d, cred.uid, cred.pid, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                      "limit", msg);
+        conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
         return;
     }
     /* Limits are answered with a frame so the client can say why. */

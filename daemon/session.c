@@ -62,6 +62,10 @@ struct session *session_find(struct lyhd *d, const char *id) {
     return NULL;
 }
 
+unsigned session_fds(const struct session *s) {
+    return (s->pidfd >= 0) + (s->status_fd >= 0) + (s->pty_fd >= 0);
+}
+
 unsigned session_count(struct lyhd *d, bool all, uid_t uid) {
     struct session *s;
     unsigned n = 0;

@@ -83,6 +83,9 @@ unsigned session_sweep_tmpdirs(struct lyhd *d);
 /* Release a session object (not its kernel objects). */
 void session_free(struct session *s);
 
+/* File descriptors the session holds in lyhd (pidfd, status pipe, pty). */
+unsigned session_fds(const struct session *s);
+
 /* Count live sessions of uid (or all). */
 unsigned session_count(struct lyhd *d, bool all, uid_t uid);
 

@@ -240,5 +240,46 @@ done
 out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --read-only "$A_HOME/nosuch" -- /bin/true </dev/null 2>&1)
 t_check "6: control: a missing path in the caller's own home says so" grep -q 'No such file' <<<"$out"
 
+# ---- 7. one user cannot take lyhd's file descriptors from the others ---------------
+
+echo "# 7. one user's sessions cannot take the fds other users' launches need"
+lyh_daemon_stop
+printf 'allowed_interface_patterns = ["tun*", "wg*"]\nmax_sessions_per_uid = 4096\n' >"$LYH_TMP/many.toml"
+LYH_DAEMON_PREFIX=(prlimit --nofile=80:80 --)
+lyh_daemon_start || lyh_die "lyhd with 80 fds does not start"
+LYH_DAEMON_PREFIX=()
+"$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/many.toml" >/dev/null 2>&1
+A_PIDS=()
+for i in $(seq 1 30); do
+    LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- /bin/sleep 30 \
+        </dev/null >/dev/null 2>"$LYH_TMP/t7.$i.err" &
+    A_PIDS+=("$!")
+    lyh_track_pid "$!"
+    sleep 0.1
+    grep -q 'one user may hold at most' "$LYH_TMP/t7.$i.err" && break
+done
+lyh_wait_until 5 grep -lq 'one user may hold at most' "$LYH_TMP"/t7.*.err
+running=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select count(*) from sessions where state=2 and uid=$A_UID")
+if grep -lq 'one user may hold at most' "$LYH_TMP"/t7.*.err && [ "$running" -ge 1 ]; then
+    t_pass "7: user A's launches stop at its share of the fds ($running running, then refused)"
+else
+    t_fail "7: user A's launches stop at its share of the fds" "running $running; $(cat "$LYH_TMP"/t7.*.err | sort | uniq -c | head -5)"
+fi
+B_USER=lyho$$ B_UID=$(id -u "lyho$$") B_GID=$(id -g "lyho$$")
+out=$(cd "$O_HOME" && timeout -k 5 30 nsenter --net="/run/netns/$LYH_MAIN" setpriv --reuid="$B_UID" --regid="$B_GID" \
+    --init-groups env -i HOME="$O_HOME" USER="$B_USER" PATH=/usr/bin:/bin LANG=C \
+    "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 --no-tui -- /bin/true </dev/null 2>&1)
+t_eq "7: ... and user B still launches (rc), while A's sessions run" "$?" 0
+t_check "7: lyhd never ran out of fds" sh -c "! grep -q 'Too many open files' '$LYH_DAEMON_LOG'"
+# The lyh clients this test started (found by their unique socket path): SIGTERM
+# is forwarded to the session, which ends.
+for p in $(pgrep -u "$A_UID" -f "^$LYH_LYH --socket $LYH_SOCK run --vpn tun0 --no-tui -- /bin/sleep 30"); do
+    kill -TERM "$p" 2>/dev/null
+done
+for p in "${A_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+lyh_wait_until 15 eval '[ "$(lyh_live_rows)" = 0 ]'
+t_eq "7: A's sessions end when their clients go" "$(lyh_live_rows)" 0
+[ -n "$out" ] && echo "   (user B: $out)"
+
 lyh_daemon_stop
 t_done

@@ -42,6 +42,8 @@
 #   LYH_SERVE_SECONDS (3600)  lifetime of the echo servers
 #   LYH_CMD_TIMEOUT (120)     bound for lyh_as_user / lyh_in_main commands
 #   LYH_DAEMON_ARGS ()        extra lyhd arguments (array)
+#   LYH_DAEMON_PREFIX ()      a command lyhd is started through (array; e.g.
+#                             prlimit --nofile=80:80 --)
 
 LYH_GUARD_GID=2000000
 LYH_SERVE_SECONDS=${LYH_SERVE_SECONDS:-3600}
@@ -55,6 +57,7 @@ LYH_CGMNT="" LYH_DCG="" LYH_CGBASE=""
 LYH_DAEMON_PID="" LYH_DAEMON_LOG="" LYH_DAEMON_N=0
 LYH_USER="" LYH_UID="" LYH_GID="" LYH_HOME=""
 if ! declare -p LYH_DAEMON_ARGS >/dev/null 2>&1; then LYH_DAEMON_ARGS=(); fi
+if ! declare -p LYH_DAEMON_PREFIX >/dev/null 2>&1; then LYH_DAEMON_PREFIX=(); fi
 
 _LYH_PIDS=()      # every background process we started
 _LYH_NETNS=()     # namespaces we created
@@ -455,7 +458,7 @@ lyh_daemon_start() {
     LYH_DAEMON_N=$((LYH_DAEMON_N + 1))
     LYH_DAEMON_LOG=$LYH_TMP/lyhd.$LYH_DAEMON_N.log
     nsenter --net="/run/netns/$LYH_MAIN" sh -c 'echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"' \
-        sh "$LYH_DCG" "$LYH_LYHD" --socket "$LYH_SOCK" --state-dir "$LYH_STATE" --tmp-dir "$LYH_TMPDIR" \
+        sh "$LYH_DCG" "${LYH_DAEMON_PREFIX[@]}" "$LYH_LYHD" --socket "$LYH_SOCK" --state-dir "$LYH_STATE" --tmp-dir "$LYH_TMPDIR" \
         "${LYH_DAEMON_ARGS[@]}" "$@" </dev/null >/dev/null 2>"$LYH_DAEMON_LOG" &
     LYH_DAEMON_PID=$!
     lyh_track_pid "$LYH_DAEMON_PID"

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -902,6 +903,44 @@ static void fd_case(struct fixture *f, uint32_t fd_count, unsigned n_fds, int wa
     expect_fd_count(f, base, "after the client closed");
 }
 
+/* Only the kinds Run needs are taken (issue: a client's lingering TCP socket
+ * froze lyhd's event loop in close for 18 s): anything else is refused by
+ * name, closed off the loop, and the connection stays usable. */
+static void test_fds_refused_kinds(void **state) {
+    struct fixture *f = *state;
+    struct {
+        int fd;
+        const char *what;
+    } cases[] = {
+        {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), "an AF_INET stream socket"},
+        {socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), "an AF_INET6 datagram socket"},
+        {open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), "a directory"},
+        {eventfd(0, EFD_CLOEXEC), "a file of type"},
+    };
+    int base = fd_baseline(f);
+    int fd = conn(f);
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct dw_buf body = {0}, fr = {0};
+        struct dw_req req = {.call_id = 120 + i, .version = LYH_PROTOCOL_VERSION, .fd_count = 1,
+                             .method = M_CAPABILITIES};
+        assert_true(cases[i].fd >= 0);
+        dw_request(&body, &req);
+        dw_frame(&fr, body.p, body.len);
+        assert_int_equal(dw_send_fds(fd, fr.p, fr.len, &cases[i].fd, 1), 0);
+        dw_buf_free(&body);
+        dw_buf_free(&fr);
+        close(cases[i].fd);
+        expect_resp(fd, f->resp, 120 + i, lianyaohu_v1_Code_INVALID_ARGUMENT, cases[i].what);
+        assert_non_null(strstr(f->resp->message, "file descriptor 1 of 1 is"));
+    }
+    expect_fd_count(f, base + 1, "after the refusals (a refused fd was kept)");
+    send_simple(fd, 130, M_CAPABILITIES);
+    expect_resp(fd, f->resp, 130, lianyaohu_v1_Code_OK, NULL);
+    untrack_close(f, fd);
+    expect_fd_count(f, base, "after the client closed");
+}
+
 static void test_fds_count_mismatch(void **state) {
     fd_case(*state, 0, 2, lianyaohu_v1_Code_INVALID_ARGUMENT, "2 arrived");
 }
@@ -1607,6 +1646,7 @@ int main(int argc, char **argv) {
         T(test_frame_timeout_restarts_per_frame, setup_frame_timeout_600),
         /* fds */
         T(test_fds_count_mismatch, setup_default),
+        T(test_fds_refused_kinds, setup_default),
         T(test_fds_matching_unused, setup_default),
         T(test_fds_over_limit, setup_default),
         T(test_fds_truncated_control, setup_default),

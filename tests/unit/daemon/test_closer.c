@@ -1,0 +1,149 @@
+/* daemon/closer.c: a close that would block (a TCP socket with SO_LINGER and
+ * a full send queue, as a client could hand lyhd) never runs on the caller's
+ * thread, stalls only its own user's later closes, and is interrupted by the
+ * watchdog. The TCP pair lives on the loopback of a network namespace this
+ * test makes (root); without root the test skips. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/closer.h"
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static bool lo_up(void) {
+    struct ifreq ifr = {0};
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    bool ok;
+
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+    ok = s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
+    ifr.ifr_flags |= IFF_UP;
+    ok = ok && ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
+    if (s >= 0)
+        close(s);
+    return ok;
+}
+
+/* A connected TCP client whose peer never reads, its send queue full, with
+ * SO_LINGER 30 s: close() of it waits for the FIN to be acked. *ret_server
+ * and *ret_listener stay open (the peer must not go away). */
+static int lingering_socket(int *ret_server, int *ret_listener) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c, s;
+    int small = 4096;
+    struct linger lg = {.l_onoff = 1, .l_linger = 30};
+    char buf[65536] = {0};
+
+    assert_true(l >= 0);
+    assert_int_equal(setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+    assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &len), 0);
+    assert_int_equal(listen(l, 1), 0);
+    c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(c >= 0);
+    assert_int_equal(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+    assert_true(s >= 0);
+    assert_int_equal(fcntl(c, F_SETFL, O_NONBLOCK), 0);
+    for (int i = 0; i < 10000; i++)
+        if (write(c, buf, sizeof(buf)) < 0)
+            break;
+    assert_true(errno == EAGAIN);
+    assert_int_equal(fcntl(c, F_SETFL, 0), 0);
+    assert_int_equal(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    *ret_server = s;
+    *ret_listener = l;
+    return c;
+}
+
+static void test_lingering_close_off_the_caller(void **state) {
+    struct closer *c = NULL;
+    int server, listener, sp[2];
+    uint64_t t0, dt;
+    (void)state;
+
+    assert_int_equal(closer_start(&c), 0);
+    int fd = lingering_socket(&server, &listener);
+
+    /* The caller (the event loop) is back at once. */
+    t0 = now_ms();
+    closer_close(c, 1001, fd);
+    dt = now_ms() - t0;
+    assert_true(dt < 100);
+    assert_int_equal(closer_pending(c, 1001), 1);
+
+    /* Another user's close that may block (an AF_UNIX socket) is not held up
+     * behind the first user's. */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+    close(sp[1]);
+    closer_close(c, 1002, sp[0]);
+    for (int i = 0; i < 100 && closer_pending(c, 1002); i++)
+        usleep(10000);
+    assert_int_equal(closer_pending(c, 1002), 0);
+    assert_int_equal(closer_pending(c, 1001), 1); /* still lingering */
+
+    /* The watchdog's interrupt ends the linger wait. */
+    usleep(300 * 1000);
+    closer_poke(c, 200);
+    for (int i = 0; i < 200 && closer_pending(c, 1001); i++)
+        usleep(10000);
+    assert_int_equal(closer_pending(c, 1001), 0);
+    assert_true(now_ms() - t0 < 5000); /* not the 30 s linger */
+
+    closer_stop(c);
+    close(server);
+    close(listener);
+}
+
+static void test_safe_kinds_close_at_once(void **state) {
+    struct closer *c = NULL;
+    int p[2];
+    (void)state;
+
+    assert_int_equal(closer_start(&c), 0);
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    closer_close(c, 1001, p[0]);
+    assert_int_equal(closer_pending(c, 1001), 0);
+    assert_int_equal(fcntl(p[0], F_GETFD), -1); /* closed before the call returned */
+    close(p[1]);
+    closer_stop(c);
+    /* Without workers (tests, startup): closed inline. */
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    closer_close(NULL, 1001, p[1]);
+    assert_int_equal(fcntl(p[1], F_GETFD), -1);
+    close(p[0]);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lingering_close_off_the_caller),
+        cmocka_unit_test(test_safe_kinds_close_at_once),
+    };
+    /* Loopback TCP only in a namespace of our own: never the host's. */
+    if (unshare(CLONE_NEWNET) < 0 || !lo_up()) {
+        printf("SKIP: needs root to make a network namespace (%s)\n", strerror(errno));
+        return 77;
+    }
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
