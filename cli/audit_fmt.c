@@ -719,6 +719,13 @@ static bool is_flow(const lianyaohu_v1_AuditEvent *ev) {
     return ev->kind == lianyaohu_v1_EventKind_EVENT_KIND_FLOW;
 }
 
+/* Gaps lyhd writes for records that did exist: retention removed them
+ * ("retention": missed counts records of any kind, removed), or the request
+ * rate limit did not write them ("requests": request records, not flows). */
+static bool is_gap_action(const lianyaohu_v1_AuditEvent *ev, const char *action) {
+    return ev->kind == lianyaohu_v1_EventKind_EVENT_KIND_GAP && strcmp(ev->action, action) == 0;
+}
+
 static bool addr_text(const uint8_t *a, size_t n, char out[INET6_ADDRSTRLEN]) {
     if (n == 4)
         return inet_ntop(AF_INET, a, out, INET6_ADDRSTRLEN) != NULL;
@@ -871,8 +878,8 @@ int audit_fmt_table_line(const lianyaohu_v1_AuditEvent *ev, char *buf, size_t le
             sb_putc(&s, '-');
     } else {
         if (ev->kind == lianyaohu_v1_EventKind_EVENT_KIND_GAP || ev->missed)
-            sb_printf(&s, "missed=%llu%s", (unsigned long long)ev->missed,
-                      ev->detail[0] ? " " : "");
+            sb_printf(&s, "%s=%llu%s", is_gap_action(ev, "retention") ? "removed" : "missed",
+                      (unsigned long long)ev->missed, ev->detail[0] ? " " : "");
         sb_safe(&s, ev->detail);
         sb_detail_extra(&s, ev);
     }
@@ -1130,7 +1137,11 @@ int audit_fmt_monitor_line_ctx(const lianyaohu_v1_AuditEvent *ev,
     if (!is_flow(ev)) {
         const char *kn = audit_fmt_kind_name(ev->kind);
         if (ev->kind == lianyaohu_v1_EventKind_EVENT_KIND_GAP) {
-            sb_printf(&s, "gap: %llu flow events were not logged", (unsigned long long)ev->missed);
+            sb_printf(&s,
+                      is_gap_action(ev, "retention") ? "gap: %llu records removed by retention"
+                      : is_gap_action(ev, "requests") ? "gap: %llu request records were not logged"
+                                                      : "gap: %llu flow events were not logged",
+                      (unsigned long long)ev->missed);
             if (ev->detail[0]) {
                 sb_puts(&s, " (");
                 sb_safe(&s, ev->detail);

@@ -19,7 +19,12 @@
  *    the session-end comparison then names the session).
  *  - A batch that cannot be written is kept and retried; records that do not
  *    fit while it is stuck are counted and recorded as a GAP once writing
- *    works again. */
+ *    works again.
+ *  - Request records are rate-limited per uid and in all (audit_rate.c);
+ *    what the limits drop is counted per uid and written as a GAP record
+ *    about that uid, so the user it concerns can see it.
+ *  - Retention counts what it removes in audit.db itself, in the transaction
+ *    that removes it, and writes GAP records per uid (storage/audit_db.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <net/if.h>
@@ -37,6 +42,7 @@
 #include "audit/sd_format.h"
 #include "common/macros.h"
 #include "daemon/audit.h"
+#include "daemon/audit_rate.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
 #include "daemon/policy.h"
@@ -52,6 +58,7 @@
 #define AUDIT_READS_PER_WAKEUP 64
 #define AUDIT_PRUNE_ROWS 2000      /* rows per retention step */
 #define AUDIT_PRUNE_IDLE_S 10      /* retention check interval when nothing to do */
+#define AUDIT_PRUNE_GAP_DELAY_S 600 /* one retention gap per uid per 10 minutes at most */
 #define AUDIT_IFCACHE 32
 #define NFLOG_RCVBUF (16u << 20)
 #define NFLOG_COPY 128
@@ -92,9 +99,8 @@ struct audit {
     uint64_t last_read_err_log_ms;
     struct nflog_read_stats st;
     uint64_t lost_recorded;   /* st.lost already turned into GAP records */
-    double req_tokens;        /* request-record token bucket */
-    uint64_t req_tokens_ms;
-    uint64_t req_suppressed;
+    struct audit_rate rate;   /* request records: per-uid and global buckets */
+    struct event *ev_rate;    /* writes the rate limit's drops as gap records */
     struct ifcache_ent ifc[AUDIT_IFCACHE];
     unsigned ifc_next;
     TAILQ_HEAD(, audit_stream) streams;
@@ -156,6 +162,12 @@ void audit_kv(char *buf, size_t size, const char *key, const char *value) {
     buf[off] = '\0';
 }
 
+static void kv_u64(char *buf, size_t size, const char *key, uint64_t v) {
+    char num[24];
+    snprintf(num, sizeof(num), "%" PRIu64, v);
+    audit_kv(buf, size, key, num);
+}
+
 /* ---- the batch ------------------------------------------------------------------ */
 
 static void flush(struct audit *a);
@@ -191,21 +203,22 @@ static void push(struct audit *a, const struct audit_rec *rec) {
         arm_flush(a, a->d->cfg.audit_flush_ms);
 }
 
-static void forward_syslog(struct audit *a, size_t n) {
+static void syslog_rec(const struct audit_rec *rec) {
     char line[AUDIT_DETAIL_MAX + 1024];
+    int k = audit_sd_format(rec, line, sizeof(line));
 
+    if (k < 0 && k != -ENOSPC) /* -ENOSPC: cut, still a complete element */
+        return;
+    int prio = rec->verdict == AUDIT_VERDICT_DENIED || rec->kind == AUDIT_KIND_GAP ? LOG_WARNING
+                                                                                   : LOG_INFO;
+    syslog(LOG_AUTHPRIV | prio, "%s", line);
+}
+
+static void forward_syslog(struct audit *a, size_t n) {
     if (!a->d->cfg.syslog_audit)
         return;
-    for (size_t i = 0; i < n; i++) {
-        int k = audit_sd_format(&a->batch[i], line, sizeof(line));
-        if (k < 0 && k != -ENOSPC) /* -ENOSPC: cut, still a complete element */
-            continue;
-        int prio = a->batch[i].verdict == AUDIT_VERDICT_DENIED ||
-                           a->batch[i].kind == AUDIT_KIND_GAP
-                       ? LOG_WARNING
-                       : LOG_INFO;
-        syslog(LOG_AUTHPRIV | prio, "%s", line);
-    }
+    for (size_t i = 0; i < n; i++)
+        syslog_rec(&a->batch[i]);
 }
 
 static void free_batch(struct audit *a) {
@@ -285,39 +298,83 @@ void audit_note(struct lyhd *d, int kind, const char *session, bool has_uid, uin
     push(a, &r);
 }
 
-#define AUDIT_REQ_RATE 50   /* request records per second, sustained */
+/* Request records: each uid 5/s (bursts of 20), all together 50/s (bursts
+ * of 200); what is dropped is written per uid a second after the first drop. */
+#define AUDIT_REQ_UID_RATE 5
+#define AUDIT_REQ_UID_BURST 20
+#define AUDIT_REQ_RATE 50
 #define AUDIT_REQ_BURST 200
+#define AUDIT_REQ_REPORT_MS 1000
 
-void audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *method, int code,
+static const struct audit_rate_params req_rate = {
+    .uid_rate = AUDIT_REQ_UID_RATE,
+    .uid_burst = AUDIT_REQ_UID_BURST,
+    .all_rate = AUDIT_REQ_RATE,
+    .all_burst = AUDIT_REQ_BURST,
+    .report_ms = AUDIT_REQ_REPORT_MS,
+};
+
+static void push_rate_gap(struct audit *a, const struct audit_rate_drops *d) {
+    char gd[384] = "", limits[96];
+    struct audit_rec g = {.time_us = wall_us(), .kind = AUDIT_KIND_GAP, .has_uid = d->has_uid,
+                          .uid = d->uid, .missed = d->by_uid + d->by_all + d->by_table};
+
+    snprintf(g.action, sizeof(g.action), "requests");
+    if (d->has_uid) {
+        audit_kv(gd, sizeof(gd), "reason", "request records over the rate limit");
+        kv_u64(gd, sizeof(gd), "dropped_by_uid_limit", d->by_uid);
+        kv_u64(gd, sizeof(gd), "dropped_by_global_limit", d->by_all);
+    } else {
+        audit_kv(gd, sizeof(gd), "reason",
+                 "request records of more uids over the rate limit at once than lyhd tracks");
+        kv_u64(gd, sizeof(gd), "dropped_table_full", d->by_table);
+    }
+    snprintf(limits, sizeof(limits), "%d/s per uid (burst %d), %d/s in all (burst %d)",
+             AUDIT_REQ_UID_RATE, AUDIT_REQ_UID_BURST, AUDIT_REQ_RATE, AUDIT_REQ_BURST);
+    audit_kv(gd, sizeof(gd), "limits", limits);
+    g.detail = gd;
+    push(a, &g);
+}
+
+/* Write the rate limit's drops that are due (all of them with flush) as gap
+ * records; come back when the next ones are. */
+static void report_rate_drops(struct audit *a, bool flush) {
+    struct audit_rate_drops d[16];
+    uint64_t now = lyhd_mono_ms(), next;
+    size_t n;
+
+    /* Bounded: the table has 64 slots and an overflow, 16 at a time. */
+    for (int round = 0; round < (AUDIT_RATE_SLOTS + 1 + 15) / 16; round++) {
+        n = audit_rate_take(&a->rate, now, flush, d, ARRAY_SIZE(d));
+        for (size_t i = 0; i < n; i++)
+            push_rate_gap(a, &d[i]);
+        if (n < ARRAY_SIZE(d))
+            break;
+    }
+    next = audit_rate_next_ms(&a->rate, now);
+    if (next != UINT64_MAX && !flush) {
+        struct timeval tv = {.tv_sec = (time_t)(next / 1000),
+                             .tv_usec = (suseconds_t)(next % 1000) * 1000};
+        evtimer_add(a->ev_rate, &tv);
+    }
+}
+
+static void on_rate(evutil_socket_t fd, short what, void *arg) {
+    report_rate_drops(arg, false);
+}
+
+bool audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *method, int code,
                    const char *action, const char *why) {
     struct audit *a = d->audit;
     char detail[1024] = "";
     char num[24];
 
     if (!a)
-        return;
-    uint64_t now = lyhd_mono_ms();
-    if (a->req_tokens_ms == 0)
-        a->req_tokens = AUDIT_REQ_BURST;
-    else
-        a->req_tokens += (double)(now - a->req_tokens_ms) * AUDIT_REQ_RATE / 1000.0;
-    if (a->req_tokens > AUDIT_REQ_BURST)
-        a->req_tokens = AUDIT_REQ_BURST;
-    a->req_tokens_ms = now;
-    if (a->req_tokens < 1.0) {
-        a->req_suppressed++;
-        return;
-    }
-    a->req_tokens -= 1.0;
-    if (a->req_suppressed > 0) {
-        struct audit_rec g = {.time_us = wall_us(), .kind = AUDIT_KIND_GAP,
-                              .missed = a->req_suppressed};
-        char gd[128] = "";
-        snprintf(g.action, sizeof(g.action), "requests");
-        audit_kv(gd, sizeof(gd), "reason", "request records over the rate limit");
-        g.detail = gd;
-        a->req_suppressed = 0;
-        push(a, &g);
+        return false;
+    if (!audit_rate_admit(&a->rate, (uint32_t)uid, lyhd_mono_ms())) {
+        if (!evtimer_pending(a->ev_rate, NULL))
+            report_rate_drops(a, false);
+        return false;
     }
     if (method)
         audit_kv(detail, sizeof(detail), "method", method);
@@ -327,6 +384,7 @@ void audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *method, int
     audit_kv(detail, sizeof(detail), "pid", num);
     audit_kv(detail, sizeof(detail), "why", why);
     audit_note(d, AUDIT_KIND_REQUEST, NULL, true, uid, action, "%s", detail);
+    return true;
 }
 
 /* ---- NFLOG ---------------------------------------------------------------------- */
@@ -517,12 +575,6 @@ static int count_flows(struct audit *a, const struct session *s, int verdict, ui
     return audit_db_count(a->db, &f, ret);
 }
 
-static void kv_u64(char *buf, size_t size, const char *key, uint64_t v) {
-    char num[24];
-    snprintf(num, sizeof(num), "%" PRIu64, v);
-    audit_kv(buf, size, key, num);
-}
-
 /* The session-end gap: what the counters saw and the log does not hold. */
 static void push_session_gap(struct audit *a, const struct session *s, uint64_t miss_a,
                              uint64_t miss_d, const char *reason) {
@@ -604,7 +656,8 @@ void audit_session_ended(struct lyhd *d, struct session *s) {
             kv_u64(detail, sizeof(detail), "denied_events", got_d);
             if (miss_a + miss_d > 0)
                 push_session_gap(a, s, miss_a, miss_d,
-                                 "log rate limit, kernel overrun or lyhd restart; totals are exact");
+                                 "log rate limit, kernel overrun, lyhd restart or retention; "
+                                 "totals are exact");
         } else {
             /* Cannot count what is on record: say so rather than claim nothing
              * is missing. The counted totals above still stand. */
@@ -642,22 +695,61 @@ void audit_session_chain_built(struct lyhd *d, struct session *s) {
 
 /* ---- retention ------------------------------------------------------------------ */
 
+static int syslog_row(const struct audit_rec *rec, void *ud) {
+    syslog_rec(rec);
+    return 0;
+}
+
+/* Retention wrote gap records into audit.db itself (in the transaction that
+ * removed what they count): forward them to syslog like every other record,
+ * and tell the followers. */
+static void retention_gaps_written(struct audit *a, const struct audit_prune_result *res) {
+    log_debug("audit.db retention wrote %u gap record(s)", res->gaps);
+    if (a->d->cfg.syslog_audit) {
+        struct audit_filter f = {.kind = AUDIT_KIND_GAP, .after_id = res->first_gap_id - 1};
+        if (audit_db_page(a->db, &f, res->gaps, syslog_row, NULL) < 0)
+            log_warn("audit.db: reading retention gap records back for syslog failed: %s",
+                     audit_db_errmsg(a->db));
+    }
+    streams_wake(a);
+}
+
+/* One retention step (flush: only write what was removed and not yet
+ * written down, at shutdown). Returns whether more work is waiting. */
+static bool retention_step(struct audit *a, bool flush) {
+    /* The admin policy's retention overrides the flags when it sets one. */
+    unsigned days = policy_audit_max_age_days(a->d);
+    struct audit_retention p = {
+        .now_us = wall_us(),
+        .max_age_days = days,
+        .max_bytes = flush ? 0 : policy_audit_max_bytes(a->d),
+        .max_rows = flush ? 0 : AUDIT_PRUNE_ROWS,
+        .gap_delay_us = (int64_t)AUDIT_PRUNE_GAP_DELAY_S * 1000000,
+        .flush_gaps = flush,
+    };
+    struct audit_prune_result res = {0};
+    int r;
+
+    if (days && !flush)
+        p.older_than_us = p.now_us - (int64_t)days * 86400 * 1000000;
+    r = audit_db_prune(a->db, &p, &res);
+    if (r < 0) {
+        log_warn("audit.db retention step failed: %s", audit_db_errmsg(a->db));
+        return false;
+    }
+    if (res.deleted > 0)
+        log_debug("audit.db retention removed %u record(s)", res.deleted);
+    if (res.gaps > 0)
+        retention_gaps_written(a, &res);
+    return res.deleted > 0 || (res.gaps > 0 && res.gaps_pending);
+}
+
 static void on_prune(evutil_socket_t fd, short what, void *arg) {
     struct audit *a = arg;
-    /* The admin policy's retention overrides the flags when it sets one. */
-    unsigned max_age_days = policy_audit_max_age_days(a->d);
-    unsigned deleted = 0;
-    int64_t cutoff = max_age_days ? wall_us() - (int64_t)max_age_days * 86400 * 1000000 : 0;
     struct timeval tv = {.tv_sec = AUDIT_PRUNE_IDLE_S};
-    int r = audit_db_prune(a->db, cutoff, policy_audit_max_bytes(a->d), AUDIT_PRUNE_ROWS,
-                           &deleted);
 
-    if (r < 0)
-        log_warn("audit.db retention step failed: %s", audit_db_errmsg(a->db));
-    else if (deleted > 0) {
-        log_debug("audit.db retention removed %u record(s)", deleted);
+    if (retention_step(a, false))
         tv = (struct timeval){.tv_usec = 20000}; /* more may be due: soon, not at once */
-    }
     memset(a->ifc, 0, sizeof(a->ifc)); /* interfaces come and go; names are re-read */
     evtimer_add(a->ev_prune, &tv);
 }
@@ -853,7 +945,9 @@ int audit_start(struct lyhd *d, char *why, size_t whylen) {
     a->batch = calloc(a->cap, sizeof(a->batch[0]));
     a->ev_flush = evtimer_new(d->base, on_flush, a);
     a->ev_prune = evtimer_new(d->base, on_prune, a);
-    if (!a->batch || !a->ev_flush || !a->ev_prune) {
+    a->ev_rate = evtimer_new(d->base, on_rate, a);
+    audit_rate_init(&a->rate, &req_rate);
+    if (!a->batch || !a->ev_flush || !a->ev_prune || !a->ev_rate) {
         snprintf(why, whylen, "out of memory");
         r = -ENOMEM;
         goto fail;
@@ -911,6 +1005,8 @@ fail:
         event_free(a->ev_flush);
     if (a->ev_prune)
         event_free(a->ev_prune);
+    if (a->ev_rate)
+        event_free(a->ev_rate);
     free(a->batch);
     return r;
 }
@@ -921,14 +1017,13 @@ void audit_stop(struct lyhd *d) {
     if (!a)
         return;
     (void)drain(a, 64);
-    if (a->req_suppressed > 0) {
-        struct audit_rec g = {.time_us = wall_us(), .kind = AUDIT_KIND_GAP,
-                              .missed = a->req_suppressed, .action = "requests",
-                              .detail = "reason=\"request records over the rate limit\""};
-        a->req_suppressed = 0;
-        push(a, &g);
-    }
+    report_rate_drops(a, true);
     flush(a);
+    /* What retention removed and has not written down yet: now, so it does
+     * not wait for the next lyhd (it would not be lost: audit.db keeps the
+     * counts). Bounded: 256 gap records a step. */
+    for (int i = 0; i < 64 && retention_step(a, true); i++)
+        ;
     if (a->n > 0)
         log_error("audit.db: %zu record(s) could not be written at shutdown", a->n);
     while (!TAILQ_EMPTY(&a->streams)) {
@@ -941,6 +1036,7 @@ void audit_stop(struct lyhd *d) {
     event_free(a->ev_nl);
     event_free(a->ev_flush);
     event_free(a->ev_prune);
+    event_free(a->ev_rate);
     nflog_close(a->nl);
     /* Only a complete write marks the database clean. */
     if (a->n == 0)

@@ -35,10 +35,15 @@ void audit_note(struct lyhd *d, int kind, const char *session, bool has_uid, uin
                 const char *action, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 /* A request refused (action "refused": PERMISSION_DENIED, INVALID_ARGUMENT) or
- * a limit hit (action "limit"): who, which method, why. Rate-limited (a
- * client spamming bad requests cannot flood the log); what the limit drops
- * is counted in a GAP record. method may be NULL (refused at connect). */
-void audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *method, int code,
+ * a limit hit (action "limit"): who, which method, why. Rate-limited per uid
+ * and in all (a client spamming bad requests cannot flood the log, nor push
+ * another user's refusals out of it); what the limits drop is counted per
+ * uid and written, within about a second, as a GAP record (action
+ * "requests") about that uid. method may be NULL (refused at connect).
+ * Returns whether the record was kept (false: the limits dropped it, or the
+ * audit is not running), so a caller can hold its own log line to the same
+ * limits. */
+bool audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *method, int code,
                    const char *action, const char *why);
 
 /* Append ` key=value` to buf (quoted and escaped when needed), never

@@ -10,7 +10,10 @@
  * transaction open and never sits in memory.
  *
  * Records are append-only here: nothing but retention (audit_db_prune) ever
- * deletes, and nothing updates a record.
+ * deletes, and nothing updates a record. audit.db also keeps, per kind,
+ * session and uid, how many records it holds (so retention can find the
+ * heaviest writer at once) and what retention removed but has not yet
+ * written down as GAP records; both change only with the records they count.
  *
  * Contract as in store.h: 0 or -errno, ret_* set only on success, no logging;
  * db->err / audit_db_errmsg() carries a message for the last failure.
@@ -144,13 +147,48 @@ int audit_db_last_id(struct audit_db *db, uint64_t *ret_id);
 /* Bytes the records use (page_count - freelist_count) * page_size. */
 int audit_db_size(struct audit_db *db, uint64_t *ret_bytes);
 
-/* Retention, one bounded step: delete up to max_rows of the oldest records
- * that are older than older_than_us (0: no age limit) or, while the size is
- * above max_bytes (0: no size limit), the oldest ones regardless of age; then
- * give freed pages back to the file system incrementally. *ret_deleted = rows
- * deleted (0: nothing to do). Meant to be called from a timer until it
- * returns 0 rows. */
-int audit_db_prune(struct audit_db *db, int64_t older_than_us, uint64_t max_bytes,
-                   unsigned max_rows, unsigned *ret_deleted);
+/* Retention, one bounded step, in one transaction:
+ *  1. by age: up to max_rows of the records older than older_than_us, oldest
+ *     (by time_us) first, whatever their kind;
+ *  2. by size, while the records use more than max_bytes, with what is left
+ *     of max_rows: flow records first, those of the uid with the most flow
+ *     records and of its session with the most first (oldest of it first);
+ *     then request records the same way (heaviest uid first); only when no
+ *     flow or request record is left, the oldest of the rest (session,
+ *     policy, guard and gap records);
+ *  3. what was removed is counted per (why, uid, kind) in audit.db itself,
+ *     in the same transaction, and written as GAP records (action
+ *     "retention", one per why and uid, has_uid as the records had it) once
+ *     the first uncounted removal is gap_delay_us old, or now with flush_gaps
+ *     (at most 256 gap records per step; ret->gaps_pending says more wait);
+ *  4. freed pages go back to the file system (a bounded incremental vacuum).
+ * Age retention never looks at kinds; size retention never removes a
+ * lifecycle, policy, guard or gap record while a flow or request record is
+ * left. Meant to be called from a timer until ret->deleted is 0 and
+ * ret->gaps_pending is false. Blocks for one step of disk I/O. */
+struct audit_retention {
+    int64_t now_us;         /* wall clock of this step; the gap records carry it */
+    int64_t older_than_us;  /* age limit: time_us below this goes (0: none) */
+    unsigned max_age_days;  /* what older_than_us stands for, named in the gap records */
+    uint64_t max_bytes;     /* size cap (0: none) */
+    unsigned max_rows;      /* records one step may remove (0: remove none) */
+    int64_t gap_delay_us;   /* coalesce removals this long into one gap per uid (0: none) */
+    bool flush_gaps;        /* write every counted removal as gap records now */
+};
+
+struct audit_prune_result {
+    unsigned deleted;       /* records removed by this step */
+    unsigned gaps;          /* gap records written: ids first_gap_id .. first_gap_id+gaps-1 */
+    uint64_t first_gap_id;
+    bool gaps_pending;      /* counted removals still to be written as gap records */
+};
+
+int audit_db_prune(struct audit_db *db, const struct audit_retention *p,
+                   struct audit_prune_result *ret);
+
+/* Diagnostics and tests: sqlite's plan for the two lookups that choose the
+ * heaviest writer (the uid with most records of kind, then its session),
+ * joined with "; ". */
+int audit_db_explain_heaviest(struct audit_db *db, char *buf, size_t buflen);
 
 #endif

@@ -527,6 +527,32 @@ static lianyaohu_v1_AuditEvent *gap(void) {
     return e;
 }
 
+/* The gap retention writes (storage/audit_db.c) and the request rate limit's
+ * (daemon/audit.c), as lyhd words them. */
+static lianyaohu_v1_AuditEvent *gap_retention(void) {
+    lianyaohu_v1_AuditEvent *e = gap();
+    e->id = 48;
+    strcpy(e->action, "retention");
+    e->has_uid = true;
+    e->uid = 1000;
+    e->missed = 2000;
+    strcpy(e->detail, "reason=\"retention: older than 90 days\" max_age_days=90 flow=1990 "
+                      "session=10 oldest=2026-09-01T10:00:00Z newest=2026-09-01T10:05:00Z");
+    return e;
+}
+
+static lianyaohu_v1_AuditEvent *gap_requests(void) {
+    lianyaohu_v1_AuditEvent *e = gap();
+    e->id = 49;
+    strcpy(e->action, "requests");
+    e->has_uid = true;
+    e->uid = 1000;
+    e->missed = 95;
+    strcpy(e->detail, "reason=\"request records over the rate limit\" dropped_by_uid_limit=95 "
+                      "dropped_by_global_limit=0");
+    return e;
+}
+
 /* Everything a hostile detail can hold: CSV and JSON specials, control bytes,
  * DEL, an invalid byte, valid UTF-8 (é) and a bidi override (U+202E). */
 #define NASTY "a,b \"q\"\nline\x01\x7f\xff \xc3\xa9 \xe2\x80\xae tab\t\\"
@@ -621,6 +647,33 @@ static const struct golden goldens[] = {
      "\"missed\":17}",
      "44,2026-12-01T10:00:00.000000Z,1796119200000000,gap,,,,,,,,,,,,why=ratelimit,,,,,17",
      "10:00:00 gap: 17 flow events were not logged (why=ratelimit)"},
+    {gap_retention,
+     "2026-12-01 10:00:00.000  gap      retention  -                   uid 1000   removed=2000 "
+     "reason=\"retention: older than 90 days\" max_age_days=90 flow=1990 session=10 "
+     "oldest=2026-09-01T10:00:00Z newest=2026-09-01T10:05:00Z",
+     "{\"id\":48,\"time\":\"2026-12-01T10:00:00.000000Z\",\"time_unix_us\":1796119200000000,"
+     "\"kind\":\"gap\",\"action\":\"retention\",\"session\":null,\"uid\":1000,"
+     "\"detail\":\"reason=\\\"retention: older than 90 days\\\" max_age_days=90 flow=1990 "
+     "session=10 oldest=2026-09-01T10:00:00Z newest=2026-09-01T10:05:00Z\",\"missed\":2000}",
+     "48,2026-12-01T10:00:00.000000Z,1796119200000000,gap,retention,,1000,,,,,,,,,"
+     "\"reason=\"\"retention: older than 90 days\"\" max_age_days=90 flow=1990 session=10 "
+     "oldest=2026-09-01T10:00:00Z newest=2026-09-01T10:05:00Z\",,,,,2000",
+     "10:00:00 gap: 2000 records removed by retention (reason=\"retention: older than 90 days\" "
+     "max_age_days=90 flow=1990 session=10 oldest=2026-09-01T10:00:00Z "
+     "newest=2026-09-01T10:05:00Z)"},
+    {gap_requests,
+     "2026-12-01 10:00:00.000  gap      requests  -                   uid 1000   missed=95 "
+     "reason=\"request records over the rate limit\" dropped_by_uid_limit=95 "
+     "dropped_by_global_limit=0",
+     "{\"id\":49,\"time\":\"2026-12-01T10:00:00.000000Z\",\"time_unix_us\":1796119200000000,"
+     "\"kind\":\"gap\",\"action\":\"requests\",\"session\":null,\"uid\":1000,"
+     "\"detail\":\"reason=\\\"request records over the rate limit\\\" "
+     "dropped_by_uid_limit=95 dropped_by_global_limit=0\",\"missed\":95}",
+     "49,2026-12-01T10:00:00.000000Z,1796119200000000,gap,requests,,1000,,,,,,,,,"
+     "\"reason=\"\"request records over the rate limit\"\" dropped_by_uid_limit=95 "
+     "dropped_by_global_limit=0\",,,,,95",
+     "10:00:00 gap: 95 request records were not logged (reason=\"request records over the rate "
+     "limit\" dropped_by_uid_limit=95 dropped_by_global_limit=0)"},
     {request_nasty,
      "2026-12-01 10:00:00.000  request  refused   -                   uid 0      "
      "a,b \"q\"\\x0aline\\x01\\x7f\\xff \xc3\xa9 \\u202e tab\\x09\\",
