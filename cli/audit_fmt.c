@@ -1125,6 +1125,33 @@ static bool detail_value(const char *detail, const char *key, char *out, size_t 
     return false;
 }
 
+uint64_t audit_fmt_gap_flows(const lianyaohu_v1_AuditEvent *ev, uint64_t since_us,
+                             uint64_t until_us) {
+    char v[64];
+    uint64_t n = 0, oldest = 0, newest = 0;
+
+    if (ev->kind != lianyaohu_v1_EventKind_EVENT_KIND_GAP)
+        return 0;
+    if (strcmp(ev->action, "requests") == 0)
+        return 0; /* refused requests, not flows */
+    if (strcmp(ev->action, "retention") != 0)
+        return ev->missed;
+    /* Retention: only its flow records, and only when what it removed
+     * overlaps the period (the gap is dated when it was written). */
+    if (!detail_value(ev->detail, "flow", v, sizeof(v)) || parse_u64(v, strlen(v), UINT64_MAX, &n) < 0)
+        return 0;
+    if (detail_value(ev->detail, "oldest", v, sizeof(v)) &&
+        detail_value(ev->detail, "newest", v + 32, sizeof(v) - 32)) {
+        char why[64];
+        if (audit_fmt_parse_time(v, 0, &oldest, why, sizeof(why)) < 0 ||
+            audit_fmt_parse_time(v + 32, 0, &newest, why, sizeof(why)) < 0)
+            return n; /* cannot tell: count it (an upper bound) */
+        if ((until_us && oldest >= until_us) || newest < since_us)
+            return 0;
+    }
+    return n;
+}
+
 int audit_fmt_monitor_line_ctx(const lianyaohu_v1_AuditEvent *ev,
                                const struct audit_fmt_monitor_ctx *ctx, char *buf, size_t len) {
     struct sb s;

@@ -160,6 +160,14 @@ struct audit_fmt_sum {
 #define AUDIT_FMT_SUM_MAX_DESTS 100000u
 
 /* -ENOMEM, -EINVAL (max_dests 0). */
+/* How many flows a gap record may have hidden from the period [since_us,
+ * until_us) (until 0 = open): its `missed` for a flow gap; 0 for `requests`
+ * gaps (refused requests, not flows); for `retention` gaps the flow records
+ * removed (flow=N), and only when what was removed (oldest..newest) overlaps
+ * the period. 0 for anything that is not a gap. */
+uint64_t audit_fmt_gap_flows(const lianyaohu_v1_AuditEvent *ev, uint64_t since_us,
+                             uint64_t until_us);
+
 int audit_fmt_sum_init(struct audit_fmt_sum *s, size_t max_dests);
 /* Count one event; events that are not flows are ignored. -ENOMEM when the
  * table could not grow (the event is then not counted). */

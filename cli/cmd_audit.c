@@ -509,9 +509,10 @@ static int gap_event(const lianyaohu_v1_AuditEvent *ev, void *ud) {
         return EXIT_OK;
     if (q->has_uid && ev->has_uid && q->uid != ev->uid)
         return EXIT_OK;
-    if (ev->kind == lianyaohu_v1_EventKind_EVENT_KIND_GAP) {
+    uint64_t n = audit_fmt_gap_flows(ev, q->since_unix_us, q->until_unix_us);
+    if (n) {
         s->gaps++;
-        s->missed += ev->missed;
+        s->missed += n;
     }
     return EXIT_OK;
 }

@@ -192,11 +192,15 @@ void rpc_fail(struct rpc_call *call, int code, const char *fmt, ...) {
     resp.message = msg;
     resp.end_of_stream = true;
     if (code == LIANYAOHU__V1__CODE__PERMISSION_DENIED || code == LIANYAOHU__V1__CODE__INVALID_ARGUMENT) {
-        log_info("refused %s from uid %u pid %d: %s", call->row ? call->row->name : "request",
-                 call->peer.uid, call->peer.pid, msg);
-        if (call->conn)
-            audit_request(conn_lyhd(call->conn), call->peer.uid, call->peer.pid,
-                          call->row ? call->row->name : NULL, code, "refused", msg);
+        /* The log line is held to the audit's per-user limits too: a flood of
+         * bad requests must not flood the log either (what the limits drop is
+         * counted in the audit's gap records). */
+        struct lyhd *d = call->conn ? conn_lyhd(call->conn) : NULL;
+        if (!d || !d->audit ||
+            audit_request(d, call->peer.uid, call->peer.pid, call->row ? call->row->name : NULL,
+                          code, "refused", msg))
+            log_info("refused %s from uid %u pid %d: %s", call->row ? call->row->name : "request",
+                     call->peer.uid, call->peer.pid, msg);
     }
     send_final(call, &resp);
 }

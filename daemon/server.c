@@ -168,9 +168,11 @@ static void accept_one(struct server *s, int fd) {
      * the daemon: it could start sessions of its own or, worse, reach admin
      * methods through groups its user has. */
     if (cred.gid == s->d->cfg.guard_gid) {
-        log_warn("refused a connection from inside a sandbox (uid %u pid %d)", cred.uid, cred.pid);
-        audit_request(s->d, cred.uid, cred.pid, NULL, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
-                      "refused", "connection from inside a lyh sandbox");
+        if (!s->d->audit ||
+            audit_request(s->d, cred.uid, cred.pid, NULL, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                          "refused", "connection from inside a lyh sandbox"))
+            log_warn("refused a connection from inside a sandbox (uid %u pid %d)", cred.uid,
+                     cred.pid);
         conn_refuse(c, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                     "requests from inside a lyh sandbox are refused");
         return;

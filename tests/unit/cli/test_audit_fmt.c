@@ -1306,6 +1306,36 @@ static void test_summary(void **state) {
 }
 
 /* The cap: new destinations beyond it are counted, not stored. */
+/* What a gap may have hidden from a summary's period: not refused requests,
+ * and of retention only the flows, only when they overlap the period. */
+static void test_gap_flows(void **state) {
+    lianyaohu_v1_AuditEvent ev = lianyaohu_v1_AuditEvent_init_zero;
+    const uint64_t day = 86400ull * 1000000ull;
+    const uint64_t t2026_09_01 = 1788220800ull * 1000000ull; /* 2026-09-01T00:00:00Z */
+    (void)state;
+
+    ev.kind = lianyaohu_v1_EventKind_EVENT_KIND_GAP;
+    ev.missed = 7;
+    snprintf(ev.action, sizeof(ev.action), "session");
+    assert_int_equal(audit_fmt_gap_flows(&ev, 0, 0), 7);
+    snprintf(ev.action, sizeof(ev.action), "requests");
+    ev.missed = 260000;
+    assert_int_equal(audit_fmt_gap_flows(&ev, 0, 0), 0);
+    snprintf(ev.action, sizeof(ev.action), "retention");
+    ev.missed = 2000;
+    snprintf(ev.detail, sizeof(ev.detail),
+             "reason=\"retention: older than 90 days\" max_age_days=90 flow=1990 session=10 "
+             "oldest=2026-09-01T10:00:00Z newest=2026-09-01T10:05:00Z");
+    assert_int_equal(audit_fmt_gap_flows(&ev, 0, 0), 1990);
+    assert_int_equal(audit_fmt_gap_flows(&ev, t2026_09_01, t2026_09_01 + day), 1990);
+    assert_int_equal(audit_fmt_gap_flows(&ev, t2026_09_01 + day, 0), 0);
+    assert_int_equal(audit_fmt_gap_flows(&ev, 0, t2026_09_01), 0);
+    snprintf(ev.detail, sizeof(ev.detail), "reason=\"retention: audit.db over its size cap\" session=4");
+    assert_int_equal(audit_fmt_gap_flows(&ev, 0, 0), 0);
+    ev.kind = lianyaohu_v1_EventKind_EVENT_KIND_FLOW;
+    assert_int_equal(audit_fmt_gap_flows(&ev, 0, 0), 0);
+}
+
 static void test_summary_cap(void **state) {
     (void)state;
     struct audit_fmt_sum s;
@@ -1378,6 +1408,7 @@ int main(void) {
         cmocka_unit_test(test_monitor),
         cmocka_unit_test(test_monitor_notes),
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_gap_flows),
         cmocka_unit_test(test_summary_cap),
         cmocka_unit_test(test_summary_grow),
     };
