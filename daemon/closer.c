@@ -235,6 +235,18 @@ unsigned closer_pending(struct closer *c, uid_t uid) {
     return n;
 }
 
+unsigned closer_total_pending(struct closer *c) {
+    unsigned n = 0;
+
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->nq; i++)
+        n += c->q[i].pending;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
 void closer_poke(struct closer *c, uint64_t max_ms) {
     uint64_t now = mono_ms();
 

@@ -31,6 +31,8 @@ void closer_stop(struct closer *c);
 void closer_close(struct closer *c, uid_t uid, int fd);
 /* Closes of uid's fds queued or running (for refusing a user who piles them). */
 unsigned closer_pending(struct closer *c, uid_t uid);
+/* Closes of everyone's fds queued or running: fds lyhd still holds. */
+unsigned closer_total_pending(struct closer *c);
 /* Interrupt any close that has run longer than max_ms (call it from a timer). */
 void closer_poke(struct closer *c, uint64_t max_ms);
 

@@ -46,6 +46,15 @@
 #define CONN_READ_BUDGET (256u << 10)
 /* Received fds waiting for their frame; more than this is abuse. */
 #define CONN_MAX_QUEUED_FDS 16u
+/* The most fds one recvmsg can carry (the kernel's SCM_MAX_FD). The control
+ * buffer has room for all of them: fds that did not fit would be dropped by
+ * the kernel inside recvmsg, and the last reference of such a file (a
+ * lingering TCP socket) would then be released on the event loop. */
+#define CONN_SCM_MAX_FD 253u
+/* A user with more of their fds than this waiting in the closer gets nothing
+ * more read from their connections until it drains: the fds stay in the
+ * kernel, counted against the sender's own limits, not lyhd's. */
+#define CONN_PAUSE_PENDING 16u
 
 struct queued_fd {
     int fd;          /* -1: an fd the kernel delivered beyond the limit (closed) */
@@ -60,6 +69,7 @@ struct conn {
     gid_t peer_groups[LYH_MAX_PEER_GROUPS];
     size_t n_peer_groups;
     bool dead;
+    bool paused;             /* reading stopped: too many of its user's fds being closed */
     struct event *ev_read;
     struct event *ev_write;
     struct event *ev_frame_timeout;
@@ -85,42 +95,6 @@ static void conn_free_cb(evutil_socket_t fd, short what, void *arg) {
     if (c->out)
         evbuffer_free(c->out);
     free(c);
-}
-
-/* Close the connection's socket without the event loop ever waiting: fds the
- * client sent that we have not read would have their last reference dropped
- * by the close (a lingering TCP socket among them would block it). So the
- * client's sending is shut down first, what is left is read out with room
- * for every fd (SCM_MAX_FD per message: none dropped by the kernel on our
- * thread), those fds go to the closer, and then the emptied socket closes
- * at once. Bounded: the queue is at most the socket's receive buffer. */
-static void close_drained(struct conn *c) {
-    uint8_t buf[64 * 1024];
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * 253)];
-    } ctl;
-
-    (void)shutdown(c->fd, SHUT_RDWR);
-    for (unsigned pass = 0; pass < 4096; pass++) {
-        struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                            .msg_controllen = sizeof(ctl.buf)};
-        ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (n <= 0 && !(n == 0 && mh.msg_controllen > 0))
-            break;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                continue;
-            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t i = 0; i < k; i++) {
-                int fd;
-                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                closer_close(c->d->closer, c->peer.uid, fd);
-            }
-        }
-    }
-    CLOSE_FD(c->fd);
 }
 
 void conn_close(struct conn *c, const char *why) {
@@ -152,7 +126,9 @@ void conn_close(struct conn *c, const char *why) {
     event_free(c->ev_write);
     event_free(c->ev_frame_timeout);
     c->ev_read = c->ev_write = c->ev_frame_timeout = NULL;
-    close_drained(c);
+    /* Off the loop: fds still in flight in its queue go with the socket's
+     * last reference, on a closer worker. */
+    closer_close(c->d->closer, c->peer.uid, TAKE_FD(c->fd));
     server_conn_removed(c->d->server, c);
     /* We may be inside one of this connection's callbacks: free later. */
     if (event_base_once(c->d->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL) < 0)
@@ -503,16 +479,48 @@ static void on_frame_timeout(evutil_socket_t fd, short what, void *arg) {
     conn_close(c, "frame timeout");
 }
 
+/* Read nothing more from this connection for now: the fds its user handed
+ * lyhd are not closed yet (one of them hangs a closer worker), or all users'
+ * together are more than lyhd should hold. */
+static bool conn_must_pause(const struct conn *c) {
+    struct closer *cl = c->d->closer;
+    unsigned all_cap = c->d->fd_limit / 4 > 64 ? c->d->fd_limit / 4 : 64;
+
+    return cl && (closer_pending(cl, c->peer.uid) > CONN_PAUSE_PENDING ||
+                  closer_total_pending(cl) > all_cap);
+}
+
+static void conn_pause(struct conn *c) {
+    if (c->paused)
+        return;
+    c->paused = true;
+    event_del(c->ev_read);
+    log_warn("not reading from uid %u pid %d for now: %u of its file descriptors are still "
+             "being closed",
+             c->peer.uid, c->peer.pid, closer_pending(c->d->closer, c->peer.uid));
+}
+
+void conn_resume_if_ok(struct conn *c) {
+    if (!c->paused || c->dead || conn_must_pause(c))
+        return;
+    c->paused = false;
+    event_add(c->ev_read, NULL);
+}
+
 static void on_readable(evutil_socket_t fd, short what, void *arg) {
     struct conn *c = arg;
     uint8_t buf[64 * 1024];
     union {
         struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * (LYH_MAX_FDS_PER_MESSAGE + 1))];
+        char buf[CMSG_SPACE(sizeof(int) * CONN_SCM_MAX_FD)];
     } ctl;
     size_t budget = CONN_READ_BUDGET;
 
     while (budget > 0 && !c->dead) {
+        if (conn_must_pause(c)) {
+            conn_pause(c);
+            return;
+        }
         struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
         struct msghdr mh = {
             .msg_iov = &iov,

@@ -75,6 +75,10 @@ void conn_set_peer_groups(struct conn *c, const gid_t *groups, size_t n);
 /* A finished call outside dispatch: unlink from its connection and free. */
 void conn_call_done(struct rpc_call *call);
 
+/* Start reading again from a connection paused because its user's fds were
+ * still being closed, once that is no longer so (a timer calls this). */
+void conn_resume_if_ok(struct conn *c);
+
 /* The open call with this id, or NULL. */
 struct rpc_call *conn_find_call(struct conn *c, uint64_t call_id);
 

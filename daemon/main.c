@@ -395,6 +395,7 @@ static unsigned sessions_shutdown(struct lyhd *d) {
 static void on_poke(evutil_socket_t fd, short what, void *arg) {
     struct lyhd *d = arg;
     closer_poke(d->closer, 1000);
+    server_tick(d->server);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
@@ -480,7 +481,7 @@ int main(int argc, char **argv) {
         goto fail;
     }
     ev_poke = event_new(d.base, -1, EV_PERSIST, on_poke, &d);
-    if (!ev_poke || event_add(ev_poke, &(struct timeval){.tv_sec = 1}) < 0) {
+    if (!ev_poke || event_add(ev_poke, &(struct timeval){.tv_usec = 200 * 1000}) < 0) {
         log_error("cannot start the close watchdog timer");
         goto fail;
     }

@@ -53,6 +53,7 @@
 #define RUN_MAX_STATE_DIRS 16
 #define RUN_MAX_DENY 8   /* the caller's deny paths (proto options bound the CLI to 8 too) */
 #define RUN_MAX_HIDE (32 + RUN_MAX_DENY)
+_Static_assert(RUN_MAX_HIDE <= SPAWN_MAX_HIDE, "the spawn child covers at most SPAWN_MAX_HIDE");
 
 /* Everything a launch needs, built up step by step; run_prep_free() undoes
  * what was made when the launch does not happen. */
@@ -256,8 +257,8 @@ static int check_fd_budget(struct lyhd *d, struct rpc_call *call) {
         if (s->row.uid == call->peer.uid)
             mine += n;
     }
-    mine += server_conn_count_uid(d->server, call->peer.uid);
-    all += server_conn_count(d->server);
+    mine += server_conn_count_uid(d->server, call->peer.uid) + closer_pending(d->closer, call->peer.uid);
+    all += server_conn_count(d->server) + closer_total_pending(d->closer);
     share = limit > reserve + d->fd_base ? (limit - reserve - d->fd_base) / 2 : 0;
     if (call->peer.uid != 0 && mine + RUN_LAUNCH_FDS > share)
         return fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,

@@ -104,6 +104,23 @@ void server_conn_removed(struct server *s, struct conn *c) {
     }
 }
 
+void server_tick(struct server *s) {
+    if (!s || s->stopping)
+        return;
+    for (unsigned i = 0; i < s->n_slots; i++)
+        conn_resume_if_ok(s->slots[i].conn);
+    /* A closed connection's fd may have been released by a closer worker
+     * after server_conn_removed() tried to take the reserve back. */
+    if (s->accept_paused) {
+        reserve_fd_take(s);
+        if (s->reserve_fd >= 0) {
+            s->accept_paused = false;
+            event_add(s->ev_accept, NULL);
+            log_info("fds available again; accepting connections");
+        }
+    }
+}
+
 /* Is the peer an admin: root, or a member of --admin-group (primary or
  * supplementary, as the kernel recorded them at connect). */
 static bool peer_is_admin(const struct server *s, const struct ucred *cred, const gid_t *groups,

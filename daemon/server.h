@@ -19,6 +19,10 @@ void server_stop(struct server *s);
 /* Close every connection and free. Accepts NULL. */
 void server_free(struct server *s);
 
+/* Periodic (a timer of main.c): resume connections paused for their user's
+ * pending closes, and accepting when an fd is free again. */
+void server_tick(struct server *s);
+
 /* Connection accounting, used by conn.c and the Status RPC. */
 void server_conn_removed(struct server *s, struct conn *c);
 unsigned server_conn_count(const struct server *s);

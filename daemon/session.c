@@ -20,7 +20,9 @@
 #include <string.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,9 +116,14 @@ static int save_row(struct session *s) { return save_store_row(s->d, &s->row); }
 /* A tmpdir being emptied by a helper child. A session's row is marked ENDED
  * only once its tmpdir is gone, so a crash in between leaves the row ENDING
  * and the next start reaps the session, tmpdir included. */
+/* The longest a remover may take (a user can stop it: it runs as them). */
+#define TMPDIR_REMOVE_MAX_MS 10000
+#define TMPDIR_REMOVE_SYNC_MS 2000
+
 struct tmpdir_job {
     struct lyhd *d;
     struct event *ev;
+    struct event *ev_timeout;
     int pidfd;
     char path[PATH_MAX];
     bool end_row;
@@ -142,8 +149,31 @@ static void tmpdir_job_free(struct tmpdir_job *j) {
         return;
     if (j->ev)
         event_free(j->ev);
+    if (j->ev_timeout)
+        event_free(j->ev_timeout);
     CLOSE_FD(j->pidfd);
     free(j);
+}
+
+/* The remover ran over its time (its user may have stopped it): kill it;
+ * its exit then finishes the job. */
+static void on_tmpdir_timeout(evutil_socket_t fd, short what, void *arg) {
+    struct tmpdir_job *j = arg;
+
+    log_warn("removing %s took over %d ms; killing the remover", j->path, TMPDIR_REMOVE_MAX_MS);
+    (void)syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+}
+
+/* Wait for the remover at most ms, then kill it and reap it. */
+static void tmpdir_job_wait(struct tmpdir_job *j, int ms) {
+    struct pollfd pfd = {.fd = j->pidfd, .events = POLLIN};
+    siginfo_t si = {0};
+
+    if (poll(&pfd, 1, ms) != 1) {
+        log_warn("removing %s took over %d ms; killing the remover", j->path, ms);
+        (void)syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+    }
+    tmpdir_job_finish(j, waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED) == 0 ? &si : NULL);
 }
 
 static void on_tmpdir_emptied(evutil_socket_t fd, short what, void *arg) {
@@ -183,13 +213,17 @@ static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
         return;
     }
     if (!sync) {
+        struct timeval tv = {.tv_sec = TMPDIR_REMOVE_MAX_MS / 1000};
         j->ev = event_new(d->base, j->pidfd, EV_READ, on_tmpdir_emptied, j);
-        if (j->ev && event_add(j->ev, NULL) == 0)
+        j->ev_timeout = evtimer_new(d->base, on_tmpdir_timeout, j);
+        if (j->ev && j->ev_timeout && event_add(j->ev, NULL) == 0 &&
+            event_add(j->ev_timeout, &tv) == 0)
             return;
+        if (j->ev)
+            event_del(j->ev);
     }
-    /* Wait here (it is a short rm). */
-    siginfo_t si = {0};
-    tmpdir_job_finish(j, waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED) == 0 ? &si : NULL);
+    /* Wait here, bounded (shutdown, or no event loop to watch with). */
+    tmpdir_job_wait(j, TMPDIR_REMOVE_SYNC_MS);
     tmpdir_job_free(j);
 }
 

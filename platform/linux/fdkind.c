@@ -25,11 +25,14 @@
 
 int fdk_mount_fstype(unsigned long long mnt_id, char *buf, size_t len) {
     _cleanup_(fclosep_) FILE *f = fopen("/proc/self/mountinfo", "re");
-    char line[4096];
+    _cleanup_free_ char *line = NULL;
+    size_t cap = 0;
 
     if (!f)
         return -errno;
-    while (fgets(line, sizeof(line), f)) {
+    /* Whole lines, however long (a mount point may be long and escaped):
+     * a piece of one must never be read as a line of its own. */
+    while (getline(&line, &cap, f) >= 0) {
         unsigned long long id;
         const char *sep;
         char type[128];

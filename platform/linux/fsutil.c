@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,10 +66,17 @@ int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, in
     if (pid < 0)
         return -errno;
     if (pid == 0) {
-        /* The daemon is single-threaded, so libc (nftw allocates) is usable here. */
-        if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+        /* Nothing of lyhd's may stay with a process its user can signal,
+         * stop or trace once it runs as them: close every fd first. glibc's
+         * fork keeps malloc usable (nftw allocates); the credential calls are
+         * raw syscalls, for this thread alone (lyhd's other threads exist
+         * only in the parent). */
+        if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0 && errno != ENOSYS)
             _exit(2);
-        if (uid != 0 && setresuid(0, 0, 0) == 0)
+        if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+            syscall(SYS_setresuid, uid, uid, uid) < 0)
+            _exit(2);
+        if (uid != 0 && syscall(SYS_setresuid, 0, 0, 0) == 0)
             _exit(2);
         /* FTW_PHYS: never follow symlinks; FTW_MOUNT: stay on this file system. */
         _exit(nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 || errno == ENOENT ? 0
@@ -109,7 +117,9 @@ int fs_ident_enter(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
      * next time: ask again (-1 changes nothing and returns the current one). */
     if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != uid ||
         (gid_t)syscall(SYS_setfsgid, (gid_t)-1) != gid) {
-        (void)fs_ident_leave(saved);
+        /* Half switched and unable to go back: never go on like that. */
+        if (fs_ident_leave(saved) < 0)
+            abort();
         return -EPERM;
     }
     return 0;

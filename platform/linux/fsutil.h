@@ -12,9 +12,10 @@
 int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t gid);
 
 /* Empty a directory with the privileges of uid:gid only: a child process
- * drops to that user (no supplementary groups) and removes everything below
- * path without following symlinks, so root never walks a tree a user
- * controls. The directory itself stays: its parent may not be writable by
+ * closes every inherited fd, drops to that user (no supplementary groups) and
+ * removes everything below path without following symlinks, so root never
+ * walks a tree a user controls. The user can signal or stop that child: the
+ * caller must bound the wait (and SIGKILL it, through the pidfd, when over). The directory itself stays: its parent may not be writable by
  * the user; remove it afterwards with fs_remove_empty_dir(). Returns the
  * child's pid and a pidfd (CLOEXEC) to wait on; exit status 0 = emptied. */
 int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, int *ret_pidfd);

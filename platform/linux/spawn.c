@@ -2,9 +2,11 @@
  *
  * Owns: the ordered setup pipeline of the child. It must never allocate,
  * lock, log or call anything that is not async-signal-safe between fork and
- * execve (the daemon is single-threaded, but libc state such as malloc arenas
- * is still not ours to touch in a forked child). Every input was prepared by
- * the parent; the child only makes syscalls.
+ * execve (lyhd has closer threads besides its event loop, and libc state such
+ * as malloc arenas is not ours to touch in a forked child). Every input was
+ * prepared by the parent; the child only makes syscalls, credential changes
+ * as raw syscalls (glibc's wrappers would try to apply them to the parent's
+ * other threads).
  *
  * Why this order:
  *  - setsid first so the agent is never in the daemon's session or process
@@ -18,9 +20,9 @@
  *    most of a launch. Forking into the cgroup takes that lock for reading
  *    only. On kernels without CLONE_INTO_CGROUP (before 5.7) the child still
  *    moves itself, while it is root (cgroup.procs is root-owned).
- *  - the child comes from a raw clone3, not glibc's fork: lyhd is
- *    single-threaded and the child only makes syscalls until execve, so
- *    nothing of glibc's per-thread state that fork would fix up is used.
+ *  - the child comes from a raw clone3, not glibc's fork: the child only
+ *    makes syscalls until execve, so nothing of glibc's per-thread state
+ *    that fork would fix up is used.
  *  - setgroups, then setresgid, then setresuid: groups and gids can only be
  *    changed while we still hold CAP_SETGID, which setresuid drops.
  *  - the drop is verified: the real, effective and saved ids are all the
@@ -101,7 +103,7 @@ static int verify_drop(uid_t uid, gid_t gid) {
         return errno;
     if (ru != uid || eu != uid || su != uid || rg != gid || eg != gid || sg != gid)
         return EPERM;
-    if (uid != 0 && (setresuid(0, 0, 0) == 0 || setresgid(0, 0, 0) == 0))
+    if (uid != 0 && (syscall(SYS_setresuid, 0, 0, 0) == 0 || syscall(SYS_setresgid, 0, 0, 0) == 0))
         return EPERM;
     memset(data, 0, sizeof(data));
     if (syscall(SYS_capget, &hdr, data) < 0)
@@ -113,6 +115,62 @@ static int verify_drop(uid_t uid, gid_t gid) {
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         return errno;
     return 0;
+}
+
+/* "/proc/self/fd/N" into buf (async-signal-safe: no snprintf). */
+static void fd_path(int fd, char buf[static 32]) {
+    static const char pre[] = "/proc/self/fd/";
+    char digits[12];
+    size_t n = 0, o = sizeof(pre) - 1;
+
+    do
+        digits[n++] = (char)('0' + fd % 10);
+    while ((fd /= 10) > 0 && n < sizeof(digits));
+    memcpy(buf, pre, o);
+    while (n > 0)
+        buf[o++] = digits[--n];
+    buf[o] = '\0';
+}
+
+/* Cover the hidden directories with an empty read-only tmpfs. Each is looked
+ * up with the agent's own identity (its uid, the guard gid, its groups), not
+ * root's: a path a user pointed, through a symlink swapped in after the
+ * checks, at a place they cannot reach is not found (and not revealed), and
+ * one the agent cannot reach needs no cover. The mount goes onto the opened
+ * directory, never onto a path string resolved as root. */
+static void cover_hidden(const struct spawn_plan *p, int status_fd) {
+    int fds[SPAWN_MAX_HIDE];
+    int err = 0;
+
+    if (p->n_hide > SPAWN_MAX_HIDE)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, E2BIG);
+    if (p->n_hide == 0)
+        return;
+    if (syscall(SYS_setgroups, p->n_groups, p->groups) < 0)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+    (void)syscall(SYS_setfsgid, p->gid);
+    (void)syscall(SYS_setfsuid, p->uid);
+    for (size_t i = 0; i < p->n_hide; i++) {
+        fds[i] = open(p->hide[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fds[i] < 0 && errno != ENOENT && errno != EACCES && !err)
+            err = errno;
+    }
+    (void)syscall(SYS_setfsuid, 0);
+    (void)syscall(SYS_setfsgid, 0);
+    if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != 0)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, EPERM);
+    if (err)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, err);
+    for (size_t i = 0; i < p->n_hide; i++) {
+        char path[32];
+        if (fds[i] < 0)
+            continue;
+        fd_path(fds[i], path);
+        if (mount("lyh-hidden", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,mode=0555") < 0)
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+        close(fds[i]);
+    }
 }
 
 static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_cgroup) {
@@ -179,21 +237,20 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
               "newinstance,ptmxmode=0666,mode=0620") < 0 ||
         mount("/dev/pts/ptmx", "/dev/ptmx", NULL, MS_BIND, NULL) < 0)
         child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
-    for (size_t i = 0; i < p->n_hide; i++)
-        if (mount("lyh-hidden", p->hide[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                  "size=4k,mode=0555") < 0 &&
-            errno != ENOENT)
-            child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+    cover_hidden(p, status_fd);
     k = ll_add_devpts_child(p->landlock_fd, p->landlock_handled);
     if (k < 0)
         child_fail(status_fd, SPAWN_STEP_LANDLOCK, -k);
 
     /* Privilege drop: groups, then gids, then uid (which loses CAP_SETGID). */
-    if (setgroups(p->n_groups, p->groups) < 0)
+    /* Raw syscalls, not glibc's wrappers: those apply credential changes to
+     * every thread glibc knows of, and lyhd's other threads exist only in the
+     * parent. This process has one thread, which the raw calls change. */
+    if (syscall(SYS_setgroups, p->n_groups, p->groups) < 0)
         child_fail(status_fd, SPAWN_STEP_SETGROUPS, errno);
-    if (setresgid(p->gid, p->gid, p->gid) < 0)
+    if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0)
         child_fail(status_fd, SPAWN_STEP_SETRESGID, errno);
-    if (setresuid(p->uid, p->uid, p->uid) < 0)
+    if (syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
         child_fail(status_fd, SPAWN_STEP_SETRESUID, errno);
     k = verify_drop(p->uid, p->gid);
     if (k != 0)

@@ -15,6 +15,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Directories one launch may cover (the caller's deny paths and the fixed ones). */
+#define SPAWN_MAX_HIDE 64
+
 struct sc_program;
 
 /* The steps of the child pipeline, in order. */
@@ -58,7 +61,7 @@ struct spawn_plan {
     /* Directories to cover with an empty read-only tmpfs in a mount namespace
      * of the session's own (sockets Landlock cannot mediate: the user's
      * runtime dir with its systemd and D-Bus buses, X11, ssh-agent). */
-    const char *const *hide;
+    const char *const *hide; /* at most SPAWN_MAX_HIDE */
     size_t n_hide;
 };
 

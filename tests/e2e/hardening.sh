@@ -281,5 +281,115 @@ lyh_wait_until 15 eval '[ "$(lyh_live_rows)" = 0 ]'
 t_eq "7: A's sessions end when their clients go" "$(lyh_live_rows)" 0
 [ -n "$out" ] && echo "   (user B: $out)"
 
+# ---- 8. a client's fds cannot freeze the event loop ------------------------------
+
+echo "# 8. a client's fds cannot freeze lyhd's event loop"
+lyh_daemon_stop
+LYH_DAEMON_PREFIX=(prlimit --nofile=3000:3000 --)
+lyh_daemon_start || lyh_die "lyhd with 3000 fds does not start"
+LYH_DAEMON_PREFIX=()
+install -m 0755 "$HERE/fd_freeze.py" "$LYH_TMP/bin/fd_freeze.py"
+# answers_fast NAME: root's `lyh capabilities` and `lyh status` answer within 3 s
+answers_fast() {
+    local t0 t1 ok=1
+    t0=$(date +%s%N)
+    timeout 10 "$LYH_LYH" --socket "$LYH_SOCK" capabilities >/dev/null 2>&1 || ok=0
+    timeout 10 "$LYH_LYH" --socket "$LYH_SOCK" status >/dev/null 2>&1 || ok=0
+    t1=$(date +%s%N)
+    if [ "$ok" = 1 ] && [ $(((t1 - t0) / 1000000)) -lt 3000 ]; then
+        t_pass "$1 ($(((t1 - t0) / 1000000)) ms)"
+    else
+        t_fail "$1" "ok=$ok, $(((t1 - t0) / 1000000)) ms"
+    fi
+}
+for mode in ctrunc flood; do
+    LYH_CMD_TIMEOUT=60 lyh_as_user /usr/bin/python3 "$LYH_TMP/bin/fd_freeze.py" "$LYH_SOCK" "$mode" 15 \
+        >"$LYH_TMP/t8.$mode.out" 2>&1 &
+    lyh_track_pid "$!"
+    sleep 3
+    answers_fast "8: $mode: other users are still answered at once while the attack holds"
+    fds=$(ls "/proc/$LYH_DAEMON_PID/fd" 2>/dev/null | wc -l)
+    if [ "$fds" -gt 0 ] && [ "$fds" -lt 2900 ]; then
+        t_pass "8: $mode: lyhd holds $fds of its 3000 fds"
+    else
+        t_fail "8: $mode: lyhd stays below its fd limit" "$fds fds; attacker: $(cat "$LYH_TMP/t8.$mode.out")"
+    fi
+    for p in $(pgrep -u "$LYH_UID" -f "fd_freeze.py $LYH_SOCK $mode"); do kill -TERM "$p"; done
+    lyh_wait_until 10 sh -c "! pgrep -u $LYH_UID -f 'fd_freeze.py $LYH_SOCK $mode' >/dev/null"
+done
+t_check "8: flood: lyhd stopped reading from the flooding user" \
+    grep -q "not reading from uid $LYH_UID" "$LYH_DAEMON_LOG"
+answers_fast "8: after the attacks lyhd answers at once"
+
+# ---- 9. the tmpdir remover: bounded, and holding nothing of lyhd's -------------------
+
+echo "# 9. a user who stops the tmpdir remover holds nothing of lyhd's for long"
+lyh_daemon_stop
+lyh_daemon_start || lyh_die "lyhd does not restart"
+# The remover is a fork of lyhd that runs as the user: the user can SIGSTOP it.
+cat >"$LYH_TMP/stopper.sh" <<'EOS'
+#!/bin/sh
+# as the user: stop every process of ours named lyhd (the tmpdir remover), for $1 s
+end=$(($(date +%s) + $1))
+while [ "$(date +%s)" -lt "$end" ]; do
+    for p in $(pgrep -u "$(id -u)" -x lyhd); do
+        kill -STOP "$p" 2>/dev/null && echo "$p" >>"$2"
+    done
+    sleep 0.01
+done
+EOS
+chmod 0755 "$LYH_TMP/stopper.sh"
+touch "$LYH_TMP/stopped" && chmod 0666 "$LYH_TMP/stopped"
+LYH_CMD_TIMEOUT=60 lyh_as_user "$LYH_TMP/stopper.sh" 25 "$LYH_TMP/stopped" &
+lyh_track_pid "$!"
+# 50000 files: their removal takes long enough for the stopper to see it.
+LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- /bin/sh -c \
+    'cd "$TMPDIR" && seq 1 50000 | xargs touch' </dev/null >/dev/null 2>&1
+sid=$(last_sid)
+if lyh_wait_until 10 test -s "$LYH_TMP/stopped"; then
+    rp=$(head -n 1 "$LYH_TMP/stopped")
+    held=$(ls -l "/proc/$rp/fd" 2>/dev/null | grep -c -E 'socket:|state.db|audit.db|lyhd.lock')
+    t_eq "9: the stopped remover (pid $rp) holds none of lyhd's sockets or databases" "$held" 0
+    if lyh_wait_until 15 sh -c "[ ! -e /proc/$rp ] || grep -q '^State:.*Z' /proc/$rp/status"; then
+        t_pass "9: lyhd kills a remover that runs over its time"
+    else
+        t_fail "9: lyhd kills a remover that runs over its time" "pid $rp: $(grep State /proc/$rp/status)"
+    fi
+    t_check "9: ... and says so" lyh_daemon_log_has "took over .* ms; killing the remover" 5
+    t_eq "9: the session's row is ENDED all the same" \
+        "$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select state from sessions where id='$sid'")" 4
+else
+    t_fail "9: the stopper caught the remover" "nothing stopped"
+fi
+for p in $(pgrep -u "$LYH_UID" -f "$LYH_TMP/stopper.sh"); do kill -TERM "$p"; done
+t0=$(date +%s)
+lyh_daemon_stop
+t_check "9: lyhd stops at once (no unbounded wait on a remover)" test $(($(date +%s) - t0)) -lt 5
+lyh_daemon_start || lyh_die "lyhd does not restart"
+lyh_wait_until 10 test ! -e "$LYH_TMPDIR/lyh-$sid"
+t_check "9: the next start removes what the killed remover left" test ! -e "$LYH_TMPDIR/lyh-$sid"
+
+# ---- 10. deny paths are covered where the agent finds them, not where root does ---------
+
+echo "# 10. a deny path swapped to a symlink after the checks reveals nothing"
+mkdir -m 0700 "$LYH_TMP/rootonly" && echo secret >"$LYH_TMP/rootonly/f"
+lyh_as_user sh -c "mkdir -p x/f && ln -s '$LYH_TMP/rootonly' y"
+install -m 0755 "$HERE/flip.py" "$LYH_TMP/bin/flip.py"
+install -d -o "$LYH_UID" -g "$LYH_GID" "$LYH_HOME/.config/lianyaohu"
+printf '[paths]\ndeny = ["%s/x/f"]\n' "$LYH_HOME" >"$LYH_HOME/.config/lianyaohu/config.toml"
+chown "$LYH_UID:$LYH_GID" "$LYH_HOME/.config/lianyaohu/config.toml"
+LYH_CMD_TIMEOUT=60 lyh_as_user /usr/bin/python3 "$LYH_TMP/bin/flip.py" "$LYH_HOME/x" "$LYH_HOME/y" 30 \
+    >/dev/null 2>&1 &
+lyh_track_pid "$!"
+notdir=0 started=0
+for i in $(seq 1 30); do
+    out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui -- /bin/true </dev/null 2>&1) && started=$((started + 1))
+    grep -q 'Not a directory' <<<"$out" && notdir=$((notdir + 1))
+done
+for p in $(pgrep -u "$LYH_UID" -f "flip.py $LYH_HOME/x"); do kill -TERM "$p"; done
+lyh_wait_until 5 sh -c "! pgrep -u $LYH_UID -f 'flip.py $LYH_HOME/x' >/dev/null"
+t_eq "10: no launch of 30 failed on the root-only file behind the swapped symlink ($started started)" "$notdir" 0
+rm -f "$LYH_HOME/.config/lianyaohu/config.toml"
+
 lyh_daemon_stop
 t_done
