@@ -53,6 +53,8 @@
 #define RUN_MAX_STATE_DIRS 16
 #define RUN_MAX_DENY 8   /* the caller's deny paths (proto options bound the CLI to 8 too) */
 #define RUN_MAX_HIDE (32 + RUN_MAX_DENY)
+#define RUN_MAX_EXPOSE (1 + 2 * RUN_MAX_PATHS)
+_Static_assert(RUN_MAX_EXPOSE <= SPAWN_MAX_EXPOSE, "the spawn child shows at most SPAWN_MAX_EXPOSE");
 _Static_assert(RUN_MAX_HIDE <= SPAWN_MAX_HIDE, "the spawn child covers at most SPAWN_MAX_HIDE");
 
 /* Everything a launch needs, built up step by step; run_prep_free() undoes
@@ -75,6 +77,8 @@ struct run_prep {
     bool made_tmpdir, row_inserted, made_cgroup, added_chain, took_shared;
     char *hide[RUN_MAX_HIDE];
     size_t n_hide;
+    char *expose[RUN_MAX_EXPOSE]; /* granted dirs under a private /tmp root */
+    size_t n_expose;
     /* A refusal decided while the thread has the caller's file-system
      * identity: sent once it is root again (nothing writes lyhd's own files
      * in between, and the refusal is logged and audited). */
@@ -314,6 +318,55 @@ static int lookup_home(struct rpc_call *call, uid_t uid, struct run_prep *p) {
     return 0;
 }
 
+/* The session's private /tmp, /var/tmp and /dev/shm (spawn.h private_tmp):
+ * the subdirectories of its tmpdir bound over them. */
+static const char *const private_tmp_subs[] = {"tmp", "var-tmp", "shm"};
+static const char *const private_tmp_roots[] = {"/tmp", "/var/tmp", "/dev/shm"};
+
+/* 2 when path is one of the private roots itself, 1 when it lies below one,
+ * 0 otherwise. On the path as given (the agent will use it as given): a path
+ * there needs showing again inside the private copy. */
+static int in_private_tmp(const char *path) {
+    for (size_t i = 0; i < ARRAY_SIZE(private_tmp_roots); i++) {
+        size_t n = strlen(private_tmp_roots[i]);
+        if (strncmp(path, private_tmp_roots[i], n) != 0)
+            continue;
+        if (path[n] == '\0' || (path[n] == '/' && path[n + 1] == '\0'))
+            return 2;
+        if (path[n] == '/')
+            return 1;
+    }
+    return 0;
+}
+
+/* A granted directory under a private root is shown again there (spawn.h
+ * expose); the root itself would expose everything the private copy hides. */
+static int expose_if_private(struct run_prep *p, const char *what, const char *path, bool is_dir) {
+    int k = in_private_tmp(path);
+
+    if (k == 0)
+        return 0;
+    if (k == 2)
+        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                     "%s %s: the session gets a private %s of its own (so it cannot reach what "
+                     "runs beside it there); give a directory of yours below it, or elsewhere",
+                     what, path, path);
+    if (!is_dir)
+        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                     "%s %s is a file under the session's private /tmp, /var/tmp or /dev/shm; "
+                     "grant the directory that holds it",
+                     what, path);
+    if (p->n_expose >= RUN_MAX_EXPOSE)
+        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                     "too many granted directories under /tmp, /var/tmp and /dev/shm (at most %d)",
+                     RUN_MAX_EXPOSE);
+    p->expose[p->n_expose] = strdup(path);
+    if (!p->expose[p->n_expose])
+        return pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+    p->n_expose++;
+    return 0;
+}
+
 static int check_cwd(struct run_prep *p, const char *cwd) {
     _cleanup_close_ int fd = -1;
 
@@ -325,7 +378,7 @@ static int check_cwd(struct run_prep *p, const char *cwd) {
     fd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd %s: %s", cwd, strerror(errno));
-    return 0;
+    return expose_if_private(p, "cwd", cwd, true);
 }
 
 /* Is the directory open as fd at or below one of the system trees? Decided on
@@ -498,6 +551,8 @@ static int check_paths(uid_t caller, struct run_prep *p, const Lianyaohu__V1__Ru
         if (!under_writable_prefix(pol, S_ISDIR(st.st_mode) ? fd : dfd))
             return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                         "policy: writable path %s is not below any of writable_prefixes", path);
+        if (expose_if_private(p, "writable path", path, S_ISDIR(st.st_mode)) < 0)
+            return -1;
         if (ll_policy_add(&p->ll, LL_RW, path, 0) < 0)
             return pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
     }
@@ -509,6 +564,7 @@ static int check_paths(uid_t caller, struct run_prep *p, const Lianyaohu__V1__Ru
             return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
                         "read-only path '%s' is not absolute", path);
         fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        bool is_dir = fd >= 0;
         if (fd < 0 && errno == ENOTDIR) {
             /* A file: judge it by its directory. */
             char dir[PATH_MAX];
@@ -526,6 +582,8 @@ static int check_paths(uid_t caller, struct run_prep *p, const Lianyaohu__V1__Ru
         if (near_other_home(fd, caller, who, sizeof(who)))
             return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                         "read-only path %s is at, above or below the home of %s", path, who);
+        if (expose_if_private(p, "read-only path", path, is_dir) < 0)
+            return -1;
         if (ll_policy_add(&p->ll, LL_RX, path, 0) < 0)
             return pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
     }
@@ -597,31 +655,61 @@ static void pick_groups(struct lyhd *d, struct rpc_call *call, struct run_prep *
     }
 }
 
-/* Directories whose sockets the agent must not reach: every user's runtime
- * dir (systemd --user, D-Bus session bus, gpg/ssh agents), X11 and ICE, and
- * the caller's ssh-agent dirs in the tmp parent. Only existing directories
- * owned by root or the caller are listed. */
-static void pick_hidden(struct lyhd *d, uid_t uid, struct run_prep *p) {
-    static const char *const fixed[] = {"/run/user", "/tmp/.X11-unix", "/tmp/.ICE-unix"};
-    struct stat st;
-    DIR *dir;
+/* Where things the agent must not reach wait for clients. A pathname Unix
+ * socket needs no Landlock right to connect() to (through ABI 7), so a
+ * service of the user's that runs outside the sandbox (their systemd, their
+ * D-Bus session bus, a tmux or screen server, gpg-agent, ssh's control
+ * masters, a container runtime) would act for the agent, unconfined. The
+ * private /tmp (spawn.h) takes care of what lives in /tmp; these are the
+ * other known places: directories are covered with an empty tmpfs, sockets
+ * with /dev/null, each looked up in the child as the agent would. */
+static const char *const hidden_places[] = {
+    "/run/user",                                /* systemd --user, session bus, gpg, pipewire, podman, docker rootless */
+    "/run/screen", "/var/run/screen",           /* GNU screen */
+    "/run/docker.sock", "/run/docker",          /* root's container runtimes */
+    "/run/containerd", "/run/podman", "/run/crio", "/run/lxd",
+    "/var/snap/lxd/common/lxd/unix.socket",
+    "/run/dbus/system_bus_socket",              /* the system bus */
+    "/run/systemd/resolve/io.systemd.Resolve",  /* resolver side channels */
+    "/run/systemd/resolve/io.systemd.Resolve.Monitor",
+    "/run/nscd",
+};
 
-    for (size_t i = 0; i < ARRAY_SIZE(fixed) && p->n_hide < RUN_MAX_HIDE; i++)
-        if (lstat(fixed[i], &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0)
-            p->hide[p->n_hide++] = strdup(fixed[i]);
-    dir = opendir("/tmp");
-    if (!dir)
-        return;
-    for (struct dirent *de; (de = readdir(dir)) && p->n_hide < RUN_MAX_HIDE;) {
-        char path[PATH_MAX];
-        if (strncmp(de->d_name, "ssh-", 4) != 0)
+/* Sockets in the caller's home where such services listen (gpg-agent's, ssh
+ * ControlMaster's), one level deep: found by listing, covered by name. */
+static const char *const hidden_home_dirs[] = {".gnupg", ".ssh", ".ssh/sockets", ".ssh/cm"};
+
+static void hide_add(struct run_prep *p, const char *path) {
+    if (p->n_hide < RUN_MAX_HIDE && (p->hide[p->n_hide] = strdup(path)))
+        p->n_hide++;
+}
+
+static void pick_hidden(struct lyhd *d, struct run_prep *p) {
+    struct stat st;
+
+    for (size_t i = 0; i < ARRAY_SIZE(hidden_places); i++)
+        if (lstat(hidden_places[i], &st) == 0 && (S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode)))
+            hide_add(p, hidden_places[i]);
+    /* lyhd's own socket: it refuses sandboxed peers anyway. */
+    if (lstat(d->cfg.socket_path, &st) == 0 && S_ISSOCK(st.st_mode))
+        hide_add(p, d->cfg.socket_path);
+    for (size_t i = 0; i < ARRAY_SIZE(hidden_home_dirs); i++) {
+        char dir[PATH_MAX];
+        DIR *dh;
+        if (snprintf(dir, sizeof(dir), "%s/%s", p->home, hidden_home_dirs[i]) >= (int)sizeof(dir))
             continue;
-        snprintf(path, sizeof(path), "/tmp/%s", de->d_name);
-        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid)
-            p->hide[p->n_hide++] = strdup(path);
+        dh = opendir(dir);
+        if (!dh)
+            continue;
+        for (struct dirent *de; (de = readdir(dh));) {
+            char path[PATH_MAX];
+            if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
+                continue;
+            if (fstatat(dirfd(dh), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
+                hide_add(p, path);
+        }
+        closedir(dh);
     }
-    closedir(dir);
-    (void)d;
 }
 
 /* The caller's deny paths, ahead of the fixed ones so they always fit. Each
@@ -678,6 +766,8 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
     free(p->argv);
     for (size_t i = 0; i < p->n_hide; i++)
         free(p->hide[i]);
+    for (size_t i = 0; i < p->n_expose; i++)
+        free(p->expose[i]);
     ll_policy_free(&p->ll);
     ll_report_free(&p->ll_report);
     CLOSE_FD(p->ll_fd);
@@ -700,10 +790,14 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
             log_error("undo: releasing the firewall of uid %u failed", s->row.uid);
     }
     if (p->made_tmpdir) {
-        char parent_rm[PATH_MAX];
-        snprintf(parent_rm, sizeof(parent_rm), "%s", s->row.tmpdir);
-        if (rmdir(parent_rm) < 0)
-            log_warn("undo: cannot remove %s: %s", parent_rm, strerror(errno));
+        /* Nothing ran in it yet: its (empty) subdirectories, then itself. */
+        char sub[PATH_MAX];
+        for (size_t i = 0; i < ARRAY_SIZE(private_tmp_subs); i++) {
+            snprintf(sub, sizeof(sub), "%s/%s", s->row.tmpdir, private_tmp_subs[i]);
+            (void)rmdir(sub);
+        }
+        if (rmdir(s->row.tmpdir) < 0)
+            log_warn("undo: cannot remove %s: %s", s->row.tmpdir, strerror(errno));
     }
     if (p->row_inserted) {
         s->row.state = STORE_SESSION_ENDED;
@@ -914,14 +1008,26 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cannot build the path policy");
         goto out;
     }
+    /* The private /tmp, /var/tmp and /dev/shm are bind mounts of the tmpdir's
+     * subdirectories: Landlock decides at a mount's root and does not see the
+     * tmpdir above it, so each needs its own rule. */
+    for (size_t i = 0; i < ARRAY_SIZE(private_tmp_subs); i++) {
+        char sub[PATH_MAX];
+        snprintf(sub, sizeof(sub), "%s/%s", s->row.tmpdir, private_tmp_subs[i]);
+        if (ll_policy_add(&p.ll, LL_RW, sub, 0) < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+            goto out;
+        }
+    }
     /* The request's paths are looked up with the caller's file-system
      * identity, not root's: whatever the answer, it is one the caller could
      * have had by trying (a root lookup would tell whether something exists
      * in a directory the caller cannot read). */
     if (as_caller(call, &p.root_ident) < 0)
         goto out;
-    (void)(check_cwd(&p, r->cwd) == 0 && check_paths(call->peer.uid, &p, r, pol) == 0 &&
-           pick_denied(r, &p) == 0);
+    if (check_cwd(&p, r->cwd) == 0 && check_paths(call->peer.uid, &p, r, pol) == 0 &&
+        pick_denied(r, &p) == 0)
+        pick_hidden(d, &p);
     as_root_again(&p.root_ident);
     if (p.err_code) {
         rpc_fail(call, p.err_code, "%s", p.err);
@@ -942,7 +1048,8 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                                  .n_explicit = r->n_env,
                                  .home = p.home,
                                  .pwd = r->cwd,
-                                 .tmpdir = s->row.tmpdir};
+                                 /* its private /tmp (spawn.h private_tmp) */
+                                 .tmpdir = "/tmp"};
         const char *extra[POLICY_MAX_ENV];
         for (size_t i = 0; i < pol->n_env_block; i++)
             extra[i] = pol->env_block[i];
@@ -958,13 +1065,13 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         }
     }
     pick_groups(d, call, &p);
-    pick_hidden(d, call->peer.uid, &p);
 
     /* 4. Make things, each recorded first. */
     {
         char name[64];
         snprintf(name, sizeof(name), "lyh-%s", s->row.id);
-        k = fs_make_private_dir(d->cfg.tmp_parent, name, s->row.uid, d->cfg.guard_gid);
+        k = fs_make_private_dir(d->cfg.tmp_parent, name, s->row.uid, d->cfg.guard_gid,
+                                private_tmp_subs, ARRAY_SIZE(private_tmp_subs));
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the tmpdir %s: %s",
                      s->row.tmpdir, strerror(-k));
@@ -1054,6 +1161,9 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         .cwd = r->cwd,
         .hide = (const char *const *)p.hide,
         .n_hide = p.n_hide,
+        .private_tmp = s->row.tmpdir,
+        .expose = (const char *const *)p.expose,
+        .n_expose = p.n_expose,
     };
     k = spawn_start(&plan, &s->pid, &s->pidfd, &s->status_fd);
     if (k < 0) {

@@ -20,7 +20,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t gid) {
+int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t gid,
+                        const char *const *subs, size_t n_subs) {
     int pfd, fd, k = 0;
 
     if (!name[0] || name[0] == '.' || strchr(name, '/'))
@@ -34,8 +35,17 @@ int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t g
         return k;
     }
     fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0) {
-        k = -errno;
+    for (size_t i = 0; fd >= 0 && i < n_subs && k == 0; i++) {
+        if (!subs[i][0] || subs[i][0] == '.' || strchr(subs[i], '/'))
+            k = -EINVAL;
+        else if (mkdirat(fd, subs[i], 0700) < 0 ||
+                 fchownat(fd, subs[i], uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+            k = -errno;
+    }
+    if (fd < 0 || k < 0 || fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0) {
+        k = k < 0 ? k : -errno;
+        for (size_t i = 0; fd >= 0 && i < n_subs; i++)
+            (void)unlinkat(fd, subs[i], AT_REMOVEDIR);
         if (fd >= 0)
             close(fd);
         unlinkat(pfd, name, AT_REMOVEDIR);

@@ -6,10 +6,14 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Create DIR/NAME as a fresh directory (mode 0700) owned by uid:gid. Fails
- * with -EEXIST if anything is already there (never reuses what someone else
- * made). The parent is expected to be a sticky world-writable dir like /tmp. */
-int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t gid);
+/* Create DIR/NAME as a fresh directory (mode 0700) owned by uid:gid, with the
+ * subdirectories subs[0..n_subs) (0700, uid:gid) inside it. Fails with
+ * -EEXIST if anything is already there (never reuses what someone else made).
+ * The parent is expected to be a sticky world-writable dir like /tmp; the
+ * subdirectories are made through the new directory's fd while it is still
+ * root's, so the user cannot swap it for something else in between. */
+int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t gid,
+                        const char *const *subs, size_t n_subs);
 
 /* Empty a directory with the privileges of uid:gid only: a child process
  * closes every inherited fd, drops to that user (no supplementary groups) and

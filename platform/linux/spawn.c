@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <linux/sched.h> /* struct clone_args, CLONE_INTO_CGROUP */
 #include <signal.h>
@@ -49,6 +50,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -132,12 +134,122 @@ static void fd_path(int fd, char buf[static 32]) {
     buf[o] = '\0';
 }
 
-/* Cover the hidden directories with an empty read-only tmpfs. Each is looked
- * up with the agent's own identity (its uid, the guard gid, its groups), not
- * root's: a path a user pointed, through a symlink swapped in after the
- * checks, at a place they cannot reach is not found (and not revealed), and
- * one the agent cannot reach needs no cover. The mount goes onto the opened
- * directory, never onto a path string resolved as root. */
+/* Resolve paths as the agent will (its uid, the guard gid, its groups) from
+ * here until as_root(): a path a user pointed, through a symlink swapped in
+ * after the parent's checks, at a place they cannot reach is not found (and
+ * not revealed). Raw syscalls: this thread only. */
+static void as_agent(const struct spawn_plan *p, int status_fd) {
+    if (syscall(SYS_setgroups, p->n_groups, p->groups) < 0)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+    (void)syscall(SYS_setfsgid, p->gid);
+    (void)syscall(SYS_setfsuid, p->uid);
+}
+
+static void as_root(int status_fd) {
+    (void)syscall(SYS_setfsuid, 0);
+    (void)syscall(SYS_setfsgid, 0);
+    if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != 0)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, EPERM);
+}
+
+static int mount_fd(const char *src, int fd, unsigned long flags, const char *type,
+                    const char *data) {
+    char path[32];
+    fd_path(fd, path);
+    return mount(src, path, type, flags, data);
+}
+
+/* mkdir -p of path (absolute) as the current fs identity; no allocation. */
+static int mkdir_p(const char *path) {
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+
+    if (n == 0 || n >= sizeof(buf) || path[0] != '/')
+        return ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+            return errno;
+        buf[i] = c;
+    }
+    return 0;
+}
+
+/* The private /tmp, /var/tmp and /dev/shm: the session tmpdir's tmp, var-tmp
+ * and shm bound over them, nosuid and nodev. What the agent runs beside (a
+ * tmux or screen server, an emacs server, VS Code's IPC, X11's socket dir,
+ * ssh-agent's) lives in the real ones and is out of its sight; its own files
+ * go away with its tmpdir. Granted directories under them (its cwd, extra
+ * paths) are shown again at the same path. All opened as the agent, mounted
+ * onto what was opened. */
+static void private_tmp(const struct spawn_plan *p, int status_fd) {
+    static const char *const sub[] = {"tmp", "var-tmp", "shm"};
+    static const char *const target[] = {"/tmp", "/var/tmp", "/dev/shm"};
+    int dfd, src[3], tfd[3], exp[SPAWN_MAX_EXPOSE];
+    int err = 0;
+
+    if (!p->private_tmp)
+        return;
+    if (p->n_expose > SPAWN_MAX_EXPOSE)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, E2BIG);
+    as_agent(p, status_fd);
+    dfd = open(p->private_tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    for (size_t i = 0; i < 3; i++) {
+        src[i] = dfd < 0 ? -1 : openat(dfd, sub[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        tfd[i] = open(target[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if ((src[i] < 0 || tfd[i] < 0) && !err)
+            err = errno;
+    }
+    for (size_t i = 0; i < p->n_expose; i++) {
+        exp[i] = open(p->expose[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (exp[i] < 0 && !err)
+            err = errno;
+    }
+    as_root(status_fd);
+    if (err)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, err);
+    for (size_t i = 0; i < 3; i++) {
+        char from[32];
+        fd_path(src[i], from);
+        if (mount_fd(from, tfd[i], MS_BIND, NULL, NULL) < 0 ||
+            mount(NULL, target[i], NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL) < 0)
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+    }
+    /* The granted directories again, at their own paths, inside the private
+     * ones (their mount points are made there as the agent). */
+    for (size_t i = 0; i < p->n_expose; i++) {
+        char from[32];
+        int mp;
+        as_agent(p, status_fd);
+        err = mkdir_p(p->expose[i]);
+        mp = err ? -1 : open(p->expose[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (!err && mp < 0)
+            err = errno;
+        as_root(status_fd);
+        if (err)
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, err);
+        fd_path(exp[i], from);
+        if (mount_fd(from, mp, MS_BIND | MS_REC, NULL, NULL) < 0)
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+        close(mp);
+        close(exp[i]);
+    }
+    for (size_t i = 0; i < 3; i++) {
+        close(src[i]);
+        close(tfd[i]);
+    }
+    if (dfd >= 0)
+        close(dfd);
+}
+
+/* Hide what the agent must not reach: each place is looked up as the agent
+ * (as_agent) and covered where it was found: a directory with an empty
+ * read-only tmpfs, a socket with /dev/null (connect() then fails). The mount
+ * goes onto the opened object, never onto a path string resolved as root. */
 static void cover_hidden(const struct spawn_plan *p, int status_fd) {
     int fds[SPAWN_MAX_HIDE];
     int err = 0;
@@ -146,28 +258,28 @@ static void cover_hidden(const struct spawn_plan *p, int status_fd) {
         child_fail(status_fd, SPAWN_STEP_MOUNTS, E2BIG);
     if (p->n_hide == 0)
         return;
-    if (syscall(SYS_setgroups, p->n_groups, p->groups) < 0)
-        child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
-    (void)syscall(SYS_setfsgid, p->gid);
-    (void)syscall(SYS_setfsuid, p->uid);
+    as_agent(p, status_fd);
     for (size_t i = 0; i < p->n_hide; i++) {
-        fds[i] = open(p->hide[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        fds[i] = open(p->hide[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fds[i] < 0 && errno != ENOENT && errno != EACCES && !err)
             err = errno;
     }
-    (void)syscall(SYS_setfsuid, 0);
-    (void)syscall(SYS_setfsgid, 0);
-    if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != 0)
-        child_fail(status_fd, SPAWN_STEP_MOUNTS, EPERM);
+    as_root(status_fd);
     if (err)
         child_fail(status_fd, SPAWN_STEP_MOUNTS, err);
     for (size_t i = 0; i < p->n_hide; i++) {
-        char path[32];
+        struct stat st;
+        int k = 0;
         if (fds[i] < 0)
             continue;
-        fd_path(fds[i], path);
-        if (mount("lyh-hidden", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                  "size=4k,mode=0555") < 0)
+        if (fstat(fds[i], &st) < 0)
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+        if (S_ISDIR(st.st_mode))
+            k = mount_fd("lyh-hidden", fds[i], MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                         "tmpfs", "size=4k,mode=0555");
+        else if (S_ISSOCK(st.st_mode))
+            k = mount_fd("/dev/null", fds[i], MS_BIND, NULL, NULL);
+        if (k < 0)
             child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
         close(fds[i]);
     }
@@ -238,6 +350,7 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
         mount("/dev/pts/ptmx", "/dev/ptmx", NULL, MS_BIND, NULL) < 0)
         child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
     cover_hidden(p, status_fd);
+    private_tmp(p, status_fd);
     k = ll_add_devpts_child(p->landlock_fd, p->landlock_handled);
     if (k < 0)
         child_fail(status_fd, SPAWN_STEP_LANDLOCK, -k);

@@ -17,6 +17,8 @@
 
 /* Directories one launch may cover (the caller's deny paths and the fixed ones). */
 #define SPAWN_MAX_HIDE 64
+/* Granted directories one launch may show again inside its private /tmp. */
+#define SPAWN_MAX_EXPOSE 40
 
 struct sc_program;
 
@@ -58,11 +60,21 @@ struct spawn_plan {
     uint64_t landlock_handled;  /* its handled rights (rules for the private devpts) */
     const struct sc_program *seccomp; /* ready program (required) */
     const char *cwd;            /* entered as the caller, after the drop */
-    /* Directories to cover with an empty read-only tmpfs in a mount namespace
-     * of the session's own (sockets Landlock cannot mediate: the user's
-     * runtime dir with its systemd and D-Bus buses, X11, ssh-agent). */
+    /* Places to hide in a mount namespace of the session's own (sockets
+     * Landlock cannot mediate: the user's runtime dir with its systemd and
+     * D-Bus buses, container runtimes, resolver side channels, agent
+     * sockets): a directory is covered with an empty read-only tmpfs, a
+     * socket with /dev/null; what is neither, or missing, is left. */
     const char *const *hide; /* at most SPAWN_MAX_HIDE */
     size_t n_hide;
+    /* The session's private /tmp, /var/tmp and /dev/shm: its tmpdir, whose
+     * subdirectories tmp, var-tmp and shm are bound over them (NULL: none). */
+    const char *private_tmp;
+    /* Directories under /tmp, /var/tmp or /dev/shm the session was granted
+     * (its cwd, --writable and --read-only paths there): shown again at the
+     * same path inside the private ones. At most SPAWN_MAX_EXPOSE. */
+    const char *const *expose;
+    size_t n_expose;
 };
 
 struct spawn_failure {
@@ -72,8 +84,9 @@ struct spawn_failure {
 
 /* Fork and run the pipeline. On success *ret_pid, *ret_pidfd (CLOEXEC, for
  * poll: readable when the child exits) and *ret_status_fd (CLOEXEC, non-blocking
- * read end of the status pipe) are the caller's. The calling process must be
- * single-threaded (the child is made with a raw clone3 where possible). */
+ * read end of the status pipe) are the caller's. The child is made with a raw
+ * clone3 where possible and makes only syscalls, so the caller may have other
+ * threads. */
 int spawn_start(const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd);
 
 /* Read the status pipe. Returns 1 when a failure record was read (into *ret),

@@ -134,8 +134,11 @@ install -m 0755 /usr/bin/true "$BAIT/exe"
 install -d -o "$U" -g "$LYH_GID" -m 0755 "$CWD" || lyh_die "cwd"
 # A hard link made by root before the run: Landlock checks the path used.
 ln "$BAIT/bait644" "$CWD/prelinked644" && ln "$BAIT/bait777" "$CWD/prelinked777" || lyh_die "hard links"
-SUIDID=$LYH_TMP/suid-id
+# In the user's home (a place the agent may execute from; the session's /tmp
+# is a private one, where nothing of the test's shows).
+SUIDID=$LYH_HOME/lyh-e2e/suid-id
 install -o root -g root -m 4755 /usr/bin/id "$SUIDID" || lyh_die "setuid copy of id"
+NESTED_LYH=$(lyh_user_install "$LYH_LYH" lyh) || lyh_die "cannot install lyh for the nested run"
 
 # A process of the same user outside the sandbox: the target for ptrace,
 # /proc and signals.
@@ -372,27 +375,34 @@ in_box "priv" -- creds "$U" "$LYH_GUARD_GID" + setuid-exec "$SUIDID" + userns + 
     kernel + foreign-abi + fds
 lyh_alive "$SLEEP_PID" && t_pass "priv: the outside process survived" || t_fail "priv: the outside process survived"
 
-# A session cannot start another session (peer gid = guard gid): a nested
-# `lyh run --no-firewall` would be an agent without the egress guard.
-for try in 1 2 3 4 5; do
+# A session cannot start another session: a nested `lyh run --no-firewall`
+# would be an agent without the egress guard. Two walls: lyhd's socket is
+# hidden from the session (here it is in /tmp, private to the session anyway;
+# elsewhere it is covered with /dev/null), and lyhd refuses any peer whose gid
+# is the guard gid.
+for try in 1 2 3; do
     rm -f "$CWD/nested.mark"
-    logn=$(grep -c 'refused a connection from inside a sandbox' "$LYH_DAEMON_LOG")
-    run_cmd -- "$LYH_LYH" --socket "$LYH_SOCK" run --no-firewall --cwd "$CWD" -- "$PROBE" mark "$CWD/nested.mark"
-    lyh_daemon_log_has "refused a connection from inside a sandbox" 2
-    logm=$(grep -c 'refused a connection from inside a sandbox' "$LYH_DAEMON_LOG")
-    if [ "$RC" != 0 ] && [ ! -e "$CWD/nested.mark" ] && [ "$logm" -gt "$logn" ]; then
-        t_pass "priv: nested lyh run --no-firewall from inside the sandbox is refused (try $try, rc $RC)"
+    run_cmd -- "$NESTED_LYH" --socket "$LYH_SOCK" run --no-firewall --cwd "$CWD" -- "$PROBE" mark "$CWD/nested.mark"
+    if [ "$RC" != 0 ] && [ ! -e "$CWD/nested.mark" ] && grep -q 'nothing answers on' <<<"$OUT"; then
+        t_pass "priv: nested lyh run --no-firewall from inside the sandbox finds no lyhd (try $try, rc $RC)"
     else
-        t_fail "priv: nested lyh run --no-firewall from inside the sandbox is refused (try $try)" \
-            "rc $RC mark=$([ -e "$CWD/nested.mark" ] && echo yes || echo no) log $logn->$logm: $OUT"
-    fi
-    # The daemon answers with a frame saying why; the CLI must show it.
-    if grep -qi 'inside a lyh sandbox' <<<"$OUT"; then
-        t_pass "priv: the nested lyh says why it was refused (try $try)"
-    else
-        t_fail "priv: the nested lyh says why it was refused (try $try)" "$OUT"
+        t_fail "priv: nested lyh run --no-firewall from inside the sandbox finds no lyhd (try $try)" \
+            "rc $RC mark=$([ -e "$CWD/nested.mark" ] && echo yes || echo no): $OUT"
     fi
 done
+# The second wall, from outside: a process with the guard gid is refused, and
+# the CLI says why (the daemon answers with a frame).
+logn=$(grep -c 'refused a connection from inside a sandbox' "$LYH_DAEMON_LOG")
+out=$(lyh_in_main setpriv --reuid="$U" --regid="$LYH_GUARD_GID" --clear-groups \
+    "$LYH_LYH" --socket "$LYH_SOCK" run --no-firewall --cwd "$CWD" -- "$PROBE" mark "$CWD/nested.mark" 2>&1)
+rc=$?
+lyh_daemon_log_has "refused a connection from inside a sandbox" 2
+logm=$(grep -c 'refused a connection from inside a sandbox' "$LYH_DAEMON_LOG")
+if [ "$rc" != 0 ] && [ ! -e "$CWD/nested.mark" ] && [ "$logm" -gt "$logn" ] && grep -qi 'inside a lyh sandbox' <<<"$out"; then
+    t_pass "priv: a guard-gid peer is refused by lyhd, and lyh says why (rc $rc)"
+else
+    t_fail "priv: a guard-gid peer is refused by lyhd, and lyh says why" "rc $rc log $logn->$logm: $out"
+fi
 
 echo "INFO time: ${SECONDS}s at terminals"
 # ---- terminals ---------------------------------------------------------------------------------------
@@ -436,7 +446,7 @@ out=$(lyh_as_user env HOSTNAME=foo SSH_AUTH_SOCK=/tmp/x TZ=Europe/Paris NODE_OPT
     GIT_DIR=/x LD_LIBRARY_PATH=/x DISPLAY=:0 \
     "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 --cwd "$CWD" -- "$PROBE" env '!HOSTNAME' '!SSH_AUTH_SOCK' \
     '^SSH_' TZ=UTC LIANYAOHU_SANDBOX=1 '!NODE_OPTIONS' '!PYTHONPATH' '!GIT_DIR' '!LD_LIBRARY_PATH' \
-    '!DISPLAY' "HOME=$LYH_HOME" "PWD=$CWD" "TMPDIR~$LYH_TMPDIR/lyh-" </dev/null 2>&1)
+    '!DISPLAY' "HOME=$LYH_HOME" "PWD=$CWD" "TMPDIR=/tmp" </dev/null 2>&1)
 verdicts "env" <<<"$out" || t_fail "env: the probe ran" "$out"
 
 echo "INFO time: ${SECONDS}s at lifecycle"

@@ -375,7 +375,8 @@ if lyh_daemon_stop && lyh_daemon_start --tmp-dir "$T755"; then
     LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui -- /bin/sh -c 'echo x >"$TMPDIR/f"; echo "$TMPDIR"' \
         >"$LYH_TMP/t755.out" 2>"$LYH_TMP/t755.err" </dev/null
     rc=$? # not checked here: see "short-lived agents" in 5.
-    td=$(cat "$LYH_TMP/t755.out")
+    # The agent's TMPDIR is its private /tmp; the tmpdir behind it is the row's.
+    td=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" 'select tmpdir from sessions order by started_ms desc, rowid desc limit 1')
     if [ "${td#"$T755"/lyh-}" != "$td" ] && lyh_daemon_log_has "session '${td#"$T755"/lyh-}' of uid $LYH_UID ended" 10; then
         if lyh_wait_until 5 test ! -e "$td"; then
             t_pass "2: tmpdir removed with a root-owned 0755 --tmp-dir"

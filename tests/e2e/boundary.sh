@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# e2e: the session's local boundary (issue 15): what runs beside the agent on
+# the same machine, as the same user, is out of its reach.
+#   1. a tmux server of the user (its socket in /tmp/tmux-UID) cannot be asked
+#      to run anything: the session's /tmp, /var/tmp and /dev/shm are private
+#   2. sockets at the known places (the user's runtime dir, ~/.gnupg, ~/.ssh,
+#      root's container runtime, the system bus) are hidden
+#   3. the private /tmp: nothing of the host's shows, nothing of the agent's
+#      stays, a cwd below /tmp still works
+#
+# usage: boundary.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
+# Safety: everything network-related happens in the namespaces lib.sh makes;
+# the files this makes outside them (a /run/user/UID dir, a /run/docker.sock
+# stand-in when none exists) are removed at the end.
+set -u
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: boundary.sh needs root"
+    exit 77
+fi
+# shellcheck source=tests/e2e/lib.sh
+. "$HERE/lib.sh"
+lyh_init "${1:-}"
+command -v tmux >/dev/null 2>&1 || lyh_skip "tmux not installed"
+
+P="lyhtb-$$"
+lyh_layout_up "$P" tun0 || lyh_die "network layout"
+lyh_user_create || lyh_die "cannot create the test user"
+lyh_daemon_start || lyh_die "lyhd does not start"
+
+MADE=()   # files and dirs made outside the test's own dirs, removed at the end
+undo_made() {
+    local i
+    for ((i = ${#MADE[@]} - 1; i >= 0; i--)); do rm -rf -- "${MADE[$i]}"; done
+}
+lyh_on_cleanup undo_made
+stop_tmux() { lyh_as_user tmux -f /dev/null kill-server >/dev/null 2>&1; }
+lyh_on_cleanup stop_tmux
+
+in_session() { # CMD...: run CMD inside a session (no pty), its output on stdout
+    LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- "$@" </dev/null 2>&1
+}
+# connect_unix PATH: from wherever it runs, "ok", or the error's name
+CONNECT='import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); print("ok")
+except OSError as e:
+    import errno; print(errno.errorcode.get(e.errno, e.errno))'
+# serve_unix [--root] PATH: a listener of the test user (or root) at PATH
+# (background, tracked)
+serve_unix() {
+    local as=lyh_as_user
+    if [ "$1" = --root ]; then as=""; shift; fi
+    $as /usr/bin/python3 -c 'import socket, sys, time, os
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); open(sys.argv[1] + ".up", "w").close()
+end = time.time() + 300
+while time.time() < end:
+    s.settimeout(1)
+    try:
+        c, _ = s.accept(); c.close()
+    except OSError:
+        pass' "$1" >/dev/null 2>&1 &
+    lyh_track_pid "$!"
+    lyh_wait_until 5 test -e "$1.up"
+}
+
+# ---- 1. tmux -------------------------------------------------------------------------
+echo "# 1. the user's tmux server cannot be asked to run anything"
+lyh_as_user tmux -f /dev/null new-session -d -s lyhtest 'sleep 300' || lyh_die "cannot start tmux"
+lyh_as_user tmux -f /dev/null run-shell "touch $LYH_HOME/outside.mark"
+t_check "1: control: outside lyh, tmux run-shell runs a command" test -e "$LYH_HOME/outside.mark"
+out=$(in_session /bin/sh -c "tmux -f /dev/null run-shell 'touch $LYH_HOME/escaped.mark'; ls -d /tmp/tmux-$LYH_UID")
+sleep 0.5
+t_check "1: from a session, tmux run-shell runs nothing" test ! -e "$LYH_HOME/escaped.mark"
+t_check "1: ... the server's socket dir is not in the session's /tmp" grep -q "No such file" <<<"$out"
+stop_tmux
+
+# ---- 2. sockets at the known places ----------------------------------------------------
+echo "# 2. sockets at the known places are hidden"
+printf '%s\n' "$CONNECT" >"$LYH_TMP/connect.py"
+# In the user's home: the session's /tmp is a private one.
+CONNECT_PY=$(lyh_user_install "$LYH_TMP/connect.py" connect.py) || lyh_die "cannot install connect.py"
+install -d -o "$LYH_UID" -g "$LYH_GID" -m 0700 "$LYH_HOME/.gnupg" "$LYH_HOME/.ssh"
+if [ ! -e "/run/user/$LYH_UID" ]; then
+    install -d -o "$LYH_UID" -g "$LYH_GID" -m 0700 "/run/user/$LYH_UID" && MADE+=("/run/user/$LYH_UID")
+fi
+SOCKS=("$LYH_HOME/.gnupg/S.gpg-agent" "$LYH_HOME/.ssh/cm-lyhtest" "/run/user/$LYH_UID/bus")
+for s in "${SOCKS[@]}"; do serve_unix "$s" || lyh_die "listener at $s"; done
+if [ ! -e /run/docker.sock ]; then
+    MADE+=(/run/docker.sock /run/docker.sock.up)
+    serve_unix --root /run/docker.sock && chmod 0666 /run/docker.sock # as for the docker group
+fi
+[ -S /run/docker.sock ] && SOCKS+=(/run/docker.sock)
+for s in "${SOCKS[@]}"; do
+    ctl=$(lyh_as_user /usr/bin/python3 "$CONNECT_PY" "$s")
+    got=$(in_session /usr/bin/python3 "$CONNECT_PY" "$s" | tail -n 1)
+    if [ "$ctl" = ok ] && [ "$got" != ok ]; then
+        t_pass "2: $s: reachable outside lyh, not from a session ($got)"
+    else
+        t_fail "2: $s: reachable outside lyh, not from a session" "outside: $ctl, session: $got"
+    fi
+done
+
+# ---- 3. the private /tmp ---------------------------------------------------------------
+echo "# 3. the session's /tmp, /var/tmp and /dev/shm are its own"
+HOSTFILE=/tmp/lyh-bnd-host-$$
+echo host >"$HOSTFILE" && chmod 0644 "$HOSTFILE"
+MADE+=("$HOSTFILE")
+out=$(in_session /bin/sh -c "echo TMPDIR=\$TMPDIR; cat $HOSTFILE 2>&1; for d in /tmp /var/tmp /dev/shm; do echo agent >\$d/lyh-bnd-agent-$$ && echo wrote \$d; done")
+t_check "3: TMPDIR is /tmp" grep -qx "TMPDIR=/tmp" <<<"$out"
+t_check "3: a file in the host's /tmp does not show" grep -q "No such file" <<<"$out"
+t_eq "3: the agent writes its /tmp, /var/tmp and /dev/shm" "$(grep -c '^wrote ' <<<"$out")" 3
+for d in /tmp /var/tmp /dev/shm; do
+    t_check "3: what it wrote in $d is not in the host's" test ! -e "$d/lyh-bnd-agent-$$"
+done
+sid=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" 'select id from sessions order by started_ms desc, rowid desc limit 1')
+lyh_wait_until 10 test ! -e "$LYH_TMPDIR/lyh-$sid"
+t_check "3: ... and goes with the session's tmpdir" test ! -e "$LYH_TMPDIR/lyh-$sid"
+# A project below /tmp is still the agent's cwd, at the same path.
+PROJ=/tmp/lyh-bnd-proj-$$
+install -d -o "$LYH_UID" -g "$LYH_GID" -m 0755 "$PROJ" && MADE+=("$PROJ")
+out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --cwd "$PROJ" -- /bin/sh -c 'pwd; echo made >made' </dev/null 2>&1)
+t_check "3: a cwd below /tmp works (same path)" grep -qx "$PROJ" <<<"$out"
+t_check "3: ... and what the agent writes there is in the real directory" test -e "$PROJ/made"
+out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --cwd /tmp -- /bin/true </dev/null 2>&1)
+t_check "3: cwd /tmp itself is refused, saying why" grep -q "private /tmp of its own" <<<"$out"
+
+lyh_daemon_stop
+t_done
