@@ -108,6 +108,8 @@ echo "# 3. the session's /tmp, /var/tmp and /dev/shm are its own"
 HOSTFILE=/tmp/lyh-bnd-host-$$
 echo host >"$HOSTFILE" && chmod 0644 "$HOSTFILE"
 MADE+=("$HOSTFILE")
+# Where a broken build would write (removed at the end whatever the outcome).
+MADE+=(/tmp/lyh-bnd-agent-$$ /var/tmp/lyh-bnd-agent-$$ /dev/shm/lyh-bnd-agent-$$)
 out=$(in_session /bin/sh -c "echo TMPDIR=\$TMPDIR; cat $HOSTFILE 2>&1; for d in /tmp /var/tmp /dev/shm; do echo agent >\$d/lyh-bnd-agent-$$ && echo wrote \$d; done")
 t_check "3: TMPDIR is /tmp" grep -qx "TMPDIR=/tmp" <<<"$out"
 t_check "3: a file in the host's /tmp does not show" grep -q "No such file" <<<"$out"
