@@ -95,6 +95,7 @@ static int open_base(struct cg_root *r) {
         return -EPERM; /* a base someone else created is not ours to trust */
     }
     r->base_fd = fd;
+    r->base_id = (uint64_t)st.st_ino;
     r->has_kill = faccessat(fd, "cgroup.kill", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
     return 0;
 }

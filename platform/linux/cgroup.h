@@ -21,6 +21,7 @@ struct cg_root {
     char mount[PATH_MAX];  /* where cgroup2 is mounted, e.g. /sys/fs/cgroup */
     char base[PATH_MAX];   /* the sessions' parent, relative to the mount, e.g. /lyh */
     int base_fd;           /* O_PATH|O_DIRECTORY fd of the base; owned */
+    uint64_t base_id;      /* the base's cgroup id (its inode number) */
     unsigned session_level;/* depth of a session cgroup below the root (for nft) */
     bool has_kill;         /* cgroup.kill exists (Linux >= 5.14) */
 };

@@ -510,16 +510,21 @@ static struct nftnl_chain *chain_obj(const char *name) {
 }
 
 /* NEWCHAIN (a base chain if `hook`), DELCHAIN. */
+/* The base chains with a hook: output at priority 0, input at -10 (before
+ * anything that could accept at the usual priority 0). */
+#define INPUT_PRIO (-10)
+
 static void put_chain(struct nft *n, struct batch *bt, uint16_t type, uint16_t flags,
                       const char *name, bool hook) {
     _cleanup_(chainp) struct nftnl_chain *c = chain_obj(name);
+    bool input = strcmp(name, NFTR_CHAIN_INPUT) == 0;
     if (!c || (hook && nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "filter") < 0)) {
         bt->err = bt->err ? bt->err : -ENOMEM;
         return;
     }
     if (hook) {
-        nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, NF_INET_LOCAL_OUT);
-        nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, 0);
+        nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, input ? NF_INET_LOCAL_IN : NF_INET_LOCAL_OUT);
+        nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, input ? INPUT_PRIO : 0);
         nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
     }
     struct nlmsghdr *nlh = batch_msg(n, bt, type, flags, "chain %s", name);
@@ -630,6 +635,14 @@ static void e_bitwise(struct eb *b, const void *mask, uint32_t len) {
     ex_data(b, e, NFTNL_EXPR_BITWISE_XOR, zero, len);
 }
 
+static void e_ct(struct eb *b, uint32_t key) {
+    struct nftnl_expr *e = ex(b, "ct");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, key);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+}
+
 static void e_lookup(struct eb *b, const char *set, bool verdict) {
     struct nftnl_expr *e = ex(b, "lookup");
     if (!e)
@@ -725,11 +738,7 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
     }
     case NFTR_M_CT_NEW: {
         uint32_t bit = NF_CT_STATE_BIT(IP_CT_NEW), zero = 0;
-        struct nftnl_expr *e = ex(b, "ct");
-        if (e) {
-            nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_STATE);
-            nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
-        }
+        e_ct(b, NFT_CT_STATE);
         e_bitwise(b, &bit, sizeof(bit));
         e_cmp(b, NFT_CMP_NEQ, &zero, sizeof(zero));
         break;
@@ -743,6 +752,41 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         e_meta(b, NFT_META_SKGID);
         e_cmp(b, NFT_CMP_NEQ, &m->id, sizeof(m->id));
         break;
+    case NFTR_M_IIFNAME_NE:
+    case NFTR_M_OIFNAME_NE: {
+        char name[IFNAMSIZ] = { 0 };
+        memcpy(name, m->name, strnlen(m->name, IFNAMSIZ - 1));
+        e_meta(b, m->type == NFTR_M_IIFNAME_NE ? NFT_META_IIFNAME : NFT_META_OIFNAME);
+        e_cmp(b, NFT_CMP_NEQ, name, sizeof(name));
+        break;
+    }
+    case NFTR_M_CT_INVALID: {
+        uint32_t bits = NF_CT_STATE_INVALID_BIT | NF_CT_STATE_UNTRACKED_BIT, zero = 0;
+        e_ct(b, NFT_CT_STATE);
+        e_bitwise(b, &bits, sizeof(bits));
+        e_cmp(b, NFT_CMP_NEQ, &zero, sizeof(zero));
+        break;
+    }
+    case NFTR_M_CT_ORIGINAL:
+    case NFTR_M_CT_REPLY: {
+        /* enum ip_conntrack_dir: IP_CT_DIR_ORIGINAL 0, IP_CT_DIR_REPLY 1 (not in uapi) */
+        uint8_t dir = m->type == NFTR_M_CT_REPLY ? 1 : 0;
+        e_ct(b, NFT_CT_DIRECTION);
+        e_cmp(b, NFT_CMP_EQ, &dir, sizeof(dir));
+        break;
+    }
+    case NFTR_M_SOCK_CGROUP: {
+        /* The socket's cgroup ancestor at this level, by id (host order, as
+         * the sessions map's keys). */
+        struct nftnl_expr *e = ex(b, "socket");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY, NFT_SOCKET_CGROUPV2);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_1);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, m->level);
+        }
+        e_cmp(b, NFT_CMP_EQ, &m->cgroup_id, sizeof(m->cgroup_id));
+        break;
+    }
     }
 }
 
@@ -776,6 +820,9 @@ static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
         break;
     case NFTR_V_ACCEPT:
         e_verdict(&b, NF_ACCEPT, NULL);
+        break;
+    case NFTR_V_DROP:
+        e_verdict(&b, NF_DROP, NULL);
         break;
     case NFTR_V_REJECT_TCP_RESET:
         e_reject(&b, NFT_REJECT_TCP_RST, 0);
@@ -1304,7 +1351,8 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
     _cleanup_(tablep) struct nftnl_table *t = nftnl_table_alloc();
     _cleanup_(chainp) struct nftnl_chain *out = nftnl_chain_alloc();
     _cleanup_(chainp) struct nftnl_chain *gu = nftnl_chain_alloc();
-    if (!t || !out || !gu)
+    _cleanup_(chainp) struct nftnl_chain *in = nftnl_chain_alloc();
+    if (!t || !out || !gu || !in)
         return -ENOMEM;
     int r = get_table(n, t);
     if (r == -ENOENT) {
@@ -1336,6 +1384,20 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
         return r;
     if (nftnl_chain_is_set(gu, NFTNL_CHAIN_HOOKNUM))
         return 0;
+    r = get_chain(n, NFTR_CHAIN_INPUT, in);
+    if (r < 0 && r != -ENOENT)
+        return r;
+    if ((r == 0) != b->params.inbound)
+        return 0; /* missing, or present although this base has none */
+    if (r == 0) {
+        type = nftnl_chain_get_str(in, NFTNL_CHAIN_TYPE);
+        if (!nftnl_chain_is_set(in, NFTNL_CHAIN_HOOKNUM) ||
+            nftnl_chain_get_u32(in, NFTNL_CHAIN_HOOKNUM) != NF_INET_LOCAL_IN ||
+            nftnl_chain_get_s32(in, NFTNL_CHAIN_PRIO) != INPUT_PRIO ||
+            nftnl_chain_get_u32(in, NFTNL_CHAIN_POLICY) != NF_ACCEPT || !type ||
+            strcmp(type, "filter") != 0)
+            return 0;
+    }
 
     /* each check: 1 = as expected, 0 = not (state stays BASE_BROKEN), <0 = error */
     if ((r = set_matches(n, NFTR_SET_LAN4, NFT_SET_INTERVAL, 4, false)) <= 0 ||
@@ -1348,7 +1410,9 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
     if (r != (b->params.cgroupv2 ? 1 : 0))
         return 0; /* map missing, or present although this base has none */
     if ((r = chain_rules_match(n, NFTR_CHAIN_OUTPUT, b->output, b->n_output)) <= 0 ||
-        (r = chain_rules_match(n, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded)) <= 0)
+        (r = chain_rules_match(n, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded)) <= 0 ||
+        (b->params.inbound &&
+         (r = chain_rules_match(n, NFTR_CHAIN_INPUT, b->input, b->n_input)) <= 0))
         return r;
     *ret = BASE_OK;
     return 0;
@@ -1366,6 +1430,8 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
         put_set(n, bt, NFTR_MAP_SESSIONS);
     put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_OUTPUT, true);
     put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_GUARDED, false);
+    if (b->params.inbound)
+        put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_INPUT, true);
     struct {
         const char *chain;
         const struct nftr_rule *v;
@@ -1373,6 +1439,7 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
     } lists[] = {
         { NFTR_CHAIN_OUTPUT, b->output, b->n_output },
         { NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded },
+        { NFTR_CHAIN_INPUT, b->input, b->n_input },
     };
     for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
         for (size_t i = 0; i < lists[l].n; i++) {

@@ -394,13 +394,20 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     const struct nftr_policy *p = &in->policy;
     struct matches ms;
 
-    /* (1) loopback */
-    ms.n = 0;
-    m_oif(&ms, "lo");
-    emit_accept(&rs, &lc, &ms);
+    /* (1) loopback: to loopback addresses only */
+    static const struct nftr_dest lo4 = {.family = AF_INET, .addr = {127}, .prefix_len = 8};
+    static const struct nftr_dest lo6 = {.family = AF_INET6, .addr = {[15] = 1}, .prefix_len = 128};
+    emit_dest_accept(&rs, &lc, "lo", &lo4);
+    emit_dest_accept(&rs, &lc, "lo", &lo6);
     /* (2) the policy's LAN exceptions, on any interface */
     for (size_t i = 0; i < p->n_lan_exceptions; i++)
         emit_dest_accept(&rs, &lc, NULL, &p->lan_exceptions[i]);
+    /* (2b) the host's other addresses through lo (its LAN address, say):
+     * refused, as the LAN itself is (answers to a flow a local process
+     * started were accepted in the base chain output) */
+    ms.n = 0;
+    m_oif(&ms, "lo");
+    emit_reject(&rs, &lc, &ms, REJECT_ANY, lc.reject_prefix);
     /* (3) LAN and other non-VPN destinations */
     ms.n = 0;
     m_set(&ms, AF_INET, NFTR_SET_LAN4);
@@ -477,6 +484,7 @@ void nftr_base_free(struct nftr_base *b) {
         return;
     free(b->output);
     free(b->guarded);
+    free(b->input);
     free(b);
 }
 
@@ -484,6 +492,8 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
     if (!p || p->guard_gid == 0 || p->guard_gid == UINT32_MAX)
         return -EINVAL;
     if (p->cgroupv2 && (p->cgroup_level < 1 || p->cgroup_level > 255))
+        return -EINVAL;
+    if (p->inbound && (!p->cgroupv2 || p->cgroup_level < 2 || p->base_cgroup_id == 0))
         return -EINVAL;
 
     _cleanup_free_ struct nftr_base *b = calloc(1, sizeof(*b));
@@ -496,8 +506,34 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
     struct rules out = { .v = NULL }, gu = { .v = NULL };
     struct matches ms = { .n = 0 };
 
+    /* A sandboxed socket never answers a flow someone else started, except
+     * on lo (a host process reaching the agent's own server): a guarded
+     * packet of direction reply leaving by another interface is dropped,
+     * one leaving by lo is accepted here, before any chain that keys on
+     * the socket's cgroup (a SYN-ACK's socket is its listener's request
+     * sock, which has none: guarded would refuse it). With `inbound`,
+     * chain input refuses such flows before they reach a socket; the drop
+     * holds even where that lookup missed. Here in output, not in guarded:
+     * the uid scopes' dispatch rules go to the head of guarded. */
     m_id(&ms, NFTR_M_SKGID, p->guard_gid);
+    mpush(&ms, NFTR_M_CT_REPLY);
     struct nftr_rule *r = rule_with(&out, &ms);
+    if (r) {
+        r->match[2].type = NFTR_M_OIFNAME_NE;
+        snprintf(r->match[2].name, sizeof(r->match[2].name), "lo");
+        r->n_match = 3;
+        r->counter = true;
+        r->verdict = NFTR_V_DROP;
+    }
+    m_oif(&ms, "lo");
+    r = rule_with(&out, &ms);
+    if (r) {
+        r->counter = true;
+        r->verdict = NFTR_V_ACCEPT;
+    }
+    ms.n = 0;
+    m_id(&ms, NFTR_M_SKGID, p->guard_gid);
+    r = rule_with(&out, &ms);
     if (r) {
         r->verdict = NFTR_V_JUMP;
         snprintf(r->target, sizeof(r->target), NFTR_CHAIN_GUARDED);
@@ -515,11 +551,56 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
     ms.n = 0;
     emit_reject(&gu, &lc, &ms, REJECT_ANY, NFTR_NOSESSION_PREFIX);
 
-    if (out.err || gu.err) {
+    struct rules in = { .v = NULL };
+    if (p->inbound) {
+        /* Packets for any socket of any session (its cgroup is below the
+         * base, one level above the sessions) from any interface but lo:
+         * conntrack's invalid and untracked ones dropped (ct direction would
+         * not match them), new flows refused (TCP reset, ICMP for the rest),
+         * before a listener sees them. */
+        struct matches sm = { .n = 0 };
+        struct nftr_match *m = mpush(&sm, NFTR_M_IIFNAME_NE);
+        snprintf(m->name, sizeof(m->name), "lo");
+        m = mpush(&sm, NFTR_M_SOCK_CGROUP);
+        m->level = p->cgroup_level - 1;
+        m->cgroup_id = p->base_cgroup_id;
+        snprintf(m->name, sizeof(m->name), "%s", p->base_cgroup ? p->base_cgroup : "");
+        /* The comment names the base by id: the path alone would not tell a
+         * recreated base (a new id) from the old one, and the base check
+         * compares rules by their text. */
+        char idc[NFTR_NAME_MAX];
+        snprintf(idc, sizeof(idc), "sessions cgroup %" PRIu64, p->base_cgroup_id);
+        struct matches inv = sm, orig = sm;
+        mpush(&inv, NFTR_M_CT_INVALID);
+        mpush(&orig, NFTR_M_CT_ORIGINAL);
+        struct matches tcp = orig;
+        m_l4proto(&tcp, IPPROTO_TCP);
+        const struct {
+            const struct matches *ms;
+            enum nftr_verdict v;
+        } rows[] = {
+            { &inv, NFTR_V_DROP },
+            { &tcp, NFTR_V_REJECT_TCP_RESET },
+            { &orig, NFTR_V_REJECT_ADMIN },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+            r = rule_with(&in, rows[i].ms);
+            if (r) {
+                r->counter = true;
+                r->verdict = rows[i].v;
+                snprintf(r->comment, sizeof(r->comment), "%s", idc);
+            }
+        }
+    }
+
+    if (out.err || gu.err || in.err) {
         free(out.v);
         free(gu.v);
+        free(in.v);
         return -ENOMEM;
     }
+    b->input = in.v;
+    b->n_input = in.n;
     b->output = out.v;
     b->n_output = out.n;
     b->guarded = gu.v;
@@ -627,6 +708,24 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
     case NFTR_M_SKGID_NE:
         sb_printf(s, "meta skgid != %" PRIu32, m->id);
         break;
+    case NFTR_M_IIFNAME_NE:
+        sb_printf(s, "iifname != \"%s\"", m->name);
+        break;
+    case NFTR_M_OIFNAME_NE:
+        sb_printf(s, "oifname != \"%s\"", m->name);
+        break;
+    case NFTR_M_CT_INVALID:
+        sb_printf(s, "ct state invalid,untracked");
+        break;
+    case NFTR_M_CT_ORIGINAL:
+        sb_printf(s, "ct direction original");
+        break;
+    case NFTR_M_CT_REPLY:
+        sb_printf(s, "ct direction reply");
+        break;
+    case NFTR_M_SOCK_CGROUP:
+        sb_printf(s, "socket cgroupv2 level %" PRIu32 " \"%s\"", m->level, m->name);
+        break;
     }
 }
 
@@ -672,6 +771,9 @@ static void put_rule(struct sb *s, const struct nftr_rule *r) {
     case NFTR_V_VMAP_CGROUP:
         sb_printf(s, "%ssocket cgroupv2 level %" PRIu32 " vmap @%s", sep, r->cgroup_level,
                   r->target);
+        break;
+    case NFTR_V_DROP:
+        sb_printf(s, "%sdrop", sep);
         break;
     }
     if (r->comment[0])
@@ -753,7 +855,11 @@ int nftr_base_text(const struct nftr_base *b, char **ret) {
     sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_OUTPUT
                   " { type filter hook output priority 0; policy accept; }\n");
     sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_GUARDED "\n");
+    if (p->inbound)
+        sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_INPUT
+                      " { type filter hook input priority -10; policy accept; }\n");
     put_rules(&s, NFTR_CHAIN_OUTPUT, b->output, b->n_output);
     put_rules(&s, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded);
+    put_rules(&s, NFTR_CHAIN_INPUT, b->input, b->n_input);
     return sb_finish(&s, ret);
 }

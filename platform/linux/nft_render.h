@@ -30,6 +30,7 @@
 #define NFTR_TABLE         "lianyaohu"
 #define NFTR_CHAIN_OUTPUT  "output"
 #define NFTR_CHAIN_GUARDED "guarded"
+#define NFTR_CHAIN_INPUT   "input"
 #define NFTR_SET_LAN4      "lan4"
 #define NFTR_SET_LAN6      "lan6"
 #define NFTR_MAP_SESSIONS  "sessions"
@@ -115,6 +116,13 @@ struct nftr_base_params {
     bool cgroupv2;         /* false: no map sessions, no vmap rule (host without cgroup v2) */
     uint32_t cgroup_level; /* depth of the session cgroups below the cgroup2 root, 1..255 */
     struct nftr_log_params log;
+    /* Sessions may listen: chain input (hook input) refuses every packet that
+     * would reach a socket of a session (its cgroup is below the sessions'
+     * base cgroup) from any interface but lo. Needs cgroupv2 and
+     * cgroup_level >= 2 (the base sits one level above the sessions). */
+    bool inbound;
+    uint64_t base_cgroup_id;   /* the sessions' base cgroup (its directory's inode) */
+    const char *base_cgroup;   /* its path below the cgroup2 root, for the text form */
 };
 
 /* ---- output: rules as data -------------------------------------------------------- */
@@ -130,6 +138,12 @@ enum nftr_match_type {
     NFTR_M_SKUID,     /* meta skuid <id> */
     NFTR_M_SKGID,     /* meta skgid <id> */
     NFTR_M_SKGID_NE,  /* meta skgid != <id> */
+    NFTR_M_IIFNAME_NE, /* iifname != "<name>" */
+    NFTR_M_OIFNAME_NE, /* oifname != "<name>" */
+    NFTR_M_CT_INVALID, /* ct state invalid,untracked */
+    NFTR_M_CT_ORIGINAL, /* ct direction original */
+    NFTR_M_CT_REPLY,    /* ct direction reply */
+    NFTR_M_SOCK_CGROUP, /* socket cgroupv2 level <level> <cgroup_id> (name: its path, for text) */
 };
 
 struct nftr_match {
@@ -141,6 +155,8 @@ struct nftr_match {
     uint16_t port_min;  /* host order */
     uint16_t port_max;
     uint32_t id;
+    uint32_t level;     /* SOCK_CGROUP */
+    uint64_t cgroup_id; /* SOCK_CGROUP */
     char name[NFTR_NAME_MAX]; /* interface or set name */
 };
 
@@ -151,6 +167,7 @@ enum nftr_verdict {
     NFTR_V_REJECT_ADMIN,     /* reject with icmpx admin-prohibited */
     NFTR_V_JUMP,             /* jump <target> */
     NFTR_V_VMAP_CGROUP,      /* socket cgroupv2 level <cgroup_level> vmap @<target> */
+    NFTR_V_DROP,
 };
 
 /* Statements are emitted in this order: matches, limit, log, counter, verdict. */
@@ -172,7 +189,8 @@ struct nftr_rule {
     uint32_t cgroup_level;      /* VMAP_CGROUP */
     char comment[NFTR_NAME_MAX]; /* "" or the rule's comment; dispatch rules carry
                                   * their chain's name here, which is how they are
-                                  * found again for deletion */
+                                  * found again for deletion; chain input's rules
+                                  * the base cgroup's id ("sessions cgroup N") */
 };
 
 struct nftr_chain {
@@ -194,6 +212,8 @@ struct nftr_base {
     size_t n_output;
     struct nftr_rule *guarded; /* owned, rules of chain guarded in order */
     size_t n_guarded;
+    struct nftr_rule *input;   /* owned, rules of chain input (params.inbound) */
+    size_t n_input;
 };
 
 /* The blocked destination prefixes of set lan4 (AF_INET) or lan6 (AF_INET6), in a

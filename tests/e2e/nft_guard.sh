@@ -185,8 +185,12 @@ norm() { sed -E 's/packets [0-9]+ bytes [0-9]+/packets 0 bytes 0/'; }
 A="$CGP/sess-a" B="$CGP/sess-b" C="$CGP/sess-c" D="$CGP/sess-d" NONE="$CGP/none"
 
 # ---- base --------------------------------------------------------------------------------
-expect_eq "base: created in an empty namespace" "$(T base --level "$LEVEL" 2>&1)" created
-expect_eq "base: idempotent" "$(T base --level "$LEVEL" 2>&1)" unchanged
+# The base with chain input: packets for sockets below $CGP (the sessions'
+# parent, one level above them) from any interface but lo are refused.
+IDBASE=$(cgid "$CGP") || skip "cannot read the cgroup id of $CGP"
+BASE=(--level "$LEVEL" --inbound "$IDBASE" "$P")
+expect_eq "base: created in an empty namespace" "$(T base "${BASE[@]}" 2>&1)" created
+expect_eq "base: idempotent" "$(T base "${BASE[@]}" 2>&1)" unchanged
 
 # ---- the text form parses and means what nft.c installs ------------------------------------
 { "$TOOL" render-base --level "$LEVEL"; "$TOOL" render-session x 4242 tun0 --deny 11.77.0.1/32,7779 \
@@ -341,7 +345,7 @@ fi
 T add-uid 65534 tun0 && ok "add uid scope LYH-65534" || bad "add uid scope"
 expect_ok "uid scope: tcp via tun0" "$NONE" 65534 $GID tcp 11.77.0.1 7777
 expect_fast_reject "uid scope: LAN rejected" "$NONE" 65534 $GID tcp 192.168.77.2 7777
-expect_eq "base: unchanged with dispatch rules present" "$(T base --level "$LEVEL" 2>&1)" unchanged
+expect_eq "base: unchanged with dispatch rules present" "$(T base "${BASE[@]}" 2>&1)" unchanged
 T del-uid 65534 && ok "del uid scope" || bad "del uid scope"
 expect_fast_reject "uid scope gone: same process rejected by guarded" "$NONE" 65534 $GID tcp 11.77.0.1 7777
 if NFT list chain inet lianyaohu guarded | grep -q LYH-65534; then bad "uid dispatch rule removed"; else ok "uid dispatch rule removed"; fi
@@ -365,18 +369,82 @@ expect_eq "no s-* chain left" "$left" ""
 expect_eq "map sessions empty" "$(T sessions)" ""
 expect_fast_reject "no sessions at all: guarded socket rejected" "$B" 0 $GID udp 11.77.0.1 7777
 
+# ---- inbound: a session's listener answers lo only ---------------------------------------------
+# Listeners (TCP and UDP echo) inside session a's cgroup, as the guard gid, on
+# the wildcard v4 and v6 addresses.
+serve_in() { # CGROUP UID GID ADDR PORT
+    local f
+    f="$TMP/serve-in.$(basename "$1").$4.$5"
+    nsenter --net="/run/netns/$MAIN" sh -c 'echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"' \
+        sh "$1" setpriv --reuid="$2" --regid="$3" --clear-groups "$TOOL" serve "$4" "$5" 60 >"$f" 2>&1 &
+    PIDS+=("$!")
+    for _ in $(seq 1 50); do
+        grep -q serving "$f" && return 0
+        sleep 0.1
+    done
+    bad "listener $4:$5 in $(basename "$1") did not start" "$(cat "$f")"
+    return 1
+}
+probe_from() { # NS PROTO ADDR PORT -> "<result> <ms>"
+    timeout 10 nsenter --net="/run/netns/$1" "$TOOL" probe "$2" "$3" "$4" 1500 2>&1
+}
+expect_from() { # NAME WANT(ok|refused|timeout) NS PROTO ADDR PORT
+    local name=$1 want=$2 out res
+    shift 2
+    out=$(probe_from "$@")
+    read -r res _ <<<"$out"
+    case $want:$res in
+    ok:ok | timeout:timeout | refused:refused | refused:unreach) ok "$name ($out)" ;;
+    *) bad "$name" "want $want, got $out" ;;
+    esac
+}
+T add-session a "$IDA" tun0 >/dev/null || bad "add session a again"
+serve_in "$A" 0 $GID 0.0.0.0 8801
+serve_in "$A" 0 $GID :: 8801
+# The control: a listener of the host, outside the sessions' parent cgroup.
+serve "$MAIN" 0.0.0.0 8802
+for _ in $(seq 1 50); do grep -q serving "$TMP/serve.$MAIN.0.0.0.0.8802" && break; sleep 0.1; done
+for proto in tcp udp; do
+    expect_from "inbound: control listener (no session) reached from the LAN ($proto)" ok "$LAN" $proto 192.168.77.1 8802
+    expect_from "inbound: session listener refused from the LAN ($proto v4)" refused "$LAN" $proto 192.168.77.1 8801
+    expect_from "inbound: session listener refused from the LAN ($proto v6)" refused "$LAN" $proto fd77::1 8801
+    expect_from "inbound: session listener refused from the VPN side ($proto v4)" refused "$EXIT" $proto 10.77.0.1 8801
+    expect_from "inbound: session listener refused from the VPN side ($proto v6)" refused "$EXIT" $proto 2a0e:77::1 8801
+    expect_ok "inbound: session listener reached by a host process on 127.0.0.1 ($proto)" "$NONE" 0 0 $proto 127.0.0.1 8801
+    expect_ok "inbound: session listener reached by a host process on ::1 ($proto)" "$NONE" 0 0 $proto ::1 8801
+    expect_ok "inbound: session listener reached by a host process at the host's LAN address ($proto)" "$NONE" 0 0 $proto 192.168.77.1 8801
+    expect_ok "inbound: session listener reached by its own session on 127.0.0.1 ($proto)" "$A" 0 $GID $proto 127.0.0.1 8801
+    expect_fast_reject "loopback: the session cannot reach the host's LAN address through lo ($proto)" "$A" 0 $GID $proto 192.168.77.1 8802
+done
+c=$(NFT list chain inet lianyaohu input | grep -c 'counter packets [1-9]')
+[ "$c" -ge 2 ] && ok "inbound: chain input counted the refusals ($c rules hit)" || bad "inbound: chain input counted the refusals" "$(NFT list chain inet lianyaohu input)"
+# Second layer alone: without chain input's rules the listener sees the SYN
+# and the datagram, but its answers (direction reply, not on lo) are dropped.
+NFT flush chain inet lianyaohu input
+expect_from "reply drop alone: LAN TCP handshake never completes" timeout "$LAN" tcp 192.168.77.1 8801
+expect_from "reply drop alone: LAN UDP gets no answer" timeout "$LAN" udp 192.168.77.1 8801
+expect_from "reply drop alone: VPN side v6 TCP handshake never completes" timeout "$EXIT" tcp 2a0e:77::1 8801
+expect_ok "reply drop alone: host process on 127.0.0.1 still answered" "$NONE" 0 0 tcp 127.0.0.1 8801
+expect_eq "emptied chain input is rebuilt" "$(T base "${BASE[@]}" 2>&1)" rebuilt
+expect_from "after the rebuild: LAN refused again" refused "$LAN" tcp 192.168.77.1 8801
+NFT delete chain inet lianyaohu input
+expect_eq "missing chain input is rebuilt" "$(T base "${BASE[@]}" 2>&1)" rebuilt
+expect_eq "base without inbound: chain input is removed" "$(T base --level "$LEVEL" 2>&1)" rebuilt
+NFT list chain inet lianyaohu input >/dev/null 2>&1 && bad "chain input gone without inbound" || ok "chain input gone without inbound"
+expect_eq "base with inbound again" "$(T base "${BASE[@]}" 2>&1)" rebuilt
+
 # ---- tampering: rebuild, fail closed ------------------------------------------------------------
 T add-session a "$IDA" tun0 >/dev/null
 NFT flush table inet lianyaohu
-expect_eq "flushed table is rebuilt" "$(T base --level "$LEVEL" 2>&1)" rebuilt
+expect_eq "flushed table is rebuilt" "$(T base "${BASE[@]}" 2>&1)" rebuilt
 expect_fast_reject "after rebuild: session chain gone, guarded socket rejected" "$A" 0 $GID tcp 11.77.0.1 7777
 NFT flush set inet lianyaohu lan4
-expect_eq "emptied lan4 is rebuilt" "$(T base --level "$LEVEL" 2>&1)" rebuilt
+expect_eq "emptied lan4 is rebuilt" "$(T base "${BASE[@]}" 2>&1)" rebuilt
 NFT insert rule inet lianyaohu output accept
-expect_eq "foreign rule in output: rebuilt" "$(T base --level "$LEVEL" 2>&1)" rebuilt
+expect_eq "foreign rule in output: rebuilt" "$(T base "${BASE[@]}" 2>&1)" rebuilt
 T delete-table && ok "delete table" || bad "delete table"
 NFT list table inet lianyaohu >/dev/null 2>&1 && bad "table gone" || ok "table gone"
-expect_eq "missing table is created" "$(T base --level "$LEVEL" 2>&1)" created
+expect_eq "missing table is created" "$(T base "${BASE[@]}" 2>&1)" created
 
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

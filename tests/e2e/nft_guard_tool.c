@@ -6,6 +6,7 @@
  * server; serve exits by itself after its lifetime, probe after its timeout.
  *
  *   base [--gid G] [--level L] [--no-cgroupv2] [--group G] [--rate R]
+ *        [--inbound BASE_ID BASE_PATH]   (chain input for the cgroup BASE_ID)
  *                                      -> "created" | "rebuilt" | "unchanged"
  *   render-base [same options]         -> the base text (no kernel)
  *   add-session ID CGROUPID IFACE [policy]  / render-session ID CGROUPID IFACE [policy]
@@ -199,6 +200,14 @@ static int parse_base(int argc, char **argv, struct nftr_base_params *p) {
         uint32_t v;
         if (strcmp(argv[i], "--no-cgroupv2") == 0) {
             p->cgroupv2 = false;
+            continue;
+        }
+        if (strcmp(argv[i], "--inbound") == 0) { /* --inbound BASE_ID BASE_PATH */
+            if (i + 2 >= argc || parse_u64(argv[i + 1], &p->base_cgroup_id) < 0)
+                return -EINVAL;
+            p->inbound = true;
+            p->base_cgroup = argv[i + 2];
+            i += 2;
             continue;
         }
         if (i + 1 >= argc || parse_u32(argv[i + 1], &v) < 0)

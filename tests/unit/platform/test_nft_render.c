@@ -88,6 +88,27 @@ static void check_invariants(const struct nftr_chain *c) {
     /* loopback first */
     assert_int_equal(c->rules[0].match[0].type, NFTR_M_OIFNAME);
     assert_string_equal(c->rules[0].match[0].name, "lo");
+    /* lo is accepted only towards 127.0.0.0/8 and ::1, never towards the
+     * host's other addresses (its LAN address routes through lo too) */
+    for (size_t i = 0; i < c->n_rules; i++) {
+        const struct nftr_rule *r = &c->rules[i];
+        if (r->verdict != NFTR_V_ACCEPT || r->match[0].type != NFTR_M_OIFNAME ||
+            strcmp(r->match[0].name, "lo") != 0)
+            continue;
+        assert_true(r->n_match >= 2);
+        if (r->match[1].type == NFTR_M_CT_REPLY) /* answers to a local process's flow */
+            continue;
+        assert_int_equal(r->match[1].type, NFTR_M_DADDR);
+        if (r->match[1].family == AF_INET) {
+            assert_int_equal(r->match[1].addr[0], 127);
+            assert_int_equal(r->match[1].prefix_len, 8);
+        } else {
+            static const uint8_t one[16] = {[15] = 1};
+            assert_int_equal(r->match[1].family, AF_INET6);
+            assert_memory_equal(r->match[1].addr, one, 16);
+            assert_int_equal(r->match[1].prefix_len, 128);
+        }
+    }
 }
 
 static void render_check(const struct nftr_input *in, const char *golden) {
@@ -196,6 +217,31 @@ static void test_uid_fallback(void **state) {
     nftr_chain_free(c);
 }
 
+/* A guarded socket never answers a flow someone else started, except on lo:
+ * the head of output, in every base, before the jump to guarded. */
+static void check_reply_rules(const struct nftr_base *b) {
+    assert_int_equal(b->n_output, 3);
+    const struct nftr_rule *r = &b->output[0];
+    assert_int_equal(r->verdict, NFTR_V_DROP);
+    assert_true(r->counter);
+    assert_int_equal(r->n_match, 3);
+    assert_int_equal(r->match[0].type, NFTR_M_SKGID);
+    assert_int_equal(r->match[0].id, NFTR_DEFAULT_GUARD_GID);
+    assert_int_equal(r->match[1].type, NFTR_M_CT_REPLY);
+    assert_int_equal(r->match[2].type, NFTR_M_OIFNAME_NE);
+    assert_string_equal(r->match[2].name, "lo");
+    r = &b->output[1];
+    assert_int_equal(r->verdict, NFTR_V_ACCEPT);
+    assert_int_equal(r->n_match, 3);
+    assert_int_equal(r->match[1].type, NFTR_M_CT_REPLY);
+    assert_int_equal(r->match[2].type, NFTR_M_OIFNAME);
+    assert_string_equal(r->match[2].name, "lo");
+    r = &b->output[2];
+    assert_int_equal(r->verdict, NFTR_V_JUMP);
+    assert_int_equal(r->n_match, 1);
+    assert_string_equal(r->target, NFTR_CHAIN_GUARDED);
+}
+
 static void test_base(void **state) {
     struct nftr_base_params p = {
         .guard_gid = NFTR_DEFAULT_GUARD_GID,
@@ -208,7 +254,9 @@ static void test_base(void **state) {
     _cleanup_free_ char *text = NULL;
     assert_int_equal(nftr_base_text(b, &text), 0);
     check_golden("base", text);
-    /* guarded: vmap first, then an unconditional reject last */
+    /* output: the reply rules, the jump; guarded: the vmap, then an
+     * unconditional reject last */
+    check_reply_rules(b);
     assert_int_equal(b->guarded[0].verdict, NFTR_V_VMAP_CGROUP);
     assert_int_equal(b->guarded[b->n_guarded - 1].verdict, NFTR_V_REJECT_ADMIN);
     assert_int_equal(b->guarded[b->n_guarded - 1].n_match, 0);
@@ -220,7 +268,69 @@ static void test_base(void **state) {
     assert_int_equal(nftr_base_text(b, &text2), 0);
     check_golden("base_no_cgroupv2", text2);
     assert_int_equal(b->guarded[0].verdict, NFTR_V_CONTINUE);
+    assert_int_equal(b->n_input, 0);
     nftr_base_free(b);
+}
+
+/* Sessions may listen: chain input refuses what reaches their sockets from
+ * anywhere but lo, by the base cgroup one level above the sessions. */
+static void test_base_inbound(void **state) {
+    struct nftr_base_params p = {
+        .guard_gid = NFTR_DEFAULT_GUARD_GID,
+        .cgroupv2 = true,
+        .cgroup_level = 3,
+        .log = { .group = 7, .rate = 2000, .burst = 1000 },
+        .inbound = true,
+        .base_cgroup_id = 9876,
+        .base_cgroup = "system.slice/lyhd.service/lianyaohu",
+    };
+    struct nftr_base *b = NULL;
+    assert_int_equal(nftr_render_base(&p, &b), 0);
+    _cleanup_free_ char *text = NULL;
+    assert_int_equal(nftr_base_text(b, &text), 0);
+    check_golden("base_inbound", text);
+    check_reply_rules(b);
+    assert_int_equal(b->guarded[0].verdict, NFTR_V_VMAP_CGROUP);
+    assert_int_equal(b->n_input, 3);
+    for (size_t i = 0; i < b->n_input; i++) {
+        const struct nftr_rule *r = &b->input[i];
+        assert_true(r->counter);
+        assert_int_equal(r->match[0].type, NFTR_M_IIFNAME_NE);
+        assert_string_equal(r->match[0].name, "lo");
+        assert_int_equal(r->match[1].type, NFTR_M_SOCK_CGROUP);
+        assert_int_equal(r->match[1].level, 2);
+        assert_int_equal(r->match[1].cgroup_id, 9876);
+        /* the id is in the rule's text (the base check compares text) */
+        _cleanup_free_ char *t = NULL;
+        assert_int_equal(nftr_rule_text(r, &t), 0);
+        assert_non_null(strstr(t, "comment \"sessions cgroup 9876\""));
+    }
+    /* invalid and untracked first (ct direction would not match them) */
+    assert_int_equal(b->input[0].match[2].type, NFTR_M_CT_INVALID);
+    assert_int_equal(b->input[0].verdict, NFTR_V_DROP);
+    assert_int_equal(b->input[1].verdict, NFTR_V_REJECT_TCP_RESET);
+    assert_int_equal(b->input[2].verdict, NFTR_V_REJECT_ADMIN);
+    assert_int_equal(b->input[2].match[2].type, NFTR_M_CT_ORIGINAL);
+    nftr_base_free(b);
+
+    /* The base without inbound keeps the reply rules. */
+    p.inbound = false;
+    assert_int_equal(nftr_render_base(&p, &b), 0);
+    check_reply_rules(b);
+    nftr_base_free(b);
+
+    /* Inbound needs cgroup v2, a base above the sessions and its id. */
+    b = NULL;
+    p.inbound = true;
+    p.cgroupv2 = false;
+    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+    p.cgroupv2 = true;
+    p.cgroup_level = 1;
+    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+    p.cgroup_level = 3;
+    p.base_cgroup_id = 0;
+    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+    assert_null(b);
 }
 
 static void test_lan_sets(void **state) {
@@ -329,7 +439,8 @@ static void test_no_rate_limit(void **state) {
         assert_false(c->rules[i].limit);
     _cleanup_free_ char *t = NULL;
     assert_int_equal(nftr_rule_text(&c->rules[0], &t), 0);
-    assert_string_equal(t, "oifname \"lo\" ct state new counter log prefix \"lyh:7f3a9c01:A \" group 7");
+    assert_string_equal(
+        t, "oifname \"lo\" ip daddr 127.0.0.0/8 ct state new counter log prefix \"lyh:7f3a9c01:A \" group 7");
     nftr_chain_free(c);
 }
 
@@ -356,7 +467,7 @@ static void test_session_accept_unlogged(void **state) {
             flow_counters++;
         }
     }
-    assert_int_equal(flow_counters, 3); /* loopback, the LAN exception, the VPN */
+    assert_int_equal(flow_counters, 4); /* loopback v4 and v6, the LAN exception, the VPN */
     assert_true(reject_logs > 0);
     _cleanup_free_ char *text = NULL;
     assert_int_equal(nftr_chain_text(c, &text), 0);
@@ -373,6 +484,7 @@ int main(void) {
         cmocka_unit_test(test_shared_user),
         cmocka_unit_test(test_uid_fallback),
         cmocka_unit_test(test_base),
+        cmocka_unit_test(test_base_inbound),
         cmocka_unit_test(test_lan_sets),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_longest_id_prefix_fits),
