@@ -561,6 +561,7 @@ void audit_session_started(struct lyhd *d, const struct session *s) {
     if (d->landlock_abi < (int)POLICY_DEFAULT_MIN_LANDLOCK_ABI)
         audit_kv(detail, sizeof(detail), "landlock_scoping", "none");
     audit_kv(detail, sizeof(detail), "ipv6_blocked", s->spec.ipv6_blocked ? "yes" : "no");
+    audit_kv(detail, sizeof(detail), "listeners", d->guard && d->guard->listeners ? "yes" : "no");
     audit_note(d, AUDIT_KIND_SESSION, s->row.id, true, s->row.uid, "start", "%s", detail);
 }
 

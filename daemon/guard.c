@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -315,6 +316,7 @@ int guard_shared_release(struct lyhd *d, uint32_t uid, int scope, struct store_g
 }
 
 static void reap_log(struct lyhd *d, const char *object, const char *action, const char *detail);
+static unsigned restore_chains(struct lyhd *d);
 
 int guard_cgroup_create(struct lyhd *d, const char *name, uint64_t *ret_id, int *ret_dir_fd,
                         int *ret_procs_fd) {
@@ -334,6 +336,20 @@ int guard_cgroup_create(struct lyhd *d, const char *name, uint64_t *ret_id, int 
     log_warn("lyhd's cgroup subtree %s%s had been removed by someone else; created it again",
              g->cg.mount, g->cg.base);
     reap_log(d, g->cg.base, "rebuilt", "the cgroup subtree of the sessions had been removed");
+    if (g->listeners && g->base.base_cgroup_id != g->cg.base_id) {
+        /* Chain input names the base by id: the new base has a new one.
+         * No session may start under it before the rules say so. */
+        unsigned flags = 0;
+        g->base.base_cgroup_id = g->cg.base_id;
+        r = nft_ensure_base(g->nft, &g->base, &flags);
+        if (r < 0) {
+            log_error("cannot point chain input at the new cgroup subtree (%s): %s",
+                      nft_last_error_object(g->nft), strerror(-r));
+            return r;
+        }
+        if (flags & (NFT_BASE_CREATED | NFT_BASE_REBUILT))
+            (void)restore_chains(d);
+    }
     return cg_create(&g->cg, name, ret_id, ret_dir_fd, ret_procs_fd);
 }
 
@@ -660,6 +676,63 @@ static int watch_start(struct lyhd *d, char *why, size_t whylen) {
     return 0;
 }
 
+/* Linux >= maj.min by uname's release ("6.1.0-13-amd64"): 0/1, -errno. */
+static int kernel_at_least(unsigned maj, unsigned min) {
+    struct utsname u;
+    unsigned a, b;
+
+    if (uname(&u) < 0)
+        return -errno;
+    if (sscanf(u.release, "%u.%u", &a, &b) != 2)
+        return -EINVAL;
+    return a > maj || (a == maj && b >= min);
+}
+
+/* Install the base, with chain input when sessions can be let listen:
+ * cgroup v2 (the input rules match a receiving socket's cgroup ancestor at
+ * the base's level) and a kernel whose nft socket expression looks the
+ * receiving socket up on input (Linux 5.18; before it `socket cgroupv2`
+ * loads in an input chain but never matches there, which would fail open,
+ * so the version decides, not a load probe). When the kernel refuses the
+ * input chain, the base goes in without it and listeners stay denied.
+ * Never an open inbound path: seccomp is built from g->listeners after. */
+static int base_with_listeners(struct lyhd *d, unsigned *flags) {
+    struct guard *g = d->guard;
+    int k = g->have_cgroup ? kernel_at_least(5, 18) : 0;
+    int r;
+
+    g->listeners = false;
+    g->base.inbound = false;
+    if (!g->have_cgroup) {
+        snprintf(g->listeners_why, sizeof(g->listeners_why),
+                 "without cgroup v2 lyhd cannot tell a session's sockets from others' to refuse "
+                 "what reaches them from the network");
+    } else if (k <= 0) {
+        snprintf(g->listeners_why, sizeof(g->listeners_why),
+                 "this kernel is older than Linux 5.18, whose nftables cannot match the socket a "
+                 "packet is for by its cgroup");
+    } else if (g->cg.session_level < 2) {
+        snprintf(g->listeners_why, sizeof(g->listeners_why),
+                 "the session cgroups sit at the cgroup root's level 1");
+    } else {
+        g->base.inbound = true;
+        g->base.base_cgroup_id = g->cg.base_id;
+        g->base.base_cgroup = g->cg.base + 1; /* below the root, without the leading '/' */
+    }
+    r = nft_ensure_base(g->nft, &g->base, flags);
+    if (r < 0 && g->base.inbound) {
+        snprintf(g->listeners_why, sizeof(g->listeners_why),
+                 "nftables refused the rules that keep the network from a session's sockets "
+                 "(%s: %s)",
+                 nft_last_error_object(g->nft), strerror(-r));
+        g->base.inbound = false;
+        r = nft_ensure_base(g->nft, &g->base, flags);
+    }
+    if (r == 0)
+        g->listeners = g->base.inbound;
+    return r;
+}
+
 int guard_init(struct lyhd *d, char *why, size_t whylen) {
     struct guard *g = calloc(1, sizeof(*g));
     struct reconcile rc = {.d = d};
@@ -699,7 +772,7 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
                 .rate = NFTR_DEFAULT_LOG_RATE,
                 .burst = NFTR_DEFAULT_LOG_BURST},
     };
-    r = nft_ensure_base(g->nft, &g->base, &flags);
+    r = base_with_listeners(d, &flags);
     if (r < 0) {
         snprintf(why, whylen, "cannot install table inet lianyaohu (%s): %s",
                  nft_last_error_object(g->nft), strerror(-r));
@@ -708,6 +781,12 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
     if (flags & NFT_BASE_CREATED)
         log_info("created table inet lianyaohu (guard gid %u, session cgroups at level %u)",
                  g->base.guard_gid, g->base.cgroup_level);
+    if (g->listeners)
+        log_info("sessions may run local servers: packets for their sockets are refused on "
+                 "every interface but lo (chain input)");
+    else
+        log_warn("sessions may not listen (bind/listen/accept are denied): %s",
+                 g->listeners_why);
     if (flags & NFT_BASE_REBUILT) {
         rc.rebuilt = true;
         log_warn("table inet lianyaohu had been changed by someone else; rebuilt it");

@@ -27,6 +27,12 @@ struct guard {
     struct cg_root cg;
     bool have_cgroup;         /* cgroup v2 usable: session scope */
     struct nftr_base_params base;
+    /* Sessions may listen (seccomp lets bind/listen/accept through): the
+     * base's input chain refuses every packet for a session's socket from
+     * any interface but lo. Decided once at startup; when false,
+     * listeners_why says why in plain words (RunStarted note, log). */
+    bool listeners;
+    char listeners_why[200];
     /* Ruleset change notifications: after any change (ours too), the base is
      * checked again shortly; if someone else removed or changed our table it
      * is rebuilt with every live chain, and that is on record. */

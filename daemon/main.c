@@ -331,14 +331,11 @@ static void raise_nofile(struct lyhd *d) {
     d->fd_limit = rl.rlim_cur > 1u << 30 ? 1u << 30 : (unsigned)rl.rlim_cur;
 }
 
-/* Probe Landlock once and build the seccomp program once: every child only
- * installs what was prepared here. */
-static int sandbox_init(struct lyhd *d) {
-    struct sc_options o = {.arch = SC_ARCH_NATIVE};
-    struct sc_program *prog = calloc(1, sizeof(*prog));
-    int r;
+/* Probe Landlock once (before the guard: its reconciliation needs nothing
+ * of it, but a daemon without a usable sandbox should say so first). */
+static void landlock_init(struct lyhd *d) {
+    int r = ll_probe(&d->landlock_abi);
 
-    r = ll_probe(&d->landlock_abi);
     if (r < 0) {
         d->landlock_abi = 0;
         log_warn("Landlock is not available (%s): Run will refuse to start agents", strerror(-r));
@@ -347,6 +344,15 @@ static int sandbox_init(struct lyhd *d) {
                  d->cfg.landlock_abi_max, d->landlock_abi);
         d->landlock_abi = (int)d->cfg.landlock_abi_max;
     }
+}
+
+/* Build the seccomp program once, after the guard decided whether sessions
+ * may listen: every child only installs what was prepared here. */
+static int seccomp_init_prog(struct lyhd *d) {
+    struct sc_options o = {.arch = SC_ARCH_NATIVE, .allow_listen = d->guard->listeners};
+    struct sc_program *prog = calloc(1, sizeof(*prog));
+    int r;
+
     if (!prog)
         return -ENOMEM;
     r = sc_build(&o, prog);
@@ -460,8 +466,9 @@ int main(int argc, char **argv) {
         goto fail;
     }
     TAILQ_INIT(&d.sessions);
-    if (check_guard_group(&d.cfg) < 0 || sandbox_init(&d) < 0)
+    if (check_guard_group(&d.cfg) < 0)
         goto fail;
+    landlock_init(&d);
     collect_drop_groups(&d);
     /* The audit log first: the guard's startup reconciliation records what it reaps. */
     r = audit_start(&d, why, sizeof(why));
@@ -474,6 +481,8 @@ int main(int argc, char **argv) {
         log_error("egress guard: %s", why);
         goto fail;
     }
+    if (seccomp_init_prog(&d) < 0)
+        goto fail;
     (void)session_sweep_tmpdirs(&d);
     r = closer_start(&d.closer);
     if (r < 0) {

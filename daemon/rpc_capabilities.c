@@ -22,14 +22,16 @@ void rpc_capabilities(struct lyhd *d, struct rpc_call *call, const LyhRequest *r
 
     caps.protocol_version = LYH_PROTOCOL_VERSION;
     caps.build_version = (char *)LYH_VERSION;
-    /* What depends on this host: cgroup v2 (session scope) and Landlock. */
-    char *feat[ARRAY_SIZE(features) + 2];
+    /* What depends on this host: cgroup v2 (session scope), listeners, Landlock. */
+    char *feat[ARRAY_SIZE(features) + 3];
     char ll[32];
     size_t n = 0;
     for (size_t i = 0; i < ARRAY_SIZE(features); i++)
         feat[n++] = features[i];
     if (d->guard && d->guard->have_cgroup)
         feat[n++] = (char *)"cgroup2";
+    if (d->guard && d->guard->listeners)
+        feat[n++] = (char *)"listeners";
     if (d->landlock_abi > 0) {
         snprintf(ll, sizeof(ll), "landlock-abi-%d", d->landlock_abi);
         feat[n++] = ll;

@@ -402,8 +402,8 @@ static void send_started(struct session *s) {
     Lianyaohu__V1__RunStarted st = LIANYAOHU__V1__RUN_STARTED__INIT;
     Lianyaohu__V1__RunEvent ev = LIANYAOHU__V1__RUN_EVENT__INIT;
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
-    char *notes[2];
-    char v6[160], ll[300];
+    char *notes[3];
+    char v6[160], ll[300], ls[300];
     size_t n = 0;
 
     if (!s->call)
@@ -426,6 +426,13 @@ static void send_started(struct session *s) {
                  "signal your other processes",
                  s->d->landlock_abi);
         notes[n++] = ll;
+    }
+    if (!s->d->guard->listeners) {
+        snprintf(ls, sizeof(ls),
+                 "the agent cannot run local servers on this host (bind, listen and accept are "
+                 "denied): %s",
+                 s->d->guard->listeners_why);
+        notes[n++] = ls;
     }
     st.n_notes = n;
     st.notes = notes;

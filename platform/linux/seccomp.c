@@ -11,8 +11,10 @@
  * with every libc or runtime update. What is denied is what lets a process
  * leave the sandbox or attack the kernel or other processes, and what the
  * other layers cannot express:
- *  - servers (bind, listen, accept): the agent is a client; nothing should
- *    reach it from the network, and nftables only polices its output;
+ *  - servers (bind, listen, accept), unless the caller says the firewall
+ *    keeps the network from the session's sockets (sc_options.allow_listen:
+ *    lyhd's chain input refuses every packet for them from any interface
+ *    but lo). Without that, a listener would be reachable from the LAN;
  *  - mounts, chroot, pivot_root, namespaces (unshare, setns, clone with a
  *    CLONE_NEW* flag): a new user namespace hands out capabilities over new
  *    mount/net namespaces, and with them a way around Landlock's view of the
@@ -97,9 +99,8 @@ _Static_assert(SOCK_STREAM == 1 && SOCK_DGRAM == 2 && SOCK_RAW == 3,
 /* ---- the policy ------------------------------------------------------------------ */
 
 /* Denied outright with EPERM. Reasons at the top of this file. */
+static const char *const deny_servers[] = {"bind", "listen", "accept", "accept4"};
 static const char *const deny_always[] = {
-    /* servers */
-    "bind", "listen", "accept", "accept4",
     /* mounts, old and new API, and changing the root */
     "mount", "umount", "umount2", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
     "open_tree", "mount_setattr", "pivot_root", "chroot",
@@ -314,8 +315,11 @@ int sc_build(const struct sc_options *o, struct sc_program *ret) {
             return k;
     }
 
-    for (size_t i = 0; i < ARRAY_SIZE(deny_always); i++) {
-        k = resolve(deny_always[i], &nr);
+    for (size_t i = 0; i < ARRAY_SIZE(deny_always) + ARRAY_SIZE(deny_servers); i++) {
+        bool server = i >= ARRAY_SIZE(deny_always);
+        if (server && o && o->allow_listen)
+            break;
+        k = resolve(server ? deny_servers[i - ARRAY_SIZE(deny_always)] : deny_always[i], &nr);
         if (k < 0)
             return k;
         k = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);

@@ -11,6 +11,7 @@
 #ifndef LYH_SECCOMP_H
 #define LYH_SECCOMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Architectures the policy was written and reviewed for. */
@@ -25,6 +26,10 @@ struct sc_options {
      * builds a program (e.g. to check on an x86_64 CI that the table compiles
      * for aarch64); sc_install() refuses it. */
     enum sc_arch arch;
+    /* Let bind, listen, accept and accept4 through: only when the firewall
+     * refuses every packet for the session's sockets from any interface but
+     * lo (lyhd's chain input). Default false: servers denied. */
+    bool allow_listen;
 };
 
 /* A compiled filter: the instructions of a struct sock_fprog, as bytes. */

@@ -7,6 +7,10 @@
 #      root's container runtime, the system bus) are hidden
 #   3. the private /tmp: nothing of the host's shows, nothing of the agent's
 #      stays, a cwd below /tmp still works
+#   4. the agent's own servers (0.0.0.0 and ::, TCP and UDP) answer a host
+#      process and the agent on lo, and are refused from the LAN and the VPN
+#      side; with --no-cgroup (no way to tell its sockets apart) servers stay
+#      denied and lyh run says so
 #
 # usage: boundary.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Safety: everything network-related happens in the namespaces lib.sh makes;
@@ -129,5 +133,106 @@ t_check "3: ... and what the agent writes there is in the real directory" test -
 out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --cwd /tmp -- /bin/true </dev/null 2>&1)
 t_check "3: cwd /tmp itself is refused, saying why" grep -q "private /tmp of its own" <<<"$out"
 
+# ---- 4. the agent's own servers ---------------------------------------------------------
+echo "# 4. the agent's servers: reachable on lo (by the host and by itself), never from the network"
+LPORT=18$((RANDOM % 900 + 100))
+# A TCP+UDP echo server on the wildcard v4 and v6 addresses, inside the
+# session; it first checks that it can reach itself on 127.0.0.1.
+SERVER='import socket, sys, threading, time
+port = int(sys.argv[1])
+socks = []
+for fam, addr in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+    t = socket.socket(fam, socket.SOCK_STREAM); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    u = socket.socket(fam, socket.SOCK_DGRAM)
+    if fam == socket.AF_INET6:
+        t.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1); u.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    t.bind((addr, port)); t.listen(16); u.bind((addr, port)); socks += [t, u]
+# port+1: one dual-stack TCP socket (IPv4 arrives on the IPv6 socket);
+# port+2: MPTCP (its subflows are sockets the kernel makes), when the kernel has it
+d = socket.socket(socket.AF_INET6, socket.SOCK_STREAM); d.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+d.bind(("::", port + 1)); d.listen(16); socks.append(d)
+try:
+    m = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262); m.bind(("0.0.0.0", port + 2)); m.listen(16); socks.append(m)
+    print("mptcp yes", flush=True)
+except OSError as e:
+    print("mptcp no", e, flush=True)
+def tcp(s):
+    while True:
+        c, _ = s.accept(); c.settimeout(2)
+        try: c.sendall(c.recv(512))
+        except OSError: pass
+        c.close()
+def udp(s):
+    while True:
+        d, a = s.recvfrom(512); s.sendto(d, a)
+for s in socks:
+    threading.Thread(target=tcp if s.type == socket.SOCK_STREAM else udp, args=(s,), daemon=True).start()
+c = socket.create_connection(("127.0.0.1", port), timeout=2); c.sendall(b"me"); print("self", c.recv(8).decode(), flush=True)
+print("serving", flush=True)
+time.sleep(40)'
+LOUT=$LYH_TMP/listener.out
+LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- /usr/bin/python3 -c "$SERVER" "$LPORT" </dev/null >"$LOUT" 2>&1 &
+LPID=$!
+lyh_track_pid "$LPID"
+if lyh_wait_until 15 grep -q '^serving' "$LOUT"; then
+    t_pass "4: the agent binds and listens on 0.0.0.0 and :: (TCP and UDP)"
+    t_check "4: ... and reaches its own server on 127.0.0.1" grep -qx "self me" "$LOUT"
+    from() { # NS PROTO ADDR -> "<result> <ms>"
+        timeout 10 nsenter --net="/run/netns/$1" "$LYH_TOOL" probe "$2" "$3" "$LPORT" 1500 2>&1
+    }
+    for proto in tcp udp; do
+        for a in 127.0.0.1 ::1; do
+            out=$(from "$LYH_MAIN" $proto $a)
+            t_check "4: a host process reaches it at $a ($proto)" grep -q '^ok ' <<<"$out"
+        done
+        for where in "$LYH_LAN 192.168.77.1" "$LYH_LAN fd77::1" "$LYH_EXIT 10.77.0.1" "$LYH_EXIT 2a0e:77::1"; do
+            read -r ns a <<<"$where"
+            out=$(from "$ns" $proto "$a")
+            if grep -Eq '^(refused|unreach) ' <<<"$out"; then
+                t_pass "4: refused from ${ns##*-} to $a ($proto: $out)"
+            else
+                t_fail "4: refused from ${ns##*-} to $a ($proto)" "$out"
+            fi
+        done
+    done
+    said_denied() { grep -q 'cannot run local servers' "$LOUT"; }
+    from1() { timeout 10 nsenter --net="/run/netns/$1" "$LYH_TOOL" probe tcp "$2" "$3" 1500 2>&1; }
+    out=$(from1 "$LYH_MAIN" 127.0.0.1 $((LPORT + 1)))
+    t_check "4: a dual-stack server answers a host process on 127.0.0.1 ($out)" grep -q '^ok ' <<<"$out"
+    out=$(from1 "$LYH_LAN" 192.168.77.1 $((LPORT + 1)))
+    t_check "4: a dual-stack server is refused from the LAN over IPv4 ($out)" grep -q '^refused ' <<<"$out"
+    if grep -q '^mptcp yes' "$LOUT"; then
+        out=$(from1 "$LYH_MAIN" 127.0.0.1 $((LPORT + 2)))
+        t_check "4: an MPTCP server answers a host process on 127.0.0.1 ($out)" grep -q '^ok ' <<<"$out"
+        out=$(from1 "$LYH_LAN" 192.168.77.1 $((LPORT + 2)))
+        t_check "4: an MPTCP server is refused from the LAN ($out)" grep -q '^refused ' <<<"$out"
+    else
+        echo "# no MPTCP in this kernel: $(grep '^mptcp' "$LOUT")"
+    fi
+    t_check "4: lyh run did not say servers are denied" eval '! said_denied'
+    has_listeners() { lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" capabilities | grep -q '^features:.* listeners\b'; }
+    t_check "4: lyhd reports the listeners feature" has_listeners
+else
+    t_fail "4: the agent binds and listens on 0.0.0.0 and :: (TCP and UDP)" "$(cat "$LOUT")"
+fi
+lyh_stop_pid "$LPID"
+wait "$LPID" 2>/dev/null
+
+lyh_daemon_stop
+
+# Without cgroup v2 lyhd cannot tell a session's sockets from others': servers
+# stay denied, and lyh run says why.
+echo "# 4b. where the firewall cannot keep the network off, servers stay denied"
+lyh_daemon_start --no-cgroup || lyh_die "lyhd --no-cgroup does not start"
+out=$(in_session /usr/bin/python3 -c 'import socket, errno
+s = socket.socket()
+try:
+    s.bind(("0.0.0.0", 0)); s.listen(1); print("bound")
+except OSError as e:
+    print("bind:", errno.errorcode.get(e.errno, e.errno))')
+t_check "4b: bind is refused (EPERM)" grep -qx "bind: EPERM" <<<"$out"
+t_check "4b: lyh run says why" grep -q "cannot run local servers on this host" <<<"$out"
+no_listeners() { ! lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" capabilities | grep -q '^features:.* listeners\b'; }
+t_check "4b: lyhd does not report the listeners feature" no_listeners
 lyh_daemon_stop
 t_done

@@ -81,6 +81,25 @@ t_check "2: lyhd logs that it created the subtree again" \
 sleep 0.5 # the audit batch
 t_check "2: the audit log has a guard record of it" \
     sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --kind guard --json | grep rebuilt | grep -q 'cgroup subtree'"
+# Chain input names the sessions' subtree by its cgroup id; the recreated one
+# has a new id. A listener of a session under it is still refused from the LAN.
+if lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" capabilities | grep -q '^features:.* listeners\b'; then
+    lport=17$((RANDOM % 900 + 100))
+    lyh_cli run --vpn tun0 --no-tui -- /usr/bin/python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(4); print("serving", flush=True); time.sleep(4)' "$lport" \
+        </dev/null >"$LYH_TMP/t2l.out" 2>&1 &
+    lpid=$!
+    lyh_track_pid "$lpid"
+    if lyh_wait_until 10 grep -q '^serving' "$LYH_TMP/t2l.out"; then
+        out=$(timeout 10 nsenter --net="/run/netns/$LYH_LAN" "$LYH_TOOL" probe tcp 192.168.77.1 "$lport" 1500 2>&1)
+        t_check "2: a session listener under the recreated subtree is refused from the LAN ($out)" \
+            grep -q '^refused ' <<<"$out"
+    else
+        t_fail "2: a session listener under the recreated subtree" "$(cat "$LYH_TMP/t2l.out")"
+    fi
+    wait "$lpid" # the server ends by itself (4 s; lyh_cli is bounded too)
+fi
 
 # ---- 3. a session's own chain decides, even with lyh install active ---------------
 

@@ -52,6 +52,7 @@
 extern char **environ;
 
 static struct sc_program prog;
+static struct sc_program prog_listen; /* allow_listen: servers let through */
 static int listen_fd = -1;     /* 127.0.0.1, set up by the parent */
 static struct sockaddr_in listen_addr;
 static char scratch[] = "/tmp/lyh-sc-test-XXXXXX";
@@ -87,7 +88,7 @@ static int msg_fd = -1; /* child side of the report pipe */
         CHECK(r_ >= 0, "%s failed", #expr);                                            \
     } while (0)
 
-enum { FILTERED = 1, NO_NNP = 2 };
+enum { FILTERED = 1, NO_NNP = 2, LISTEN = 4 /* with FILTERED: prog_listen */ };
 
 /* Run fn in a child (with the filter when FILTERED) and return its wait
  * status; the child's report is copied to out. */
@@ -102,7 +103,7 @@ static int run_child(void (*fn)(void), int flags, char *out, size_t outlen) {
         if (!(flags & NO_NNP))
             CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "PR_SET_NO_NEW_PRIVS");
         if (flags & FILTERED) {
-            int k = sc_install(&prog);
+            int k = sc_install(flags & LISTEN ? &prog_listen : &prog);
             errno = k < 0 ? -k : 0;
             CHECK(k == 0, "sc_install");
         }
@@ -143,7 +144,8 @@ static void in_child(void (*fn)(void), int flags) {
 
 static int group_setup(void **state) {
     (void)state;
-    if (sc_build(NULL, &prog) != 0)
+    if (sc_build(NULL, &prog) != 0 ||
+        sc_build(&(struct sc_options){.allow_listen = true}, &prog_listen) != 0)
         return -1;
     if (!mkdtemp(scratch))
         return -1;
@@ -163,6 +165,7 @@ static int group_setup(void **state) {
 static int group_teardown(void **state) {
     (void)state;
     sc_program_free(&prog);
+    sc_program_free(&prog_listen);
     if (listen_fd >= 0)
         close(listen_fd);
     rmdir(scratch);
@@ -558,6 +561,40 @@ static void child_allowed(void) {
     EXPECT_OK(personality(PER_LINUX));
 }
 
+/* allow_listen: bind, listen and accept work (what keeps the network off is
+ * lyhd's chain input); everything else is denied as before. */
+static void child_listen(void) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(s >= 0, "socket(AF_INET, SOCK_STREAM)");
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    EXPECT_OK(bind(s, (struct sockaddr *)&a, sizeof(a)));
+    EXPECT_OK(listen(s, 1));
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    socklen_t len = sizeof(a);
+    CHECK(c >= 0 && getsockname(s, (struct sockaddr *)&a, &len) == 0, "getsockname");
+    EXPECT_OK(connect(c, (struct sockaddr *)&a, sizeof(a)));
+    int got = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+    CHECK(got >= 0, "accept4 of its own connection");
+    close(got);
+    close(c);
+    close(s);
+    int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un ua = {.sun_family = AF_UNIX, .sun_path = "\0lyh-sc-test-listen"};
+    EXPECT_OK(bind(u, (struct sockaddr *)&ua, sizeof(ua)));
+    close(u);
+    /* the rest of the policy holds */
+    EXPECT_ERR(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(0x0003)), EPERM);
+    EXPECT_ERR(unshare(CLONE_NEWNET), EPERM);
+    EXPECT_ERR(syscall(SYS_io_uring_setup, 1, NULL), EPERM);
+}
+
+static void test_allow_listen(void **state) {
+    (void)state;
+    in_child(child_listen, FILTERED | LISTEN);
+    /* and the default program still refuses them (test_denied_named) */
+    assert_true(prog_listen.len < prog.len);
+}
+
 static void test_allowed(void **state) {
     (void)state;
     in_child(child_allowed, FILTERED);
@@ -618,6 +655,7 @@ int main(void) {
         cmocka_unit_test(test_denied_table),
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_allowed),
+        cmocka_unit_test(test_allow_listen),
         cmocka_unit_test(test_foreign_abi),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
