@@ -54,6 +54,9 @@ struct lyhd {
     struct audit *audit;         /* NULL until audit_start */
     struct policy *policy;       /* owned: the admin policy in force (policy.h); NULL = default */
     struct session_list sessions;
+    /* tmpdirs being emptied in the background (session.c); finished, bounded,
+     * at shutdown */
+    TAILQ_HEAD(tmpdir_jobs, tmpdir_job) tmpdir_jobs;
     struct sc_program *seccomp;  /* built once at startup, installed by each child */
     struct closer *closer;       /* closes client fds off the loop; NULL: inline (tests) */
     int landlock_abi;            /* 0: Landlock missing, Run refuses */

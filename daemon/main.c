@@ -393,6 +393,7 @@ static unsigned sessions_shutdown(struct lyhd *d) {
             running++;
         session_finish_now(s);
     }
+    session_tmpdir_jobs_finish(d);
     return running;
 }
 
@@ -466,6 +467,7 @@ int main(int argc, char **argv) {
         goto fail;
     }
     TAILQ_INIT(&d.sessions);
+    TAILQ_INIT(&d.tmpdir_jobs);
     if (check_guard_group(&d.cfg) < 0)
         goto fail;
     landlock_init(&d);

@@ -128,6 +128,8 @@ struct tmpdir_job {
     char path[PATH_MAX];
     bool end_row;
     struct store_session row; /* ENDED once the directory is gone */
+    bool listed;              /* in d->tmpdir_jobs (running in the background) */
+    TAILQ_ENTRY(tmpdir_job) link;
 };
 
 /* The user emptied the tmpdir; root removes the empty directory (its parent
@@ -147,6 +149,8 @@ static void tmpdir_job_finish(struct tmpdir_job *j, const siginfo_t *si) {
 static void tmpdir_job_free(struct tmpdir_job *j) {
     if (!j)
         return;
+    if (j->listed)
+        TAILQ_REMOVE(&j->d->tmpdir_jobs, j, link);
     if (j->ev)
         event_free(j->ev);
     if (j->ev_timeout)
@@ -217,14 +221,30 @@ static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
         j->ev = event_new(d->base, j->pidfd, EV_READ, on_tmpdir_emptied, j);
         j->ev_timeout = evtimer_new(d->base, on_tmpdir_timeout, j);
         if (j->ev && j->ev_timeout && event_add(j->ev, NULL) == 0 &&
-            event_add(j->ev_timeout, &tv) == 0)
+            event_add(j->ev_timeout, &tv) == 0) {
+            TAILQ_INSERT_TAIL(&d->tmpdir_jobs, j, link);
+            j->listed = true;
             return;
+        }
         if (j->ev)
             event_del(j->ev);
     }
     /* Wait here, bounded (shutdown, or no event loop to watch with). */
     tmpdir_job_wait(j, TMPDIR_REMOVE_SYNC_MS);
     tmpdir_job_free(j);
+}
+
+void session_tmpdir_jobs_finish(struct lyhd *d) {
+    struct tmpdir_job *j;
+
+    if (!d->tmpdir_jobs.tqh_last)
+        return; /* never initialised */
+    while ((j = TAILQ_FIRST(&d->tmpdir_jobs))) {
+        event_del(j->ev);
+        event_del(j->ev_timeout);
+        tmpdir_job_wait(j, TMPDIR_REMOVE_SYNC_MS);
+        tmpdir_job_free(j);
+    }
 }
 
 /* Is name what session_new_id() makes, behind "lyh-"? */

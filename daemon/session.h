@@ -79,6 +79,10 @@ void session_finish_now(struct session *s);
  * does not know at all. Removal runs with the owner's rights, in the
  * background. Returns how many were found. */
 unsigned session_sweep_tmpdirs(struct lyhd *d);
+/* At shutdown: wait for every tmpdir still being emptied in the background
+ * (at most 2 s each, then its remover is killed), record what it ends, free
+ * it. Accepts a lyhd whose list was never initialised. */
+void session_tmpdir_jobs_finish(struct lyhd *d);
 
 /* Release a session object (not its kernel objects). */
 void session_free(struct session *s);

@@ -59,6 +59,7 @@ static int setup(void **state) {
     f->d.base = event_base_new();
     assert_non_null(f->d.base);
     TAILQ_INIT(&f->d.sessions);
+    TAILQ_INIT(&f->d.tmpdir_jobs);
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
     assert_int_equal(conn_new(&f->d, sv[0], &cred, &c), 0);
     conn_set_admin(c, true);
