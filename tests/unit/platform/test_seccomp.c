@@ -100,6 +100,11 @@ static int run_child(void (*fn)(void), int flags, char *out, size_t outlen) {
     if (pid == 0) {
         close(p[0]);
         msg_fd = p[1];
+        /* A fault in the child is the child's result: it must die of it,
+         * not be caught by cmocka's handler and run the remaining tests. */
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGBUS, SIG_DFL);
+        signal(SIGILL, SIG_DFL);
         if (!(flags & NO_NNP))
             CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "PR_SET_NO_NEW_PRIVS");
         if (flags & FILTERED) {
