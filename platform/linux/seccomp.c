@@ -32,7 +32,9 @@
  *    user's terminal, this is depth);
  *  - sockets other than unix, and TCP/UDP over IPv4/IPv6: no raw packets,
  *    no netlink (routes, firewall, audit), no packet sockets, no exotic
- *    families with their own kernel code.
+ *    families with their own kernel code; of the IP protocols only TCP,
+ *    UDP, MPTCP and ping sockets (add_protocol_rules());
+ *  - SO_ATTACH_REUSEPORT_CBPF/EBPF (see arg_rules).
  * Denials answer EPERM so agents fail cleanly and say why (DESIGN.md).
  *
  * Exceptions to EPERM, and why:
@@ -185,6 +187,14 @@ static const struct arg_rule arg_rules[] = {
     INET_TYPES(AF_INET),
     INET_TYPES(AF_INET6),
 
+    /* setsockopt(SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF/EBPF): a program that
+     * picks the receiving socket of a SO_REUSEPORT group. nftables' UDP
+     * lookup runs without it, so chain input would judge one socket and the
+     * kernel deliver to another (a session's, sharing a port with a host
+     * process of its user). level and optname are ints: low 32 bits. */
+    {"setsockopt", EPERM, 2, {MASKED(1, 0xffffffffu, SOL_SOCKET), MASKED(2, 0xffffffffu, 51)}},
+    {"setsockopt", EPERM, 2, {MASKED(1, 0xffffffffu, SOL_SOCKET), MASKED(2, 0xffffffffu, 52)}},
+
     /* socketpair: AF_UNIX only (an allow-set of one: compared in full). */
     {"socketpair", EPERM, 1, {NE(0, AF_UNIX)}},
 
@@ -193,6 +203,11 @@ static const struct arg_rule arg_rules[] = {
 
 _Static_assert(AF_UNIX == 1 && AF_INET == 2 && AF_INET6 == 10 && AF_AX25 == 3 && AF_X25 == 9,
                "the socket domain rules above assume the Linux values");
+_Static_assert(SOL_SOCKET == 1, "the setsockopt rules above assume the Linux value");
+#ifdef SO_ATTACH_REUSEPORT_CBPF
+_Static_assert(SO_ATTACH_REUSEPORT_CBPF == 51 && SO_ATTACH_REUSEPORT_EBPF == 52,
+               "the setsockopt rules above assume the Linux values");
+#endif
 
 /* personality(unsigned int persona): allowed are the query 0xffffffff and
  * PER_LINUX (0), which every agent already has (the daemon's persona,
@@ -213,6 +228,56 @@ static int add_personality_rules(scmp_filter_ctx ctx) {
         int r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &c);
         if (r < 0)
             return r;
+    }
+    return 0;
+}
+
+/* socket(AF_INET/AF_INET6, type, protocol): allowed are the protocols the
+ * firewall can tell apart by their socket (nftables' socket lookup knows TCP
+ * and UDP; MPTCP's subflows are TCP) and ping sockets: 0 (the type's
+ * default), ICMP, TCP, UDP, ICMPv6, MPTCP. Others (UDP-Lite, SCTP, ...) would
+ * receive from the LAN past chain input, whose socket lookup never finds them.
+ * libseccomp compares an argument once per rule, so the denied values are
+ * spelled as aligned blocks (arg & ~(size-1)) == start, computed below,
+ * and everything above the largest allowed value by one GT (which also
+ * catches junk in the high half). */
+static const unsigned inet_protocols[] = {0, 1 /* ICMP */, 6 /* TCP */, 17 /* UDP */,
+                                          58 /* ICMPv6 */, 262 /* MPTCP */};
+#define INET_PROTOCOL_MAX 262u
+
+static bool protocol_allowed_in(unsigned lo, unsigned size) {
+    for (size_t i = 0; i < ARRAY_SIZE(inet_protocols); i++)
+        if (inet_protocols[i] >= lo && inet_protocols[i] < lo + size)
+            return true;
+    return false;
+}
+
+static int add_protocol_rules(scmp_filter_ctx ctx) {
+    static const int families[] = {AF_INET, AF_INET6};
+    int nr = seccomp_syscall_resolve_name("socket");
+    if (nr == __NR_SCMP_ERROR)
+        return -EOPNOTSUPP;
+    for (size_t f = 0; f < ARRAY_SIZE(families); f++) {
+        struct scmp_arg_cmp c[2] = {EQ(0, families[f]), GT(2, INET_PROTOCOL_MAX)};
+        int r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, c);
+        if (r < 0)
+            return r;
+        for (unsigned v = 0; v <= INET_PROTOCOL_MAX;) {
+            unsigned size = 1;
+            if (protocol_allowed_in(v, 1)) {
+                v++;
+                continue;
+            }
+            /* the largest aligned block from v holding no allowed value */
+            while (v % (size * 2) == 0 && !protocol_allowed_in(v, size * 2) &&
+                   v + size * 2 <= INET_PROTOCOL_MAX + 1)
+                size *= 2;
+            c[1] = (struct scmp_arg_cmp)MASKED(2, 0xffffffffu & ~(size - 1), v);
+            r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, c);
+            if (r < 0)
+                return r;
+            v += size;
+        }
     }
     return 0;
 }
@@ -336,6 +401,9 @@ int sc_build(const struct sc_options *o, struct sc_program *ret) {
             return k;
     }
     k = add_personality_rules(ctx);
+    if (k < 0)
+        return k;
+    k = add_protocol_rules(ctx);
     if (k < 0)
         return k;
 

@@ -1171,6 +1171,13 @@ static int c_socket_families(int argc, char **argv) {
     sock_try("socket:inet-seqpacket-sctp", AF_INET, SOCK_SEQPACKET, IPPROTO_SCTP);
     sock_try("socket:inet-rdm", AF_INET, SOCK_RDM, 0);
     sock_try("socket:inet-dccp", AF_INET, SOCK_DCCP, 0);
+    /* IP protocols nftables' socket lookup does not know: chain input could
+     * not keep the LAN from them */
+    sock_try("socket:inet-stream-sctp", AF_INET, SOCK_STREAM, IPPROTO_SCTP);
+    sock_try("socket:inet6-stream-sctp", AF_INET6, SOCK_STREAM, IPPROTO_SCTP);
+    sock_try("socket:inet-dgram-udplite", AF_INET, SOCK_DGRAM, 136 /* IPPROTO_UDPLITE */);
+    sock_try("socket:inet6-dgram-udplite", AF_INET6, SOCK_DGRAM, 136);
+    sock_try("socket:inet-proto-highbits", AF_INET, SOCK_DGRAM, (1L << 32) | 136);
     sock_try("socket:packet-raw", AF_PACKET, SOCK_RAW, htons(0x0003));
     sock_try("socket:packet-dgram", AF_PACKET, SOCK_DGRAM, htons(0x0800));
     sock_try("socket:netlink-route", AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE */);

@@ -256,6 +256,31 @@ static void child_denied_named(void) {
     EXPECT_ERR(socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6), EPERM);
     EXPECT_ERR(socket(AF_INET, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), EPERM);
     EXPECT_ERR(socket(AF_INET, SOCK_PACKET | SOCK_CLOEXEC, 0), EPERM);
+    /* IP protocols nftables' socket lookup does not know (chain input could
+     * not refuse what reaches them): every value but the allowed six */
+    static const int fams[] = {AF_INET, AF_INET6};
+    for (size_t f = 0; f < 2; f++) {
+        for (int proto = 0; proto <= 1024; proto++) {
+            if (proto == 0 || proto == IPPROTO_ICMP || proto == IPPROTO_TCP ||
+                proto == IPPROTO_UDP || proto == IPPROTO_ICMPV6 || proto == 262 /* MPTCP */)
+                continue;
+            errno = 0;
+            int k = socket(fams[f], SOCK_DGRAM | SOCK_CLOEXEC, proto);
+            CHECK(k < 0 && errno == EPERM, "socket(%d, SOCK_DGRAM, %d) returned %d", fams[f], proto, k);
+        }
+        EXPECT_ERR(socket(fams[f], SOCK_STREAM, 132 /* SCTP */), EPERM);
+        EXPECT_ERR(socket(fams[f], SOCK_DGRAM, 136 /* UDP-Lite */), EPERM);
+        EXPECT_ERR(socket(fams[f], SOCK_STREAM, 0x7fffffff), EPERM);
+        EXPECT_ERR(socket(fams[f], SOCK_STREAM, -1), EPERM);
+    }
+    /* a BPF program choosing a SO_REUSEPORT group's receiver */
+    int rs = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    CHECK(rs >= 0, "socket(AF_INET, SOCK_DGRAM)");
+    int one = 1;
+    EXPECT_ERR(setsockopt(rs, SOL_SOCKET, 51 /* SO_ATTACH_REUSEPORT_CBPF */, &one, sizeof(one)), EPERM);
+    EXPECT_ERR(setsockopt(rs, SOL_SOCKET, 52 /* SO_ATTACH_REUSEPORT_EBPF */, &one, sizeof(one)), EPERM);
+    EXPECT_OK(setsockopt(rs, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+    close(rs);
     EXPECT_ERR(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0 /* NETLINK_ROUTE */), EPERM);
     EXPECT_ERR(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, 0), EPERM);
     EXPECT_ERR(socket(AF_UNSPEC, SOCK_STREAM, 0), EPERM);
@@ -498,6 +523,18 @@ static void child_allowed(void) {
     close(fd);
     EXPECT_OK(fd = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP));
     close(fd);
+    EXPECT_OK(fd = socket(AF_INET, SOCK_DGRAM, IPPROTO_UDP));
+    close(fd);
+    /* MPTCP and ping sockets: not EPERM (the kernel may still refuse them:
+     * MPTCP disabled, ping_group_range) */
+    fd = socket(AF_INET, SOCK_STREAM, 262);
+    CHECK(fd >= 0 || errno != EPERM, "socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP)");
+    if (fd >= 0)
+        close(fd);
+    fd = socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP);
+    CHECK(fd >= 0 || errno != EPERM, "socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP)");
+    if (fd >= 0)
+        close(fd);
     errno = 0;
     fd = socket(AF_INET6, SOCK_DGRAM, 0);
     CHECK(fd >= 0 || errno == EAFNOSUPPORT, "socket(AF_INET6, SOCK_DGRAM)");
