@@ -775,6 +775,14 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         e_cmp(b, NFT_CMP_EQ, &dir, sizeof(dir));
         break;
     }
+    case NFTR_M_TCP_SYNACK: {
+        /* the flags byte of the TCP header (the rule matched l4proto tcp) */
+        uint8_t synack = 0x12; /* TH_SYN | TH_ACK */
+        e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 13, 1);
+        e_bitwise(b, &synack, 1);
+        e_cmp(b, NFT_CMP_EQ, &synack, 1);
+        break;
+    }
     case NFTR_M_SOCK_CGROUP: {
         /* The socket's cgroup ancestor at this level, by id (host order, as
          * the sessions map's keys). */

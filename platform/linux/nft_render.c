@@ -194,6 +194,10 @@ static void m_nfproto(struct matches *ms, int family) {
     mpush(ms, NFTR_M_NFPROTO)->family = family;
 }
 
+/* The loopback addresses a session may send to through lo. */
+static const struct nftr_dest lo4 = {.family = AF_INET, .addr = {127}, .prefix_len = 8};
+static const struct nftr_dest lo6 = {.family = AF_INET6, .addr = {[15] = 1}, .prefix_len = 128};
+
 static void m_l4proto(struct matches *ms, uint8_t proto) {
     mpush(ms, NFTR_M_L4PROTO)->l4proto = proto;
 }
@@ -395,16 +399,14 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     struct matches ms;
 
     /* (1) loopback: to loopback addresses only */
-    static const struct nftr_dest lo4 = {.family = AF_INET, .addr = {127}, .prefix_len = 8};
-    static const struct nftr_dest lo6 = {.family = AF_INET6, .addr = {[15] = 1}, .prefix_len = 128};
     emit_dest_accept(&rs, &lc, "lo", &lo4);
     emit_dest_accept(&rs, &lc, "lo", &lo6);
     /* (2) the policy's LAN exceptions, on any interface */
     for (size_t i = 0; i < p->n_lan_exceptions; i++)
         emit_dest_accept(&rs, &lc, NULL, &p->lan_exceptions[i]);
     /* (2b) the host's other addresses through lo (its LAN address, say):
-     * refused, as the LAN itself is (answers to a flow a local process
-     * started were accepted in the base chain output) */
+     * refused, as the LAN itself is, answers included (a host process
+     * reaches the session's servers at 127.0.0.1 or ::1) */
     ms.n = 0;
     m_oif(&ms, "lo");
     emit_reject(&rs, &lc, &ms, REJECT_ANY, lc.reject_prefix);
@@ -507,14 +509,17 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
     struct matches ms = { .n = 0 };
 
     /* A sandboxed socket never answers a flow someone else started, except
-     * on lo (a host process reaching the agent's own server): a guarded
-     * packet of direction reply leaving by another interface is dropped,
-     * one leaving by lo is accepted here, before any chain that keys on
-     * the socket's cgroup (a SYN-ACK's socket is its listener's request
-     * sock, which has none: guarded would refuse it). With `inbound`,
-     * chain input refuses such flows before they reach a socket; the drop
-     * holds even where that lookup missed. Here in output, not in guarded:
-     * the uid scopes' dispatch rules go to the head of guarded. */
+     * on lo: a guarded packet of direction reply leaving by another
+     * interface is dropped. With `inbound`, chain input refuses such flows
+     * before they reach a socket; this drop holds even where that lookup
+     * missed. On lo, a listener's SYN-ACK to 127.0.0.0/8 or ::1 is accepted
+     * here: its socket is a request sock, which `meta skgid` resolves to the
+     * listener but `socket cgroupv2` cannot, so guarded's vmap would refuse
+     * it. Every other packet of a session goes to its own chain, which sends
+     * through lo only to 127.0.0.0/8 and ::1: no "reply on lo" shortcut, as a
+     * session can make itself the reply side of a flow (a datagram with a
+     * forged source from one of its sockets to another). Here in output, not
+     * in guarded: the uid scopes' dispatch rules go to the head of guarded. */
     m_id(&ms, NFTR_M_SKGID, p->guard_gid);
     mpush(&ms, NFTR_M_CT_REPLY);
     struct nftr_rule *r = rule_with(&out, &ms);
@@ -526,10 +531,17 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         r->verdict = NFTR_V_DROP;
     }
     m_oif(&ms, "lo");
-    r = rule_with(&out, &ms);
-    if (r) {
-        r->counter = true;
-        r->verdict = NFTR_V_ACCEPT;
+    const struct nftr_dest *los[] = {&lo4, &lo6};
+    for (size_t i = 0; i < ARRAY_SIZE(los); i++) {
+        struct matches sa = ms;
+        m_daddr(&sa, los[i]);
+        m_l4proto(&sa, IPPROTO_TCP);
+        mpush(&sa, NFTR_M_TCP_SYNACK);
+        r = rule_with(&out, &sa);
+        if (r) {
+            r->counter = true;
+            r->verdict = NFTR_V_ACCEPT;
+        }
     }
     ms.n = 0;
     m_id(&ms, NFTR_M_SKGID, p->guard_gid);
@@ -725,6 +737,9 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
         break;
     case NFTR_M_SOCK_CGROUP:
         sb_printf(s, "socket cgroupv2 level %" PRIu32 " \"%s\"", m->level, m->name);
+        break;
+    case NFTR_M_TCP_SYNACK:
+        sb_printf(s, "tcp flags & (syn | ack) == syn | ack");
         break;
     }
 }

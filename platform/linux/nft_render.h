@@ -144,6 +144,7 @@ enum nftr_match_type {
     NFTR_M_CT_ORIGINAL, /* ct direction original */
     NFTR_M_CT_REPLY,    /* ct direction reply */
     NFTR_M_SOCK_CGROUP, /* socket cgroupv2 level <level> <cgroup_id> (name: its path, for text) */
+    NFTR_M_TCP_SYNACK,  /* tcp flags & (syn | ack) == syn | ack (after meta l4proto tcp) */
 };
 
 struct nftr_match {

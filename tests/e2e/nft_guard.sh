@@ -412,9 +412,47 @@ for proto in tcp udp; do
     expect_from "inbound: session listener refused from the VPN side ($proto v6)" refused "$EXIT" $proto 2a0e:77::1 8801
     expect_ok "inbound: session listener reached by a host process on 127.0.0.1 ($proto)" "$NONE" 0 0 $proto 127.0.0.1 8801
     expect_ok "inbound: session listener reached by a host process on ::1 ($proto)" "$NONE" 0 0 $proto ::1 8801
-    expect_ok "inbound: session listener reached by a host process at the host's LAN address ($proto)" "$NONE" 0 0 $proto 192.168.77.1 8801
+    out=$(run_probe "$NONE" 0 0 $proto 192.168.77.1 8801)
+    case $out in
+    "ok "*) bad "inbound: a session listener does not answer a host process at the host's LAN address ($proto)" "$out" ;;
+    *) ok "inbound: a session listener does not answer a host process at the host's LAN address ($proto: $out)" ;;
+    esac
     expect_ok "inbound: session listener reached by its own session on 127.0.0.1 ($proto)" "$A" 0 $GID $proto 127.0.0.1 8801
     expect_fast_reject "loopback: the session cannot reach the host's LAN address through lo ($proto)" "$A" 0 $GID $proto 192.168.77.1 8802
+done
+# A session cannot make itself the reply side of a flow to reach a host
+# service at the host's LAN address through lo: it sends from one of its
+# sockets to another with that address forged as the source (IP_PKTINFO),
+# then answers it from the other socket.
+serve "$MAIN" 192.168.77.1 8803
+serve "$MAIN" fd77::1 8803
+for f in "$TMP/serve.$MAIN.192.168.77.1.8803" "$TMP/serve.$MAIN.fd77::1.8803"; do
+    for _ in $(seq 1 50); do grep -q serving "$f" && break; sleep 0.1; done
+done
+FORGE='import socket, struct, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+lo = "::1" if fam == socket.AF_INET6 else "127.0.0.1"
+svc, port = sys.argv[1], int(sys.argv[2])
+s2 = socket.socket(fam, socket.SOCK_DGRAM); s2.bind((lo, port + 100)); s2.settimeout(1)
+s1 = socket.socket(fam, socket.SOCK_DGRAM); s1.bind((lo, port))
+if fam == socket.AF_INET:
+    cm = (socket.IPPROTO_IP, 8, struct.pack("I4s4s", 0, socket.inet_aton(svc), bytes(4)))
+else:
+    cm = (socket.IPPROTO_IPV6, socket.IPV6_PKTINFO, socket.inet_pton(fam, svc) + struct.pack("I", 0))
+s1.sendmsg([b"prime"], [cm], 0, (lo, port + 100))
+try:
+    print("primed", s2.recvfrom(64)[1][0])
+    s2.sendto(b"hello", (svc, port)); print("answer", s2.recvfrom(64)[0])
+except OSError as e:
+    print("refused", e)'
+for svc in 192.168.77.1 fd77::1; do
+    out=$(timeout 10 nsenter --net="/run/netns/$MAIN" sh -c 'echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"' \
+        sh "$A" setpriv --reuid=0 --regid=$GID --clear-groups /usr/bin/python3 -c "$FORGE" "$svc" 8803 2>&1)
+    if grep -q "^primed $svc" <<<"$out" && ! grep -q "^answer" <<<"$out"; then
+        ok "loopback: a forged reply-side flow does not reach the host's service at $svc ($(tail -n 1 <<<"$out"))"
+    else
+        bad "loopback: a forged reply-side flow does not reach the host's service at $svc" "$(tr '\n' '|' <<<"$out")"
+    fi
 done
 c=$(NFT list chain inet lianyaohu input | grep -c 'counter packets [1-9]')
 [ "$c" -ge 2 ] && ok "inbound: chain input counted the refusals ($c rules hit)" || bad "inbound: chain input counted the refusals" "$(NFT list chain inet lianyaohu input)"

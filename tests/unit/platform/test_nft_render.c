@@ -218,9 +218,11 @@ static void test_uid_fallback(void **state) {
 }
 
 /* A guarded socket never answers a flow someone else started, except on lo:
- * the head of output, in every base, before the jump to guarded. */
+ * the head of output, in every base, before the jump to guarded. On lo only
+ * a listener's SYN-ACK to 127.0.0.0/8 or ::1 is decided there; nothing else
+ * skips the session's chain. */
 static void check_reply_rules(const struct nftr_base *b) {
-    assert_int_equal(b->n_output, 3);
+    assert_int_equal(b->n_output, 4);
     const struct nftr_rule *r = &b->output[0];
     assert_int_equal(r->verdict, NFTR_V_DROP);
     assert_true(r->counter);
@@ -230,13 +232,21 @@ static void check_reply_rules(const struct nftr_base *b) {
     assert_int_equal(r->match[1].type, NFTR_M_CT_REPLY);
     assert_int_equal(r->match[2].type, NFTR_M_OIFNAME_NE);
     assert_string_equal(r->match[2].name, "lo");
-    r = &b->output[1];
-    assert_int_equal(r->verdict, NFTR_V_ACCEPT);
-    assert_int_equal(r->n_match, 3);
-    assert_int_equal(r->match[1].type, NFTR_M_CT_REPLY);
-    assert_int_equal(r->match[2].type, NFTR_M_OIFNAME);
-    assert_string_equal(r->match[2].name, "lo");
-    r = &b->output[2];
+    for (size_t i = 1; i <= 2; i++) {
+        r = &b->output[i];
+        assert_int_equal(r->verdict, NFTR_V_ACCEPT);
+        assert_int_equal(r->n_match, 6);
+        assert_int_equal(r->match[1].type, NFTR_M_CT_REPLY);
+        assert_int_equal(r->match[2].type, NFTR_M_OIFNAME);
+        assert_string_equal(r->match[2].name, "lo");
+        assert_int_equal(r->match[3].type, NFTR_M_DADDR);
+        assert_int_equal(r->match[3].family, i == 1 ? AF_INET : AF_INET6);
+        assert_int_equal(r->match[3].prefix_len, i == 1 ? 8 : 128);
+        assert_int_equal(r->match[4].type, NFTR_M_L4PROTO);
+        assert_int_equal(r->match[4].l4proto, IPPROTO_TCP);
+        assert_int_equal(r->match[5].type, NFTR_M_TCP_SYNACK);
+    }
+    r = &b->output[3];
     assert_int_equal(r->verdict, NFTR_V_JUMP);
     assert_int_equal(r->n_match, 1);
     assert_string_equal(r->target, NFTR_CHAIN_GUARDED);
