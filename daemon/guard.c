@@ -318,11 +318,39 @@ int guard_shared_release(struct lyhd *d, uint32_t uid, int scope, struct store_g
 static void reap_log(struct lyhd *d, const char *object, const char *action, const char *detail);
 static unsigned restore_chains(struct lyhd *d);
 
+/* Chain input names the sessions' subtree by its cgroup id: point it at the
+ * subtree lyhd holds now (a recreated one has a new id) before a session is
+ * created under it. On failure the rules keep the old id and no session
+ * starts (the next launch tries again). */
+static int follow_base_id(struct lyhd *d) {
+    struct guard *g = d->guard;
+    uint64_t old = g->base.base_cgroup_id;
+    unsigned flags = 0;
+    int r;
+
+    if (!g->listeners || old == g->cg.base_id)
+        return 0;
+    g->base.base_cgroup_id = g->cg.base_id;
+    r = nft_ensure_base(g->nft, &g->base, &flags);
+    if (r < 0) {
+        g->base.base_cgroup_id = old;
+        log_error("cannot point chain input at the new cgroup subtree (%s): %s",
+                  nft_last_error_object(g->nft), strerror(-r));
+        return r;
+    }
+    if (flags & (NFT_BASE_CREATED | NFT_BASE_REBUILT))
+        (void)restore_chains(d);
+    return 0;
+}
+
 int guard_cgroup_create(struct lyhd *d, const char *name, uint64_t *ret_id, int *ret_dir_fd,
                         int *ret_procs_fd) {
     struct guard *g = d->guard;
-    int r = cg_create(&g->cg, name, ret_id, ret_dir_fd, ret_procs_fd);
+    int r = follow_base_id(d);
 
+    if (r < 0)
+        return r;
+    r = cg_create(&g->cg, name, ret_id, ret_dir_fd, ret_procs_fd);
     if (r != -ENOENT)
         return r;
     /* mkdirat under a removed directory: the base is gone. It can only be
@@ -336,20 +364,9 @@ int guard_cgroup_create(struct lyhd *d, const char *name, uint64_t *ret_id, int 
     log_warn("lyhd's cgroup subtree %s%s had been removed by someone else; created it again",
              g->cg.mount, g->cg.base);
     reap_log(d, g->cg.base, "rebuilt", "the cgroup subtree of the sessions had been removed");
-    if (g->listeners && g->base.base_cgroup_id != g->cg.base_id) {
-        /* Chain input names the base by id: the new base has a new one.
-         * No session may start under it before the rules say so. */
-        unsigned flags = 0;
-        g->base.base_cgroup_id = g->cg.base_id;
-        r = nft_ensure_base(g->nft, &g->base, &flags);
-        if (r < 0) {
-            log_error("cannot point chain input at the new cgroup subtree (%s): %s",
-                      nft_last_error_object(g->nft), strerror(-r));
-            return r;
-        }
-        if (flags & (NFT_BASE_CREATED | NFT_BASE_REBUILT))
-            (void)restore_chains(d);
-    }
+    r = follow_base_id(d);
+    if (r < 0)
+        return r;
     return cg_create(&g->cg, name, ret_id, ret_dir_fd, ret_procs_fd);
 }
 
@@ -360,6 +377,10 @@ struct reconcile {
     char **chains;        /* chains now in the table */
     size_t n_chains;
     bool rebuilt;
+    /* The table lyhd found let sessions listen (it had chain input) and this
+     * lyhd cannot: a running session's seccomp filter lets it listen, and
+     * nothing would keep the network from its servers. */
+    bool listeners_gone;
     unsigned adopted, reaped;
 };
 
@@ -432,6 +453,19 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
      * force (a rebuild below uses it, so then it is exact). */
     s->accept_unlogged = !policy_current(d)->log_allowed_flows;
 
+    if (rc->listeners_gone && session_alive(d, row, &main_alive)) {
+        log_error("session '%s' may run servers, and this lyhd cannot keep the network from "
+                  "them (%s); ending it",
+                  row->id, d->guard->listeners_why);
+        if (s->has_cgroup)
+            (void)cg_kill(&d->guard->cg, row->id);
+        else if (row->pid > 0 && main_alive)
+            kill(-(pid_t)row->pid, SIGKILL);
+        reap_log(d, row->id, "reaped", "its servers would be reachable: listeners are off now");
+        session_teardown(s);
+        rc->reaped++;
+        return 0;
+    }
     if (session_alive(d, row, &main_alive)) {
         /* Keep it guarded: rebuild the chain if the table lost it. */
         if (s->has_chain && !chain_present(rc, row->chain)) {
@@ -720,6 +754,8 @@ static int base_with_listeners(struct lyhd *d, unsigned *flags) {
         g->base.base_cgroup = g->cg.base + 1; /* below the root, without the leading '/' */
     }
     r = nft_ensure_base(g->nft, &g->base, flags);
+    if (r < 0 && g->base.inbound) /* once more: a transient failure must not turn them off */
+        r = nft_ensure_base(g->nft, &g->base, flags);
     if (r < 0 && g->base.inbound) {
         snprintf(g->listeners_why, sizeof(g->listeners_why),
                  "nftables refused the rules that keep the network from a session's sockets "
@@ -772,7 +808,22 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
                 .rate = NFTR_DEFAULT_LOG_RATE,
                 .burst = NFTR_DEFAULT_LOG_BURST},
     };
+    /* Did the table lyhd finds let sessions listen? (Unknown counts as yes.) */
+    char **pre = NULL;
+    size_t n_pre = 0;
+    bool had_input = true;
+    r = nft_list_chains(g->nft, &pre, &n_pre);
+    if (r == -ENOENT) {
+        had_input = false;
+    } else if (r == 0) {
+        had_input = false;
+        for (size_t i = 0; i < n_pre; i++)
+            had_input |= strcmp(pre[i], NFTR_CHAIN_INPUT) == 0;
+        nft_names_free(pre);
+    }
     r = base_with_listeners(d, &flags);
+    if (r == 0)
+        rc.listeners_gone = had_input && !g->listeners;
     if (r < 0) {
         snprintf(why, whylen, "cannot install table inet lianyaohu (%s): %s",
                  nft_last_error_object(g->nft), strerror(-r));

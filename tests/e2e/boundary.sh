@@ -218,12 +218,28 @@ fi
 lyh_stop_pid "$LPID"
 wait "$LPID" 2>/dev/null
 
+# A session started while servers are allowed keeps its seccomp filter: a
+# lyhd that cannot keep the network off them any more (here --no-cgroup)
+# must end it at startup, not adopt it.
+LYH_CMD_TIMEOUT=90 lyh_cli run --vpn tun0 --no-tui -- /bin/sleep 60 </dev/null >"$LYH_TMP/sleeper.out" 2>&1 &
+lyh_track_pid "$!"
+sleeper_pid() { sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select pid from sessions where argv0 like '%sleep' and state <> 4 order by started_ms desc limit 1" 2>/dev/null; }
+lyh_wait_until 10 eval '[ -n "$(sleeper_pid)" ]'
+SLEEPER=$(sleeper_pid)
+
 lyh_daemon_stop
 
 # Without cgroup v2 lyhd cannot tell a session's sockets from others': servers
 # stay denied, and lyh run says why.
 echo "# 4b. where the firewall cannot keep the network off, servers stay denied"
 lyh_daemon_start --no-cgroup || lyh_die "lyhd --no-cgroup does not start"
+if [ -n "$SLEEPER" ]; then
+    lyh_wait_until 5 eval '! kill -0 "$SLEEPER" 2>/dev/null'
+    t_check "4b: a running session that may listen is ended, not adopted" eval '! kill -0 "$SLEEPER" 2>/dev/null'
+    t_check "4b: ... and lyhd says why" grep -q "may run servers, and this lyhd cannot keep the network from them" "$LYH_DAEMON_LOG"
+else
+    t_fail "4b: a running session to re-adopt" "no live session row for the sleeper: $(cat "$LYH_TMP/sleeper.out")"
+fi
 out=$(in_session /usr/bin/python3 -c 'import socket, errno
 s = socket.socket()
 try:
