@@ -241,6 +241,7 @@ PYMOD=$LYH_TMP/py
 mkdir -m 0755 "$PYMOD" && protoc -I"$HERE/../../proto" --python_out="$PYMOD" "$HERE/../../proto/lianyaohu.proto" ||
     lyh_die "protoc failed"
 install -m 0755 "$HERE/run_client.py" "$LYH_TMP/bin/run_client.py"
+install -m 0644 "$HERE/py_client.py" "$LYH_TMP/bin/py_client.py" # its framing helpers
 raw_run() { lyh_as_user /usr/bin/python3 "$LYH_TMP/bin/run_client.py" "$PYMOD" "$LYH_SOCK" "$@"; }
 for key in cwd read_only writable deny_paths; do
     case $key in cwd) v1="\"$O_HOME/secret\"" v2="\"$O_HOME/nosuch\"" ;;

@@ -37,6 +37,7 @@ mkdir -m 0755 "$PYMOD" && protoc -I"$SRC/proto" --python_out="$PYMOD" "$SRC/prot
     lyh_die "protoc failed"
 chmod -R a+rX "$PYMOD"
 install -m 0755 "$HERE/policy_client.py" "$LYH_TMP/bin/policy_client.py"
+install -m 0644 "$HERE/py_client.py" "$LYH_TMP/bin/py_client.py" # its framing helpers
 PC=$LYH_TMP/bin/policy_client.py
 
 lyh_daemon_start || lyh_die "lyhd does not start"

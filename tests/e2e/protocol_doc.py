@@ -6,23 +6,14 @@ the example's host-dependent features, field by field otherwise).
 
 usage: protocol_doc.py DOC PROTO_DIR SOCKET
 """
-import os
 import re
 import shutil
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
 
-
-def gen_module(proto_dir):
-    out = tempfile.mkdtemp(prefix="lyh-pydoc-")
-    subprocess.run(["protoc", f"-I{proto_dir}", f"--python_out={out}",
-                    os.path.join(proto_dir, "lianyaohu.proto")], check=True)
-    sys.path.insert(0, out)
-    import lianyaohu_pb2  # noqa: E402
-    return lianyaohu_pb2, out
+sys.dont_write_bytecode = True  # importing py_client must leave no __pycache__ in the source tree
+from py_client import gen_module, recv_exact  # noqa: E402 (same directory: the framing helpers)
 
 
 def section(doc, name):
@@ -54,16 +45,6 @@ def doc_example_request(doc):
     if not m:
         raise SystemExit("FAIL docs/protocol.md: no 'Written out as one frame' request")
     return bytes.fromhex(m.group(1).replace(" ", ""))
-
-
-def recv_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("lyhd closed the connection")
-        buf += chunk
-    return buf
 
 
 def main():

@@ -19,15 +19,7 @@ import socket
 import struct
 import sys
 
-
-def recv_exact(sock, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("lyhd closed the connection")
-        buf += chunk
-    return buf
+from py_client import recv_exact  # installed beside this file by the test
 
 
 def make_fds(kind, keep):
