@@ -40,6 +40,8 @@ FLOOD=$LYH_TMP/flood.py
 cat >"$FLOOD" <<'EOF'
 import socket, struct, sys, time
 
+from py_client import recv_exact  # copied beside this file
+
 path, secs = sys.argv[1], float(sys.argv[2])
 
 def varint(n):
@@ -54,15 +56,6 @@ def frame(call_id):
     q = b"\x20\x01\x28\x00"  # has_uid = true, uid = 0: root's records
     body = b"\x08" + varint(call_id) + b"\x10\x01" + b"\x8a\x01" + varint(len(q)) + q
     return struct.pack(">BI", 0, len(body)) + body
-
-def recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("lyhd closed the connection")
-        buf += chunk
-    return buf
 
 def code_of(body):  # field 2 (varint) of Response, 0 when absent
     i = 0
@@ -115,6 +108,7 @@ s.close()
 print(denied, other)
 EOF
 chmod 0644 "$FLOOD"
+install -m 0644 "$HERE/py_client.py" "$LYH_TMP/py_client.py"
 
 # as_a CMD...: run CMD as user A in PREFIX-main, like lyh_as_user does for
 # the last user created (which is B).
