@@ -284,6 +284,7 @@ static int add_protocol_rules(scmp_filter_ctx ctx) {
 
 /* ---- compile ---------------------------------------------------------------------- */
 
+
 static void ctx_releasep(scmp_filter_ctx *ctx) {
     if (*ctx)
         seccomp_release(*ctx);
@@ -311,6 +312,19 @@ static int resolve(const char *name, int *ret) {
     if (nr == __NR_SCMP_ERROR)
         return -EOPNOTSUPP;
     *ret = nr;
+    return 0;
+}
+
+/* Every syscall of names answers EPERM. */
+static int deny_all(scmp_filter_ctx ctx, const char *const *names, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        int nr, k = resolve(names[i], &nr);
+        if (k < 0)
+            return k;
+        k = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+        if (k < 0)
+            return k;
+    }
     return 0;
 }
 
@@ -380,17 +394,11 @@ int sc_build(const struct sc_options *o, struct sc_program *ret) {
             return k;
     }
 
-    for (size_t i = 0; i < ARRAY_SIZE(deny_always) + ARRAY_SIZE(deny_servers); i++) {
-        bool server = i >= ARRAY_SIZE(deny_always);
-        if (server && o && o->allow_listen)
-            break;
-        k = resolve(server ? deny_servers[i - ARRAY_SIZE(deny_always)] : deny_always[i], &nr);
-        if (k < 0)
-            return k;
-        k = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-        if (k < 0)
-            return k;
-    }
+    k = deny_all(ctx, deny_always, ARRAY_SIZE(deny_always));
+    if (k == 0 && !(o && o->allow_listen))
+        k = deny_all(ctx, deny_servers, ARRAY_SIZE(deny_servers));
+    if (k < 0)
+        return k;
     for (size_t i = 0; i < ARRAY_SIZE(arg_rules); i++) {
         const struct arg_rule *r = &arg_rules[i];
         k = resolve(r->syscall, &nr);
