@@ -41,8 +41,9 @@ struct run_opts {
     size_t n_env;
     /* The list options as given; merged with the config before use. */
     const char *allow[RUN_MAX_FLAG_LIST], *deny[RUN_MAX_FLAG_LIST], *lan[RUN_MAX_FLAG_LIST];
+    const char *host_ports[RUN_MAX_FLAG_LIST];
     const char *writable[RUN_MAX_FLAG_LIST], *read_only[RUN_MAX_FLAG_LIST];
-    size_t n_allow, n_deny, n_lan, n_writable, n_read_only;
+    size_t n_allow, n_deny, n_lan, n_writable, n_read_only, n_host_ports;
     bool no_firewall, shared_user, allow_non_default, narrow_home;
     bool print_firewall, print_policy, no_tui, monitor;
     char **argv;
@@ -59,6 +60,8 @@ void usage_run(FILE *f) {
             "  --allow-dest RULE          with a deny-default policy: allow this destination\n"
             "  --deny-dest RULE           refuse this destination\n"
             "  --lan-allow RULE           reopen part of the LAN (must lie in a blocked range)\n"
+            "  --allow-host-port PORT[-PORT]  let the agent reach a service of this machine on\n"
+            "                             127.0.0.0/8 and ::1 at that port (repeatable)\n"
             "  --writable PATH            extra writable path (yours, outside system dirs)\n"
             "  --read-only PATH           extra read-only path\n"
             "  --narrow-home              only agent state dirs of $HOME are writable\n"
@@ -434,6 +437,22 @@ static int apply_config(const struct cfg_cli *ccli, const char *cwd, bool may_as
         if (cli_add_rule("--lan-allow", c->lan_allow.v[i].value, rr->lan_allow,
                          &rr->lan_allow_count, ARRAY_SIZE(rr->lan_allow)) < 0)
             return EXIT_USAGE;
+    /* A host port is a LAN exception on the loopback addresses: the session
+     * chain accepts it before lo's own-listeners-only rule, and the admin's
+     * lan_allow_ceiling bounds it like any other. */
+    for (size_t i = 0; i < c->host_ports.n; i++) {
+        char rule[40];
+        const char *v = c->host_ports.v[i].value;
+        const char *who = blame(&c->host_ports.v[i], "--allow-host-port", "network.host_ports");
+        snprintf(rule, sizeof(rule), "127.0.0.0/8:%s", v);
+        if (cli_add_rule(who, rule, rr->lan_allow, &rr->lan_allow_count,
+                         ARRAY_SIZE(rr->lan_allow)) < 0)
+            return EXIT_USAGE;
+        snprintf(rule, sizeof(rule), "[::1]:%s", v);
+        if (cli_add_rule(who, rule, rr->lan_allow, &rr->lan_allow_count,
+                         ARRAY_SIZE(rr->lan_allow)) < 0)
+            return EXIT_USAGE;
+    }
     for (size_t i = 0; i < c->writable.n; i++)
         if (add_path(blame(&c->writable.v[i], "--writable", "paths.writable"),
                      c->writable.v[i].value, rr->writable, &rr->writable_count,
@@ -466,7 +485,7 @@ static int apply_config(const struct cfg_cli *ccli, const char *cwd, bool may_as
 
 int cmd_run(struct cli *cli, int argc, char **argv) {
     enum {
-        O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN,
+        O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN, O_HOSTPORT,
         O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_MONITOR, O_HELP,
         O_CONFIG, O_NOCONFIG, O_TRUSTPROJ,
     };
@@ -480,6 +499,7 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
         {"allow-dest", required_argument, NULL, O_ALLOW},
         {"deny-dest", required_argument, NULL, O_DENY},
         {"lan-allow", required_argument, NULL, O_LAN},
+        {"allow-host-port", required_argument, NULL, O_HOSTPORT},
         {"writable", required_argument, NULL, O_WRITABLE},
         {"read-only", required_argument, NULL, O_RO},
         {"narrow-home", no_argument, NULL, O_NARROW},
@@ -529,6 +549,9 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
             break;
         case O_DENY: k = flag_list_add("--deny-dest", optarg, o.deny, &o.n_deny); break;
         case O_LAN: k = flag_list_add("--lan-allow", optarg, o.lan, &o.n_lan); break;
+        case O_HOSTPORT:
+            k = flag_list_add("--allow-host-port", optarg, o.host_ports, &o.n_host_ports);
+            break;
         case O_WRITABLE: k = flag_list_add("--writable", optarg, o.writable, &o.n_writable); break;
         case O_RO: k = flag_list_add("--read-only", optarg, o.read_only, &o.n_read_only); break;
         case O_NARROW: ccli.narrow_home = 1; break;
@@ -572,6 +595,7 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
     ccli.allow = (struct cfg_strv){o.allow, o.n_allow};
     ccli.deny = (struct cfg_strv){o.deny, o.n_deny};
     ccli.lan_allow = (struct cfg_strv){o.lan, o.n_lan};
+    ccli.host_ports = (struct cfg_strv){o.host_ports, o.n_host_ports};
     ccli.writable = (struct cfg_strv){o.writable, o.n_writable};
     ccli.read_only = (struct cfg_strv){o.read_only, o.n_read_only};
     ccli.vpn = o.vpn;

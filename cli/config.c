@@ -143,7 +143,7 @@ void cfg_free(struct cfg *c) {
     free(c->narrow_home.origin);
     struct cfg_list *lists[] = {&c->command,  &c->env,      &c->allow,      &c->deny,
                                 &c->lan_allow, &c->writable, &c->read_only, &c->paths_deny,
-                                &c->agent_state_dirs, &c->ignored};
+                                &c->agent_state_dirs, &c->host_ports, &c->ignored};
     for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
         list_clear(lists[i]);
     free(c);
@@ -293,6 +293,48 @@ void cfg_pick_home(const struct cfg_home_in *in, struct cfg_home *out) {
 
 /* ---- paths ---------------------------------------------------------------------------- */
 
+static int port_num(const char *s, size_t n, uint16_t *ret) {
+    unsigned v = 0;
+    if (n == 0 || n > 5 || (s[0] == '0'))
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -EINVAL;
+        v = v * 10 + (unsigned)(s[i] - '0');
+    }
+    if (v < 1 || v > 65535)
+        return -EINVAL;
+    *ret = (uint16_t)v;
+    return 0;
+}
+
+int cfg_host_port_parse(const char *s, uint16_t *ret_min, uint16_t *ret_max, char *canon,
+                        char *why, size_t whylen) {
+    const char *dash = s ? strchr(s, '-') : NULL;
+    uint16_t lo, hi;
+    if (!s || strlen(s) > 11 ||
+        port_num(s, dash ? (size_t)(dash - s) : strlen(s), &lo) < 0 ||
+        (dash ? port_num(dash + 1, strlen(dash + 1), &hi) : (hi = lo, 0)) < 0) {
+        snprintf(why, whylen, "a port is a number from 1 to 65535, or a range such as 8000-8099");
+        return -EINVAL;
+    }
+    if (lo > hi) {
+        snprintf(why, whylen, "the range runs backwards (%u-%u)", lo, hi);
+        return -EINVAL;
+    }
+    if (ret_min)
+        *ret_min = lo;
+    if (ret_max)
+        *ret_max = hi;
+    if (canon) {
+        if (lo == hi)
+            snprintf(canon, 16, "%u", lo);
+        else
+            snprintf(canon, 16, "%u-%u", lo, hi);
+    }
+    return 0;
+}
+
 int cfg_config_dir(const struct cfg_ctx *ctx, char **ret) {
     char *p = NULL;
     int k;
@@ -394,7 +436,7 @@ static char *resolve_path(const char *p, const char *base, const char *home) {
 
 /* ---- the schema ------------------------------------------------------------------------ */
 
-enum kind { K_STR, K_BOOL, K_CMD, K_RULES, K_PATHS, K_NAMES, K_DEFAULT };
+enum kind { K_STR, K_BOOL, K_CMD, K_RULES, K_PATHS, K_NAMES, K_PORTS, K_DEFAULT };
 
 struct field {
     const char *section, *name;
@@ -414,6 +456,7 @@ static const struct field fields[] = {
     F("network", "allow", K_RULES, allow, true),
     F("network", "deny", K_RULES, deny, false),
     F("network", "lan_allow", K_RULES, lan_allow, true),
+    F("network", "host_ports", K_PORTS, host_ports, true),
     F("paths", "writable", K_PATHS, writable, true),
     F("paths", "read_only", K_PATHS, read_only, true),
     F("paths", "deny", K_PATHS, paths_deny, false),
@@ -495,6 +538,13 @@ static int apply_list_item(struct apply *a, const struct field *f, const char *k
             return seterr(a->err, -EINVAL, "%s:%u:%u: %s[%zu]: path too long", a->path,
                           it->pos.line, it->pos.column, key, idx);
         return list_add(dst, val, o, false);
+    case K_PORTS: {
+        char why[128], canon[16];
+        if (cfg_host_port_parse(s, NULL, NULL, canon, why, sizeof(why)) < 0)
+            return seterr(a->err, -EINVAL, "%s:%u:%u: %s[%zu]: '%s': %s", a->path, it->pos.line,
+                          it->pos.column, key, idx, s, why);
+        return list_add(dst, canon, o, false);
+    }
     case K_NAMES:
         if (!s[0] || strchr(s, '/') || strcmp(s, ".") == 0 || strcmp(s, "..") == 0 ||
             strlen(s) >= 64)
@@ -943,6 +993,13 @@ static int apply_cli(struct cfg *c, const struct cfg_cli *cli, struct cfg_error 
     r = r ?: apply_cli_rules(&cli->allow, "--allow-dest", &c->allow, err);
     r = r ?: apply_cli_rules(&cli->deny, "--deny-dest", &c->deny, err);
     r = r ?: apply_cli_rules(&cli->lan_allow, "--lan-allow", &c->lan_allow, err);
+    for (size_t i = 0; i < cli->host_ports.n && r == 0; i++) {
+        char why[128], canon[16];
+        if (cfg_host_port_parse(cli->host_ports.v[i], NULL, NULL, canon, why, sizeof(why)) < 0)
+            r = seterr(err, -EINVAL, "--allow-host-port %s: %s", cli->host_ports.v[i], why);
+        else
+            r = list_add(&c->host_ports, canon, o, false);
+    }
     for (size_t i = 0; i < cli->writable.n && r == 0; i++)
         r = list_add(&c->writable, cli->writable.v[i], o, false);
     for (size_t i = 0; i < cli->read_only.n && r == 0; i++)
@@ -1187,6 +1244,7 @@ void cfg_show(FILE *f, const struct cfg *c, bool origin) {
     show_list(f, "allow", &c->allow, origin);
     show_list(f, "deny", &c->deny, origin);
     show_list(f, "lan_allow", &c->lan_allow, origin);
+    show_list(f, "host_ports", &c->host_ports, origin);
 
     fputs("\n[paths]\n", f);
     show_list(f, "writable", &c->writable, origin);

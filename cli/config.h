@@ -109,6 +109,7 @@ struct cfg_cli {
     int8_t firewall, shared_user_firewall, allow_non_default_route, narrow_home;
     bool default_deny; /* --allow-dest implies network.default = "deny" */
     struct cfg_strv command, env, allow, deny, lan_allow, writable, read_only;
+    struct cfg_strv host_ports; /* --allow-host-port */
 };
 #define CFG_CLI_INIT                                                                        \
     {.firewall = -1, .shared_user_firewall = -1, .allow_non_default_route = -1,             \
@@ -154,6 +155,7 @@ struct cfg {
     struct cfg_list env;     /* "NAME=value" */
     struct cfg_item network_default; /* "allow" or "deny" */
     struct cfg_list allow, deny, lan_allow; /* canonical DestRule text */
+    struct cfg_list host_ports; /* "PORT" or "PORT-PORT": loopback ports of host services */
     struct cfg_list writable, read_only, paths_deny; /* absolute paths */
     struct cfg_list agent_state_dirs;                 /* names under $HOME */
     /* Widenings of an untrusted project file that were not applied: value is
@@ -176,6 +178,13 @@ void cfg_show(FILE *f, const struct cfg *c, bool origin);
 
 /* The directory of the global config and trust files. *ret is malloc'd. */
 int cfg_config_dir(const struct cfg_ctx *ctx, char **ret);
+
+/* A host port as --allow-host-port and network.host_ports take it: "PORT" or
+ * "MIN-MAX", decimal, 1..65535, no sign, no spaces, no leading zeros. 0 with
+ * the range (each ret_* may be NULL) and its canonical text in canon (16 bytes);
+ * -EINVAL with a reason in why. */
+int cfg_host_port_parse(const char *s, uint16_t *ret_min, uint16_t *ret_max, char *canon,
+                        char *why, size_t whylen);
 /* The nearest project file from ctx->cwd; -ENOENT when there is none. */
 int cfg_find_project(const struct cfg_ctx *ctx, char **ret_path);
 /* SHA-256 (hex) of the exact bytes of path (at most CFG_MAX_FILE). */

@@ -191,6 +191,7 @@ static const char proj_text[] = "[network]\n"
                                 "allow = [\"198.51.100.0/24\", \"192.0.2.1:443\"]\n"
                                 "deny = [\"10.0.0.0/8\", \"[fd00::/8]:80-90\"]\n"
                                 "lan_allow = [\"192.168.1.0/24\"]\n"
+                                "host_ports = [\"5432\", \"8000-8099\"]\n"
                                 "[paths]\n"
                                 "writable = [\"build\", \"~/cache\"]\n"
                                 "read_only = [\"/opt/sdk/\"]\n"
@@ -261,7 +262,7 @@ static void test_widening_stripped(void **state) {
     assert_int_equal(c->trust, CFG_TRUST_UNTRUSTED);
     snprintf(want, sizeof(want),
              "lyh: %s/.lianyaohu.toml is not trusted (no approval); ignored: network.allow, "
-             "network.lan_allow, paths.writable, paths.read_only, paths.agent_state_dirs, "
+             "network.lan_allow, network.host_ports, paths.writable, paths.read_only, paths.agent_state_dirs, "
              "env.LANG, env.TOKEN\n"
              "lyh: approve it with `lyh config trust %s` (or --trust-project)\n",
              e->proj, e->proj);
@@ -274,11 +275,12 @@ static void test_widening_stripped(void **state) {
     /* The widenings did not. */
     assert_int_equal(c->allow.n, 0);
     assert_int_equal(c->lan_allow.n, 0);
+    assert_int_equal(c->host_ports.n, 0);
     assert_int_equal(c->writable.n, 0);
     assert_int_equal(c->read_only.n, 0);
     assert_int_equal(c->agent_state_dirs.n, 0);
     assert_int_equal(c->env.n, 0);
-    assert_int_equal(c->ignored.n, 7);
+    assert_int_equal(c->ignored.n, 8);
 }
 
 static void test_widening_values(void **state) {
@@ -448,6 +450,11 @@ static void test_schema_errors(void **state) {
                  "names");
     schema_error(e, false, "[network]\nlan_allow = [\"8.8.8.8\"]\n",
                  "2:14: network.lan_allow[0]: '8.8.8.8' is not inside a LAN or reserved range");
+    schema_error(e, false, "[network]\nhost_ports = [\"5432\", \"0\"]\n",
+                 "2:23: network.host_ports[1]: '0': a port is a number from 1 to 65535, or a "
+                 "range such as 8000-8099");
+    schema_error(e, false, "[network]\nhost_ports = [\"90-80\"]\n",
+                 "2:15: network.host_ports[0]: '90-80': the range runs backwards (90-80)");
     schema_error(e, false, "[paths]\nagent_state_dirs = [\"a/b\"]\n",
                  "2:21: paths.agent_state_dirs[0]: 'a/b' must be one name under your home (no "
                  "'/', under 64 bytes)");
@@ -776,8 +783,33 @@ static void test_home_real_stat(void **state) {
     assert_non_null(strstr(err.msg, "set HOME to your home directory"));
 }
 
+static void test_host_port_parse(void **state) {
+    (void)state;
+    static const struct {
+        const char *in, *canon;
+        uint16_t lo, hi;
+    } good[] = {{"1", "1", 1, 1}, {"5432", "5432", 5432, 5432}, {"65535", "65535", 65535, 65535},
+                {"8000-8099", "8000-8099", 8000, 8099}, {"80-80", "80", 80, 80}};
+    static const char *const bad[] = {"", "0", "65536", "-1", "+80", " 80", "80 ", "080",
+                                      "80-", "-80", "80-70", "1-2-3", "0x50", "8o", "99999999999"};
+    char why[128], canon[16];
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        uint16_t lo = 0, hi = 0;
+        assert_int_equal(cfg_host_port_parse(good[i].in, &lo, &hi, canon, why, sizeof(why)), 0);
+        assert_string_equal(canon, good[i].canon);
+        assert_int_equal(lo, good[i].lo);
+        assert_int_equal(hi, good[i].hi);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        why[0] = '\0';
+        assert_int_equal(cfg_host_port_parse(bad[i], NULL, NULL, canon, why, sizeof(why)), -EINVAL);
+        assert_true(why[0] != '\0');
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_host_port_parse),
         cmocka_unit_test_setup_teardown(test_golden_merge_origin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_golden_untrusted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_widening_stripped, setup, teardown),
