@@ -69,6 +69,13 @@ int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_ch
         .log = d->guard->base.log,
     };
 
+    /* Sessions may listen: their flows through lo are marked and may land
+     * only on their own sockets (and the ports they listed). */
+    if (in.scope == NFTR_SCOPE_SESSION && d->guard->listeners && s->row.cgroup_id) {
+        in.lo_mark = nftr_lo_mark(s->row.cgroup_id);
+        in.cgroup_level = d->guard->base.cgroup_level;
+        in.cgroup_path = s->row.cgroup[0] == '/' ? s->row.cgroup + 1 : s->row.cgroup;
+    }
     in.log.accept_unlogged = s->accept_unlogged;
     gspec_policy(&s->spec, &in.policy);
     return nftr_render_chain(&in, ret);
@@ -572,8 +579,15 @@ static void reap_unknown_chains(struct reconcile *rc) {
             }
             continue;
         }
-        if (strncmp(name, NFTR_SESSION_CHAIN_PREFIX, strlen(NFTR_SESSION_CHAIN_PREFIX)) != 0)
+        /* a loopback chain lo-<id> goes with its session's s-<id> */
+        char sname[NFTR_NAME_MAX + 8];
+        if (strncmp(name, NFTR_LOOPBACK_CHAIN_PREFIX, strlen(NFTR_LOOPBACK_CHAIN_PREFIX)) == 0) {
+            snprintf(sname, sizeof(sname), NFTR_SESSION_CHAIN_PREFIX "%s",
+                     name + strlen(NFTR_LOOPBACK_CHAIN_PREFIX));
+            name = sname;
+        } else if (strncmp(name, NFTR_SESSION_CHAIN_PREFIX, strlen(NFTR_SESSION_CHAIN_PREFIX)) != 0) {
             continue; /* base chains */
+        }
         TAILQ_FOREACH(s, &d->sessions, link)
             if (strcmp(s->row.chain, name) == 0)
                 known = true;
@@ -583,7 +597,9 @@ static void reap_unknown_chains(struct reconcile *rc) {
             if (strcmp(elems[j].chain, name) == 0)
                 cgid = elems[j].cgroup_id;
         r = nft_session_del(d->guard->nft, name, cgid);
-        if (r < 0 && r != -ENOENT) {
+        if (r == -ENOENT)
+            continue; /* gone with its s-<id> or lo-<id> already */
+        if (r < 0) {
             log_error("cannot remove unknown chain '%s': %s", name, strerror(-r));
             continue;
         }

@@ -81,12 +81,14 @@
 #define NFT_TYPE_IPADDR    7
 #define NFT_TYPE_IP6ADDR   8
 #define NFT_TYPE_CGROUPV2  46
+#define NFT_TYPE_MARK      19
 #define NFT_BYTEORDER_HOST 1
 #define NFT_BYTEORDER_BIG  2
 
 #define SET_ID_LAN4     1
 #define SET_ID_LAN6     2
 #define SET_ID_SESSIONS 3
+#define SET_ID_LOOPBACK 4
 
 struct nft {
     struct mnl_socket *nl; /* owned */
@@ -783,6 +785,20 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         e_cmp(b, NFT_CMP_EQ, &synack, 1);
         break;
     }
+    case NFTR_M_CT_NOT_NEW: {
+        uint32_t bit = NF_CT_STATE_BIT(IP_CT_NEW), zero = 0;
+        e_ct(b, NFT_CT_STATE);
+        e_bitwise(b, &bit, sizeof(bit));
+        e_cmp(b, NFT_CMP_EQ, &zero, sizeof(zero));
+        break;
+    }
+    case NFTR_M_IIFNAME: {
+        char name[IFNAMSIZ] = { 0 };
+        memcpy(name, m->name, strnlen(m->name, IFNAMSIZ - 1));
+        e_meta(b, NFT_META_IIFNAME);
+        e_cmp(b, NFT_CMP_EQ, name, sizeof(name));
+        break;
+    }
     case NFTR_M_SOCK_CGROUP: {
         /* The socket's cgroup ancestor at this level, by id (host order, as
          * the sessions map's keys). */
@@ -802,6 +818,18 @@ static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
     struct eb b = { .r = nr };
     for (size_t i = 0; i < r->n_match; i++)
         e_match(&b, &r->match[i]);
+    if (r->ct_mark_set) {
+        struct nftnl_expr *e = ex(&b, "immediate");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+            ex_data(&b, e, NFTNL_EXPR_IMM_DATA, &r->ct_mark_set, sizeof(r->ct_mark_set));
+        }
+        e = ex(&b, "ct");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_CT_SREG, NFT_REG_1);
+        }
+    }
     if (r->log_counter)
         ex(&b, "counter");
     if (r->limit) {
@@ -853,6 +881,10 @@ static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
         e_lookup(&b, r->target, true);
         break;
     }
+    case NFTR_V_VMAP_CTMARK:
+        e_ct(&b, NFT_CT_MARK);
+        e_lookup(&b, r->target, true);
+        break;
     }
     return b.err;
 }
@@ -971,8 +1003,9 @@ static void put_set_elems(struct nft *n, struct batch *bt, int family) {
 }
 
 static void put_set(struct nft *n, struct batch *bt, const char *name) {
-    bool map = strcmp(name, NFTR_MAP_SESSIONS) == 0, v4 = strcmp(name, NFTR_SET_LAN4) == 0;
-    uint32_t id = map ? SET_ID_SESSIONS : v4 ? SET_ID_LAN4 : SET_ID_LAN6;
+    bool lomap = strcmp(name, NFTR_MAP_LOOPBACK) == 0;
+    bool map = lomap || strcmp(name, NFTR_MAP_SESSIONS) == 0, v4 = strcmp(name, NFTR_SET_LAN4) == 0;
+    uint32_t id = lomap ? SET_ID_LOOPBACK : map ? SET_ID_SESSIONS : v4 ? SET_ID_LAN4 : SET_ID_LAN6;
     _cleanup_(setp) struct nftnl_set *s = set_obj(name, id);
     _cleanup_(udatap) struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(16);
     if (!s || !ud ||
@@ -983,8 +1016,8 @@ static void put_set(struct nft *n, struct batch *bt, const char *name) {
     }
     if (map) {
         nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
-        nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, NFT_TYPE_CGROUPV2);
-        nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, sizeof(uint64_t));
+        nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, lomap ? NFT_TYPE_MARK : NFT_TYPE_CGROUPV2);
+        nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, lomap ? sizeof(uint32_t) : sizeof(uint64_t));
         nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
         nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, 0);
     } else {
@@ -999,13 +1032,14 @@ static void put_set(struct nft *n, struct batch *bt, const char *name) {
     batch_next(bt);
 }
 
-/* NEWSETELEM / DELSETELEM of { cgroup_id : jump chain } in map sessions. */
-static void put_session_elem(struct nft *n, struct batch *bt, uint16_t type, uint64_t cgroup_id,
-                             const char *chain) {
-    _cleanup_(setp) struct nftnl_set *s = set_obj(NFTR_MAP_SESSIONS, 0);
+/* NEWSETELEM / DELSETELEM of { key : jump chain } in map sessions (a cgroup id)
+ * or map loopback (a ct mark). */
+static void put_map_elem(struct nft *n, struct batch *bt, uint16_t type, const char *map,
+                         const void *key, uint32_t key_len, uint64_t key_num, const char *chain) {
+    _cleanup_(setp) struct nftnl_set *s = set_obj(map, 0);
     _cleanup_(elemp) struct nftnl_set_elem *e = nftnl_set_elem_alloc();
-    /* the kernel writes the id into the register in host byte order */
-    if (!s || !e || nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, &cgroup_id, sizeof(cgroup_id)) < 0 ||
+    /* the kernel writes ids and marks into registers in host byte order */
+    if (!s || !e || nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, key_len) < 0 ||
         (chain && nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, chain) < 0)) {
         bt->err = bt->err ? bt->err : -ENOMEM;
         return;
@@ -1014,11 +1048,21 @@ static void put_session_elem(struct nft *n, struct batch *bt, uint16_t type, uin
         nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_JUMP);
     nftnl_set_elem_add(s, TAKE_PTR(e));
     struct nlmsghdr *nlh = batch_msg(n, bt, type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE | NLM_F_EXCL : 0,
-                                     "element %" PRIu64 " of map %s", cgroup_id, NFTR_MAP_SESSIONS);
+                                     "element %" PRIu64 " of map %s", key_num, map);
     if (!nlh)
         return;
     nftnl_set_elems_nlmsg_build_payload(nlh, s);
     batch_next(bt);
+}
+
+static void put_session_elem(struct nft *n, struct batch *bt, uint16_t type, uint64_t cgroup_id,
+                             const char *chain) {
+    put_map_elem(n, bt, type, NFTR_MAP_SESSIONS, &cgroup_id, sizeof(cgroup_id), cgroup_id, chain);
+}
+
+static void put_lo_elem(struct nft *n, struct batch *bt, uint16_t type, uint32_t mark,
+                        const char *chain) {
+    put_map_elem(n, bt, type, NFTR_MAP_LOOPBACK, &mark, sizeof(mark), mark, chain);
 }
 
 /* ---- reading single objects ------------------------------------------------------------ */
@@ -1417,6 +1461,11 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
         return r;
     if (r != (b->params.cgroupv2 ? 1 : 0))
         return 0; /* map missing, or present although this base has none */
+    r = set_matches(n, NFTR_MAP_LOOPBACK, NFT_SET_MAP, 4, true);
+    if (r < 0)
+        return r;
+    if (r != (b->params.inbound ? 1 : 0))
+        return 0;
     if ((r = chain_rules_match(n, NFTR_CHAIN_OUTPUT, b->output, b->n_output)) <= 0 ||
         (r = chain_rules_match(n, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded)) <= 0 ||
         (b->params.inbound &&
@@ -1436,6 +1485,8 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
     put_set_elems(n, bt, AF_INET6);
     if (b->params.cgroupv2)
         put_set(n, bt, NFTR_MAP_SESSIONS);
+    if (b->params.inbound)
+        put_set(n, bt, NFTR_MAP_LOOPBACK);
     put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_OUTPUT, true);
     put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_GUARDED, false);
     if (b->params.inbound)
@@ -1503,7 +1554,8 @@ static bool has_prefix(const char *s, const char *prefix) {
 
 int nft_session_add(struct nft *n, const struct nftr_chain *c) {
     if (!c || c->scope != NFTR_SCOPE_SESSION || c->cgroup_id == 0 ||
-        !has_prefix(c->name, NFTR_SESSION_CHAIN_PREFIX))
+        !has_prefix(c->name, NFTR_SESSION_CHAIN_PREFIX) ||
+        (c->lo_mark && !has_prefix(c->lo_name, NFTR_LOOPBACK_CHAIN_PREFIX)))
         return -EINVAL;
     struct batch bt;
     int r = batch_start(n, &bt, NULL);
@@ -1514,6 +1566,12 @@ int nft_session_add(struct nft *n, const struct nftr_chain *c) {
     put_chain(n, &bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, c->name, false);
     for (size_t i = 0; i < c->n_rules; i++)
         put_rule(n, &bt, c->name, &c->rules[i], i, true, NULL);
+    if (c->lo_mark) {
+        put_chain(n, &bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, c->lo_name, false);
+        for (size_t i = 0; i < c->n_lo_rules; i++)
+            put_rule(n, &bt, c->lo_name, &c->lo_rules[i], i, true, NULL);
+        put_lo_elem(n, &bt, NFT_MSG_NEWSETELEM, c->lo_mark, c->lo_name);
+    }
     put_session_elem(n, &bt, NFT_MSG_NEWSETELEM, c->cgroup_id, c->name);
     return batch_send(n, &bt);
 }
@@ -1546,10 +1604,11 @@ static int one_elem_msg_cb(const struct nlmsghdr *nlh, void *data) {
 }
 
 /* GETSETELEM of one key: 0 with o->found set or not, or -errno. */
-static int get_session_elem(struct nft *n, uint64_t cgroup_id, struct one_elem *o) {
-    _cleanup_(setp) struct nftnl_set *s = set_obj(NFTR_MAP_SESSIONS, 0);
+static int get_map_elem(struct nft *n, const char *map, const void *key, uint32_t key_len,
+                        struct one_elem *o) {
+    _cleanup_(setp) struct nftnl_set *s = set_obj(map, 0);
     _cleanup_(elemp) struct nftnl_set_elem *e = nftnl_set_elem_alloc();
-    if (!s || !e || nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, &cgroup_id, sizeof(cgroup_id)) < 0)
+    if (!s || !e || nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, key_len) < 0)
         return -ENOMEM;
     nftnl_set_elem_add(s, TAKE_PTR(e));
     memset(o, 0, sizeof(*o));
@@ -1563,9 +1622,80 @@ static int get_session_elem(struct nft *n, uint64_t cgroup_id, struct one_elem *
     return r;
 }
 
+static int get_session_elem(struct nft *n, uint64_t cgroup_id, struct one_elem *o) {
+    return get_map_elem(n, NFTR_MAP_SESSIONS, &cgroup_id, sizeof(cgroup_id), o);
+}
+
+/* The element of map loopback that jumps to chain `lo`: tried at the mark of
+ * cgroup_id first, else looked for in the whole map (a crash between
+ * creating the cgroup and recording its id). 0 with *found set or not. */
+struct lo_find {
+    const char *chain;
+    bool found;
+    uint32_t mark;
+};
+
+static int lo_find_cb(struct nftnl_set_elem *e, void *data) {
+    struct lo_find *f = data;
+    uint32_t len = 0;
+    const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+    const char *c = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN)
+                        ? nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN)
+                        : NULL;
+    if (key && len == sizeof(uint32_t) && c && strcmp(c, f->chain) == 0) {
+        memcpy(&f->mark, key, sizeof(f->mark));
+        f->found = true;
+    }
+    return 0;
+}
+
+static int lo_find_msg_cb(const struct nlmsghdr *nlh, void *data) {
+    _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
+    if (!s)
+        return -ENOMEM;
+    if (nftnl_set_elems_nlmsg_parse(nlh, s) < 0)
+        return -EPROTO;
+    return nftnl_set_elem_foreach(s, lo_find_cb, data) < 0 ? -EPROTO : 0;
+}
+
+static void lo_find_reset(void *data) {
+    ((struct lo_find *)data)->found = false;
+}
+
+static int find_lo_elem(struct nft *n, const char *lo, uint64_t cgroup_id, bool *found,
+                        uint32_t *mark) {
+    struct one_elem o;
+    uint32_t m = nftr_lo_mark(cgroup_id);
+    int r = cgroup_id ? get_map_elem(n, NFTR_MAP_LOOPBACK, &m, sizeof(m), &o) : 0;
+    if (r == -ENOENT)
+        r = 0, o.found = false; /* no map loopback: sessions may not listen */
+    if (r < 0)
+        return r;
+    if (cgroup_id && o.found && o.verdict == (uint32_t)NFT_JUMP && strcmp(o.chain, lo) == 0) {
+        *found = true;
+        *mark = m;
+        return 0;
+    }
+    _cleanup_(setp) struct nftnl_set *s = set_obj(NFTR_MAP_LOOPBACK, 0);
+    if (!s)
+        return -ENOMEM;
+    struct lo_find f = {.chain = lo};
+    r = dump(n, NFT_MSG_GETSETELEM, build_elems, s, lo_find_msg_cb, lo_find_reset, &f);
+    if (r == -ENOENT)
+        r = 0;
+    if (r < 0)
+        return r;
+    *found = f.found;
+    *mark = f.mark;
+    return 0;
+}
+
 int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id) {
     if (!name || !has_prefix(name, NFTR_SESSION_CHAIN_PREFIX) || strlen(name) >= NFTR_NAME_MAX)
         return -EINVAL;
+    char lo[NFTR_NAME_MAX + 8];
+    snprintf(lo, sizeof(lo), NFTR_LOOPBACK_CHAIN_PREFIX "%s",
+             name + strlen(NFTR_SESSION_CHAIN_PREFIX));
     int r = -ERESTART;
     for (int attempt = 0; attempt < RETRIES && r == -ERESTART; attempt++) {
         uint32_t genid;
@@ -1583,7 +1713,16 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id) {
             o.found = false;
         if (o.found && (o.verdict != (uint32_t)NFT_JUMP || strcmp(o.chain, name) != 0))
             return -EBUSY; /* that cgroup belongs to someone else now */
-        if (!o.found && !have_chain)
+        int have_lo = chain_exists(n, lo);
+        if (have_lo < 0)
+            return have_lo;
+        bool lo_found = false;
+        uint32_t mark = 0;
+        /* an element can only jump to a chain that exists */
+        r = have_lo ? find_lo_elem(n, lo, cgroup_id, &lo_found, &mark) : 0;
+        if (r < 0)
+            return r;
+        if (!o.found && !have_chain && !have_lo && !lo_found)
             return -ENOENT;
         struct batch bt;
         r = batch_start(n, &bt, &genid);
@@ -1596,6 +1735,12 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id) {
         if (have_chain) {
             put_delrule(n, &bt, name, 0);
             put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, name, false);
+        }
+        if (lo_found)
+            put_lo_elem(n, &bt, NFT_MSG_DELSETELEM, mark, NULL);
+        if (have_lo) {
+            put_delrule(n, &bt, lo, 0);
+            put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, lo, false);
         }
         r = batch_send(n, &bt);
     }

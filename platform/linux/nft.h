@@ -57,14 +57,17 @@ enum {
 int nft_ensure_base(struct nft *n, const struct nftr_base_params *p, unsigned *ret_flags);
 
 /* Session scope, one transaction: chain s-<id> with its rules, and the element
- * { cgroup_id : jump s-<id> } of map sessions. -EEXIST if the chain or the element
- * already exists (nothing changed). -EINVAL if c is not a session chain. */
+ * { cgroup_id : jump s-<id> } of map sessions; with c->lo_mark also chain lo-<id>
+ * and the element { lo_mark : jump lo-<id> } of map loopback. -EEXIST if a chain
+ * or an element already exists (nothing changed). -EINVAL if c is not a session
+ * chain. */
 int nft_session_add(struct nft *n, const struct nftr_chain *c);
 
 /* Remove what exists of a session, one transaction: the map element of cgroup_id
- * (only if it jumps to `name`), then flush and delete chain `name`. cgroup_id 0 =
- * unknown: chain only (nft_list_sessions() tells which ids jump where). -ENOENT if
- * neither exists; -EBUSY if the element of cgroup_id jumps to another chain or the
+ * (only if it jumps to `name`), then flush and delete chain `name`; likewise chain
+ * lo-<id> and the element of map loopback that jumps to it (found by the mark of
+ * cgroup_id, else by a scan of that map). cgroup_id 0 = unknown: chain only
+ * (nft_list_sessions() tells which ids jump where). -ENOENT if none exists; -EBUSY if the element of cgroup_id jumps to another chain or the
  * chain is still referenced from elsewhere (nothing changed). name must be "s-*". */
 int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id);
 

@@ -261,11 +261,13 @@ static void rule_log(struct nftr_rule *r, const struct logctx *lc, const char *p
  * (accept_unlogged: M ct state new counter ; M counter accept)
  * The verdict rule counts packets, the log rule's counter counts new flows:
  * the audit compares that with the flow events it recorded (gap records). */
-static void emit_accept(struct rules *rs, const struct logctx *lc, const struct matches *base) {
+static void emit_accept_marked(struct rules *rs, const struct logctx *lc,
+                               const struct matches *base, uint32_t mark) {
     struct matches ms = *base;
     mpush(&ms, NFTR_M_CT_NEW);
     struct nftr_rule *r = rule_with(rs, &ms);
     if (r) {
+        r->ct_mark_set = mark;
         if (!lc->p.accept_unlogged)
             rule_log(r, lc, lc->accept_prefix);
         r->log_counter = true;
@@ -307,6 +309,10 @@ static void emit_reject(struct rules *rs, const struct logctx *lc, const struct 
     }
 }
 
+static void emit_accept(struct rules *rs, const struct logctx *lc, const struct matches *base) {
+    emit_accept_marked(rs, lc, base, 0);
+}
+
 /* An accept for one destination, optionally behind an oifname match. */
 static void emit_dest_accept(struct rules *rs, const struct logctx *lc, const char *oif,
                              const struct nftr_dest *d) {
@@ -343,7 +349,47 @@ void nftr_chain_free(struct nftr_chain *c) {
     if (!c)
         return;
     free(c->rules);
+    free(c->lo_rules);
     free(c);
+}
+
+uint32_t nftr_lo_mark(uint64_t cgroup_id) {
+    return 0x80000000u | (uint32_t)(cgroup_id & 0x7fffffffu);
+}
+
+/* Chain lo-<id>: where a flow the session started through lo (ct mark
+ * lo_mark, any direction) may land. Only on a socket of the session itself:
+ * a host service on 127.0.0.1 or ::1, or another session's listener, gets a
+ * refusal instead (the ports the user listed and the resolver's were
+ * accepted in output without the mark and never come here). Every packet
+ * but TCP's after its first is looked at, replies included: a session can
+ * send a datagram with a forged loopback source (IP_PKTINFO) to its own
+ * socket and answer it, and that answer must not reach whoever owns the
+ * forged address. A TCP flow cannot be forged so, and past its SYN the
+ * lookup can find a request or TIME-WAIT sock, which has no cgroup. */
+static void render_lo_chain(const struct nftr_input *in, const struct logctx *lc,
+                            struct rules *rs) {
+    struct matches ms = {.n = 0};
+    m_l4proto(&ms, IPPROTO_TCP);
+    mpush(&ms, NFTR_M_CT_NOT_NEW);
+    struct nftr_rule *r = rule_with(rs, &ms);
+    if (r)
+        r->verdict = NFTR_V_ACCEPT;
+    ms.n = 0;
+    struct nftr_match *m = mpush(&ms, NFTR_M_SOCK_CGROUP);
+    m->level = in->cgroup_level;
+    m->cgroup_id = in->cgroup_id;
+    if (in->cgroup_path)
+        snprintf(m->name, sizeof(m->name), "%s", in->cgroup_path);
+    else
+        snprintf(m->name, sizeof(m->name), "%" PRIu64, in->cgroup_id);
+    r = rule_with(rs, &ms);
+    if (r) {
+        r->counter = true;
+        r->verdict = NFTR_V_ACCEPT;
+    }
+    ms.n = 0;
+    emit_reject(rs, lc, &ms, REJECT_ANY, lc->reject_prefix);
 }
 
 static int input_valid(const struct nftr_input *in) {
@@ -353,12 +399,18 @@ static int input_valid(const struct nftr_input *in) {
     case NFTR_SCOPE_SESSION:
         if (!session_id_valid(in->session_id) || in->cgroup_id == 0)
             return -EINVAL;
+        if (in->lo_mark &&
+            (in->lo_mark != nftr_lo_mark(in->cgroup_id) || in->cgroup_level < 1 ||
+             in->cgroup_level > 255))
+            return -EINVAL;
         break;
     case NFTR_SCOPE_UID:
     case NFTR_SCOPE_SHARED_USER:
         if (in->uid == UINT32_MAX ||
             (in->scope == NFTR_SCOPE_SHARED_USER &&
              (in->guard_gid == 0 || in->guard_gid == UINT32_MAX)))
+            return -EINVAL;
+        if (in->lo_mark)
             return -EINVAL;
         break;
     default:
@@ -398,12 +450,39 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     const struct nftr_policy *p = &in->policy;
     struct matches ms;
 
-    /* (1) loopback: to loopback addresses only */
-    emit_dest_accept(&rs, &lc, "lo", &lo4);
-    emit_dest_accept(&rs, &lc, "lo", &lo6);
-    /* (2) the policy's LAN exceptions, on any interface */
+    /* (1) loopback. The shared-user scope covers a user's own unsandboxed
+     * programs: loopback addresses, any port. A sandboxed session: ICMP (ping)
+     * and the resolver's port 53 (a stub such as 127.0.0.53, until lyhd
+     * forwards DNS itself); the ports the user listed come with (2). */
+    const struct nftr_dest *los[] = {&lo4, &lo6};
+    bool sandboxed = in->scope != NFTR_SCOPE_SHARED_USER;
+    for (size_t i = 0; i < ARRAY_SIZE(los); i++) {
+        if (!sandboxed) {
+            emit_dest_accept(&rs, &lc, "lo", los[i]);
+            continue;
+        }
+        ms.n = 0;
+        m_oif(&ms, "lo");
+        m_daddr(&ms, los[i]);
+        m_l4proto(&ms, los[i]->family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
+        emit_accept(&rs, &lc, &ms);
+        struct nftr_dest dns = *los[i];
+        dns.port_min = dns.port_max = 53;
+        emit_dest_accept(&rs, &lc, "lo", &dns);
+    }
+    /* (2) the policy's LAN exceptions, on any interface (127.0.0.1:5432 is
+     * how a host port is listed) */
     for (size_t i = 0; i < p->n_lan_exceptions; i++)
         emit_dest_accept(&rs, &lc, NULL, &p->lan_exceptions[i]);
+    /* (2a) a session that may listen: anything else on 127.0.0.0/8 and ::1,
+     * its new flows marked for chain input, which lets them reach only the
+     * session's own sockets (chain lo-<id>) */
+    for (size_t i = 0; sandboxed && in->lo_mark && i < ARRAY_SIZE(los); i++) {
+        ms.n = 0;
+        m_oif(&ms, "lo");
+        m_daddr(&ms, los[i]);
+        emit_accept_marked(&rs, &lc, &ms, in->lo_mark);
+    }
     /* (2b) the host's other addresses through lo (its LAN address, say):
      * refused, as the LAN itself is, answers included (a host process
      * reaches the session's servers at 127.0.0.1 or ::1) */
@@ -445,6 +524,19 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     }
     c->rules = rs.v;
     c->n_rules = rs.n;
+    if (in->lo_mark) {
+        struct rules lrs = {.v = NULL};
+        render_lo_chain(in, &lc, &lrs);
+        if (lrs.err) {
+            free(lrs.v);
+            free(c->rules);
+            return lrs.err;
+        }
+        c->lo_mark = in->lo_mark;
+        c->lo_rules = lrs.v;
+        c->n_lo_rules = lrs.n;
+        snprintf(c->lo_name, sizeof(c->lo_name), NFTR_LOOPBACK_CHAIN_PREFIX "%s", in->session_id);
+    }
 
     /* dispatch */
     switch (in->scope) {
@@ -603,6 +695,18 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
                 snprintf(r->comment, sizeof(r->comment), "%s", idc);
             }
         }
+        /* Through lo: a packet of a flow a session started (its ct mark,
+         * set by the session's chain in output) goes to that session's
+         * chain lo-<id>, which decides where it may land. */
+        sm.n = 0;
+        m = mpush(&sm, NFTR_M_IIFNAME);
+        snprintf(m->name, sizeof(m->name), "lo");
+        r = rule_with(&in, &sm);
+        if (r) {
+            r->verdict = NFTR_V_VMAP_CTMARK;
+            snprintf(r->target, sizeof(r->target), NFTR_MAP_LOOPBACK);
+            snprintf(r->comment, sizeof(r->comment), "%s", idc);
+        }
     }
 
     if (out.err || gu.err || in.err) {
@@ -681,7 +785,13 @@ static void put_addr(struct sb *s, int family, const uint8_t *addr, unsigned pre
 }
 
 static const char *proto_name(uint8_t p) {
-    return p == IPPROTO_TCP ? "tcp" : p == IPPROTO_UDP ? "udp" : "?";
+    switch (p) {
+    case IPPROTO_TCP: return "tcp";
+    case IPPROTO_UDP: return "udp";
+    case IPPROTO_ICMP: return "icmp";
+    case IPPROTO_ICMPV6: return "ipv6-icmp";
+    default: return "?";
+    }
 }
 
 static void put_match(struct sb *s, const struct nftr_match *m) {
@@ -741,6 +851,12 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
     case NFTR_M_TCP_SYNACK:
         sb_printf(s, "tcp flags & (syn | ack) == syn | ack");
         break;
+    case NFTR_M_CT_NOT_NEW:
+        sb_printf(s, "ct state != new");
+        break;
+    case NFTR_M_IIFNAME:
+        sb_printf(s, "iifname \"%s\"", m->name);
+        break;
     }
 }
 
@@ -749,6 +865,10 @@ static void put_rule(struct sb *s, const struct nftr_rule *r) {
     for (size_t i = 0; i < r->n_match; i++) {
         sb_printf(s, "%s", sep);
         put_match(s, &r->match[i]);
+        sep = " ";
+    }
+    if (r->ct_mark_set) {
+        sb_printf(s, "%sct mark set 0x%08" PRIx32, sep, r->ct_mark_set);
         sep = " ";
     }
     if (r->log_counter) {
@@ -790,6 +910,9 @@ static void put_rule(struct sb *s, const struct nftr_rule *r) {
     case NFTR_V_DROP:
         sb_printf(s, "%sdrop", sep);
         break;
+    case NFTR_V_VMAP_CTMARK:
+        sb_printf(s, "%sct mark vmap @%s", sep, r->target);
+        break;
     }
     if (r->comment[0])
         sb_printf(s, " comment \"%s\"", r->comment);
@@ -826,6 +949,14 @@ int nftr_chain_text(const struct nftr_chain *c, char **ret) {
     }
     sb_printf(&s, "add chain inet " NFTR_TABLE " %s\n", c->name);
     put_rules(&s, c->name, c->rules, c->n_rules);
+    if (c->lo_mark) {
+        sb_printf(&s, "add chain inet " NFTR_TABLE " %s\n", c->lo_name);
+        put_rules(&s, c->lo_name, c->lo_rules, c->n_lo_rules);
+        sb_printf(&s,
+                  "add element inet " NFTR_TABLE " " NFTR_MAP_LOOPBACK
+                  " { 0x%08" PRIx32 " : jump %s }\n",
+                  c->lo_mark, c->lo_name);
+    }
     if (c->scope == NFTR_SCOPE_SESSION) {
         sb_printf(&s,
                   "# add element inet " NFTR_TABLE " " NFTR_MAP_SESSIONS
@@ -870,6 +1001,9 @@ int nftr_base_text(const struct nftr_base *b, char **ret) {
     sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_OUTPUT
                   " { type filter hook output priority 0; policy accept; }\n");
     sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_GUARDED "\n");
+    if (p->inbound)
+        sb_printf(&s, "add map inet " NFTR_TABLE " " NFTR_MAP_LOOPBACK
+                      " { type mark : verdict; }\n");
     if (p->inbound)
         sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_INPUT
                       " { type filter hook input priority -10; policy accept; }\n");

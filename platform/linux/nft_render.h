@@ -17,6 +17,11 @@
  *       socket cgroupv2 level L vmap @sessions
  *       log "lyh:nosession:D ", reject       (no live session: nothing leaves)
  *   chain s-<id> / LYH-<uid> / LYH-U-<uid>   one per scope, see nftr_render_chain()
+ *   map loopback              ct mark : verdict (jump lo-<id>)     (with chain input)
+ *   chain input   (hook input, priority -10, policy accept)        (sessions may listen)
+ *       iifname != "lo" socket cgroupv2 level L-1 <base> ...      refuse the network
+ *       iifname "lo" ct mark vmap @loopback                         a session's lo flows
+ *   chain lo-<id>                             where a session's flow through lo may land
  *
  * Every function returns 0 or -errno; ret_* out-parameters are set only on success.
  */
@@ -34,10 +39,12 @@
 #define NFTR_SET_LAN4      "lan4"
 #define NFTR_SET_LAN6      "lan6"
 #define NFTR_MAP_SESSIONS  "sessions"
+#define NFTR_MAP_LOOPBACK  "loopback"
 
 #define NFTR_SESSION_CHAIN_PREFIX "s-"
 #define NFTR_UID_CHAIN_PREFIX     "LYH-"
 #define NFTR_SHARED_CHAIN_PREFIX  "LYH-U-"
+#define NFTR_LOOPBACK_CHAIN_PREFIX "lo-"
 
 #define NFTR_DEFAULT_GUARD_GID    2000000u
 #define NFTR_DEFAULT_NFLOG_GROUP  7u
@@ -106,6 +113,14 @@ struct nftr_input {
     uint64_t cgroup_id;     /* NFTR_SCOPE_SESSION: id of the session's cgroup, != 0 */
     uint32_t uid;           /* NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER; not (uid_t)-1 */
     uint32_t guard_gid;     /* NFTR_SCOPE_SHARED_USER: the guard gid its dispatch skips */
+    /* NFTR_SCOPE_SESSION when sessions may listen (the base has chain input):
+     * nftr_lo_mark(cgroup_id). The session's new flows through lo get this
+     * ct mark, and chain lo-<id> lets them reach only the session's own
+     * sockets (found by cgroup at cgroup_level). 0: through lo the session
+     * reaches only ICMP, the resolver port and its LAN exceptions. */
+    uint32_t lo_mark;
+    uint32_t cgroup_level;
+    const char *cgroup_path; /* with lo_mark, optional: below the cgroup2 root, for text */
     const char *iface;      /* the VPN: 1..15 chars of [A-Za-z0-9_.-], not "lo" */
     struct nftr_log_params log;
     struct nftr_policy policy;
@@ -145,12 +160,14 @@ enum nftr_match_type {
     NFTR_M_CT_REPLY,    /* ct direction reply */
     NFTR_M_SOCK_CGROUP, /* socket cgroupv2 level <level> <cgroup_id> (name: its path, for text) */
     NFTR_M_TCP_SYNACK,  /* tcp flags & (syn | ack) == syn | ack (after meta l4proto tcp) */
+    NFTR_M_CT_NOT_NEW,  /* ct state != new */
+    NFTR_M_IIFNAME,     /* iifname "<name>" (exact) */
 };
 
 struct nftr_match {
     enum nftr_match_type type;
     int family;         /* AF_INET / AF_INET6 */
-    uint8_t l4proto;    /* IPPROTO_TCP / IPPROTO_UDP */
+    uint8_t l4proto;    /* IPPROTO_TCP / IPPROTO_UDP / IPPROTO_ICMP / IPPROTO_ICMPV6 */
     uint8_t addr[16];   /* network byte order */
     uint8_t prefix_len; /* 1..32 / 1..128 (a /0 is rendered as NFTR_M_NFPROTO) */
     uint16_t port_min;  /* host order */
@@ -169,12 +186,15 @@ enum nftr_verdict {
     NFTR_V_JUMP,             /* jump <target> */
     NFTR_V_VMAP_CGROUP,      /* socket cgroupv2 level <cgroup_level> vmap @<target> */
     NFTR_V_DROP,
+    NFTR_V_VMAP_CTMARK,      /* ct mark vmap @<target> */
 };
 
-/* Statements are emitted in this order: matches, limit, log, counter, verdict. */
+/* Statements are emitted in this order: matches, ct mark set, limit, log, counter,
+ * verdict (the mark ahead of the limit, which would skip it when its bucket is empty). */
 struct nftr_rule {
     struct nftr_match match[NFTR_RULE_MATCHES_MAX];
     size_t n_match;
+    uint32_t ct_mark_set; /* != 0: ct mark set <value> */
     bool limit; /* limit rate limit_rate/second burst limit_burst packets */
     uint32_t limit_rate;
     uint32_t limit_burst;
@@ -205,6 +225,12 @@ struct nftr_chain {
     uint64_t cgroup_id;
     char dispatch_chain[NFTR_NAME_MAX];
     struct nftr_rule dispatch;
+    /* SESSION with lo_mark: chain lo-<id>, reached through element
+     * { lo_mark : jump lo-<id> } of map loopback from chain input. */
+    uint32_t lo_mark;
+    char lo_name[NFTR_NAME_MAX];
+    struct nftr_rule *lo_rules; /* owned */
+    size_t n_lo_rules;
 };
 
 struct nftr_base {
@@ -222,6 +248,12 @@ struct nftr_base {
  * another family. */
 struct dr_rule;
 size_t nftr_lan_prefixes(int family, const struct dr_rule **ret);
+
+/* The ct mark of a session's flows through lo: its cgroup id's low 31 bits
+ * (kernfs allocates them uniquely among live cgroups, from 1 up to INT_MAX)
+ * with the top bit set, so a mark of ours is never 0 and rarely one another
+ * tool picked (wg-quick 0xca6c, Mullvad 0xf41). */
+uint32_t nftr_lo_mark(uint64_t cgroup_id);
 
 /* Validate `in` and render the scope's chain. -EINVAL on invalid input, -ENOMEM.
  * *ret is owned by the caller: nftr_chain_free(). */

@@ -8,9 +8,13 @@
 #   3. the private /tmp: nothing of the host's shows, nothing of the agent's
 #      stays, a cwd below /tmp still works
 #   4. the agent's own servers (0.0.0.0 and ::, TCP and UDP) answer a host
-#      process and the agent on lo, and are refused from the LAN and the VPN
-#      side; with --no-cgroup (no way to tell its sockets apart) servers stay
-#      denied and lyh run says so
+#      process and the agent on lo, and are refused from the LAN, the VPN
+#      side and another session; with --no-cgroup (no way to tell its
+#      sockets apart) servers stay denied and lyh run says so
+#   5. through lo a session reaches only its own servers, the host ports it
+#      listed (--allow-host-port) and the resolver's port: not a service of
+#      the same user on 127.0.0.1, ::1 or the host's LAN address, not even by
+#      answering a datagram it forged in the service's name
 #
 # usage: boundary.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Safety: everything network-related happens in the namespaces lib.sh makes;
@@ -133,6 +137,24 @@ t_check "3: ... and what the agent writes there is in the real directory" test -
 out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --cwd /tmp -- /bin/true </dev/null 2>&1)
 t_check "3: cwd /tmp itself is refused, saying why" grep -q "private /tmp of its own" <<<"$out"
 
+# LOPROBE PROTO:ADDR:PORT...: from inside a session, one line per target:
+# "PROTO:ADDR:PORT ok" (an echo came back) or the error's name or "timeout".
+LOPROBE='import socket, sys, errno
+for t in sys.argv[1:]:
+    proto, rest = t.split(":", 1)
+    addr, port = rest.rsplit(":", 1)
+    fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM)
+    s.settimeout(1.5)
+    try:
+        s.connect((addr, int(port))); s.send(b"hi")
+        print(t, "ok" if s.recv(16) else "empty", flush=True)
+    except socket.timeout:
+        print(t, "timeout", flush=True)
+    except OSError as e:
+        print(t, errno.errorcode.get(e.errno, e.errno), flush=True)
+    s.close()'
+
 # ---- 4. the agent's own servers ---------------------------------------------------------
 echo "# 4. the agent's servers: reachable on lo (by the host and by itself), never from the network"
 LPORT=18$((RANDOM % 900 + 100))
@@ -210,6 +232,12 @@ if lyh_wait_until 15 grep -q '^serving' "$LOUT"; then
         echo "# no MPTCP in this kernel: $(grep '^mptcp' "$LOUT")"
     fi
     t_check "4: lyh run did not say servers are denied" eval '! said_denied'
+    # Another session on the same machine cannot reach this one's servers.
+    out=$(in_session /usr/bin/python3 -c "$LOPROBE" tcp:127.0.0.1:"$LPORT" udp:127.0.0.1:"$LPORT" tcp:::1:"$LPORT")
+    for t in tcp:127.0.0.1 udp:127.0.0.1 tcp:::1; do
+        t_check "4: another session is refused at $t:$LPORT" \
+            grep -Eq "^$t:$LPORT (ECONNREFUSED|EHOSTUNREACH|EACCES|EPERM|timeout)\$" <<<"$out"
+    done
     has_listeners() { lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" capabilities | grep -q '^features:.* listeners\b'; }
     t_check "4: lyhd reports the listeners feature" has_listeners
 else
@@ -217,6 +245,118 @@ else
 fi
 lyh_stop_pid "$LPID"
 wait "$LPID" 2>/dev/null
+
+# ---- 5. loopback: only the session's own servers, listed ports and the resolver -----------
+echo "# 5. through lo a session reaches its own servers and the host ports it lists, nothing else"
+HPORT=19$((RANDOM % 900 + 100))
+APORT=$((HPORT + 1))
+# A service of the same user outside the session: TCP and UDP echo on one
+# address, and a line per connection or datagram in its log.
+HOSTSRV='import socket, sys, threading, time
+addr, port, log = sys.argv[1], int(sys.argv[2]), sys.stdout
+fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+t = socket.socket(fam, socket.SOCK_STREAM); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+u = socket.socket(fam, socket.SOCK_DGRAM)
+t.bind((addr, port)); t.listen(16); u.bind((addr, port))
+def tcp():
+    while True:
+        c, a = t.accept(); log.write("tcp %d %s\n" % (port, a[0])); c.settimeout(2)
+        try: c.sendall(c.recv(64))
+        except OSError: pass
+        c.close()
+def udp():
+    while True:
+        d, a = u.recvfrom(64); log.write("udp %d %s %r\n" % (port, a[0], d)); u.sendto(d, a)
+threading.Thread(target=tcp, daemon=True).start(); threading.Thread(target=udp, daemon=True).start()
+log.write("up %d %s\n" % (port, addr)); log.flush()
+while True:
+    time.sleep(0.2); log.flush()'
+HLOG=$LYH_TMP/hostsrv.log   # the services' stdout (root opens it; they run as the user)
+: >"$HLOG"
+for a in 127.0.0.1 ::1; do
+    for p in "$HPORT" "$APORT"; do
+        LYH_CMD_TIMEOUT=200 lyh_as_user /usr/bin/python3 -u -c "$HOSTSRV" "$a" "$p" >>"$HLOG" 2>&1 &
+        lyh_track_pid "$!"
+    done
+done
+LYH_CMD_TIMEOUT=200 lyh_as_user /usr/bin/python3 -u -c "$HOSTSRV" 192.168.77.1 "$HPORT" >>"$HLOG" 2>&1 &
+lyh_track_pid "$!"
+lyh_wait_until 10 eval '[ "$(grep -c "^up " "$HLOG")" -ge 5 ]'
+t_check "5: five host services are up" [ "$(grep -c "^up " "$HLOG")" -eq 5 ]
+out=$(lyh_in_main "$LYH_TOOL" probe tcp 127.0.0.1 "$HPORT" 1500 2>&1)
+t_check "5: the host service answers outside a session ($out)" grep -q '^ok ' <<<"$out"
+seen() { grep -c "^\(tcp\|udp\) $1 " "$HLOG"; }
+lyh_wait_until 5 eval '[ "$(seen "$HPORT")" -ge 1 ]'
+before=$(seen "$HPORT")
+
+# In one session: the unlisted port, the listed one, the host's LAN address,
+# its own server on both loopback addresses, and a forged reply: a datagram
+# sent with the host service's address as its source (IP_PKTINFO, from a
+# socket on 127.0.0.2 at the service's port) to a socket of its own, which
+# answers it: the answer must not reach the service.
+OWN='import socket, sys, struct, threading, errno, subprocess
+hport, loprobe = int(sys.argv[1]), sys.argv[2]
+own = []
+for fam, a in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+    t = socket.socket(fam, socket.SOCK_STREAM); t.bind((a, 0)); t.listen(4)
+    u = socket.socket(fam, socket.SOCK_DGRAM); u.bind((a, t.getsockname()[1]))
+    own.append((a, t, u))
+def serve(t, u):
+    def tcp():
+        while True:
+            c, _ = t.accept(); c.sendall(c.recv(16)); c.close()
+    def udp():
+        while True:
+            d, a = u.recvfrom(16); u.sendto(d, a)
+    threading.Thread(target=tcp, daemon=True).start(); threading.Thread(target=udp, daemon=True).start()
+targets = []
+for a, t, u in own:
+    serve(t, u)
+    targets += ["tcp:%s:%d" % (a, t.getsockname()[1]), "udp:%s:%d" % (a, t.getsockname()[1])]
+for a in ("127.0.0.1", "::1"):
+    for p in (hport, hport + 1):
+        targets += ["tcp:%s:%d" % (a, p), "udp:%s:%d" % (a, p)]
+targets += ["tcp:192.168.77.1:%d" % hport, "tcp:127.0.0.2:%d" % hport]
+out = subprocess.run([sys.executable, "-c", loprobe] + targets, capture_output=True, text=True, timeout=60)
+print(out.stdout, end="", flush=True)
+# the forged reply
+b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); b.bind(("127.0.0.1", 0)); b.settimeout(2)
+f = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    f.bind(("127.0.0.2", hport))
+    # IP_PKTINFO (8): struct in_pktinfo { ifindex, spec_dst (the source), addr }
+    pktinfo = struct.pack("I4s4s", 0, socket.inet_aton("127.0.0.1"), socket.inet_aton("0.0.0.0"))
+    f.sendmsg([b"forged"], [(socket.IPPROTO_IP, 8, pktinfo)], 0, ("127.0.0.1", b.getsockname()[1]))
+    d, src = b.recvfrom(16)
+    print("forge-src %s:%d" % src, flush=True)
+    b.sendto(b"forged-answer", src)
+    print("forge-answer sent", flush=True)
+except OSError as e:
+    print("forge", errno.errorcode.get(e.errno, e.errno), flush=True)'
+out=$(LYH_CMD_TIMEOUT=90 lyh_cli run --vpn tun0 --no-tui --allow-host-port "$APORT" -- \
+    /usr/bin/python3 -c "$OWN" "$HPORT" "$LOPROBE" </dev/null 2>&1)
+echo "$out" | sed 's/^/#   /'
+for pr in tcp udp; do
+    for a in 127.0.0.1 ::1; do
+        t_check "5: its own $pr server on $a answers it" grep -Eq "^$pr:$a:[0-9]+ ok\$" <<<"$out"
+        t_check "5: a host service on $a:$HPORT ($pr) is refused" \
+            grep -Eq "^$pr:$a:$HPORT (ECONNREFUSED|EHOSTUNREACH|EACCES|EPERM|timeout)\$" <<<"$out"
+        t_check "5: the listed host port $a:$APORT ($pr) answers" grep -q "^$pr:$a:$APORT ok\$" <<<"$out"
+    done
+done
+t_check "5: the host's LAN address through lo is refused" \
+    grep -Eq "^tcp:192.168.77.1:$HPORT (ECONNREFUSED|EHOSTUNREACH|EACCES|EPERM|timeout)\$" <<<"$out"
+t_check "5: 127.0.0.2 at the host service's port is refused" \
+    grep -Eq "^tcp:127.0.0.2:$HPORT (ECONNREFUSED|EHOSTUNREACH|EACCES|EPERM|timeout)\$" <<<"$out"
+t_check "5: the forged datagram arrived from the service's address" grep -qx "forge-src 127.0.0.1:$HPORT" <<<"$out"
+t_check "5: ... and the answer to it did not reach the service" eval '! grep -q forged "$HLOG"'
+after=$(seen "$HPORT")
+t_check "5: the services on $HPORT saw nothing of the session ($before before, $after after)" \
+    [ "$after" -eq "$before" ]
+n_listed=$(seen "$APORT")
+t_check "5: the services on the listed port saw its 4 probes ($n_listed)" [ "$n_listed" -eq 4 ]
+t_check "5: the refusals are in the audit log" \
+    sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --verdict denied --port $HPORT --json | grep -q '127.0.0.1'"
 
 # A session started while servers are allowed keeps its seccomp filter: a
 # lyhd that cannot keep the network off them any more (here --no-cgroup)

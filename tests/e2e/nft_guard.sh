@@ -223,7 +223,7 @@ done
 
 # ---- sessions ------------------------------------------------------------------------------
 T add-session a "$IDA" tun0 --deny 11.77.0.1/32,7779 && ok "add session a" || bad "add session a"
-T add-session b "$IDB" tun0 --block-ipv6 --lan-exception 192.168.77.2/32,7777 &&
+T add-session b "$IDB" tun0 --block-ipv6 --lan-exception 192.168.77.2/32,7777 --lan-exception 127.0.0.0/8,7778 &&
     ok "add session b (ipv6 blocked, LAN exception)" || bad "add session b"
 T add-session c "$IDC" tun0 --deny-default --allow 11.77.0.1/32,7777 &&
     ok "add session c (deny-default)" || bad "add session c"
@@ -251,7 +251,8 @@ grep -q listening "$TMP/nflog" || bad "nflog listener" "$(cat "$TMP/nflog")"
 expect_ok "a: tcp via tun0 to 11.77.0.1" "$A" 0 $GID tcp 11.77.0.1 7777
 expect_ok "a: udp via tun0 to 11.77.0.1" "$A" 0 $GID udp 11.77.0.1 7777
 expect_ok "a: tcp ipv6 via tun0 to 2a0e:77::2" "$A" 0 $GID tcp 2a0e:77::2 7777
-expect_ok "a: loopback" "$A" 0 $GID tcp 127.0.0.1 7778
+expect_fast_reject "a: a host service on 127.0.0.1 is refused (not listed)" "$A" 0 $GID tcp 127.0.0.1 7778
+expect_ok "b: a listed host port on 127.0.0.1 is reached" "$B" 0 $GID tcp 127.0.0.1 7778
 expect_fast_reject "a: tcp to LAN 192.168.77.2 rejected at once" "$A" 0 $GID tcp 192.168.77.2 7777
 expect_fast_reject "a: udp to LAN 192.168.77.2 rejected at once" "$A" 0 $GID udp 192.168.77.2 7777
 expect_fast_reject "a: tcp to 12.77.0.1 routed via eth0 rejected" "$A" 0 $GID tcp 12.77.0.1 7777
@@ -398,7 +399,7 @@ expect_from() { # NAME WANT(ok|refused|timeout) NS PROTO ADDR PORT
     *) bad "$name" "want $want, got $out" ;;
     esac
 }
-T add-session a "$IDA" tun0 >/dev/null || bad "add session a again"
+T add-session a "$IDA" tun0 --loopback "$LEVEL" >/dev/null || bad "add session a again (may listen)"
 serve_in "$A" 0 $GID 0.0.0.0 8801
 serve_in "$A" 0 $GID :: 8801
 # The control: a listener of the host, outside the sessions' parent cgroup.
@@ -419,7 +420,10 @@ for proto in tcp udp; do
     esac
     expect_ok "inbound: session listener reached by its own session on 127.0.0.1 ($proto)" "$A" 0 $GID $proto 127.0.0.1 8801
     expect_fast_reject "loopback: the session cannot reach the host's LAN address through lo ($proto)" "$A" 0 $GID $proto 192.168.77.1 8802
+    expect_fast_reject "loopback: a session that may listen still cannot reach a host service on 127.0.0.1 ($proto)" "$A" 0 $GID $proto 127.0.0.1 7778
 done
+c=$(NFT list chain inet lianyaohu "lo-a" | grep -c 'counter packets [1-9]')
+[ "$c" -ge 2 ] && ok "loopback: chain lo-a accepted its own and refused the host's ($c rules hit)" || bad "loopback: chain lo-a counted" "$(NFT list chain inet lianyaohu lo-a)"
 # A session cannot make itself the reply side of a flow to reach a host
 # service at the host's LAN address through lo: it sends from one of its
 # sockets to another with that address forged as the source (IP_PKTINFO),

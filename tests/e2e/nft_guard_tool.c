@@ -25,6 +25,8 @@
  *                                         until COUNT packets or SECONDS
  * policy: --lan-exception D | --deny D | --allow D | --deny-default | --block-ipv6
  *         | --log-rate RATE,BURST        D = ADDR/PREFIX[,PORT[-PORT]]
+ *         | --loopback LEVEL             (sessions) it may listen: lo flows marked, chain
+ *                                        lo-<id> matches its sockets at cgroup LEVEL
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -121,6 +123,7 @@ struct policy_args {
     bool deny_default, block6;
     bool log_set;
     uint32_t log_rate, log_burst;
+    uint32_t lo_level; /* --loopback LEVEL: the session may listen (lo_mark of its cgroup) */
 };
 
 static int parse_policy(int argc, char **argv, struct policy_args *p) {
@@ -144,6 +147,12 @@ static int parse_policy(int argc, char **argv, struct policy_args *p) {
             if (parse_u32(argv[i + 1], &p->log_rate) < 0 || parse_u32(comma + 1, &p->log_burst) < 0)
                 return -EINVAL;
             p->log_set = true;
+            i++;
+            continue;
+        }
+        if (strcmp(a, "--loopback") == 0) {
+            if (i + 1 >= argc || parse_u32(argv[i + 1], &p->lo_level) < 0 || p->lo_level == 0)
+                return -EINVAL;
             i++;
             continue;
         }
@@ -187,6 +196,10 @@ static int render(enum nftr_scope scope, const char *id, uint64_t cg, uint32_t u
     if (pa->log_set) {
         in.log.rate = pa->log_rate;
         in.log.burst = pa->log_burst;
+    }
+    if (pa->lo_level) {
+        in.lo_mark = nftr_lo_mark(cg);
+        in.cgroup_level = pa->lo_level;
     }
     return nftr_render_chain(&in, ret);
 }

@@ -301,8 +301,8 @@ static void test_base_inbound(void **state) {
     check_golden("base_inbound", text);
     check_reply_rules(b);
     assert_int_equal(b->guarded[0].verdict, NFTR_V_VMAP_CGROUP);
-    assert_int_equal(b->n_input, 3);
-    for (size_t i = 0; i < b->n_input; i++) {
+    assert_int_equal(b->n_input, 4);
+    for (size_t i = 0; i < 3; i++) {
         const struct nftr_rule *r = &b->input[i];
         assert_true(r->counter);
         assert_int_equal(r->match[0].type, NFTR_M_IIFNAME_NE);
@@ -321,6 +321,13 @@ static void test_base_inbound(void **state) {
     assert_int_equal(b->input[1].verdict, NFTR_V_REJECT_TCP_RESET);
     assert_int_equal(b->input[2].verdict, NFTR_V_REJECT_ADMIN);
     assert_int_equal(b->input[2].match[2].type, NFTR_M_CT_ORIGINAL);
+    /* then every packet through lo of a flow a session started goes to
+     * that session's chain lo-<id>, by its ct mark */
+    assert_int_equal(b->input[3].match[0].type, NFTR_M_IIFNAME);
+    assert_string_equal(b->input[3].match[0].name, "lo");
+    assert_int_equal(b->input[3].n_match, 1);
+    assert_int_equal(b->input[3].verdict, NFTR_V_VMAP_CTMARK);
+    assert_string_equal(b->input[3].target, NFTR_MAP_LOOPBACK);
     nftr_base_free(b);
 
     /* The base without inbound keeps the reply rules. */
@@ -450,7 +457,8 @@ static void test_no_rate_limit(void **state) {
     _cleanup_free_ char *t = NULL;
     assert_int_equal(nftr_rule_text(&c->rules[0], &t), 0);
     assert_string_equal(
-        t, "oifname \"lo\" ip daddr 127.0.0.0/8 ct state new counter log prefix \"lyh:7f3a9c01:A \" group 7");
+        t, "oifname \"lo\" ip daddr 127.0.0.0/8 meta l4proto icmp ct state new counter log prefix "
+           "\"lyh:7f3a9c01:A \" group 7");
     nftr_chain_free(c);
 }
 
@@ -477,12 +485,119 @@ static void test_session_accept_unlogged(void **state) {
             flow_counters++;
         }
     }
-    assert_int_equal(flow_counters, 4); /* loopback v4 and v6, the LAN exception, the VPN */
+    /* loopback v4 and v6 (ICMP, DNS over TCP and UDP each), the LAN exception, the VPN */
+    assert_int_equal(flow_counters, 8);
     assert_true(reject_logs > 0);
     _cleanup_free_ char *text = NULL;
     assert_int_equal(nftr_chain_text(c, &text), 0);
     check_golden("session_accept_unlogged", text);
     nftr_chain_free(c);
+}
+
+/* Where a sandboxed session's flow through lo may go: without listeners only
+ * ICMP, port 53 and the LAN exceptions (127.0.0.1:5432 is a listed host
+ * port); nothing else through lo is accepted. */
+static bool lo_accept_is_narrow(const struct nftr_rule *r) {
+    for (size_t j = 0; j < r->n_match; j++) {
+        const struct nftr_match *m = &r->match[j];
+        if (m->type == NFTR_M_L4PROTO && (m->l4proto == IPPROTO_ICMP || m->l4proto == IPPROTO_ICMPV6))
+            return true;
+        if (m->type == NFTR_M_DPORT && m->port_min == 53 && m->port_max == 53)
+            return true;
+    }
+    return false;
+}
+
+static void test_session_loopback_narrow(void **state) {
+    struct nftr_input in = session_input();
+    struct nftr_chain *c = NULL;
+    assert_int_equal(nftr_render_chain(&in, &c), 0);
+    for (size_t i = 0; i < c->n_rules; i++) {
+        const struct nftr_rule *r = &c->rules[i];
+        assert_int_equal(r->ct_mark_set, 0);
+        if (r->verdict == NFTR_V_ACCEPT && r->match[0].type == NFTR_M_OIFNAME &&
+            strcmp(r->match[0].name, "lo") == 0)
+            assert_true(lo_accept_is_narrow(r));
+    }
+    assert_int_equal(c->lo_mark, 0);
+    assert_int_equal(c->n_lo_rules, 0);
+    nftr_chain_free(c);
+
+    /* The uid scope (no cgroup v2, so never listeners) is as narrow. */
+    in = session_input();
+    in.scope = NFTR_SCOPE_UID;
+    in.uid = 1000;
+    assert_int_equal(nftr_render_chain(&in, &c), 0);
+    for (size_t i = 0; i < c->n_rules; i++) {
+        const struct nftr_rule *r = &c->rules[i];
+        if (r->verdict == NFTR_V_ACCEPT && r->match[0].type == NFTR_M_OIFNAME &&
+            strcmp(r->match[0].name, "lo") == 0)
+            assert_true(lo_accept_is_narrow(r));
+    }
+    nftr_chain_free(c);
+}
+
+/* With listeners: the rest of 127/8 and ::1 is accepted with the session's
+ * mark set on the flow's first packet (ahead of the log's limit), and chain
+ * lo-<id> lets marked packets land only on the session's own sockets. */
+static void test_session_listeners(void **state) {
+    struct nftr_dest lan[] = { v4("127.0.0.0", 8, 5432, 5432) };
+    struct nftr_input in = session_input();
+    in.policy.lan_exceptions = lan;
+    in.policy.n_lan_exceptions = ARRAY_SIZE(lan);
+    in.lo_mark = nftr_lo_mark(in.cgroup_id);
+    in.cgroup_level = 3;
+    in.cgroup_path = "system.slice/lyhd.service/lianyaohu/7f3a9c01";
+    render_check(&in, "session_listeners");
+
+    struct nftr_chain *c = NULL;
+    assert_int_equal(nftr_render_chain(&in, &c), 0);
+    assert_int_equal(c->lo_mark, 0x80000000u | 4242u);
+    assert_string_equal(c->lo_name, "lo-7f3a9c01");
+    size_t marked = 0;
+    bool after_lan = false;
+    for (size_t i = 0; i < c->n_rules; i++) {
+        const struct nftr_rule *r = &c->rules[i];
+        if (r->n_match > 1 && r->match[1].type == NFTR_M_DPORT && r->match[1].port_min == 5432)
+            after_lan = true;
+        if (!r->ct_mark_set)
+            continue;
+        /* marking happens only after the listed ports, on a new flow, through lo */
+        assert_true(after_lan);
+        assert_int_equal(r->ct_mark_set, c->lo_mark);
+        assert_int_equal(r->verdict, NFTR_V_CONTINUE);
+        assert_string_equal(r->match[0].name, "lo");
+        assert_int_equal(r->match[r->n_match - 1].type, NFTR_M_CT_NEW);
+        marked++;
+    }
+    assert_int_equal(marked, 2);
+    /* lo-<id>: TCP past its first packet, then own sockets, then refuse */
+    assert_true(c->n_lo_rules >= 4);
+    assert_int_equal(c->lo_rules[0].match[1].type, NFTR_M_CT_NOT_NEW);
+    assert_int_equal(c->lo_rules[1].match[0].type, NFTR_M_SOCK_CGROUP);
+    assert_int_equal(c->lo_rules[1].match[0].level, 3);
+    assert_int_equal(c->lo_rules[1].match[0].cgroup_id, 4242);
+    assert_int_equal(c->lo_rules[1].verdict, NFTR_V_ACCEPT);
+    const struct nftr_rule *last = &c->lo_rules[c->n_lo_rules - 1];
+    assert_int_equal(last->verdict, NFTR_V_REJECT_ADMIN);
+    assert_int_equal(last->n_match, 0);
+    nftr_chain_free(c);
+    c = NULL;
+
+    /* A mark that is not the cgroup's, or a mark on a uid scope: refused. */
+    in.lo_mark = nftr_lo_mark(4243);
+    assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
+    in.lo_mark = nftr_lo_mark(in.cgroup_id);
+    in.cgroup_level = 0;
+    assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
+    in.cgroup_level = 3;
+    in.scope = NFTR_SCOPE_UID;
+    in.uid = 1000;
+    assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
+    assert_null(c);
+    /* the mark is never 0 and keeps the low 31 bits of the id */
+    assert_int_equal(nftr_lo_mark(0x100000000ull), 0x80000000u);
+    assert_int_equal(nftr_lo_mark(0x7fffffffull), 0xffffffffu);
 }
 
 int main(void) {
@@ -500,6 +615,8 @@ int main(void) {
         cmocka_unit_test(test_longest_id_prefix_fits),
         cmocka_unit_test(test_no_rate_limit),
         cmocka_unit_test(test_session_accept_unlogged),
+        cmocka_unit_test(test_session_loopback_narrow),
+        cmocka_unit_test(test_session_listeners),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
