@@ -71,6 +71,10 @@ static void print_text(const lianyaohu_v1_PolicyReply *p) {
     for (pb_size_t i = 0; i < m->writable_prefixes_count; i++)
         printf(" %s", m->writable_prefixes[i]);
     printf("%s\n", m->writable_prefixes_count ? "" : " (no prefix rule)");
+    printf("  protect_paths                  =");
+    for (pb_size_t i = 0; i < m->protect_paths_count; i++)
+        printf(" ~/%s", m->protect_paths[i]);
+    printf("%s\n", m->protect_paths_count ? " (and the built-in list)" : " (the built-in list)");
     printf("  log_allowed_flows              = %s\n", m->log_allowed_flows ? "yes" : "no");
     if (m->max_sessions_per_uid)
         printf("  max_sessions_per_uid           = %u\n", m->max_sessions_per_uid);
@@ -123,6 +127,8 @@ static void print_json(const lianyaohu_v1_PolicyReply *p) {
     printf(",\"writable_prefixes\":");
     json_strings(&m->writable_prefixes[0][0], sizeof(m->writable_prefixes[0]),
                  m->writable_prefixes_count);
+    printf(",\"protect_paths\":");
+    json_strings(&m->protect_paths[0][0], sizeof(m->protect_paths[0]), m->protect_paths_count);
     printf(",\"log_allowed_flows\":%s,\"max_sessions_per_uid\":%u,\"audit_retention_days\":%u,"
            "\"audit_max_bytes\":%" PRIu64 ",\"min_landlock_abi\":%u}}\n",
            m->log_allowed_flows ? "true" : "false", m->max_sessions_per_uid,

@@ -471,6 +471,14 @@ static int apply_config(const struct cfg_cli *ccli, const char *cwd, bool may_as
     for (size_t i = 0; i < c->agent_state_dirs.n; i++)
         snprintf(rr->agent_state_dirs[rr->agent_state_dirs_count++],
                  sizeof(rr->agent_state_dirs[0]), "%s", c->agent_state_dirs.v[i].value);
+    if (c->protect.n > ARRAY_SIZE(rr->protect)) {
+        fprintf(stderr, "lyh run: too many paths.protect entries (at most %zu)\n",
+                ARRAY_SIZE(rr->protect));
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; i < c->protect.n; i++)
+        snprintf(rr->protect[rr->protect_count++], sizeof(rr->protect[0]), "%s",
+                 c->protect.v[i].value);
     o->vpn = c->vpn_interface.value;
     if (c->env.n > RUN_MAX_ENV) {
         fprintf(stderr, "lyh run: too many environment variables (at most %d)\n", RUN_MAX_ENV);

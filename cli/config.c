@@ -24,6 +24,7 @@
 
 #include "cli/config.h"
 #include "cli/toml.h"
+#include "common/home_entry.h"
 #include "common/dest_rule.h"
 #include "common/macros.h"
 
@@ -143,7 +144,8 @@ void cfg_free(struct cfg *c) {
     free(c->narrow_home.origin);
     struct cfg_list *lists[] = {&c->command,  &c->env,      &c->allow,      &c->deny,
                                 &c->lan_allow, &c->writable, &c->read_only, &c->paths_deny,
-                                &c->agent_state_dirs, &c->host_ports, &c->ignored};
+                                &c->agent_state_dirs, &c->host_ports, &c->protect,
+                                &c->ignored};
     for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
         list_clear(lists[i]);
     free(c);
@@ -436,7 +438,7 @@ static char *resolve_path(const char *p, const char *base, const char *home) {
 
 /* ---- the schema ------------------------------------------------------------------------ */
 
-enum kind { K_STR, K_BOOL, K_CMD, K_RULES, K_PATHS, K_NAMES, K_PORTS, K_DEFAULT };
+enum kind { K_STR, K_BOOL, K_CMD, K_RULES, K_PATHS, K_NAMES, K_PORTS, K_HOMEREL, K_DEFAULT };
 
 struct field {
     const char *section, *name;
@@ -462,6 +464,7 @@ static const struct field fields[] = {
     F("paths", "deny", K_PATHS, paths_deny, false),
     F("paths", "narrow_home", K_BOOL, narrow_home, false),
     F("paths", "agent_state_dirs", K_NAMES, agent_state_dirs, true),
+    F("paths", "protect", K_HOMEREL, protect, false),
 };
 #undef F
 
@@ -542,6 +545,13 @@ static int apply_list_item(struct apply *a, const struct field *f, const char *k
         char why[128], canon[16];
         if (cfg_host_port_parse(s, NULL, NULL, canon, why, sizeof(why)) < 0)
             return seterr(a->err, -EINVAL, "%s:%u:%u: %s[%zu]: '%s': %s", a->path, it->pos.line,
+                          it->pos.column, key, idx, s, why);
+        return list_add(dst, canon, o, false);
+    }
+    case K_HOMEREL: {
+        char why[200], canon[HE_NAME_MAX];
+        if (he_check(s, canon, why, sizeof(why)) < 0)
+            return seterr(a->err, -EINVAL, "%s:%u:%u: %s[%zu]: '%s' %s", a->path, it->pos.line,
                           it->pos.column, key, idx, s, why);
         return list_add(dst, canon, o, false);
     }
@@ -1252,4 +1262,5 @@ void cfg_show(FILE *f, const struct cfg *c, bool origin) {
     show_list(f, "deny", &c->paths_deny, origin);
     show_bool(f, "narrow_home", &c->narrow_home, origin);
     show_list(f, "agent_state_dirs", &c->agent_state_dirs, origin);
+    show_list(f, "protect", &c->protect, origin);
 }

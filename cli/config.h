@@ -158,6 +158,7 @@ struct cfg {
     struct cfg_list host_ports; /* "PORT" or "PORT-PORT": loopback ports of host services */
     struct cfg_list writable, read_only, paths_deny; /* absolute paths */
     struct cfg_list agent_state_dirs;                 /* names under $HOME */
+    struct cfg_list protect; /* entries of $HOME kept read-only on top of the built-in list */
     /* Widenings of an untrusted project file that were not applied: value is
      * the key ("network.allow", "env.TOKEN"), origin where it was. */
     struct cfg_list ignored;

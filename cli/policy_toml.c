@@ -188,6 +188,9 @@ int policy_from_toml(const char *name, const char *buf, size_t len, lianyaohu_v1
         else if (strcmp(key, "writable_prefixes") == 0)
             r = get_strings(&c, v, key, &p.writable_prefixes[0][0], sizeof(p.writable_prefixes[0]),
                             ARRAY_SIZE(p.writable_prefixes), &p.writable_prefixes_count);
+        else if (strcmp(key, "protect_paths") == 0)
+            r = get_strings(&c, v, key, &p.protect_paths[0][0], sizeof(p.protect_paths[0]),
+                            ARRAY_SIZE(p.protect_paths), &p.protect_paths_count);
         else if (strcmp(key, "log_allowed_flows") == 0)
             r = get_bool(&c, v, key, &p.log_allowed_flows);
         else if (strcmp(key, "max_sessions_per_uid") == 0) {
@@ -259,6 +262,8 @@ void policy_print_toml(FILE *f, const lianyaohu_v1_Policy *p) {
                   p->extra_env_block_count);
     print_strings(f, "writable_prefixes", &p->writable_prefixes[0][0],
                   sizeof(p->writable_prefixes[0]), p->writable_prefixes_count);
+    print_strings(f, "protect_paths", &p->protect_paths[0][0], sizeof(p->protect_paths[0]),
+                  p->protect_paths_count);
     fprintf(f, "log_allowed_flows = %s\n", p->log_allowed_flows ? "true" : "false");
     fprintf(f, "max_sessions_per_uid = %" PRIu32 "\n", p->max_sessions_per_uid);
     fprintf(f, "audit_retention_days = %" PRIu32 "\n", p->audit_retention_days);

@@ -217,6 +217,16 @@ int policy_from_msg(const Lianyaohu__V1__Policy *m, struct policy *ret, char *wh
         snprintf(p->writable[i], sizeof(p->writable[i]), "%s", m->writable_prefixes[i]);
     }
     p->n_writable = m->n_writable_prefixes;
+    if (m->n_protect_paths > POLICY_MAX_PROTECT)
+        return bad(why, whylen, "protect_paths: %zu entries (at most %d)", m->n_protect_paths,
+                   POLICY_MAX_PROTECT);
+    for (size_t i = 0; i < m->n_protect_paths; i++) {
+        char pwhy[200];
+        if (he_check(m->protect_paths[i], p->protect[i], pwhy, sizeof(pwhy)) < 0)
+            return bad(why, whylen, "protect_paths[%zu]: '%.200s' %s", i, m->protect_paths[i],
+                       pwhy);
+    }
+    p->n_protect = m->n_protect_paths;
     p->log_allowed_flows = m->log_allowed_flows;
     if (m->max_sessions_per_uid > POLICY_MAX_SESSIONS)
         return bad(why, whylen, "max_sessions_per_uid: %u is above %u (0 = no limit)",
@@ -283,6 +293,10 @@ void policy_to_msg(const struct policy *p, struct policy_msg *h) {
         h->wr[i] = (char *)p->writable[i];
     h->m.n_writable_prefixes = p->n_writable;
     h->m.writable_prefixes = h->wr;
+    for (size_t i = 0; i < p->n_protect; i++)
+        h->prot[i] = (char *)p->protect[i];
+    h->m.n_protect_paths = p->n_protect;
+    h->m.protect_paths = h->prot;
     h->m.log_allowed_flows = p->log_allowed_flows;
     h->m.max_sessions_per_uid = p->max_sessions_per_uid;
     h->m.audit_retention_days = p->audit_retention_days;

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/home_entry.h"
 #include "daemon/wire.h"
 #include "platform/linux/nft_render.h"
 
@@ -29,6 +30,7 @@ struct lyhd;
 #define POLICY_MAX_ENV          32
 #define POLICY_ENV_NAME_MAX     63
 #define POLICY_MAX_WRITABLE     16
+#define POLICY_MAX_PROTECT      32 /* protect_paths entries (common/home_entry.h grammar) */
 #define POLICY_PREFIX_MAX       511
 #define POLICY_MAX_SESSIONS     4096u
 /* Built-in default of max_sessions_per_uid: far above one user's real work,
@@ -59,6 +61,8 @@ struct policy {
     size_t n_env_block;
     char writable[POLICY_MAX_WRITABLE][POLICY_PREFIX_MAX + 1]; /* empty list: no prefix rule */
     size_t n_writable;
+    char protect[POLICY_MAX_PROTECT][HE_NAME_MAX]; /* canonical, on top of the built-in list */
+    size_t n_protect;
     bool log_allowed_flows;
     uint32_t max_sessions_per_uid; /* 0: no limit */
     uint32_t min_landlock_abi;     /* 0: POLICY_DEFAULT_MIN_LANDLOCK_ABI */
@@ -82,6 +86,7 @@ struct policy_msg {
     Lianyaohu__V1__DestRule *deny[POLICY_MAX_ALWAYS_DENY];
     char *env[POLICY_MAX_ENV];
     char *wr[POLICY_MAX_WRITABLE];
+    char *prot[POLICY_MAX_PROTECT];
 };
 void policy_to_msg(const struct policy *p, struct policy_msg *ret);
 

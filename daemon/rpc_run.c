@@ -34,7 +34,9 @@
 #include "daemon/closer.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
+#include "common/home_entry.h"
 #include "daemon/policy.h"
+#include "daemon/protect.h"
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 #include "daemon/server.h"
@@ -53,6 +55,7 @@
 #define RUN_MAX_STATE_DIRS 16
 #define RUN_MAX_DENY 8   /* the caller's deny paths (proto options bound the CLI to 8 too) */
 #define RUN_MAX_HIDE (32 + RUN_MAX_DENY)
+#define RUN_MAX_PROTECT 16 /* the caller's protect entries (as the proto options) */
 #define RUN_MAX_EXPOSE (1 + 2 * RUN_MAX_PATHS)
 _Static_assert(RUN_MAX_EXPOSE <= SPAWN_MAX_EXPOSE, "the spawn child shows at most SPAWN_MAX_EXPOSE");
 _Static_assert(RUN_MAX_HIDE <= SPAWN_MAX_HIDE, "the spawn child covers at most SPAWN_MAX_HIDE");
@@ -79,6 +82,8 @@ struct run_prep {
     size_t n_hide;
     char *expose[RUN_MAX_EXPOSE]; /* granted dirs under a private /tmp root */
     size_t n_expose;
+    struct prot_list prot; /* entries of home kept read-only, with their pins */
+    struct spawn_cover covers[PROT_MAX];
     /* A refusal decided while the thread has the caller's file-system
      * identity: sent once it is root again (nothing writes lyhd's own files
      * in between, and the refusal is logged and audited). */
@@ -757,6 +762,58 @@ static int pick_denied(const Lianyaohu__V1__RunRequest *r,
     return 0;
 }
 
+/* Entries of home kept read-only (daemon/protect.h): the built-in list, the
+ * policy's protect_paths and the request's own, each checked as the policy's
+ * are. Run as the caller (missing ones the built-in list names are made). A
+ * --writable path inside one contradicts it: refused, not quietly narrowed. */
+static int pick_protected(struct run_prep *p, const Lianyaohu__V1__RunRequest *r,
+                          const struct policy *pol) {
+    const int bad = LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
+    const char *names[RUN_MAX_PROTECT + POLICY_MAX_PROTECT];
+    char canon[RUN_MAX_PROTECT][HE_NAME_MAX], why[400];
+    size_t n = 0;
+
+    if (r->n_protect > RUN_MAX_PROTECT)
+        return pfail(p, bad, "too many protect entries (%zu, at most %d)", r->n_protect,
+                     RUN_MAX_PROTECT);
+    for (size_t i = 0; i < r->n_protect; i++) {
+        if (he_check(r->protect[i], canon[i], why, sizeof(why)) < 0)
+            return pfail(p, bad, "protect entry '%.200s': %s", r->protect[i], why);
+        names[n++] = canon[i];
+    }
+    for (size_t i = 0; i < pol->n_protect; i++)
+        names[n++] = pol->protect[i];
+    if (prot_collect(p->home, names, n, &p->prot, why, sizeof(why)) < 0)
+        return pfail(p, LIANYAOHU__V1__CODE__FAILED_PRECONDITION, "%s", why);
+    if (r->narrow_home && prot_agent_state(p->home, r->argv[0], why, sizeof(why)) < 0)
+        return pfail(p, LIANYAOHU__V1__CODE__FAILED_PRECONDITION, "%s", why);
+    for (size_t i = 0; i < r->n_writable; i++)
+        if (prot_covers(&p->prot, r->writable[i]))
+            return pfail(p, bad,
+                         "writable path %.300s is protected: agents may not write it (it can "
+                         "run code as you outside the sandbox); name a path outside it",
+                         r->writable[i]);
+    for (size_t i = 0; i < p->prot.n; i++)
+        p->covers[i] = (struct spawn_cover){.path = p->prot.v[i].path, .ro = p->prot.v[i].ro};
+    return 0;
+}
+
+/* What RunStarted says about the paths: a cwd that is the home (all of it
+ * writable) or protected (read-only). */
+static void path_note(struct session *s, const struct run_prep *p,
+                      const Lianyaohu__V1__RunRequest *r) {
+    if (strcmp(r->cwd, p->home) == 0)
+        snprintf(s->path_note, sizeof(s->path_note),
+                 "the working directory is your home, so the agent may write all of it except the "
+                 "protected entries (shell start-up files, ~/.ssh, git config, ...)%s; start it "
+                 "from a project directory to keep the rest of your home out of its reach",
+                 r->narrow_home ? "; --narrow-home does not narrow a session started here" : "");
+    else if (prot_covers(&p->prot, r->cwd))
+        snprintf(s->path_note, sizeof(s->path_note),
+                 "the working directory %.200s is protected: the agent can read it, not write it",
+                 r->cwd);
+}
+
 /* ---- undo ----------------------------------------------------------------------- */
 
 static void run_prep_free(struct lyhd *d, struct run_prep *p) {
@@ -768,6 +825,7 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
         free(p->hide[i]);
     for (size_t i = 0; i < p->n_expose; i++)
         free(p->expose[i]);
+    prot_list_clear(&p->prot);
     ll_policy_free(&p->ll);
     ll_report_free(&p->ll_report);
     CLOSE_FD(p->ll_fd);
@@ -1026,13 +1084,14 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     if (as_caller(call, &p.root_ident) < 0)
         goto out;
     if (check_cwd(&p, r->cwd) == 0 && check_paths(call->peer.uid, &p, r, pol) == 0 &&
-        pick_denied(r, &p) == 0)
+        pick_denied(r, &p) == 0 && pick_protected(&p, r, pol) == 0)
         pick_hidden(d, &p);
     as_root_again(&p.root_ident);
     if (p.err_code) {
         rpc_fail(call, p.err_code, "%s", p.err);
         goto out;
     }
+    path_note(s, &p, r);
     if (take_stdio(call, &p, r) < 0)
         goto out;
     {
@@ -1164,6 +1223,8 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         .private_tmp = s->row.tmpdir,
         .expose = (const char *const *)p.expose,
         .n_expose = p.n_expose,
+        .protect = p.covers,
+        .n_protect = p.prot.n,
     };
     k = spawn_start(&plan, &s->pid, &s->pidfd, &s->status_fd);
     if (k < 0) {

@@ -422,7 +422,7 @@ static void send_started(struct session *s) {
     Lianyaohu__V1__RunStarted st = LIANYAOHU__V1__RUN_STARTED__INIT;
     Lianyaohu__V1__RunEvent ev = LIANYAOHU__V1__RUN_EVENT__INIT;
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
-    char *notes[3];
+    char *notes[4];
     char v6[160], ll[300], ls[300];
     size_t n = 0;
 
@@ -454,6 +454,8 @@ static void send_started(struct session *s) {
                  s->d->guard->listeners_why);
         notes[n++] = ls;
     }
+    if (s->path_note[0])
+        notes[n++] = s->path_note;
     st.n_notes = n;
     st.notes = notes;
     ev.event_case = LIANYAOHU__V1__RUN_EVENT__EVENT_STARTED;

@@ -46,6 +46,7 @@ struct session {
     uint64_t audit_after_id;  /* records compared with the counters: id > this */
     uint64_t settle_from_ms;  /* teardown: when the cgroup was found empty */
     bool audit_ended;         /* the end is on record */
+    char path_note[400];      /* RunStarted note about its paths ("" none) */
     uint64_t started_mono_ms;
     unsigned teardown_tries;
     TAILQ_ENTRY(session) link;

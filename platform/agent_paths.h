@@ -7,11 +7,13 @@
 #include <stddef.h>
 
 /* What an agent keeps under $HOME in narrow-home mode: Claude Code, Codex,
- * Gemini CLI, and the XDG and npm directories their tools write. The only
- * entries of home an agent may write when narrow_home is set (each one
- * optional: a missing entry gets no rule). */
+ * Gemini CLI, and the cache directories their tools write. The only entries
+ * of home an agent may write when narrow_home is set (each one optional: a
+ * missing entry gets no rule; lyhd makes the launched agent's own). Not
+ * ~/.config or ~/.local as a whole: lyh's own config, git's, systemd user
+ * units, autostart entries and ~/.local/bin live there. */
 #define AGENT_NARROW_HOME_ENTRIES                                                             \
-    { ".claude", ".claude.json", ".codex", ".gemini", ".config", ".cache", ".local", ".npm" }
-#define AGENT_NARROW_HOME_COUNT 8u
+    { ".claude", ".claude.json", ".codex", ".gemini", ".cache", ".npm" }
+#define AGENT_NARROW_HOME_COUNT 6u
 
 #endif

@@ -246,6 +246,44 @@ static void private_tmp(const struct spawn_plan *p, int status_fd) {
         close(dfd);
 }
 
+/* Keep entries of home read-only: each, looked up as the agent (its last
+ * component not followed: a symlink is covered itself, so it cannot be
+ * replaced), gets a bind mount of itself, made detached (open_tree), set
+ * read-only, nosuid and nodev there (mount_setattr) and only then attached
+ * onto the object that was opened (move_mount): no path is resolved as root
+ * and no moment exists where the mount is attached but writable. A pin is
+ * the same without the attributes. Recursive clones, so what an earlier step
+ * mounted below an entry stays. A missing entry (gone since the daemon
+ * looked) is skipped: there is nothing to write through. */
+static void protect_home(const struct spawn_plan *p, int status_fd) {
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+
+    if (p->n_protect > SPAWN_MAX_PROTECT)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, E2BIG);
+    for (size_t i = 0; i < p->n_protect; i++) {
+        int fd, tree;
+        as_agent(p, status_fd);
+        fd = open(p->protect[i].path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        int err = fd < 0 ? errno : 0;
+        as_root(status_fd);
+        if (fd < 0) {
+            if (err == ENOENT || err == EACCES || err == ENOTDIR)
+                continue;
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, err);
+        }
+        tree = (int)syscall(SYS_open_tree, fd, "",
+                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+        if (tree < 0 ||
+            (p->protect[i].ro &&
+             syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro, sizeof(ro)) < 0) ||
+            syscall(SYS_move_mount, tree, "", fd, "",
+                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+        close(tree);
+        close(fd);
+    }
+}
+
 /* Hide what the agent must not reach: each place is looked up as the agent
  * (as_agent) and covered where it was found: a directory with an empty
  * read-only tmpfs, a socket with /dev/null (connect() then fails). The mount
@@ -349,6 +387,7 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
               "newinstance,ptmxmode=0666,mode=0620") < 0 ||
         mount("/dev/pts/ptmx", "/dev/ptmx", NULL, MS_BIND, NULL) < 0)
         child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+    protect_home(p, status_fd);
     cover_hidden(p, status_fd);
     private_tmp(p, status_fd);
     k = ll_add_devpts_child(p->landlock_fd, p->landlock_handled);

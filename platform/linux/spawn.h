@@ -19,6 +19,15 @@
 #define SPAWN_MAX_HIDE 64
 /* Granted directories one launch may show again inside its private /tmp. */
 #define SPAWN_MAX_EXPOSE 40
+/* Mounts that keep entries of home read-only (and pin their ancestors). */
+#define SPAWN_MAX_PROTECT 160
+
+/* One of them: path bound onto itself, read-only (ro) or as it was (a pin:
+ * a mount point cannot be renamed or removed). */
+struct spawn_cover {
+    const char *path;
+    bool ro;
+};
 
 struct sc_program;
 
@@ -75,6 +84,11 @@ struct spawn_plan {
      * same path inside the private ones. At most SPAWN_MAX_EXPOSE. */
     const char *const *expose;
     size_t n_expose;
+    /* Entries of home kept read-only, in order (pins before what lies
+     * below them); each looked up as the agent, bound onto itself. At most
+     * SPAWN_MAX_PROTECT. */
+    const struct spawn_cover *protect;
+    size_t n_protect;
 };
 
 struct spawn_failure {

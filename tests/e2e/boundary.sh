@@ -11,6 +11,10 @@
 #      process and the agent on lo, and are refused from the LAN, the VPN
 #      side and another session; with --no-cgroup (no way to tell its
 #      sockets apart) servers stay denied and lyh run says so
+#   6. entries of home that would run code as the user later (shell start-up
+#      files, git and ssh config, systemd user units, lyh's own config) are
+#      read-only in the default and the narrow-home mode, the policy's and the
+#      user's additions too; a --narrow-home first run makes the agent's state
 #   5. through lo a session reaches only its own servers, the host ports it
 #      listed (--allow-host-port) and the resolver's port: not a service of
 #      the same user on 127.0.0.1, ::1 or the host's LAN address, not even by
@@ -357,6 +361,105 @@ n_listed=$(seen "$APORT")
 t_check "5: the services on the listed port saw its 4 probes ($n_listed)" [ "$n_listed" -eq 4 ]
 t_check "5: the refusals are in the audit log" \
     sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --verdict denied --port $HPORT --json | grep -q '127.0.0.1'"
+
+# ---- 6. what would run as the user later stays read-only ---------------------------------
+echo "# 6. shell start-up files, git, ssh, systemd user units, lyh's own config: read-only"
+lyh_as_user sh -c 'printf "[user]\n\tname = t\n" >~/.gitconfig && mkdir -p ~/dotfiles ~/proj &&
+    echo "# z" >~/dotfiles/zshrc && ln -s dotfiles/zshrc ~/.zshrc && echo "registry=x" >~/.npmrc' ||
+    t_fail "6: the user's dotfiles" "cannot make them"
+sum_before=$(cd "$LYH_HOME" && cat .bashrc .profile .gitconfig dotfiles/zshrc .npmrc | md5sum)
+# WRITES: each attempt's errno name, or "ok"
+WRITES='import os, errno
+h = os.environ["HOME"]
+def j(p): return os.path.join(h, p)
+def tryit(name, f):
+    try:
+        f(); print(name, "ok", flush=True)
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno), flush=True)
+def append(p):
+    with open(j(p), "a") as fh: fh.write("echo pwned\n")
+def create(p):
+    with open(j(p), "w") as fh: fh.write("x\n")
+def over(p):
+    create("evil"); os.rename(j("evil"), j(p))
+tryit("append-bashrc", lambda: append(".bashrc"))
+tryit("append-profile", lambda: append(".profile"))
+tryit("append-gitconfig", lambda: append(".gitconfig"))
+tryit("append-zshrc-link", lambda: append(".zshrc"))
+tryit("unlink-zshrc-link", lambda: os.unlink(j(".zshrc")))
+tryit("rename-over-bashrc", lambda: over(".bashrc"))
+tryit("unlink-bashrc", lambda: os.unlink(j(".bashrc")))
+tryit("create-lyh-config", lambda: create(".config/lianyaohu/config.toml"))
+tryit("create-lyh-trust", lambda: create(".config/lianyaohu/trusted.toml"))
+tryit("create-git-config", lambda: create(".config/git/config"))
+tryit("create-user-unit", lambda: create(".config/systemd/user/evil.service"))
+tryit("create-local-bin", lambda: create(".local/bin/ls"))
+tryit("create-ssh-keys", lambda: create(".ssh/authorized_keys"))
+tryit("rename-config-away", lambda: os.rename(j(".config"), j(".config.old")))
+tryit("rename-local-away", lambda: os.rename(j(".local"), j(".local.old")))
+tryit("append-npmrc", lambda: append(".npmrc"))
+tryit("write-notes", lambda: create("notes.txt"))'
+PROTECTED="append-bashrc append-profile append-gitconfig append-zshrc-link unlink-zshrc-link
+    rename-over-bashrc unlink-bashrc create-lyh-config create-lyh-trust create-git-config
+    create-user-unit create-local-bin create-ssh-keys rename-config-away rename-local-away"
+refused() { grep -Eq "^$1 (EROFS|EBUSY|EACCES|EPERM|EXDEV)\$" <<<"$2"; }
+for mode in default narrow; do
+    flag=()
+    [ "$mode" = narrow ] && flag=(--narrow-home --cwd "$LYH_HOME/proj")
+    out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui "${flag[@]}" -- /usr/bin/python3 -c "$WRITES" </dev/null 2>&1)
+    echo "$out" | sed 's/^/#   /'
+    for w in $PROTECTED; do
+        t_check "6 ($mode): $w is refused" refused "$w" "$out"
+    done
+    if [ "$mode" = default ]; then
+        t_check "6 ($mode): ~/.npmrc is writable (not on the list)" grep -qx "append-npmrc ok" <<<"$out"
+        t_check "6 ($mode): the rest of home is writable" grep -qx "write-notes ok" <<<"$out"
+        t_check "6 ($mode): lyh run says a session in the home may write all of it" \
+            grep -q "the working directory is your home" <<<"$out"
+    else
+        t_check "6 ($mode): the rest of home is not" refused write-notes "$out"
+        out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --narrow-home -- /bin/true </dev/null 2>&1)
+        t_check "6 ($mode): lyh run says --narrow-home does not narrow a session in the home" \
+            grep -q "narrow-home does not narrow a session started here" <<<"$out"
+    fi
+done
+# Undo what the default mode's notes.txt and the npmrc line did; keep the rest
+lyh_as_user sh -c 'rm -f ~/notes.txt; echo "registry=x" >~/.npmrc'
+sum_after=$(cd "$LYH_HOME" && cat .bashrc .profile .gitconfig dotfiles/zshrc .npmrc | md5sum)
+t_check "6: the protected files are unchanged outside" [ "$sum_before" = "$sum_after" ]
+t_check "6: ~/.config/lianyaohu was made (empty, the user's, 0700)" \
+    eval '[ "$(stat -c %U:%a "$LYH_HOME/.config/lianyaohu")" = "$LYH_USER:700" ] && [ -z "$(ls -A "$LYH_HOME/.config/lianyaohu")" ]'
+t_check "6: ~/.config and ~/.local are where they were" test -d "$LYH_HOME/.config/git" -a -d "$LYH_HOME/.local/bin"
+t_check "6: the dotfile link is still a link" test -L "$LYH_HOME/.zshrc"
+
+# The user's own additions (paths.protect) and the admin's (protect_paths).
+lyh_as_user sh -c 'mkdir -p ~/.config/lianyaohu 2>/dev/null; true'
+out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --writable "$LYH_HOME/.ssh" -- /bin/true </dev/null 2>&1)
+t_check "6: --writable ~/.ssh is refused, and says why" grep -q "is protected: agents may not write it" <<<"$out"
+printf 'allowed_interface_patterns = ["tun*"]\nprotect_paths = ["~/.npmrc"]\n' >"$LYH_TMP/protect.toml"
+"$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/protect.toml" >/dev/null 2>&1 ||
+    t_fail "6: policy set protect_paths" "$("$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/protect.toml" 2>&1)"
+out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- /usr/bin/python3 -c "$WRITES" </dev/null 2>&1)
+t_check "6: the policy's protect_paths keeps ~/.npmrc read-only" refused append-npmrc "$out"
+printf 'allowed_interface_patterns = ["tun*", "wg*"]\n' >"$LYH_TMP/protect0.toml"
+"$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/protect0.toml" >/dev/null 2>&1
+
+# --narrow-home on a first run: the agent's own state is made and writable.
+FAKE='#!/usr/bin/python3
+import json, os
+h = os.environ["HOME"]
+os.makedirs(os.path.join(h, ".claude", "projects"), exist_ok=True)
+with open(os.path.join(h, ".claude", "settings.json"), "w") as f: f.write("{}")
+with open(os.path.join(h, ".claude.json")) as f: cfg = json.load(f)
+cfg["firstRun"] = False
+with open(os.path.join(h, ".claude.json"), "w") as f: json.dump(cfg, f)
+print("claude state ok", flush=True)'
+lyh_as_user sh -c 'rm -rf ~/.claude ~/.claude.json; cat >~/proj/claude; chmod 755 ~/proj/claude' <<<"$FAKE"
+out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --narrow-home --cwd "$LYH_HOME/proj" -- ./claude </dev/null 2>&1)
+t_check "6: --narrow-home first run without ~/.claude works ($(tail -n 1 <<<"$out"))" grep -qx "claude state ok" <<<"$out"
+t_check "6: ... and its state is the user's" eval '[ "$(stat -c %U "$LYH_HOME/.claude.json")" = "$LYH_USER" ] && grep -q firstRun "$LYH_HOME/.claude.json"'
+t_check "6: a session started elsewhere gets no note about the home" eval '! grep -q "working directory is your home" <<<"$out"'
 
 # A session started while servers are allowed keeps its seccomp filter: a
 # lyhd that cannot keep the network off them any more (here --no-cgroup)

@@ -197,6 +197,7 @@ static const char proj_text[] = "[network]\n"
                                 "read_only = [\"/opt/sdk/\"]\n"
                                 "narrow_home = true\n"
                                 "agent_state_dirs = [\".cargo\"]\n"
+                                "protect = [\"~/.npmrc\"]\n"
                                 "[env]\n"
                                 "LANG = \"en_US.UTF-8\"\n"
                                 "TOKEN = \"x\"\n";
@@ -272,6 +273,8 @@ static void test_widening_stripped(void **state) {
     assert_int_equal(c->deny.n, 2);
     assert_string_equal(c->deny.v[1].value, "[fd00::/8]:80-90");
     assert_true(c->narrow_home.value);
+    assert_int_equal(c->protect.n, 1); /* a narrowing: applies untrusted, canonical */
+    assert_string_equal(c->protect.v[0].value, ".npmrc");
     /* The widenings did not. */
     assert_int_equal(c->allow.n, 0);
     assert_int_equal(c->lan_allow.n, 0);
@@ -455,6 +458,12 @@ static void test_schema_errors(void **state) {
                  "range such as 8000-8099");
     schema_error(e, false, "[network]\nhost_ports = [\"90-80\"]\n",
                  "2:15: network.host_ports[0]: '90-80': the range runs backwards (90-80)");
+    schema_error(e, false, "[paths]\nprotect = [\".config/../x\"]\n",
+                 "2:12: paths.protect[0]: '.config/../x' empty, \".\" and \"..\" components are not "
+                 "allowed");
+    schema_error(e, false, "[paths]\nprotect = [\"/etc\"]\n",
+                 "2:12: paths.protect[0]: '/etc' must be relative to your home (\"~/NAME\" or "
+                 "\"NAME\")");
     schema_error(e, false, "[paths]\nagent_state_dirs = [\"a/b\"]\n",
                  "2:21: paths.agent_state_dirs[0]: 'a/b' must be one name under your home (no "
                  "'/', under 64 bytes)");
