@@ -31,6 +31,10 @@
 
 /* The guard group: sockets owned by this gid are subject to the egress guard. */
 #define LYH_GUARD_GID_DEFAULT 2000000u
+/* Each user's agents get a guard gid of their own in guard_gid+1 ..
+ * guard_gid+LYH_GUARD_GID_SPAN-1 (guard_gid itself is group _lianyaohu's);
+ * the firewall guards the whole range. */
+#define LYH_GUARD_GID_SPAN 65536u
 #define LYH_GUARD_GROUP_NAME "_lianyaohu"
 
 #endif

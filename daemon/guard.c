@@ -65,6 +65,7 @@ int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_ch
         .cgroup_id = s->row.cgroup_id,
         .uid = s->row.uid,
         .guard_gid = d->cfg.guard_gid,
+        .guard_gid_max = d->cfg.guard_gid_max,
         .iface = s->spec.iface,
         .log = d->guard->base.log,
     };
@@ -174,6 +175,7 @@ int guard_render_shared(struct lyhd *d, const struct store_guard *g, const struc
         .scope = nftr_scope_of(g->scope),
         .uid = g->uid,
         .guard_gid = d->cfg.guard_gid,
+        .guard_gid_max = d->cfg.guard_gid_max,
         .iface = spec->iface,
         .log = d->guard->base.log,
     };
@@ -818,6 +820,7 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
     }
     g->base = (struct nftr_base_params){
         .guard_gid = d->cfg.guard_gid,
+        .guard_gid_max = d->cfg.guard_gid_max,
         .cgroupv2 = g->have_cgroup,
         .cgroup_level = g->have_cgroup ? g->cg.session_level : NFTR_DEFAULT_CGROUP_LEVEL,
         .log = {.group = NFTR_DEFAULT_NFLOG_GROUP,
@@ -846,8 +849,8 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
         return r;
     }
     if (flags & NFT_BASE_CREATED)
-        log_info("created table inet lianyaohu (guard gid %u, session cgroups at level %u)",
-                 g->base.guard_gid, g->base.cgroup_level);
+        log_info("created table inet lianyaohu (guard gids %u-%u, session cgroups at level %u)",
+                 g->base.guard_gid, g->base.guard_gid_max, g->base.cgroup_level);
     if (g->listeners)
         log_info("sessions may run local servers: packets for their sockets are refused on "
                  "every interface but lo (chain input)");

@@ -31,7 +31,8 @@ struct lyhd_config {
     unsigned max_fds_per_msg;
     const char *admin_group;     /* NULL: only root is admin */
     gid_t admin_gid;
-    uint32_t guard_gid;
+    uint32_t guard_gid;          /* the range's base: group _lianyaohu */
+    uint32_t guard_gid_max;      /* guard_gid + LYH_GUARD_GID_SPAN - 1 */
     bool use_syslog;
     bool verbose;
     bool allow_root_run;         /* let uid 0 use Run (never by default) */
@@ -72,5 +73,10 @@ struct lyhd {
 /* Monotonic and wall clocks in milliseconds. */
 uint64_t lyhd_mono_ms(void);
 int64_t lyhd_wall_ms(void);
+
+/* Is g one of the guard gids (any user's agents, or the base)? */
+static inline bool lyhd_guard_gid(const struct lyhd_config *c, uint32_t g) {
+    return g >= c->guard_gid && g <= c->guard_gid_max;
+}
 
 #endif

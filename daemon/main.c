@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -136,7 +137,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         case O_STATE: cfg->state_dir = optarg; break;
         case O_ADMIN: cfg->admin_group = optarg; break;
         case O_GUARD:
-            if (parse_uint("--guard-gid", optarg, 1, 0x7ffffffe, &v) < 0)
+            if (parse_uint("--guard-gid", optarg, 1, 0x7ffffffe - LYH_GUARD_GID_SPAN, &v) < 0)
                 return -EINVAL;
             cfg->guard_gid = v;
             break;
@@ -209,6 +210,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         }
         cfg->admin_gid = g->gr_gid;
     }
+    cfg->guard_gid_max = cfg->guard_gid + LYH_GUARD_GID_SPAN - 1;
     return 0;
 }
 
@@ -235,8 +237,32 @@ static int take_lock(const char *state_dir, int *ret_fd) {
  * agents of every user leave group-readable. A missing group is created
  * (groupadd, no shell: the name and number are ours, not the caller's). */
 static int check_guard_group(const struct lyhd_config *cfg) {
-    struct group *g = getgrgid(cfg->guard_gid);
-    struct group *n;
+    struct group *g, *n;
+    struct passwd *pw;
+
+    /* The users' guard gids above it are ours too: no group may hold one,
+     * and no account may have one as its primary gid. */
+    setgrent();
+    while ((g = getgrent()))
+        if (g->gr_gid > cfg->guard_gid && g->gr_gid <= cfg->guard_gid_max) {
+            log_error("group '%s' has gid %u, inside the guard gids %u-%u that lyhd gives to "
+                      "each user's agents; pick another range with --guard-gid",
+                      g->gr_name, g->gr_gid, cfg->guard_gid, cfg->guard_gid_max);
+            endgrent();
+            return -EEXIST;
+        }
+    endgrent();
+    setpwent();
+    while ((pw = getpwent()))
+        if (pw->pw_gid >= cfg->guard_gid && pw->pw_gid <= cfg->guard_gid_max) {
+            log_error("user '%s' has primary gid %u, inside the guard gids %u-%u; pick another "
+                      "range with --guard-gid",
+                      pw->pw_name, pw->pw_gid, cfg->guard_gid, cfg->guard_gid_max);
+            endpwent();
+            return -EEXIST;
+        }
+    endpwent();
+    g = getgrgid(cfg->guard_gid);
 
     if (g && strcmp(g->gr_name, LYH_GUARD_GROUP_NAME) != 0) {
         log_error("gid %u belongs to group '%s', not %s; pick a free gid with --guard-gid",

@@ -65,6 +65,10 @@ static int one(struct prot_list *l, const char *home, const char *name, bool cre
                 return 0;
             if (mkdir(next, 0700) < 0 && errno != EEXIST) {
                 int e = errno;
+                /* The user cannot make it here, so neither can the agent
+                 * (it has at most the user's rights): nothing to cover. */
+                if (e == EACCES || e == EPERM || e == EROFS)
+                    return 0;
                 set_why(why, whylen, "cannot create %s (to keep agents from making it): %s",
                         next, strerror(e));
                 return -e;

@@ -82,6 +82,7 @@ struct run_prep {
     size_t n_hide;
     char *expose[RUN_MAX_EXPOSE]; /* granted dirs under a private /tmp root */
     size_t n_expose;
+    gid_t gid;             /* the caller's guard gid: the agent's gid */
     struct prot_list prot; /* entries of home kept read-only, with their pins */
     struct spawn_cover covers[PROT_MAX];
     /* A refusal decided while the thread has the caller's file-system
@@ -630,12 +631,47 @@ static int take_stdio(struct rpc_call *call, struct run_prep *p, const Lianyaohu
 }
 
 static bool group_dropped(struct lyhd *d, gid_t g) {
-    if (g == d->cfg.guard_gid || (d->cfg.admin_group && g == d->cfg.admin_gid))
+    if (lyhd_guard_gid(&d->cfg, g) || (d->cfg.admin_group && g == d->cfg.admin_gid))
         return true;
     for (size_t i = 0; i < d->n_drop_gids; i++)
         if (d->drop_gids[i] == g)
             return true;
     return false;
+}
+
+/* The guard gid of uid's agents: its own, so that no two users' agents share
+ * a group (files an agent makes belong to it; with one gid for all, user A's
+ * agent could read user B's agent's 0640 files). Given on the first launch
+ * and kept in state.db for good (one small transaction, once per user); a
+ * recorded gid outside today's range (--guard-gid changed) is given anew. */
+static int user_guard_gid(struct lyhd *d, struct rpc_call *call, uid_t uid, gid_t *ret) {
+    uint32_t g = 0;
+    int r = store_guard_gid_get(d->store, uid, &g);
+
+    if (r == 0 && g > d->cfg.guard_gid && g <= d->cfg.guard_gid_max) {
+        *ret = g;
+        return 0;
+    }
+    if (r < 0 && r != -ENOENT)
+        return fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s",
+                    store_errmsg(d->store));
+    r = store_begin(d->store);
+    if (r == 0)
+        r = store_guard_gid_free(d->store, d->cfg.guard_gid + 1, d->cfg.guard_gid_max, &g);
+    if (r == 0)
+        r = store_guard_gid_set(d->store, uid, g);
+    if (r == 0)
+        r = store_commit(d->store);
+    if (r < 0) {
+        int code = r == -ENOSPC ? LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED
+                                : LIANYAOHU__V1__CODE__UNAVAILABLE;
+        fail(call, code, "cannot give you a guard gid: %s", store_errmsg(d->store));
+        store_rollback(d->store);
+        return -1;
+    }
+    log_info("uid %u: agents run with guard gid %u", uid, g);
+    *ret = g;
+    return 0;
 }
 
 /* The child's supplementary groups: the peer's own (as the kernel recorded
@@ -1124,12 +1160,14 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         }
     }
     pick_groups(d, call, &p);
+    if (user_guard_gid(d, call, s->row.uid, &p.gid) < 0)
+        goto out;
 
     /* 4. Make things, each recorded first. */
     {
         char name[64];
         snprintf(name, sizeof(name), "lyh-%s", s->row.id);
-        k = fs_make_private_dir(d->cfg.tmp_parent, name, s->row.uid, d->cfg.guard_gid,
+        k = fs_make_private_dir(d->cfg.tmp_parent, name, s->row.uid, p.gid,
                                 private_tmp_subs, ARRAY_SIZE(private_tmp_subs));
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the tmpdir %s: %s",
@@ -1211,7 +1249,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         .cgroup_dir_fd = p.cg_dir_fd,
         .cgroup_procs_fd = p.procs_fd,
         .uid = s->row.uid,
-        .gid = d->cfg.guard_gid,
+        .gid = p.gid,
         .groups = p.groups,
         .n_groups = p.n_groups,
         .landlock_fd = p.ll_fd,

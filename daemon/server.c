@@ -184,7 +184,7 @@ static void accept_one(struct server *s, int fd) {
     /* A process inside a sandbox (it runs with the guard gid) must not drive
      * the daemon: it could start sessions of its own or, worse, reach admin
      * methods through groups its user has. */
-    if (cred.gid == s->d->cfg.guard_gid) {
+    if (lyhd_guard_gid(&s->d->cfg, cred.gid)) {
         if (!s->d->audit ||
             audit_request(s->d, cred.uid, cred.pid, NULL, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                           "refused", "connection from inside a lyh sandbox"))

@@ -209,7 +209,12 @@ static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
         j->end_row = true;
         j->row = *end_row;
     }
-    r = fs_remove_tree_as(j->path, uid, d->cfg.guard_gid, &pid, &j->pidfd);
+    /* as its owner: the uid, and the gid fs_make_private_dir gave it (the
+     * user's guard gid; the base one for a directory of an older lyhd) */
+    struct stat st;
+    gid_t gid = lstat(j->path, &st) == 0 && lyhd_guard_gid(&d->cfg, st.st_gid) ? st.st_gid
+                                                                               : d->cfg.guard_gid;
+    r = fs_remove_tree_as(j->path, uid, gid, &pid, &j->pidfd);
     if (r < 0) {
         log_warn("cannot remove %s: %s", j->path, strerror(-r));
         tmpdir_job_finish(j, NULL);
@@ -283,7 +288,7 @@ unsigned session_sweep_tmpdirs(struct lyhd *d) {
          * An agent could make such a directory too (it runs with the guard
          * gid): it is removed with its owner's rights only. */
         if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
-            st.st_gid != d->cfg.guard_gid || session_find(d, id))
+            !lyhd_guard_gid(&d->cfg, st.st_gid) || session_find(d, id))
             continue;
         int r = store_session_get(d->store, id, &row);
         if (r == 0 && row.state != STORE_SESSION_ENDED)

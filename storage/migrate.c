@@ -109,6 +109,17 @@ static const char migration_1[] =
     "PRAGMA application_id = 1280919601;" /* STORE_APPLICATION_ID */
     "PRAGMA user_version = 1;";
 
+/* Version 2: one guard gid per user. The agent runs with it as its gid, so
+ * files an agent creates belong to that group: a gid shared by all users'
+ * agents let user A's agent read user B's agent's 0640 files. A gid, once
+ * given, stays the user's (lyhd reassigns only one outside its range). */
+static const char migration_2[] =
+    "CREATE TABLE guard_gids ("
+    "  uid INTEGER NOT NULL PRIMARY KEY CHECK (uid BETWEEN 0 AND 4294967295),"
+    "  gid INTEGER NOT NULL UNIQUE CHECK (gid BETWEEN 1 AND 4294967294)"
+    ") STRICT;"
+    "PRAGMA user_version = 2;";
+
 struct migration {
     int64_t version;
     const char *sql;
@@ -116,6 +127,7 @@ struct migration {
 
 static const struct migration migrations[] = {
     { 1, migration_1 },
+    { 2, migration_2 },
 };
 
 _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,

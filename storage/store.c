@@ -89,6 +89,15 @@ static const char *const stmt_sql[STMT__MAX] = {
     [STMT_META_GET] = "SELECT value FROM meta WHERE key = ?1",
     [STMT_META_SET] = "INSERT INTO meta (key, value) VALUES (?1, ?2) "
                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    [STMT_GGID_GET] = "SELECT gid FROM guard_gids WHERE uid = ?1",
+    [STMT_GGID_SET] = "INSERT INTO guard_gids (uid, gid) VALUES (?1, ?2) "
+                      "ON CONFLICT (uid) DO UPDATE SET gid = excluded.gid",
+    /* ?1 itself, or the first gid after a taken one, whichever is free and lowest */
+    [STMT_GGID_FREE] = "SELECT ?1 AS g WHERE NOT EXISTS (SELECT 1 FROM guard_gids WHERE gid = ?1) "
+                       "UNION ALL SELECT a.gid + 1 FROM guard_gids AS a "
+                       "WHERE a.gid BETWEEN ?1 AND ?2 - 1 "
+                       "AND NOT EXISTS (SELECT 1 FROM guard_gids WHERE gid = a.gid + 1) "
+                       "ORDER BY g LIMIT 1",
 };
 
 /* ---- errors ------------------------------------------------------------------------ */
@@ -1359,4 +1368,57 @@ int store_meta_set(struct store *s, const char *key, const char *value) {
     if (r < 0)
         return r;
     return step_done(s, st, "set meta");
+}
+
+/* ---- guard gids -------------------------------------------------------------------------- */
+
+int store_guard_gid_get(struct store *s, uint32_t uid, uint32_t *ret) {
+    _cleanup_reset_ sqlite3_stmt *st = s->stmt[STMT_GGID_GET];
+    int r, rc;
+
+    s->err[0] = '\0';
+    r = bind_i64(s, st, 1, uid);
+    if (r < 0)
+        return r;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE)
+        return store_errf(s, -ENOENT, "no guard gid for uid %u", uid);
+    if (rc != SQLITE_ROW)
+        return store_sql_fail(s, rc, "get the guard gid of uid %u", uid);
+    int64_t g = sqlite3_column_int64(st, 0);
+    if (g < 1 || g > 4294967294)
+        return corrupt(s, "guard gid");
+    *ret = (uint32_t)g;
+    return 0;
+}
+
+int store_guard_gid_set(struct store *s, uint32_t uid, uint32_t gid) {
+    _cleanup_reset_ sqlite3_stmt *st = s->stmt[STMT_GGID_SET];
+    int r;
+
+    s->err[0] = '\0';
+    if ((r = bind_i64(s, st, 1, uid)) < 0 || (r = bind_i64(s, st, 2, gid)) < 0)
+        return r;
+    return step_done(s, st, "set a guard gid");
+}
+
+int store_guard_gid_free(struct store *s, uint32_t min, uint32_t max, uint32_t *ret) {
+    _cleanup_reset_ sqlite3_stmt *st = s->stmt[STMT_GGID_FREE];
+    int r, rc;
+
+    s->err[0] = '\0';
+    if (min == 0 || min > max)
+        return store_errf(s, -EINVAL, "guard gid range %u-%u", min, max);
+    if ((r = bind_i64(s, st, 1, min)) < 0 || (r = bind_i64(s, st, 2, max)) < 0)
+        return r;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE)
+        return store_errf(s, -ENOSPC, "every guard gid in %u-%u is taken", min, max);
+    if (rc != SQLITE_ROW)
+        return store_sql_fail(s, rc, "find a free guard gid");
+    int64_t g = sqlite3_column_int64(st, 0);
+    if (g < min || g > max)
+        return store_errf(s, -ENOSPC, "every guard gid in %u-%u is taken", min, max);
+    *ret = (uint32_t)g;
+    return 0;
 }

@@ -30,7 +30,7 @@
 struct store;
 
 /* The latest schema version this build creates (PRAGMA user_version). */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 /* Size of the error message buffers (store->err, store_open's message). */
 #define STORE_ERR_MAX 512
@@ -187,6 +187,13 @@ int store_policy_foreach(struct store *s, uint32_t limit,
                          void *userdata);
 /* Frees the blob and resets the struct; accepts NULL. */
 void store_policy_version_free(struct store_policy_version *v);
+
+/* Per-user guard gids. get: -ENOENT. set: insert or replace uid's; -EEXIST
+ * when another uid has gid. free: the lowest gid in [min, max] no uid has;
+ * -ENOSPC when there is none. */
+int store_guard_gid_get(struct store *s, uint32_t uid, uint32_t *ret);
+int store_guard_gid_set(struct store *s, uint32_t uid, uint32_t gid);
+int store_guard_gid_free(struct store *s, uint32_t min, uint32_t max, uint32_t *ret);
 
 /* Key/value metadata (e.g. guard gid, last clean shutdown). Keys are 1..128
  * bytes, values at most 4096. get: -ENOENT; -ERANGE when value + NUL does not

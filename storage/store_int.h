@@ -34,6 +34,9 @@ enum store_stmt {
     STMT_POLICY_LIST,
     STMT_META_GET,
     STMT_META_SET,
+    STMT_GGID_GET,
+    STMT_GGID_SET,
+    STMT_GGID_FREE,
     STMT__MAX,
 };
 

@@ -684,6 +684,27 @@ static void e_reject(struct eb *b, uint32_t type, uint8_t code) {
     nftnl_expr_set_u8(e, NFTNL_EXPR_REJECT_CODE, code);
 }
 
+/* The register holds a gid in host order: as nft does for a range, turn it
+ * big-endian (byteorder) so the range's memcmp orders like the numbers. */
+static void e_gid_range(struct eb *b, bool outside, uint32_t lo, uint32_t hi) {
+    struct nftnl_expr *e = ex(b, "byteorder");
+    if (e) {
+        nftnl_expr_set_u32(e, NFTNL_EXPR_BYTEORDER_SREG, NFT_REG_1);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_BYTEORDER_DREG, NFT_REG_1);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_BYTEORDER_OP, NFT_BYTEORDER_HTON);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_BYTEORDER_LEN, sizeof(uint32_t));
+        nftnl_expr_set_u32(e, NFTNL_EXPR_BYTEORDER_SIZE, sizeof(uint32_t));
+    }
+    uint32_t from = htonl(lo), to = htonl(hi);
+    e = ex(b, "range");
+    if (e) {
+        nftnl_expr_set_u32(e, NFTNL_EXPR_RANGE_SREG, NFT_REG_1);
+        nftnl_expr_set_u32(e, NFTNL_EXPR_RANGE_OP, outside ? NFT_RANGE_NEQ : NFT_RANGE_EQ);
+        ex_data(b, e, NFTNL_EXPR_RANGE_FROM_DATA, &from, sizeof(from));
+        ex_data(b, e, NFTNL_EXPR_RANGE_TO_DATA, &to, sizeof(to));
+    }
+}
+
 static void e_match(struct eb *b, const struct nftr_match *m) {
     switch (m->type) {
     case NFTR_M_OIFNAME: {
@@ -746,13 +767,17 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         break;
     }
     case NFTR_M_SKUID:
-    case NFTR_M_SKGID:
-        e_meta(b, m->type == NFTR_M_SKUID ? NFT_META_SKUID : NFT_META_SKGID);
+        e_meta(b, NFT_META_SKUID);
         e_cmp(b, NFT_CMP_EQ, &m->id, sizeof(m->id));
         break;
+    case NFTR_M_SKGID:
     case NFTR_M_SKGID_NE:
         e_meta(b, NFT_META_SKGID);
-        e_cmp(b, NFT_CMP_NEQ, &m->id, sizeof(m->id));
+        if (m->id_max > m->id) {
+            e_gid_range(b, m->type == NFTR_M_SKGID_NE, m->id, m->id_max);
+            break;
+        }
+        e_cmp(b, m->type == NFTR_M_SKGID_NE ? NFT_CMP_NEQ : NFT_CMP_EQ, &m->id, sizeof(m->id));
         break;
     case NFTR_M_IIFNAME_NE:
     case NFTR_M_OIFNAME_NE: {

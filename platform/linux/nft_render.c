@@ -226,8 +226,11 @@ static void m_dport(struct matches *ms, uint8_t proto, uint16_t lo, uint16_t hi)
     m->port_max = hi;
 }
 
-static void m_id(struct matches *ms, enum nftr_match_type type, uint32_t id) {
-    mpush(ms, type)->id = id;
+/* meta skgid A or A-B (id_max 0: A alone) */
+static void m_gids(struct matches *ms, enum nftr_match_type type, uint32_t id, uint32_t id_max) {
+    struct nftr_match *m = mpush(ms, type);
+    m->id = id;
+    m->id_max = id_max;
 }
 
 /* Logging context of one chain. */
@@ -408,7 +411,9 @@ static int input_valid(const struct nftr_input *in) {
     case NFTR_SCOPE_SHARED_USER:
         if (in->uid == UINT32_MAX ||
             (in->scope == NFTR_SCOPE_SHARED_USER &&
-             (in->guard_gid == 0 || in->guard_gid == UINT32_MAX)))
+             (in->guard_gid == 0 || in->guard_gid == UINT32_MAX ||
+              (in->guard_gid_max && (in->guard_gid_max < in->guard_gid ||
+                                     in->guard_gid_max == UINT32_MAX)))))
             return -EINVAL;
         if (in->lo_mark)
             return -EINVAL;
@@ -559,6 +564,7 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
         if (in->scope == NFTR_SCOPE_SHARED_USER) {
             d->match[1].type = NFTR_M_SKGID_NE;
             d->match[1].id = in->guard_gid;
+            d->match[1].id_max = in->guard_gid_max;
             d->n_match = 2;
         }
         d->verdict = NFTR_V_JUMP;
@@ -583,7 +589,8 @@ void nftr_base_free(struct nftr_base *b) {
 }
 
 int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
-    if (!p || p->guard_gid == 0 || p->guard_gid == UINT32_MAX)
+    if (!p || p->guard_gid == 0 || p->guard_gid == UINT32_MAX ||
+        (p->guard_gid_max && (p->guard_gid_max < p->guard_gid || p->guard_gid_max == UINT32_MAX)))
         return -EINVAL;
     if (p->cgroupv2 && (p->cgroup_level < 1 || p->cgroup_level > 255))
         return -EINVAL;
@@ -612,7 +619,7 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
      * session can make itself the reply side of a flow (a datagram with a
      * forged source from one of its sockets to another). Here in output, not
      * in guarded: the uid scopes' dispatch rules go to the head of guarded. */
-    m_id(&ms, NFTR_M_SKGID, p->guard_gid);
+    m_gids(&ms, NFTR_M_SKGID, p->guard_gid, p->guard_gid_max);
     mpush(&ms, NFTR_M_CT_REPLY);
     struct nftr_rule *r = rule_with(&out, &ms);
     if (r) {
@@ -636,7 +643,7 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         }
     }
     ms.n = 0;
-    m_id(&ms, NFTR_M_SKGID, p->guard_gid);
+    m_gids(&ms, NFTR_M_SKGID, p->guard_gid, p->guard_gid_max);
     r = rule_with(&out, &ms);
     if (r) {
         r->verdict = NFTR_V_JUMP;
@@ -825,10 +832,10 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
         sb_printf(s, "meta skuid %" PRIu32, m->id);
         break;
     case NFTR_M_SKGID:
-        sb_printf(s, "meta skgid %" PRIu32, m->id);
-        break;
     case NFTR_M_SKGID_NE:
-        sb_printf(s, "meta skgid != %" PRIu32, m->id);
+        sb_printf(s, "meta skgid %s%" PRIu32, m->type == NFTR_M_SKGID_NE ? "!= " : "", m->id);
+        if (m->id_max > m->id)
+            sb_printf(s, "-%" PRIu32, m->id_max);
         break;
     case NFTR_M_IIFNAME_NE:
         sb_printf(s, "iifname != \"%s\"", m->name);
@@ -987,7 +994,10 @@ static void put_set(struct sb *s, int family, const char *name) {
 int nftr_base_text(const struct nftr_base *b, char **ret) {
     struct sb s = { .buf = NULL };
     const struct nftr_base_params *p = &b->params;
-    sb_printf(&s, "# lianyaohu base, guard gid %" PRIu32 ", ", p->guard_gid);
+    sb_printf(&s, "# lianyaohu base, guard gid %" PRIu32, p->guard_gid);
+    if (p->guard_gid_max > p->guard_gid)
+        sb_printf(&s, "-%" PRIu32, p->guard_gid_max);
+    sb_printf(&s, ", ");
     if (p->cgroupv2)
         sb_printf(&s, "cgroup v2 level %" PRIu32 "\n", p->cgroup_level);
     else

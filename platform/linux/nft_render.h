@@ -112,7 +112,8 @@ struct nftr_input {
     const char *session_id; /* NFTR_SCOPE_SESSION */
     uint64_t cgroup_id;     /* NFTR_SCOPE_SESSION: id of the session's cgroup, != 0 */
     uint32_t uid;           /* NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER; not (uid_t)-1 */
-    uint32_t guard_gid;     /* NFTR_SCOPE_SHARED_USER: the guard gid its dispatch skips */
+    uint32_t guard_gid;     /* NFTR_SCOPE_SHARED_USER: the guard gids its dispatch skips, */
+    uint32_t guard_gid_max; /* guard_gid..guard_gid_max (0: guard_gid alone) */
     /* NFTR_SCOPE_SESSION when sessions may listen (the base has chain input):
      * nftr_lo_mark(cgroup_id). The session's new flows through lo get this
      * ct mark, and chain lo-<id> lets them reach only the session's own
@@ -127,7 +128,11 @@ struct nftr_input {
 };
 
 struct nftr_base_params {
-    uint32_t guard_gid;    /* sockets of this gid are guarded; != 0, != (gid_t)-1 */
+    /* Sockets whose gid is in guard_gid..guard_gid_max are guarded (each user's
+     * agents have a gid of their own in the range); != 0, != (gid_t)-1.
+     * guard_gid_max 0: guard_gid alone. */
+    uint32_t guard_gid;
+    uint32_t guard_gid_max;
     bool cgroupv2;         /* false: no map sessions, no vmap rule (host without cgroup v2) */
     uint32_t cgroup_level; /* depth of the session cgroups below the cgroup2 root, 1..255 */
     struct nftr_log_params log;
@@ -151,8 +156,8 @@ enum nftr_match_type {
     NFTR_M_DPORT,     /* tcp|udp dport min[-max] (l4proto; implies the l4proto) */
     NFTR_M_CT_NEW,    /* ct state new */
     NFTR_M_SKUID,     /* meta skuid <id> */
-    NFTR_M_SKGID,     /* meta skgid <id> */
-    NFTR_M_SKGID_NE,  /* meta skgid != <id> */
+    NFTR_M_SKGID,     /* meta skgid <id>, or <id>-<id_max> when id_max > id */
+    NFTR_M_SKGID_NE,  /* meta skgid != <id>, or != <id>-<id_max> */
     NFTR_M_IIFNAME_NE, /* iifname != "<name>" */
     NFTR_M_OIFNAME_NE, /* oifname != "<name>" */
     NFTR_M_CT_INVALID, /* ct state invalid,untracked */
@@ -173,6 +178,7 @@ struct nftr_match {
     uint16_t port_min;  /* host order */
     uint16_t port_max;
     uint32_t id;
+    uint32_t id_max;    /* SKGID, SKGID_NE: the top of a range (0: id alone) */
     uint32_t level;     /* SOCK_CGROUP */
     uint64_t cgroup_id; /* SOCK_CGROUP */
     char name[NFTR_NAME_MAX]; /* interface or set name */

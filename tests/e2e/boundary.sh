@@ -15,6 +15,8 @@
 #      files, git and ssh config, systemd user units, lyh's own config) are
 #      read-only in the default and the narrow-home mode, the policy's and the
 #      user's additions too; a --narrow-home first run makes the agent's state
+#   7. user A's agent cannot read or write user B's agent's group-readable
+#      files: each user's agents have a guard gid of their own
 #   5. through lo a session reaches only its own servers, the host ports it
 #      listed (--allow-host-port) and the resolver's port: not a service of
 #      the same user on 127.0.0.1, ::1 or the host's LAN address, not even by
@@ -460,6 +462,40 @@ out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --narrow-home --cwd "$L
 t_check "6: --narrow-home first run without ~/.claude works ($(tail -n 1 <<<"$out"))" grep -qx "claude state ok" <<<"$out"
 t_check "6: ... and its state is the user's" eval '[ "$(stat -c %U "$LYH_HOME/.claude.json")" = "$LYH_USER" ] && grep -q firstRun "$LYH_HOME/.claude.json"'
 t_check "6: a session started elsewhere gets no note about the home" eval '! grep -q "working directory is your home" <<<"$out"'
+
+# ---- 7. no identity shared across users -------------------------------------------------
+echo "# 7. each user's agents have a gid of their own: A's agent cannot read B's agent's files"
+A_VARS=("$LYH_USER" "$LYH_UID" "$LYH_GID" "$LYH_HOME")
+as_user() { LYH_USER=$1 LYH_UID=$2 LYH_GID=$3 LYH_HOME=$4; }
+if lyh_user_create "lyhtb$$"; then
+    B_VARS=("$LYH_USER" "$LYH_UID" "$LYH_GID" "$LYH_HOME")
+    SHARE=/srv/lyh-share-$$
+    MADE+=("$SHARE")
+    install -d -m 0755 "$SHARE" && install -d -o "${B_VARS[1]}" -g "${B_VARS[2]}" -m 0755 "$SHARE/b"
+    outb=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --writable "$SHARE/b" -- \
+        sh -c "umask 007; echo secret >$SHARE/b/s660; chmod 640 $SHARE/b/s660; cp $SHARE/b/s660 $SHARE/b/s640; id -g" </dev/null 2>&1)
+    B_AGENT=$(tail -n 1 <<<"$outb")
+    as_user "${A_VARS[@]}"
+    chmod 660 "$SHARE/b/s660"
+    outa=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --read-only "$SHARE/b" -- \
+        sh -c "cat $SHARE/b/s640 2>&1; echo more >>$SHARE/b/s660 2>&1; cat $SHARE/b/s660 2>&1; id -g" </dev/null 2>&1)
+    A_AGENT=$(tail -n 1 <<<"$outa")
+    echo "$outa" | sed 's/^/#   A: /'
+    t_check "7: B's agent has a guard gid of B's own ($B_AGENT)" lyh_user_guard_gid "$B_AGENT"
+    t_check "7: A's agent has another one ($A_AGENT)" eval 'lyh_user_guard_gid "$A_AGENT" && [ "$A_AGENT" != "$B_AGENT" ]'
+    t_check "7: B's agent's file belongs to B's agent gid" [ "$(stat -c %g "$SHARE/b/s640")" = "$B_AGENT" ]
+    t_check "7: A's agent cannot read B's agent's 0640 file" \
+        eval '! grep -q secret <<<"$outa" && grep -q "s640: Permission denied" <<<"$outa"'
+    t_check "7: nor append to a 0660 one" eval '[ "$(cat "$SHARE/b/s660")" = secret ]'
+    out=$(lyh_as_user cat "$SHARE/b/s640" 2>&1)
+    t_check "7: (outside lyh, A cannot read it either)" grep -q "Permission denied" <<<"$out"
+    gids=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select uid || ':' || gid from guard_gids order by uid" 2>&1)
+    t_check "7: state.db keeps one gid per user ($(tr '\n' ' ' <<<"$gids"))" \
+        eval 'grep -qx "${A_VARS[1]}:$A_AGENT" <<<"$gids" && grep -qx "${B_VARS[1]}:$B_AGENT" <<<"$gids"'
+else
+    t_fail "7: a second test user" "useradd failed"
+fi
+as_user "${A_VARS[@]}"
 
 # A session started while servers are allowed keeps its seccomp filter: a
 # lyhd that cannot keep the network off them any more (here --no-cgroup)

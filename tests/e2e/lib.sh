@@ -37,7 +37,8 @@
 #   LYH_CGBASE                              $LYH_DCG/lyh: lyhd's session subtree
 #   LYH_DAEMON_PID LYH_DAEMON_LOG           the current daemon and its stderr
 #   LYH_USER LYH_UID LYH_GID LYH_HOME       the test user
-#   LYH_GUARD_GID                           2000000
+#   LYH_GUARD_GID                           2000000 (the base; users' agents get one above)
+#   LYH_GUARD_GID_MAX                       the top of the guard gid range
 # Tunables (set before sourcing or before the call):
 #   LYH_SERVE_SECONDS (3600)  lifetime of the echo servers
 #   LYH_CMD_TIMEOUT (120)     bound for lyh_as_user / lyh_in_main commands
@@ -46,6 +47,7 @@
 #                             prlimit --nofile=80:80 --)
 
 LYH_GUARD_GID=2000000
+LYH_GUARD_GID_MAX=$((LYH_GUARD_GID + 65535)) # each user's agents get a gid above the base
 LYH_SERVE_SECONDS=${LYH_SERVE_SECONDS:-3600}
 LYH_CMD_TIMEOUT=${LYH_CMD_TIMEOUT:-120}
 LYH_PORT=7777
@@ -577,6 +579,12 @@ lyh_as_user() {
         setpriv --reuid="$LYH_UID" --regid="$LYH_GID" --init-groups \
         env -i HOME="$LYH_HOME" USER="$LYH_USER" LOGNAME="$LYH_USER" PATH=/usr/bin:/bin LANG=C \
         LYH_SOCKET="$LYH_SOCK" "$@")
+}
+
+# lyh_user_guard_gid GID: is GID one lyhd gives a user's agents (above the base,
+# inside the range)?
+lyh_user_guard_gid() {
+    [ -n "$1" ] && [ "$1" -gt "$LYH_GUARD_GID" ] 2>/dev/null && [ "$1" -le "$LYH_GUARD_GID_MAX" ]
 }
 
 # lyh_cli ARGS...: the lyh CLI as the test user against LYH_SOCK.

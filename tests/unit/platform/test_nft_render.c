@@ -178,6 +178,7 @@ static void test_shared_user(void **state) {
     in.cgroup_id = 0;
     in.uid = 1000;
     in.guard_gid = NFTR_DEFAULT_GUARD_GID;
+    in.guard_gid_max = NFTR_DEFAULT_GUARD_GID + 65535; /* every user's agents */
     render_check(&in, "shared_user");
 
     struct nftr_chain *c = NULL;
@@ -191,12 +192,21 @@ static void test_shared_user(void **state) {
     assert_int_equal(c->dispatch.n_match, 2);
     assert_int_equal(c->dispatch.match[1].type, NFTR_M_SKGID_NE);
     assert_int_equal(c->dispatch.match[1].id, NFTR_DEFAULT_GUARD_GID);
+    assert_int_equal(c->dispatch.match[1].id_max, NFTR_DEFAULT_GUARD_GID + 65535);
+    _cleanup_free_ char *dt = NULL;
+    assert_int_equal(nftr_rule_text(&c->dispatch, &dt), 0);
+    assert_string_equal(dt, "meta skuid 1000 meta skgid != 2000000-2065535 jump LYH-U-1000 "
+                            "comment \"LYH-U-1000\"");
     assert_string_equal(c->dispatch.target, "LYH-U-1000");
     assert_string_equal(c->dispatch.comment, "LYH-U-1000");
     nftr_chain_free(c);
 
-    /* Without a guard gid to skip it is refused, not rendered wide open. */
+    /* Without a guard gid to skip it is refused, not rendered wide open;
+     * so is a range that runs backwards. */
+    in.guard_gid_max = NFTR_DEFAULT_GUARD_GID - 1;
+    assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
     in.guard_gid = 0;
+    in.guard_gid_max = 0;
     assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
 }
 
@@ -255,6 +265,7 @@ static void check_reply_rules(const struct nftr_base *b) {
 static void test_base(void **state) {
     struct nftr_base_params p = {
         .guard_gid = NFTR_DEFAULT_GUARD_GID,
+        .guard_gid_max = NFTR_DEFAULT_GUARD_GID + 65535,
         .cgroupv2 = true,
         .cgroup_level = 1,
         .log = { .group = 7, .rate = 2000, .burst = 1000 },
@@ -267,6 +278,10 @@ static void test_base(void **state) {
     /* output: the reply rules, the jump; guarded: the vmap, then an
      * unconditional reject last */
     check_reply_rules(b);
+    /* every user's guard gid goes to guarded: the jump matches the range */
+    _cleanup_free_ char *jt = NULL;
+    assert_int_equal(nftr_rule_text(&b->output[b->n_output - 1], &jt), 0);
+    assert_string_equal(jt, "meta skgid 2000000-2065535 jump guarded");
     assert_int_equal(b->guarded[0].verdict, NFTR_V_VMAP_CGROUP);
     assert_int_equal(b->guarded[b->n_guarded - 1].verdict, NFTR_V_REJECT_ADMIN);
     assert_int_equal(b->guarded[b->n_guarded - 1].n_match, 0);

@@ -990,6 +990,36 @@ static void test_policy(void **state) {
     store_policy_version_free(NULL);
 }
 
+/* ---- guard gids ---------------------------------------------------------------------------- */
+
+/* One gid per uid, the lowest free one first, gaps reused, none shared. */
+static void test_guard_gids(void **state) {
+    struct fx *f = *state;
+    uint32_t g = 0;
+
+    assert_int_equal(store_guard_gid_get(f->s, 1000, &g), -ENOENT);
+    assert_int_equal(store_guard_gid_free(f->s, 2000001, 2000003, &g), 0);
+    assert_int_equal(g, 2000001);
+    assert_int_equal(store_guard_gid_set(f->s, 1000, g), 0);
+    assert_int_equal(store_guard_gid_free(f->s, 2000001, 2000003, &g), 0);
+    assert_int_equal(g, 2000002);
+    assert_int_equal(store_guard_gid_set(f->s, 1001, g), 0);
+    assert_int_equal(store_guard_gid_set(f->s, 1002, 2000003), 0);
+    /* full */
+    assert_int_equal(store_guard_gid_free(f->s, 2000001, 2000003, &g), -ENOSPC);
+    /* another uid cannot take a gid that is given */
+    assert_int_equal(store_guard_gid_set(f->s, 1003, 2000002), -EEXIST);
+    /* a uid may be given another one (the range moved); its old one frees up */
+    assert_int_equal(store_guard_gid_set(f->s, 1000, 3000001), 0);
+    assert_int_equal(store_guard_gid_get(f->s, 1000, &g), 0);
+    assert_int_equal(g, 3000001);
+    assert_int_equal(store_guard_gid_free(f->s, 2000001, 2000003, &g), 0);
+    assert_int_equal(g, 2000001);
+    assert_int_equal(store_guard_gid_get(f->s, 1001, &g), 0);
+    assert_int_equal(g, 2000002);
+    assert_int_equal(store_guard_gid_free(f->s, 5, 4, &g), -EINVAL);
+}
+
 /* ---- meta and reap log ---------------------------------------------------------------------- */
 
 static void test_meta(void **state) {
@@ -1076,6 +1106,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_guards, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_transactions, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_policy, setup_open, teardown),
+        cmocka_unit_test_setup_teardown(test_guard_gids, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_meta, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_reap_log, setup_open, teardown),
         cmocka_unit_test(test_close_null),
