@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
         }
         nftr_chain_free(c);
         if ((r = nftr_chain_name(NFTR_SCOPE_SESSION, id, 0, name)) < 0 ||
-            (r = nft_session_del(nf, name, cg)) < 0) {
+            (r = nft_session_del(nf, name, cg, 0)) < 0) {
             fprintf(stderr, "del: %s\n", strerror(-r));
             return 1;
         }

@@ -72,8 +72,8 @@ int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_ch
 
     /* Sessions may listen: their flows through lo are marked and may land
      * only on their own sockets (and the ports they listed). */
-    if (in.scope == NFTR_SCOPE_SESSION && d->guard->listeners && s->row.cgroup_id) {
-        in.lo_mark = nftr_lo_mark(s->row.cgroup_id);
+    if (in.scope == NFTR_SCOPE_SESSION && d->guard->listeners && s->row.cgroup_id && s->lo_slot) {
+        in.lo_slot = s->lo_slot;
         in.cgroup_level = d->guard->base.cgroup_level;
         in.cgroup_path = s->row.cgroup[0] == '/' ? s->row.cgroup + 1 : s->row.cgroup;
     }
@@ -104,26 +104,51 @@ int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_ro
     return k;
 }
 
-int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whylen) {
-    struct nftr_chain *c = NULL;
-    int r = guard_render_session(d, s, &c);
+static uint32_t take_slot(struct guard *g) {
+    uint32_t slot = g->next_slot;
+    g->next_slot = g->next_slot >= NFTR_LO_SLOT_MAX ? 1 : g->next_slot + 1;
+    return slot ? slot : take_slot(g);
+}
 
-    if (r < 0) {
-        snprintf(why, whylen, "cannot render the firewall rules: %s", strerror(-r));
-        return r;
+int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whylen) {
+    bool own_chain = strncmp(s->row.chain, NFTR_SESSION_CHAIN_PREFIX,
+                             strlen(NFTR_SESSION_CHAIN_PREFIX)) == 0;
+    bool slot_given = false;
+    int r = -EEXIST;
+
+    /* A session of its own chain that may listen gets a loopback slot; after
+     * a wrap of the counter a slot can still be a live session's, which the
+     * map element tells (EEXIST): take the next one. */
+    if (own_chain && d->guard->listeners && !s->lo_slot) {
+        s->lo_slot = take_slot(d->guard);
+        slot_given = true;
     }
-    r = nft_session_add(d->guard->nft, c);
-    if (r < 0)
-        snprintf(why, whylen, "nftables refused the session's rules (%s): %s",
-                 nft_last_error_object(d->guard->nft), strerror(-r));
-    nftr_chain_free(c);
+    for (int attempt = 0; attempt < 4 && r == -EEXIST; attempt++) {
+        struct nftr_chain *c = NULL;
+        if (attempt > 0) {
+            if (!slot_given)
+                break;
+            s->lo_slot = take_slot(d->guard);
+        }
+        r = guard_render_session(d, s, &c);
+        if (r < 0) {
+            snprintf(why, whylen, "cannot render the firewall rules: %s", strerror(-r));
+            return r;
+        }
+        r = nft_session_add(d->guard->nft, c);
+        if (r < 0)
+            snprintf(why, whylen, "nftables refused the session's rules (%s): %s",
+                     nft_last_error_object(d->guard->nft), strerror(-r));
+        nftr_chain_free(c);
+    }
     return r;
 }
 
 int guard_session_del(struct lyhd *d, struct session *s) {
     struct nft_session_elem *elems = NULL;
     size_t n = 0;
-    int r = nft_session_del(d->guard->nft, s->row.chain, s->row.cgroup_id);
+    uint32_t mark = s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0;
+    int r = nft_session_del(d->guard->nft, s->row.chain, s->row.cgroup_id, mark);
 
     if (r != -EBUSY)
         return r == -ENOENT ? 0 : r;
@@ -133,7 +158,7 @@ int guard_session_del(struct lyhd *d, struct session *s) {
     if (nft_list_sessions(d->guard->nft, &elems, &n) == 0)
         for (size_t i = 0; i < n; i++)
             if (strcmp(elems[i].chain, s->row.chain) == 0) {
-                r = nft_session_del(d->guard->nft, s->row.chain, elems[i].cgroup_id);
+                r = nft_session_del(d->guard->nft, s->row.chain, elems[i].cgroup_id, mark);
                 break;
             }
     free(elems);
@@ -385,6 +410,8 @@ struct reconcile {
     struct lyhd *d;
     char **chains;        /* chains now in the table */
     size_t n_chains;
+    struct nft_session_elem *lo; /* elements of map loopback (mark, lo-<id>) */
+    size_t n_lo;
     bool rebuilt;
     /* The table lyhd found let sessions listen (it had chain input) and this
      * lyhd cannot: a running session's seccomp filter lets it listen, and
@@ -476,8 +503,25 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
         return 0;
     }
     if (session_alive(d, row, &main_alive)) {
-        /* Keep it guarded: rebuild the chain if the table lost it. */
-        if (s->has_chain && !chain_present(rc, row->chain)) {
+        /* Its loopback slot, from the element that jumps to its lo-<id>. */
+        char lo[NFTR_NAME_MAX + 8];
+        bool own = strncmp(row->chain, NFTR_SESSION_CHAIN_PREFIX,
+                           strlen(NFTR_SESSION_CHAIN_PREFIX)) == 0;
+        snprintf(lo, sizeof(lo), NFTR_LOOPBACK_CHAIN_PREFIX "%s",
+                 row->chain + (own ? strlen(NFTR_SESSION_CHAIN_PREFIX) : 0));
+        for (size_t i = 0; own && i < rc->n_lo; i++)
+            if (strcmp(rc->lo[i].chain, lo) == 0)
+                s->lo_slot = (uint32_t)rc->lo[i].cgroup_id & NFTR_LO_SLOT_MAX;
+        /* Keep it guarded: rebuild the chains if the table lost them, or
+         * part of them (a session that may listen has three objects: s-<id>,
+         * lo-<id> and its loopback element; none may be missing). */
+        bool whole = chain_present(rc, row->chain) &&
+                     (!own || !d->guard->listeners || (s->lo_slot && chain_present(rc, lo)));
+        if (s->has_chain && !whole) {
+            /* what is left of them first, so the add cannot collide */
+            (void)nft_session_del(d->guard->nft, row->chain, row->cgroup_id,
+                                  s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
+            s->lo_slot = 0;
             r = guard_session_add(d, s, why, sizeof(why));
             if (r < 0) {
                 log_error("session '%s' is running but its rules cannot be restored (%s); "
@@ -598,7 +642,7 @@ static void reap_unknown_chains(struct reconcile *rc) {
         for (size_t j = 0; j < n_elems; j++)
             if (strcmp(elems[j].chain, name) == 0)
                 cgid = elems[j].cgroup_id;
-        r = nft_session_del(d->guard->nft, name, cgid);
+        r = nft_session_del(d->guard->nft, name, cgid, 0);
         if (r == -ENOENT)
             continue; /* gone with its s-<id> or lo-<id> already */
         if (r < 0) {
@@ -868,11 +912,20 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
         snprintf(why, whylen, "cannot list chains of table inet lianyaohu: %s", strerror(-r));
         return r;
     }
+    /* Loopback slots in use: adopted sessions keep theirs, new ones start above. */
+    g->next_slot = 1;
+    if (nft_list_loopback(g->nft, &rc.lo, &rc.n_lo) == 0)
+        for (size_t i = 0; i < rc.n_lo; i++) {
+            uint32_t slot = (uint32_t)rc.lo[i].cgroup_id & NFTR_LO_SLOT_MAX;
+            if (slot >= g->next_slot && slot < NFTR_LO_SLOT_MAX)
+                g->next_slot = slot + 1;
+        }
     r = store_session_foreach_live(d->store, reconcile_one, &rc);
     if (r < 0) {
         snprintf(why, whylen, "cannot read live sessions from state.db: %s",
                  store_errmsg(d->store));
         nft_names_free(rc.chains);
+        free(rc.lo);
         return r;
     }
     (void)store_guard_foreach(d->store, reconcile_shared, &rc);
@@ -880,6 +933,7 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
     if (g->have_cgroup)
         (void)cg_foreach(&g->cg, reap_cgroup_cb, &rc);
     nft_names_free(rc.chains);
+    free(rc.lo);
     if (rc.adopted || rc.reaped)
         log_info("startup reconciliation: %u session(s) re-adopted, %u reaped", rc.adopted,
                  rc.reaped);

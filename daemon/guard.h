@@ -33,6 +33,9 @@ struct guard {
      * listeners_why says why in plain words (RunStarted note, log). */
     bool listeners;
     char listeners_why[200];
+    /* The next loopback slot to give a session (its conntrack marks, see
+     * nft_render.h): above every slot in the table lyhd found. */
+    uint32_t next_slot;
     /* Ruleset change notifications: after any change (ours too), the base is
      * checked again shortly; if someone else removed or changed our table it
      * is rebuilt with every live chain, and that is on record. */

@@ -47,6 +47,7 @@ struct session {
     uint64_t settle_from_ms;  /* teardown: when the cgroup was found empty */
     bool audit_ended;         /* the end is on record */
     char path_note[400];      /* RunStarted note about its paths ("" none) */
+    uint32_t lo_slot;         /* its loopback marks' slot (0: none, no listeners) */
     uint64_t started_mono_ms;
     unsigned teardown_tries;
     TAILQ_ENTRY(session) link;

@@ -89,6 +89,7 @@
 #define SET_ID_LAN6     2
 #define SET_ID_SESSIONS 3
 #define SET_ID_LOOPBACK 4
+#define SET_ID_SERVED   5
 
 struct nft {
     struct mnl_socket *nl; /* owned */
@@ -705,6 +706,14 @@ static void e_gid_range(struct eb *b, bool outside, uint32_t lo, uint32_t hi) {
     }
 }
 
+static void e_ct_set_mark(struct eb *b) {
+    struct nftnl_expr *e = ex(b, "ct");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CT_SREG, NFT_REG_1);
+}
+
 static void e_match(struct eb *b, const struct nftr_match *m) {
     switch (m->type) {
     case NFTR_M_OIFNAME: {
@@ -824,6 +833,17 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         e_cmp(b, NFT_CMP_EQ, name, sizeof(name));
         break;
     }
+    case NFTR_M_CT_MARK:
+        e_ct(b, NFT_CT_MARK);
+        e_cmp(b, NFT_CMP_EQ, &m->id, sizeof(m->id));
+        break;
+    case NFTR_M_CT_MARK_ORIG: {
+        uint32_t kind = NFTR_LO_MARK_KIND, ours = NFTR_LO_MARK_OURS;
+        e_ct(b, NFT_CT_MARK);
+        e_bitwise(b, &kind, sizeof(kind));
+        e_cmp(b, NFT_CMP_EQ, &ours, sizeof(ours));
+        break;
+    }
     case NFTR_M_SOCK_CGROUP: {
         /* The socket's cgroup ancestor at this level, by id (host order, as
          * the sessions map's keys). */
@@ -843,17 +863,30 @@ static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
     struct eb b = { .r = nr };
     for (size_t i = 0; i < r->n_match; i++)
         e_match(&b, &r->match[i]);
-    if (r->ct_mark_set) {
+    if (r->ct_mark_set || r->ct_mark_clear) {
         struct nftnl_expr *e = ex(&b, "immediate");
         if (e) {
             nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
             ex_data(&b, e, NFTNL_EXPR_IMM_DATA, &r->ct_mark_set, sizeof(r->ct_mark_set));
         }
-        e = ex(&b, "ct");
+        e_ct_set_mark(&b);
+    }
+    if (r->ct_mark_served_level) {
+        /* the receiving socket's session (cgroup at the sessions' level)
+         * to its served mark; no socket or not a session's: no match */
+        struct nftnl_expr *e = ex(&b, "socket");
         if (e) {
-            nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
-            nftnl_expr_set_u32(e, NFTNL_EXPR_CT_SREG, NFT_REG_1);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY, NFT_SOCKET_CGROUPV2);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_1);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, r->ct_mark_served_level);
         }
+        e = ex(&b, "lookup");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_1);
+            ex_str(&b, e, NFTNL_EXPR_LOOKUP_SET, NFTR_MAP_SERVED);
+        }
+        e_ct_set_mark(&b);
     }
     if (r->log_counter)
         ex(&b, "counter");
@@ -1028,9 +1061,14 @@ static void put_set_elems(struct nft *n, struct batch *bt, int family) {
 }
 
 static void put_set(struct nft *n, struct batch *bt, const char *name) {
-    bool lomap = strcmp(name, NFTR_MAP_LOOPBACK) == 0;
-    bool map = lomap || strcmp(name, NFTR_MAP_SESSIONS) == 0, v4 = strcmp(name, NFTR_SET_LAN4) == 0;
-    uint32_t id = lomap ? SET_ID_LOOPBACK : map ? SET_ID_SESSIONS : v4 ? SET_ID_LAN4 : SET_ID_LAN6;
+    bool lomap = strcmp(name, NFTR_MAP_LOOPBACK) == 0, served = strcmp(name, NFTR_MAP_SERVED) == 0;
+    bool map = lomap || served || strcmp(name, NFTR_MAP_SESSIONS) == 0,
+         v4 = strcmp(name, NFTR_SET_LAN4) == 0;
+    uint32_t id = lomap    ? SET_ID_LOOPBACK
+                  : served ? SET_ID_SERVED
+                  : map    ? SET_ID_SESSIONS
+                  : v4     ? SET_ID_LAN4
+                           : SET_ID_LAN6;
     _cleanup_(setp) struct nftnl_set *s = set_obj(name, id);
     _cleanup_(udatap) struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(16);
     if (!s || !ud ||
@@ -1043,8 +1081,8 @@ static void put_set(struct nft *n, struct batch *bt, const char *name) {
         nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
         nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, lomap ? NFT_TYPE_MARK : NFT_TYPE_CGROUPV2);
         nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, lomap ? sizeof(uint32_t) : sizeof(uint64_t));
-        nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
-        nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, 0);
+        nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, served ? NFT_TYPE_MARK : NFT_DATA_VERDICT);
+        nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, served ? sizeof(uint32_t) : 0);
     } else {
         nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_INTERVAL);
         nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, v4 ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR);
@@ -1058,13 +1096,16 @@ static void put_set(struct nft *n, struct batch *bt, const char *name) {
 }
 
 /* NEWSETELEM / DELSETELEM of { key : jump chain } in map sessions (a cgroup id)
- * or map loopback (a ct mark). */
+ * or map loopback (a ct mark), or { key : data } in map served (a cgroup id :
+ * a ct mark; data != NULL). */
 static void put_map_elem(struct nft *n, struct batch *bt, uint16_t type, const char *map,
-                         const void *key, uint32_t key_len, uint64_t key_num, const char *chain) {
+                         const void *key, uint32_t key_len, uint64_t key_num, const char *chain,
+                         const uint32_t *data) {
     _cleanup_(setp) struct nftnl_set *s = set_obj(map, 0);
     _cleanup_(elemp) struct nftnl_set_elem *e = nftnl_set_elem_alloc();
     /* the kernel writes ids and marks into registers in host byte order */
     if (!s || !e || nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, key_len) < 0 ||
+        (data && nftnl_set_elem_set(e, NFTNL_SET_ELEM_DATA, data, sizeof(*data)) < 0) ||
         (chain && nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, chain) < 0)) {
         bt->err = bt->err ? bt->err : -ENOMEM;
         return;
@@ -1082,12 +1123,19 @@ static void put_map_elem(struct nft *n, struct batch *bt, uint16_t type, const c
 
 static void put_session_elem(struct nft *n, struct batch *bt, uint16_t type, uint64_t cgroup_id,
                              const char *chain) {
-    put_map_elem(n, bt, type, NFTR_MAP_SESSIONS, &cgroup_id, sizeof(cgroup_id), cgroup_id, chain);
+    put_map_elem(n, bt, type, NFTR_MAP_SESSIONS, &cgroup_id, sizeof(cgroup_id), cgroup_id, chain,
+                 NULL);
 }
 
 static void put_lo_elem(struct nft *n, struct batch *bt, uint16_t type, uint32_t mark,
                         const char *chain) {
-    put_map_elem(n, bt, type, NFTR_MAP_LOOPBACK, &mark, sizeof(mark), mark, chain);
+    put_map_elem(n, bt, type, NFTR_MAP_LOOPBACK, &mark, sizeof(mark), mark, chain, NULL);
+}
+
+static void put_served_elem(struct nft *n, struct batch *bt, uint16_t type, uint64_t cgroup_id,
+                            const uint32_t *mark) {
+    put_map_elem(n, bt, type, NFTR_MAP_SERVED, &cgroup_id, sizeof(cgroup_id), cgroup_id, NULL,
+                 mark);
 }
 
 /* ---- reading single objects ------------------------------------------------------------ */
@@ -1376,6 +1424,9 @@ static bool set_shape_ok(const struct nftnl_set *s, uint32_t flags, uint32_t key
     if (map)
         return nftnl_set_is_set(s, NFTNL_SET_DATA_TYPE) &&
                nftnl_set_get_u32(s, NFTNL_SET_DATA_TYPE) == NFT_DATA_VERDICT;
+    if (flags & NFT_SET_MAP) /* a data map: marks */
+        return nftnl_set_is_set(s, NFTNL_SET_DATA_LEN) &&
+               nftnl_set_get_u32(s, NFTNL_SET_DATA_LEN) == sizeof(uint32_t);
     return true;
 }
 
@@ -1491,6 +1542,11 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
         return r;
     if (r != (b->params.inbound ? 1 : 0))
         return 0;
+    r = set_matches(n, NFTR_MAP_SERVED, NFT_SET_MAP, 8, false);
+    if (r < 0)
+        return r;
+    if (r != (b->params.inbound ? 1 : 0))
+        return 0;
     if ((r = chain_rules_match(n, NFTR_CHAIN_OUTPUT, b->output, b->n_output)) <= 0 ||
         (r = chain_rules_match(n, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded)) <= 0 ||
         (b->params.inbound &&
@@ -1510,8 +1566,10 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
     put_set_elems(n, bt, AF_INET6);
     if (b->params.cgroupv2)
         put_set(n, bt, NFTR_MAP_SESSIONS);
-    if (b->params.inbound)
+    if (b->params.inbound) {
         put_set(n, bt, NFTR_MAP_LOOPBACK);
+        put_set(n, bt, NFTR_MAP_SERVED);
+    }
     put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_OUTPUT, true);
     put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_GUARDED, false);
     if (b->params.inbound)
@@ -1596,6 +1654,7 @@ int nft_session_add(struct nft *n, const struct nftr_chain *c) {
         for (size_t i = 0; i < c->n_lo_rules; i++)
             put_rule(n, &bt, c->lo_name, &c->lo_rules[i], i, true, NULL);
         put_lo_elem(n, &bt, NFT_MSG_NEWSETELEM, c->lo_mark, c->lo_name);
+        put_served_elem(n, &bt, NFT_MSG_NEWSETELEM, c->cgroup_id, &c->served_mark);
     }
     put_session_elem(n, &bt, NFT_MSG_NEWSETELEM, c->cgroup_id, c->name);
     return batch_send(n, &bt);
@@ -1651,9 +1710,9 @@ static int get_session_elem(struct nft *n, uint64_t cgroup_id, struct one_elem *
     return get_map_elem(n, NFTR_MAP_SESSIONS, &cgroup_id, sizeof(cgroup_id), o);
 }
 
-/* The element of map loopback that jumps to chain `lo`: tried at the mark of
- * cgroup_id first, else looked for in the whole map (a crash between
- * creating the cgroup and recording its id). 0 with *found set or not. */
+/* The element of map loopback that jumps to chain `lo`: tried at the mark
+ * the caller knows first (hint, 0: none), else looked for in the whole map.
+ * 0 with *found set or not. */
 struct lo_find {
     const char *chain;
     bool found;
@@ -1687,16 +1746,16 @@ static void lo_find_reset(void *data) {
     ((struct lo_find *)data)->found = false;
 }
 
-static int find_lo_elem(struct nft *n, const char *lo, uint64_t cgroup_id, bool *found,
+static int find_lo_elem(struct nft *n, const char *lo, uint32_t hint, bool *found,
                         uint32_t *mark) {
-    struct one_elem o;
-    uint32_t m = nftr_lo_mark(cgroup_id);
-    int r = cgroup_id ? get_map_elem(n, NFTR_MAP_LOOPBACK, &m, sizeof(m), &o) : 0;
+    struct one_elem o = {.found = false};
+    uint32_t m = hint;
+    int r = hint ? get_map_elem(n, NFTR_MAP_LOOPBACK, &m, sizeof(m), &o) : 0;
     if (r == -ENOENT)
         r = 0, o.found = false; /* no map loopback: sessions may not listen */
     if (r < 0)
         return r;
-    if (cgroup_id && o.found && o.verdict == (uint32_t)NFT_JUMP && strcmp(o.chain, lo) == 0) {
+    if (hint && o.found && o.verdict == (uint32_t)NFT_JUMP && strcmp(o.chain, lo) == 0) {
         *found = true;
         *mark = m;
         return 0;
@@ -1715,7 +1774,7 @@ static int find_lo_elem(struct nft *n, const char *lo, uint64_t cgroup_id, bool 
     return 0;
 }
 
-int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id) {
+int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_t lo_mark) {
     if (!name || !has_prefix(name, NFTR_SESSION_CHAIN_PREFIX) || strlen(name) >= NFTR_NAME_MAX)
         return -EINVAL;
     char lo[NFTR_NAME_MAX + 8];
@@ -1744,10 +1803,19 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id) {
         bool lo_found = false;
         uint32_t mark = 0;
         /* an element can only jump to a chain that exists */
-        r = have_lo ? find_lo_elem(n, lo, cgroup_id, &lo_found, &mark) : 0;
+        r = have_lo ? find_lo_elem(n, lo, lo_mark, &lo_found, &mark) : 0;
         if (r < 0)
             return r;
-        if (!o.found && !have_chain && !have_lo && !lo_found)
+        /* the served element of the cgroup, when there is one */
+        struct one_elem sv = {.found = false};
+        if (cgroup_id) {
+            r = get_map_elem(n, NFTR_MAP_SERVED, &cgroup_id, sizeof(cgroup_id), &sv);
+            if (r == -ENOENT)
+                r = 0, sv.found = false;
+            if (r < 0)
+                return r;
+        }
+        if (!o.found && !have_chain && !have_lo && !lo_found && !sv.found)
             return -ENOENT;
         struct batch bt;
         r = batch_start(n, &bt, &genid);
@@ -1763,6 +1831,8 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id) {
         }
         if (lo_found)
             put_lo_elem(n, &bt, NFT_MSG_DELSETELEM, mark, NULL);
+        if (sv.found)
+            put_served_elem(n, &bt, NFT_MSG_DELSETELEM, cgroup_id, NULL);
         if (have_lo) {
             put_delrule(n, &bt, lo, 0);
             put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, lo, false);
@@ -1793,6 +1863,11 @@ int nft_chains_replace(struct nft *n, const struct nftr_chain *const *chains, si
         put_delrule(n, &bt, c->name, 0);
         for (size_t k = 0; k < c->n_rules; k++)
             put_rule(n, &bt, c->name, &c->rules[k], k, true, NULL);
+        if (c->lo_mark) { /* its listed ports are judged there */
+            put_delrule(n, &bt, c->lo_name, 0);
+            for (size_t k = 0; k < c->n_lo_rules; k++)
+                put_rule(n, &bt, c->lo_name, &c->lo_rules[k], k, true, NULL);
+        }
     }
     return batch_send(n, &bt);
 }
@@ -1986,7 +2061,7 @@ static int sess_elem_cb(struct nftnl_set_elem *e, void *data) {
     struct sess_list *l = data;
     uint32_t len = 0;
     const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-    if (!key || len != sizeof(uint64_t))
+    if (!key || (len != sizeof(uint64_t) && len != sizeof(uint32_t)))
         return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
@@ -1999,7 +2074,13 @@ static int sess_elem_cb(struct nftnl_set_elem *e, void *data) {
         l->cap = cap;
     }
     struct nft_session_elem *s = &l->v[l->n++];
-    memcpy(&s->cgroup_id, key, sizeof(s->cgroup_id));
+    if (len == sizeof(uint32_t)) { /* map loopback: a mark */
+        uint32_t m;
+        memcpy(&m, key, sizeof(m));
+        s->cgroup_id = m;
+    } else {
+        memcpy(&s->cgroup_id, key, sizeof(s->cgroup_id));
+    }
     const char *c = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN) ? nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN)
                                                                    : NULL;
     snprintf(s->chain, sizeof(s->chain), "%s", c ? c : "");
@@ -2018,8 +2099,8 @@ static int sess_msg_cb(const struct nlmsghdr *nlh, void *data) {
     return 0;
 }
 
-int nft_list_sessions(struct nft *n, struct nft_session_elem **ret, size_t *ret_n) {
-    _cleanup_(setp) struct nftnl_set *s = set_obj(NFTR_MAP_SESSIONS, 0);
+static int list_map(struct nft *n, const char *map, struct nft_session_elem **ret, size_t *ret_n) {
+    _cleanup_(setp) struct nftnl_set *s = set_obj(map, 0);
     if (!s)
         return -ENOMEM;
     struct sess_list l = { .v = NULL };
@@ -2031,6 +2112,20 @@ int nft_list_sessions(struct nft *n, struct nft_session_elem **ret, size_t *ret_
     *ret = l.v;
     *ret_n = l.n;
     return 0;
+}
+
+int nft_list_sessions(struct nft *n, struct nft_session_elem **ret, size_t *ret_n) {
+    return list_map(n, NFTR_MAP_SESSIONS, ret, ret_n);
+}
+
+int nft_list_loopback(struct nft *n, struct nft_session_elem **ret, size_t *ret_n) {
+    int r = list_map(n, NFTR_MAP_LOOPBACK, ret, ret_n);
+    if (r == -ENOENT) {
+        *ret = NULL;
+        *ret_n = 0;
+        return 0;
+    }
+    return r;
 }
 
 int nft_table_delete(struct nft *n) {

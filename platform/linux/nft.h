@@ -69,7 +69,7 @@ int nft_session_add(struct nft *n, const struct nftr_chain *c);
  * cgroup_id, else by a scan of that map). cgroup_id 0 = unknown: chain only
  * (nft_list_sessions() tells which ids jump where). -ENOENT if none exists; -EBUSY if the element of cgroup_id jumps to another chain or the
  * chain is still referenced from elsewhere (nothing changed). name must be "s-*". */
-int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id);
+int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_t lo_mark);
 
 /* Uid scopes (NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER), one transaction: chain
  * LYH-<uid> / LYH-U-<uid> with its rules, and the dispatch rule inserted at the
@@ -105,6 +105,9 @@ struct nft_session_elem {
     char chain[NFTR_NAME_MAX];
 };
 int nft_list_sessions(struct nft *n, struct nft_session_elem **ret, size_t *ret_n);
+/* The elements of map loopback, the same way: cgroup_id holds the mark, chain
+ * the lo-<id> it jumps to. No map (sessions may not listen): none, 0. */
+int nft_list_loopback(struct nft *n, struct nft_session_elem **ret, size_t *ret_n);
 
 /* Delete the whole table, one transaction. -ENOENT if it does not exist. */
 int nft_table_delete(struct nft *n);

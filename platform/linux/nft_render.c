@@ -264,13 +264,11 @@ static void rule_log(struct nftr_rule *r, const struct logctx *lc, const char *p
  * (accept_unlogged: M ct state new counter ; M counter accept)
  * The verdict rule counts packets, the log rule's counter counts new flows:
  * the audit compares that with the flow events it recorded (gap records). */
-static void emit_accept_marked(struct rules *rs, const struct logctx *lc,
-                               const struct matches *base, uint32_t mark) {
+static void emit_accept(struct rules *rs, const struct logctx *lc, const struct matches *base) {
     struct matches ms = *base;
     mpush(&ms, NFTR_M_CT_NEW);
     struct nftr_rule *r = rule_with(rs, &ms);
     if (r) {
-        r->ct_mark_set = mark;
         if (!lc->p.accept_unlogged)
             rule_log(r, lc, lc->accept_prefix);
         r->log_counter = true;
@@ -312,9 +310,6 @@ static void emit_reject(struct rules *rs, const struct logctx *lc, const struct 
     }
 }
 
-static void emit_accept(struct rules *rs, const struct logctx *lc, const struct matches *base) {
-    emit_accept_marked(rs, lc, base, 0);
-}
 
 /* An accept for one destination, optionally behind an oifname match. */
 static void emit_dest_accept(struct rules *rs, const struct logctx *lc, const char *oif,
@@ -356,26 +351,79 @@ void nftr_chain_free(struct nftr_chain *c) {
     free(c);
 }
 
-uint32_t nftr_lo_mark(uint64_t cgroup_id) {
-    return 0x80000000u | (uint32_t)(cgroup_id & 0x7fffffffu);
+uint32_t nftr_lo_mark(uint32_t slot) {
+    return NFTR_LO_MARK_OURS | (slot & NFTR_LO_SLOT_MAX);
 }
 
-/* Chain lo-<id>: where a flow the session started through lo (ct mark
- * lo_mark, any direction) may land. Only on a socket of the session itself:
- * a host service on 127.0.0.1 or ::1, or another session's listener, gets a
- * refusal instead (the ports the user listed and the resolver's were
- * accepted in output without the mark and never come here). Every packet
- * but TCP's after its first is looked at, replies included: a session can
- * send a datagram with a forged loopback source (IP_PKTINFO) to its own
- * socket and answer it, and that answer must not reach whoever owns the
- * forged address. A TCP flow cannot be forged so, and past its SYN the
- * lookup can find a request or TIME-WAIT sock, which has no cgroup. */
+uint32_t nftr_served_mark(uint32_t slot) {
+    return NFTR_LO_MARK_OURS | NFTR_LO_MARK_SERVED | (slot & NFTR_LO_SLOT_MAX);
+}
+
+/* Is d a loopback destination (inside 127.0.0.0/8, or ::1)? A LAN exception
+ * that is one is a listed host port. */
+static bool dest_loopback(const struct nftr_dest *d) {
+    static const uint8_t one[16] = {[15] = 1};
+    if (d->family == AF_INET)
+        return d->prefix_len >= 8 && d->addr[0] == 127;
+    return d->family == AF_INET6 && d->prefix_len == 128 && memcmp(d->addr, one, 16) == 0;
+}
+
+/* An accept for a destination in chain input's terms (the flow's original
+ * direction, no interface), per protocol when it has ports. */
+static void lo_dest_accept(struct rules *rs, const struct nftr_dest *d) {
+    static const uint8_t protos[] = {IPPROTO_TCP, IPPROTO_UDP};
+    bool ports = d->port_min != 0;
+    for (size_t i = 0; i < (ports ? ARRAY_SIZE(protos) : 1); i++) {
+        struct matches ms = {.n = 0};
+        mpush(&ms, NFTR_M_CT_ORIGINAL);
+        m_daddr(&ms, d);
+        if (ports)
+            m_dport(&ms, protos[i], d->port_min, d->port_max);
+        struct nftr_rule *r = rule_with(rs, &ms);
+        if (r) {
+            r->counter = true;
+            r->verdict = NFTR_V_ACCEPT;
+        }
+    }
+}
+
+/* Chain lo-<id>: where a packet of a flow the session started through lo
+ * (its mark, any direction) may land. ICMP (ping, and errors about its own
+ * flows) always; in the direction the session sent, the resolver's port 53
+ * and its listed host ports; else only a socket of the session itself: a
+ * host service on 127.0.0.1 or ::1, another session's server, or no socket
+ * at all gets a refusal. Every packet but TCP's after its first is looked
+ * at, answers included: a session can send a datagram with a forged
+ * loopback source (IP_PKTINFO, from a socket it bound on 127.0.0.2 at a
+ * host service's port) to its own socket or a listed one and have it
+ * answered, and that answer must not reach whoever owns the forged address.
+ * A TCP flow cannot be forged so, and past its SYN the lookup can find a
+ * request or TIME-WAIT sock, which has no cgroup. */
 static void render_lo_chain(const struct nftr_input *in, const struct logctx *lc,
                             struct rules *rs) {
+    static const struct nftr_dest dns4 = {.family = AF_INET, .addr = {127}, .prefix_len = 8,
+                                          .port_min = 53, .port_max = 53};
+    static const struct nftr_dest dns6 = {.family = AF_INET6, .addr = {[15] = 1},
+                                          .prefix_len = 128, .port_min = 53, .port_max = 53};
     struct matches ms = {.n = 0};
+    struct nftr_rule *r;
+
+    for (int fam = 0; fam < 2; fam++) {
+        ms.n = 0;
+        m_l4proto(&ms, fam ? IPPROTO_ICMPV6 : IPPROTO_ICMP);
+        r = rule_with(rs, &ms);
+        if (r)
+            r->verdict = NFTR_V_ACCEPT;
+    }
+    lo_dest_accept(rs, &dns4);
+    lo_dest_accept(rs, &dns6);
+    for (size_t i = 0; i < in->policy.n_lan_exceptions; i++)
+        if (dest_loopback(&in->policy.lan_exceptions[i]))
+            lo_dest_accept(rs, &in->policy.lan_exceptions[i]);
+    ms.n = 0;
     m_l4proto(&ms, IPPROTO_TCP);
     mpush(&ms, NFTR_M_CT_NOT_NEW);
-    struct nftr_rule *r = rule_with(rs, &ms);
+    r = rule_with(rs, &ms);
     if (r)
         r->verdict = NFTR_V_ACCEPT;
     ms.n = 0;
@@ -402,9 +450,8 @@ static int input_valid(const struct nftr_input *in) {
     case NFTR_SCOPE_SESSION:
         if (!session_id_valid(in->session_id) || in->cgroup_id == 0)
             return -EINVAL;
-        if (in->lo_mark &&
-            (in->lo_mark != nftr_lo_mark(in->cgroup_id) || in->cgroup_level < 1 ||
-             in->cgroup_level > 255))
+        if (in->lo_slot && (in->lo_slot > NFTR_LO_SLOT_MAX || in->cgroup_level < 1 ||
+                            in->cgroup_level > 255))
             return -EINVAL;
         break;
     case NFTR_SCOPE_UID:
@@ -415,7 +462,7 @@ static int input_valid(const struct nftr_input *in) {
               (in->guard_gid_max && (in->guard_gid_max < in->guard_gid ||
                                      in->guard_gid_max == UINT32_MAX)))))
             return -EINVAL;
-        if (in->lo_mark)
+        if (in->lo_slot)
             return -EINVAL;
         break;
     default:
@@ -456,41 +503,102 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     struct matches ms;
 
     /* (1) loopback. The shared-user scope covers a user's own unsandboxed
-     * programs: loopback addresses, any port. A sandboxed session: ICMP (ping)
-     * and the resolver's port 53 (a stub such as 127.0.0.53, until lyhd
-     * forwards DNS itself); the ports the user listed come with (2). */
+     * programs: loopback addresses, any port. */
     const struct nftr_dest *los[] = {&lo4, &lo6};
     bool sandboxed = in->scope != NFTR_SCOPE_SHARED_USER;
-    for (size_t i = 0; i < ARRAY_SIZE(los); i++) {
+    uint32_t mark = in->lo_slot ? nftr_lo_mark(in->lo_slot) : 0;
+    for (size_t i = 0; !sandboxed && i < ARRAY_SIZE(los); i++)
+        emit_dest_accept(&rs, &lc, "lo", los[i]);
+    if (sandboxed && mark) {
+        /* A session that may listen: through lo it sends only on flows that
+         * carry its marks. It marks every flow it starts (chain input then
+         * decides where the flow may land: chain lo-<id>), and answers only
+         * flows chain input marked as served by it (a host process's
+         * connection to its server). No packet of someone else's flow, and
+         * none without conntrack state (nothing to judge on input). */
+        ms.n = 0;
+        m_oif(&ms, "lo");
+        mpush(&ms, NFTR_M_CT_INVALID);
+        /* dropped, not rejected: conntrack calls the odd packet of a live
+         * TCP connection invalid (out of its window), and a reset in answer
+         * would end the session's own connection */
+        struct nftr_rule *ir = rule_with(&rs, &ms);
+        if (ir) {
+            ir->counter = true;
+            ir->verdict = NFTR_V_DROP;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(los); i++) {
+            ms.n = 0;
+            m_oif(&ms, "lo");
+            m_daddr(&ms, los[i]);
+            struct matches nm = ms, om = ms, sm = ms;
+            mpush(&nm, NFTR_M_CT_NEW);
+            struct nftr_rule *lr = rule_with(&rs, &nm);
+            if (lr) {
+                lr->ct_mark_set = mark;
+                if (!lc.p.accept_unlogged)
+                    rule_log(lr, &lc, lc.accept_prefix);
+                lr->log_counter = true;
+            }
+            mpush(&om, NFTR_M_CT_MARK)->id = mark;
+            lr = rule_with(&rs, &om);
+            if (lr) {
+                lr->counter = true;
+                lr->verdict = NFTR_V_ACCEPT;
+            }
+            mpush(&sm, NFTR_M_CT_REPLY);
+            mpush(&sm, NFTR_M_CT_MARK)->id = nftr_served_mark(in->lo_slot);
+            lr = rule_with(&rs, &sm);
+            if (lr) {
+                lr->counter = true;
+                lr->verdict = NFTR_V_ACCEPT;
+            }
+        }
+    } else if (sandboxed) {
+        /* No listeners (nothing is judged on input): ICMP (ping), the
+         * resolver's port 53 (a stub such as 127.0.0.53, until lyhd forwards
+         * DNS itself) and the listed host ports, in output. Without bind the
+         * session cannot pick a source port to forge a flow with. */
+        for (size_t i = 0; i < ARRAY_SIZE(los); i++) {
+            ms.n = 0;
+            m_oif(&ms, "lo");
+            m_daddr(&ms, los[i]);
+            m_l4proto(&ms, los[i]->family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
+            emit_accept(&rs, &lc, &ms);
+            struct nftr_dest dns = *los[i];
+            dns.port_min = dns.port_max = 53;
+            emit_dest_accept(&rs, &lc, "lo", &dns);
+        }
+        for (size_t i = 0; i < p->n_lan_exceptions; i++)
+            if (dest_loopback(&p->lan_exceptions[i]))
+                emit_dest_accept(&rs, &lc, "lo", &p->lan_exceptions[i]);
+    }
+    /* (2) the policy's LAN exceptions, on any interface but lo: the host's
+     * own addresses route through lo, and a LAN exception must not open
+     * the machine's own services (a listed host port is a loopback LAN
+     * exception, handled above or in chain lo-<id>) */
+    for (size_t i = 0; i < p->n_lan_exceptions; i++) {
+        const struct nftr_dest *d = &p->lan_exceptions[i];
+        if (dest_loopback(d))
+            continue;
         if (!sandboxed) {
-            emit_dest_accept(&rs, &lc, "lo", los[i]);
+            emit_dest_accept(&rs, &lc, NULL, d);
             continue;
         }
-        ms.n = 0;
-        m_oif(&ms, "lo");
-        m_daddr(&ms, los[i]);
-        m_l4proto(&ms, los[i]->family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
-        emit_accept(&rs, &lc, &ms);
-        struct nftr_dest dns = *los[i];
-        dns.port_min = dns.port_max = 53;
-        emit_dest_accept(&rs, &lc, "lo", &dns);
+        static const uint8_t protos[] = {IPPROTO_TCP, IPPROTO_UDP};
+        bool ports = d->port_min != 0;
+        for (size_t k = 0; k < (ports ? ARRAY_SIZE(protos) : 1); k++) {
+            ms.n = 0;
+            struct nftr_match *nm = mpush(&ms, NFTR_M_OIFNAME_NE);
+            snprintf(nm->name, sizeof(nm->name), "lo");
+            m_daddr(&ms, d);
+            if (ports)
+                m_dport(&ms, protos[k], d->port_min, d->port_max);
+            emit_accept(&rs, &lc, &ms);
+        }
     }
-    /* (2) the policy's LAN exceptions, on any interface (127.0.0.1:5432 is
-     * how a host port is listed) */
-    for (size_t i = 0; i < p->n_lan_exceptions; i++)
-        emit_dest_accept(&rs, &lc, NULL, &p->lan_exceptions[i]);
-    /* (2a) a session that may listen: anything else on 127.0.0.0/8 and ::1,
-     * its new flows marked for chain input, which lets them reach only the
-     * session's own sockets (chain lo-<id>) */
-    for (size_t i = 0; sandboxed && in->lo_mark && i < ARRAY_SIZE(los); i++) {
-        ms.n = 0;
-        m_oif(&ms, "lo");
-        m_daddr(&ms, los[i]);
-        emit_accept_marked(&rs, &lc, &ms, in->lo_mark);
-    }
-    /* (2b) the host's other addresses through lo (its LAN address, say):
-     * refused, as the LAN itself is, answers included (a host process
-     * reaches the session's servers at 127.0.0.1 or ::1) */
+    /* (2b) anything else through lo: the host's other addresses (its LAN
+     * address, say), flows of others: refused */
     ms.n = 0;
     m_oif(&ms, "lo");
     emit_reject(&rs, &lc, &ms, REJECT_ANY, lc.reject_prefix);
@@ -529,7 +637,7 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     }
     c->rules = rs.v;
     c->n_rules = rs.n;
-    if (in->lo_mark) {
+    if (mark) {
         struct rules lrs = {.v = NULL};
         render_lo_chain(in, &lc, &lrs);
         if (lrs.err) {
@@ -537,7 +645,8 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
             free(c->rules);
             return lrs.err;
         }
-        c->lo_mark = in->lo_mark;
+        c->lo_mark = mark;
+        c->served_mark = nftr_served_mark(in->lo_slot);
         c->lo_rules = lrs.v;
         c->n_lo_rules = lrs.n;
         snprintf(c->lo_name, sizeof(c->lo_name), NFTR_LOOPBACK_CHAIN_PREFIX "%s", in->session_id);
@@ -642,6 +751,21 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
             r->verdict = NFTR_V_ACCEPT;
         }
     }
+    /* A flow a session started carries its mark; were a host process's
+     * packet to join it (same addresses and ports: the session sent one
+     * first, which chain input refused, and the entry stays), chain input
+     * would judge it as the session's and refuse the host's own connection.
+     * A host packet takes such a flow back. */
+    if (p->inbound) {
+        ms.n = 0;
+        m_oif(&ms, "lo");
+        m_gids(&ms, NFTR_M_SKGID_NE, p->guard_gid, p->guard_gid_max);
+        mpush(&ms, NFTR_M_CT_ORIGINAL);
+        mpush(&ms, NFTR_M_CT_MARK_ORIG);
+        r = rule_with(&out, &ms);
+        if (r)
+            r->ct_mark_clear = true;
+    }
     ms.n = 0;
     m_gids(&ms, NFTR_M_SKGID, p->guard_gid, p->guard_gid_max);
     r = rule_with(&out, &ms);
@@ -712,6 +836,17 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         if (r) {
             r->verdict = NFTR_V_VMAP_CTMARK;
             snprintf(r->target, sizeof(r->target), NFTR_MAP_LOOPBACK);
+            snprintf(r->comment, sizeof(r->comment), "%s", idc);
+        }
+        /* A flow a host process starts through lo towards a session's
+         * socket: marked as served by that session (its cgroup's element
+         * of map served), so that the session may answer it, and only it. */
+        mpush(&sm, NFTR_M_CT_ORIGINAL);
+        mpush(&sm, NFTR_M_CT_NEW);
+        mpush(&sm, NFTR_M_CT_MARK)->id = 0;
+        r = rule_with(&in, &sm);
+        if (r) {
+            r->ct_mark_served_level = p->cgroup_level;
             snprintf(r->comment, sizeof(r->comment), "%s", idc);
         }
     }
@@ -864,6 +999,13 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
     case NFTR_M_IIFNAME:
         sb_printf(s, "iifname \"%s\"", m->name);
         break;
+    case NFTR_M_CT_MARK:
+        sb_printf(s, "ct mark 0x%08" PRIx32, m->id);
+        break;
+    case NFTR_M_CT_MARK_ORIG:
+        sb_printf(s, "ct mark & 0x%08" PRIx32 " == 0x%08" PRIx32, NFTR_LO_MARK_KIND,
+                  NFTR_LO_MARK_OURS);
+        break;
     }
 }
 
@@ -874,8 +1016,13 @@ static void put_rule(struct sb *s, const struct nftr_rule *r) {
         put_match(s, &r->match[i]);
         sep = " ";
     }
-    if (r->ct_mark_set) {
+    if (r->ct_mark_set || r->ct_mark_clear) {
         sb_printf(s, "%sct mark set 0x%08" PRIx32, sep, r->ct_mark_set);
+        sep = " ";
+    }
+    if (r->ct_mark_served_level) {
+        sb_printf(s, "%sct mark set socket cgroupv2 level %" PRIu32 " map @" NFTR_MAP_SERVED, sep,
+                  r->ct_mark_served_level);
         sep = " ";
     }
     if (r->log_counter) {
@@ -963,6 +1110,10 @@ int nftr_chain_text(const struct nftr_chain *c, char **ret) {
                   "add element inet " NFTR_TABLE " " NFTR_MAP_LOOPBACK
                   " { 0x%08" PRIx32 " : jump %s }\n",
                   c->lo_mark, c->lo_name);
+        sb_printf(&s,
+                  "# add element inet " NFTR_TABLE " " NFTR_MAP_SERVED
+                  " { <cgroup id %" PRIu64 "> : 0x%08" PRIx32 " }\n",
+                  c->cgroup_id, c->served_mark);
     }
     if (c->scope == NFTR_SCOPE_SESSION) {
         sb_printf(&s,
@@ -1013,7 +1164,8 @@ int nftr_base_text(const struct nftr_base *b, char **ret) {
     sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_GUARDED "\n");
     if (p->inbound)
         sb_printf(&s, "add map inet " NFTR_TABLE " " NFTR_MAP_LOOPBACK
-                      " { type mark : verdict; }\n");
+                      " { type mark : verdict; }\nadd map inet " NFTR_TABLE " " NFTR_MAP_SERVED
+                      " { type cgroupsv2 : mark; }\n");
     if (p->inbound)
         sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_INPUT
                       " { type filter hook input priority -10; policy accept; }\n");

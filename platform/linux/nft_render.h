@@ -18,9 +18,11 @@
  *       log "lyh:nosession:D ", reject       (no live session: nothing leaves)
  *   chain s-<id> / LYH-<uid> / LYH-U-<uid>   one per scope, see nftr_render_chain()
  *   map loopback              ct mark : verdict (jump lo-<id>)     (with chain input)
+ *   map served                cgroup v2 id : ct mark                (with chain input)
  *   chain input   (hook input, priority -10, policy accept)        (sessions may listen)
  *       iifname != "lo" socket cgroupv2 level L-1 <base> ...      refuse the network
  *       iifname "lo" ct mark vmap @loopback                         a session's lo flows
+ *       iifname "lo" ... ct mark set socket cgroupv2 level L map @served   flows it serves
  *   chain lo-<id>                             where a session's flow through lo may land
  *
  * Every function returns 0 or -errno; ret_* out-parameters are set only on success.
@@ -40,6 +42,16 @@
 #define NFTR_SET_LAN6      "lan6"
 #define NFTR_MAP_SESSIONS  "sessions"
 #define NFTR_MAP_LOOPBACK  "loopback"
+#define NFTR_MAP_SERVED    "served"
+
+/* Conntrack marks of sessions' flows through lo: bit 31 set, bit 30 the kind
+ * (0: the session started the flow, 1: it serves a flow a host process
+ * started), bits 0..29 the session's slot (1..NFTR_LO_SLOT_MAX, lyhd gives
+ * them out among live sessions). */
+#define NFTR_LO_MARK_OURS   0x80000000u
+#define NFTR_LO_MARK_SERVED 0x40000000u
+#define NFTR_LO_MARK_KIND   0xc0000000u
+#define NFTR_LO_SLOT_MAX    0x3fffffffu
 
 #define NFTR_SESSION_CHAIN_PREFIX "s-"
 #define NFTR_UID_CHAIN_PREFIX     "LYH-"
@@ -115,13 +127,15 @@ struct nftr_input {
     uint32_t guard_gid;     /* NFTR_SCOPE_SHARED_USER: the guard gids its dispatch skips, */
     uint32_t guard_gid_max; /* guard_gid..guard_gid_max (0: guard_gid alone) */
     /* NFTR_SCOPE_SESSION when sessions may listen (the base has chain input):
-     * nftr_lo_mark(cgroup_id). The session's new flows through lo get this
-     * ct mark, and chain lo-<id> lets them reach only the session's own
-     * sockets (found by cgroup at cgroup_level). 0: through lo the session
-     * reaches only ICMP, the resolver port and its LAN exceptions. */
-    uint32_t lo_mark;
+     * the session's slot, 1..NFTR_LO_SLOT_MAX. Its new flows through lo get
+     * its mark, it sends through lo only on flows with its marks, and chain
+     * lo-<id> lets them land only on its own sockets (found by cgroup at
+     * cgroup_level), ICMP, the resolver's port and its loopback LAN
+     * exceptions (listed host ports). 0: through lo the session reaches
+     * only those (no marks, nothing on input). */
+    uint32_t lo_slot;
     uint32_t cgroup_level;
-    const char *cgroup_path; /* with lo_mark, optional: below the cgroup2 root, for text */
+    const char *cgroup_path; /* with lo_slot, optional: below the cgroup2 root, for text */
     const char *iface;      /* the VPN: 1..15 chars of [A-Za-z0-9_.-], not "lo" */
     struct nftr_log_params log;
     struct nftr_policy policy;
@@ -167,6 +181,8 @@ enum nftr_match_type {
     NFTR_M_TCP_SYNACK,  /* tcp flags & (syn | ack) == syn | ack (after meta l4proto tcp) */
     NFTR_M_CT_NOT_NEW,  /* ct state != new */
     NFTR_M_IIFNAME,     /* iifname "<name>" (exact) */
+    NFTR_M_CT_MARK,     /* ct mark <id> */
+    NFTR_M_CT_MARK_ORIG, /* ct mark & 0xc0000000 == 0x80000000: a session started it */
 };
 
 struct nftr_match {
@@ -201,6 +217,9 @@ struct nftr_rule {
     struct nftr_match match[NFTR_RULE_MATCHES_MAX];
     size_t n_match;
     uint32_t ct_mark_set; /* != 0: ct mark set <value> */
+    bool ct_mark_clear;   /* ct mark set 0 */
+    /* != 0: ct mark set socket cgroupv2 level <this> map @served */
+    uint32_t ct_mark_served_level;
     bool limit; /* limit rate limit_rate/second burst limit_burst packets */
     uint32_t limit_rate;
     uint32_t limit_burst;
@@ -231,9 +250,11 @@ struct nftr_chain {
     uint64_t cgroup_id;
     char dispatch_chain[NFTR_NAME_MAX];
     struct nftr_rule dispatch;
-    /* SESSION with lo_mark: chain lo-<id>, reached through element
-     * { lo_mark : jump lo-<id> } of map loopback from chain input. */
+    /* SESSION with a slot: chain lo-<id>, reached through element
+     * { lo_mark : jump lo-<id> } of map loopback from chain input, and the
+     * element { cgroup_id : served_mark } of map served. */
     uint32_t lo_mark;
+    uint32_t served_mark;
     char lo_name[NFTR_NAME_MAX];
     struct nftr_rule *lo_rules; /* owned */
     size_t n_lo_rules;
@@ -255,11 +276,9 @@ struct nftr_base {
 struct dr_rule;
 size_t nftr_lan_prefixes(int family, const struct dr_rule **ret);
 
-/* The ct mark of a session's flows through lo: its cgroup id's low 31 bits
- * (kernfs allocates them uniquely among live cgroups, from 1 up to INT_MAX)
- * with the top bit set, so a mark of ours is never 0 and rarely one another
- * tool picked (wg-quick 0xca6c, Mullvad 0xf41). */
-uint32_t nftr_lo_mark(uint64_t cgroup_id);
+/* The marks of slot's flows through lo: started by it, served by it. */
+uint32_t nftr_lo_mark(uint32_t slot);
+uint32_t nftr_served_mark(uint32_t slot);
 
 /* Validate `in` and render the scope's chain. -EINVAL on invalid input, -ENOMEM.
  * *ret is owned by the caller: nftr_chain_free(). */

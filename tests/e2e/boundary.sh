@@ -361,6 +361,74 @@ t_check "5: the services on $HPORT saw nothing of the session ($before before, $
     [ "$after" -eq "$before" ]
 n_listed=$(seen "$APORT")
 t_check "5: the services on the listed port saw its 4 probes ($n_listed)" [ "$n_listed" -eq 4 ]
+# What the review of the first loopback rules found, each tried for real:
+#   A. a forged datagram to its own socket on a LISTED port, answered towards
+#      the unlisted service (the listed flow carried no mark);
+#   B. joining a flow a host client keeps with the service (same addresses
+#      and ports, source forged): no new flow, no check;
+#   C. leaving refused flows behind at a host client's next source port, so
+#      that the host's own connection is then refused as the session's.
+CPORT=$((HPORT + 10)) PPORT=$((HPORT + 20))
+HOSTCLI='import socket, sys, time
+port, cport = int(sys.argv[1]), int(sys.argv[2])
+c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); c.bind(("127.0.0.1", cport)); c.connect(("127.0.0.1", port))
+c.settimeout(2); c.send(b"client-hello"); print("client", c.recv(64).decode(), flush=True)
+time.sleep(20)'
+LYH_CMD_TIMEOUT=40 lyh_as_user /usr/bin/python3 -u -c "$HOSTCLI" "$HPORT" "$CPORT" >"$LYH_TMP/hostcli.out" 2>&1 &
+lyh_track_pid "$!"
+lyh_wait_until 5 grep -q "^client client-hello" "$LYH_TMP/hostcli.out"
+t_check "5: a host client talks to the service ($(cat "$LYH_TMP/hostcli.out"))" grep -q "^client client-hello" "$LYH_TMP/hostcli.out"
+ATTACKS='import socket, struct, sys, errno
+hport, aport, cport, pport = map(int, sys.argv[1:5])
+pk = struct.pack("I4s4s", 0, socket.inet_aton("127.0.0.1"), bytes(4))  # IP_PKTINFO source 127.0.0.1
+def res(name, f):
+    try:
+        print(name, f(), flush=True)
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno), flush=True)
+def a():
+    s1 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s1.bind(("127.0.0.2", aport)); s1.settimeout(2)
+    s2 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s2.bind(("127.0.0.3", hport))
+    s2.sendmsg([b"prime"], [(socket.IPPROTO_IP, 8, pk)], 0, ("127.0.0.2", aport))
+    d, src = s1.recvfrom(64)
+    s1.sendto(b"attack-A", src)
+    return "sent-to-%s:%d" % src
+def b():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.2", cport))
+    s.sendmsg([b"attack-B"], [(socket.IPPROTO_IP, 8, pk)], 0, ("127.0.0.1", hport))
+    return "sent"
+def c(kind):
+    s = socket.socket(socket.AF_INET, kind); s.bind(("127.0.0.1", pport)); s.settimeout(2)
+    s.connect(("127.0.0.1", hport)); s.send(b"attack-C")
+    return s.recv(64).decode() or "empty"
+res("A", a)
+res("B", b)
+res("C-udp", lambda: c(socket.SOCK_DGRAM))
+res("C-tcp", lambda: c(socket.SOCK_STREAM))'
+out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --allow-host-port "$APORT" -- \
+    /usr/bin/python3 -c "$ATTACKS" "$HPORT" "$APORT" "$CPORT" "$PPORT" </dev/null 2>&1)
+echo "$out" | sed 's/^/#   /'
+t_check "5: (A) the forged datagram on the listed port came from the service's address" \
+    grep -qx "A sent-to-127.0.0.1:$HPORT" <<<"$out"
+t_check "5: (A) ... and its answer never reached the service" eval '! grep -q attack-A "$HLOG"'
+t_check "5: (B) a datagram joining the host client's flow never reached the service" \
+    eval '! grep -q attack-B "$HLOG"'
+t_check "5: (C) the session's own datagram and connection to the service are refused" \
+    eval '! grep -Eq "^C-(udp|tcp) attack-C" <<<"$out" && ! grep -q attack-C "$HLOG"'
+HOSTAFTER='import socket, sys
+hport, pport = int(sys.argv[1]), int(sys.argv[2])
+for kind, name in ((socket.SOCK_DGRAM, "udp"), (socket.SOCK_STREAM, "tcp")):
+    s = socket.socket(socket.AF_INET, kind); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", pport)); s.settimeout(2)
+    try:
+        s.connect(("127.0.0.1", hport)); s.send(b"host-after"); print(name, s.recv(64).decode(), flush=True)
+    except OSError as e:
+        print(name, "error", e, flush=True)
+    s.close()'
+out=$(lyh_as_user /usr/bin/python3 -c "$HOSTAFTER" "$HPORT" "$PPORT" 2>&1)
+t_check "5: (C) from the same source port a host process still reaches the service, UDP ($out)" \
+    grep -qx "udp host-after" <<<"$out"
+t_check "5: (C) ... and TCP" grep -qx "tcp host-after" <<<"$out"
 t_check "5: the refusals are in the audit log" \
     sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --verdict denied --port $HPORT --json | grep -q '127.0.0.1'"
 

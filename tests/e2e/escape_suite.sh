@@ -380,7 +380,7 @@ echo "INFO time: ${SECONDS}s at privilege and kernel"
 ctl=$(lyh_as_user "$SUIDID" -u </dev/null 2>&1)
 t_eq "control: the setuid copy of id gives euid 0 outside the sandbox" "$ctl" 0
 outside "the user can signal its own process outside the sandbox" "ESCAPE signal:kill:$SLEEP_PID" signal "$SLEEP_PID"
-in_box "priv" -- creds "$U" "$LYH_GUARD_GID" + setuid-exec "$SUIDID" + userns + mount + \
+in_box "priv" -- creds "$U" "$AGENT_GID" + setuid-exec "$SUIDID" + userns + mount + \
     ptrace "$SLEEP_PID" + ptrace "$LYHD_PID" + signal "$SLEEP_PID" + signal "$LYHD_PID" + \
     kernel + foreign-abi + fds
 lyh_alive "$SLEEP_PID" && t_pass "priv: the outside process survived" || t_fail "priv: the outside process survived"

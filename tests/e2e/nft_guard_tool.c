@@ -25,8 +25,9 @@
  *                                         until COUNT packets or SECONDS
  * policy: --lan-exception D | --deny D | --allow D | --deny-default | --block-ipv6
  *         | --log-rate RATE,BURST        D = ADDR/PREFIX[,PORT[-PORT]]
- *         | --loopback LEVEL             (sessions) it may listen: lo flows marked, chain
- *                                        lo-<id> matches its sockets at cgroup LEVEL
+ *         | --loopback LEVEL             (sessions) it may listen: lo flows marked (slot: the
+ *                                        cgroup id's low 30 bits), chain lo-<id> matches its
+ *                                        sockets at cgroup LEVEL
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -198,7 +199,7 @@ static int render(enum nftr_scope scope, const char *id, uint64_t cg, uint32_t u
         in.log.burst = pa->log_burst;
     }
     if (pa->lo_level) {
-        in.lo_mark = nftr_lo_mark(cg);
+        in.lo_slot = (uint32_t)(cg & NFTR_LO_SLOT_MAX) ? (uint32_t)(cg & NFTR_LO_SLOT_MAX) : 1;
         in.cgroup_level = pa->lo_level;
     }
     return nftr_render_chain(&in, ret);
@@ -647,7 +648,7 @@ int main(int argc, char **argv) {
         char name[NFTR_NAME_MAX];
         if (parse_u64(argv[3], &cg) < 0 || nftr_chain_name(NFTR_SCOPE_SESSION, argv[2], 0, name) < 0) {
             rc = usage();
-        } else if ((r = nft_session_del(n, name, cg)) < 0) {
+        } else if ((r = nft_session_del(n, name, cg, 0)) < 0) {
             rc = fail(n, "del-session", r);
         }
     } else if ((strcmp(cmd, "del-uid") == 0 || strcmp(cmd, "del-shared") == 0) && argc == 3) {

@@ -71,7 +71,9 @@ static void check_invariants(const struct nftr_chain *c) {
             assert_false(r->log);
             assert_false(r->limit);
             assert_true(r->verdict == NFTR_V_ACCEPT || r->verdict == NFTR_V_REJECT_TCP_RESET ||
-                        r->verdict == NFTR_V_REJECT_ADMIN);
+                        r->verdict == NFTR_V_REJECT_ADMIN ||
+                        (r->verdict == NFTR_V_DROP && r->n_match == 2 &&
+                         r->match[1].type == NFTR_M_CT_INVALID)); /* lo, untracked */
         }
         if (r->verdict == NFTR_V_REJECT_TCP_RESET) {
             bool tcp = false;
@@ -232,7 +234,17 @@ static void test_uid_fallback(void **state) {
  * a listener's SYN-ACK to 127.0.0.0/8 or ::1 is decided there; nothing else
  * skips the session's chain. */
 static void check_reply_rules(const struct nftr_base *b) {
-    assert_int_equal(b->n_output, 4);
+    /* with inbound, one more: a host packet takes back a flow a session's
+     * refused packet left with the session's mark */
+    size_t clear = b->params.inbound ? 1 : 0;
+    assert_int_equal(b->n_output, 4 + clear);
+    if (clear) {
+        const struct nftr_rule *c = &b->output[3];
+        assert_true(c->ct_mark_clear);
+        assert_int_equal(c->verdict, NFTR_V_CONTINUE);
+        assert_int_equal(c->match[1].type, NFTR_M_SKGID_NE);
+        assert_int_equal(c->match[3].type, NFTR_M_CT_MARK_ORIG);
+    }
     const struct nftr_rule *r = &b->output[0];
     assert_int_equal(r->verdict, NFTR_V_DROP);
     assert_true(r->counter);
@@ -256,7 +268,7 @@ static void check_reply_rules(const struct nftr_base *b) {
         assert_int_equal(r->match[4].l4proto, IPPROTO_TCP);
         assert_int_equal(r->match[5].type, NFTR_M_TCP_SYNACK);
     }
-    r = &b->output[3];
+    r = &b->output[3 + clear];
     assert_int_equal(r->verdict, NFTR_V_JUMP);
     assert_int_equal(r->n_match, 1);
     assert_string_equal(r->target, NFTR_CHAIN_GUARDED);
@@ -316,7 +328,7 @@ static void test_base_inbound(void **state) {
     check_golden("base_inbound", text);
     check_reply_rules(b);
     assert_int_equal(b->guarded[0].verdict, NFTR_V_VMAP_CGROUP);
-    assert_int_equal(b->n_input, 4);
+    assert_int_equal(b->n_input, 5);
     for (size_t i = 0; i < 3; i++) {
         const struct nftr_rule *r = &b->input[i];
         assert_true(r->counter);
@@ -343,6 +355,12 @@ static void test_base_inbound(void **state) {
     assert_int_equal(b->input[3].n_match, 1);
     assert_int_equal(b->input[3].verdict, NFTR_V_VMAP_CTMARK);
     assert_string_equal(b->input[3].target, NFTR_MAP_LOOPBACK);
+    /* and a host process's new flow to a session's socket is marked as
+     * served by that session (so it may answer) */
+    assert_int_equal(b->input[4].ct_mark_served_level, 3);
+    assert_int_equal(b->input[4].n_match, 4);
+    assert_int_equal(b->input[4].match[3].type, NFTR_M_CT_MARK);
+    assert_int_equal(b->input[4].match[3].id, 0);
     nftr_base_free(b);
 
     /* The base without inbound keeps the reply rules. */
@@ -552,57 +570,79 @@ static void test_session_loopback_narrow(void **state) {
     nftr_chain_free(c);
 }
 
-/* With listeners: the rest of 127/8 and ::1 is accepted with the session's
- * mark set on the flow's first packet (ahead of the log's limit), and chain
- * lo-<id> lets marked packets land only on the session's own sockets. */
+/* With listeners: every new flow through lo is marked with the session's
+ * mark (ahead of the log's limit), the session sends through lo only on
+ * flows with its mark or answers flows marked as served by it; no packet
+ * without conntrack state; the listed ports and the resolver are decided
+ * in chain lo-<id>, which lets the rest land only on its own sockets. */
 static void test_session_listeners(void **state) {
-    struct nftr_dest lan[] = { v4("127.0.0.0", 8, 5432, 5432) };
+    struct nftr_dest lan[] = { v4("127.0.0.0", 8, 5432, 5432), v4("192.168.77.0", 24, 0, 0) };
     struct nftr_input in = session_input();
     in.policy.lan_exceptions = lan;
     in.policy.n_lan_exceptions = ARRAY_SIZE(lan);
-    in.lo_mark = nftr_lo_mark(in.cgroup_id);
+    in.lo_slot = 7;
     in.cgroup_level = 3;
     in.cgroup_path = "system.slice/lyhd.service/lianyaohu/7f3a9c01";
     render_check(&in, "session_listeners");
 
     struct nftr_chain *c = NULL;
     assert_int_equal(nftr_render_chain(&in, &c), 0);
-    assert_int_equal(c->lo_mark, 0x80000000u | 4242u);
+    assert_int_equal(c->lo_mark, 0x80000007u);
+    assert_int_equal(c->served_mark, 0xc0000007u);
     assert_string_equal(c->lo_name, "lo-7f3a9c01");
-    size_t marked = 0;
-    bool after_lan = false;
+    size_t marked = 0, lo_accepts = 0;
     for (size_t i = 0; i < c->n_rules; i++) {
         const struct nftr_rule *r = &c->rules[i];
-        if (r->n_match > 1 && r->match[1].type == NFTR_M_DPORT && r->match[1].port_min == 5432)
-            after_lan = true;
-        if (!r->ct_mark_set)
-            continue;
-        /* marking happens only after the listed ports, on a new flow, through lo */
-        assert_true(after_lan);
-        assert_int_equal(r->ct_mark_set, c->lo_mark);
-        assert_int_equal(r->verdict, NFTR_V_CONTINUE);
-        assert_string_equal(r->match[0].name, "lo");
-        assert_int_equal(r->match[r->n_match - 1].type, NFTR_M_CT_NEW);
-        marked++;
+        bool lo = r->match[0].type == NFTR_M_OIFNAME && strcmp(r->match[0].name, "lo") == 0;
+        if (r->ct_mark_set) {
+            assert_int_equal(r->ct_mark_set, c->lo_mark);
+            assert_int_equal(r->verdict, NFTR_V_CONTINUE);
+            assert_true(lo);
+            assert_int_equal(r->match[r->n_match - 1].type, NFTR_M_CT_NEW);
+            marked++;
+        }
+        /* every accept through lo needs one of the session's marks */
+        if (lo && r->verdict == NFTR_V_ACCEPT) {
+            const struct nftr_match *m = &r->match[r->n_match - 1];
+            assert_int_equal(m->type, NFTR_M_CT_MARK);
+            assert_true(m->id == c->lo_mark || (m->id == c->served_mark &&
+                                                r->match[r->n_match - 2].type == NFTR_M_CT_REPLY));
+            lo_accepts++;
+        }
+        /* a LAN exception never opens lo (the host's own addresses) */
+        for (size_t j = 0; j < r->n_match; j++)
+            if (r->match[j].type == NFTR_M_DADDR && r->match[j].family == AF_INET &&
+                r->match[j].addr[0] == 192)
+                assert_int_equal(r->match[0].type, NFTR_M_OIFNAME_NE);
     }
     assert_int_equal(marked, 2);
-    /* lo-<id>: TCP past its first packet, then own sockets, then refuse */
-    assert_true(c->n_lo_rules >= 4);
-    assert_int_equal(c->lo_rules[0].match[1].type, NFTR_M_CT_NOT_NEW);
-    assert_int_equal(c->lo_rules[1].match[0].type, NFTR_M_SOCK_CGROUP);
-    assert_int_equal(c->lo_rules[1].match[0].level, 3);
-    assert_int_equal(c->lo_rules[1].match[0].cgroup_id, 4242);
-    assert_int_equal(c->lo_rules[1].verdict, NFTR_V_ACCEPT);
+    assert_int_equal(lo_accepts, 4);
+    /* the first rule through lo refuses what conntrack does not track */
+    assert_int_equal(c->rules[0].match[1].type, NFTR_M_CT_INVALID);
+    /* lo-<id>: ICMP, port 53 and the listed port in the original direction,
+     * TCP past its first packet, own sockets, then refuse */
+    size_t listed = 0;
+    for (size_t i = 0; i < c->n_lo_rules; i++) {
+        const struct nftr_rule *r = &c->lo_rules[i];
+        if (r->n_match == 3 && r->match[0].type == NFTR_M_CT_ORIGINAL &&
+            r->match[2].type == NFTR_M_DPORT && r->match[2].port_min == 5432)
+            listed++;
+    }
+    assert_int_equal(listed, 2); /* tcp and udp */
+    const struct nftr_rule *own = &c->lo_rules[c->n_lo_rules - 4];
+    assert_int_equal(own->match[0].type, NFTR_M_SOCK_CGROUP);
+    assert_int_equal(own->match[0].level, 3);
+    assert_int_equal(own->match[0].cgroup_id, 4242);
     const struct nftr_rule *last = &c->lo_rules[c->n_lo_rules - 1];
     assert_int_equal(last->verdict, NFTR_V_REJECT_ADMIN);
     assert_int_equal(last->n_match, 0);
     nftr_chain_free(c);
     c = NULL;
 
-    /* A mark that is not the cgroup's, or a mark on a uid scope: refused. */
-    in.lo_mark = nftr_lo_mark(4243);
+    /* A slot out of range, a level missing, a slot on a uid scope: refused. */
+    in.lo_slot = NFTR_LO_SLOT_MAX + 1;
     assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
-    in.lo_mark = nftr_lo_mark(in.cgroup_id);
+    in.lo_slot = 7;
     in.cgroup_level = 0;
     assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
     in.cgroup_level = 3;
@@ -610,9 +650,8 @@ static void test_session_listeners(void **state) {
     in.uid = 1000;
     assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
     assert_null(c);
-    /* the mark is never 0 and keeps the low 31 bits of the id */
-    assert_int_equal(nftr_lo_mark(0x100000000ull), 0x80000000u);
-    assert_int_equal(nftr_lo_mark(0x7fffffffull), 0xffffffffu);
+    assert_int_equal(nftr_lo_mark(1), 0x80000001u);
+    assert_int_equal(nftr_served_mark(NFTR_LO_SLOT_MAX), 0xffffffffu);
 }
 
 int main(void) {
