@@ -75,6 +75,11 @@ static void print_text(const lianyaohu_v1_PolicyReply *p) {
     for (pb_size_t i = 0; i < m->protect_paths_count; i++)
         printf(" ~/%s", m->protect_paths[i]);
     printf("%s\n", m->protect_paths_count ? " (and the built-in list)" : " (the built-in list)");
+    printf("  forbid_allow_socket            = %s\n", m->forbid_allow_socket ? "yes" : "no");
+    printf("  allow_socket_patterns          =");
+    for (pb_size_t i = 0; i < m->allow_socket_patterns_count; i++)
+        printf(" %s", m->allow_socket_patterns[i]);
+    printf("%s\n", m->allow_socket_patterns_count ? "" : " (any path)");
     printf("  log_allowed_flows              = %s\n", m->log_allowed_flows ? "yes" : "no");
     if (m->max_sessions_per_uid)
         printf("  max_sessions_per_uid           = %u\n", m->max_sessions_per_uid);
@@ -129,6 +134,10 @@ static void print_json(const lianyaohu_v1_PolicyReply *p) {
                  m->writable_prefixes_count);
     printf(",\"protect_paths\":");
     json_strings(&m->protect_paths[0][0], sizeof(m->protect_paths[0]), m->protect_paths_count);
+    printf(",\"forbid_allow_socket\":%s,\"allow_socket_patterns\":",
+           m->forbid_allow_socket ? "true" : "false");
+    json_strings(&m->allow_socket_patterns[0][0], sizeof(m->allow_socket_patterns[0]),
+                 m->allow_socket_patterns_count);
     printf(",\"log_allowed_flows\":%s,\"max_sessions_per_uid\":%u,\"audit_retention_days\":%u,"
            "\"audit_max_bytes\":%" PRIu64 ",\"min_landlock_abi\":%u}}\n",
            m->log_allowed_flows ? "true" : "false", m->max_sessions_per_uid,

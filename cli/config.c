@@ -145,7 +145,7 @@ void cfg_free(struct cfg *c) {
     struct cfg_list *lists[] = {&c->command,  &c->env,      &c->allow,      &c->deny,
                                 &c->lan_allow, &c->writable, &c->read_only, &c->paths_deny,
                                 &c->agent_state_dirs, &c->host_ports, &c->protect,
-                                &c->ignored};
+                                &c->allow_sockets, &c->ignored};
     for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
         list_clear(lists[i]);
     free(c);
@@ -465,6 +465,7 @@ static const struct field fields[] = {
     F("paths", "narrow_home", K_BOOL, narrow_home, false),
     F("paths", "agent_state_dirs", K_NAMES, agent_state_dirs, true),
     F("paths", "protect", K_HOMEREL, protect, false),
+    F("paths", "allow_sockets", K_PATHS, allow_sockets, true),
 };
 #undef F
 
@@ -1014,6 +1015,8 @@ static int apply_cli(struct cfg *c, const struct cfg_cli *cli, struct cfg_error 
         r = list_add(&c->writable, cli->writable.v[i], o, false);
     for (size_t i = 0; i < cli->read_only.n && r == 0; i++)
         r = list_add(&c->read_only, cli->read_only.v[i], o, false);
+    for (size_t i = 0; i < cli->allow_sockets.n && r == 0; i++)
+        r = list_add(&c->allow_sockets, cli->allow_sockets.v[i], o, false);
     return r;
 }
 
@@ -1263,4 +1266,5 @@ void cfg_show(FILE *f, const struct cfg *c, bool origin) {
     show_bool(f, "narrow_home", &c->narrow_home, origin);
     show_list(f, "agent_state_dirs", &c->agent_state_dirs, origin);
     show_list(f, "protect", &c->protect, origin);
+    show_list(f, "allow_sockets", &c->allow_sockets, origin);
 }

@@ -188,6 +188,12 @@ int policy_from_toml(const char *name, const char *buf, size_t len, lianyaohu_v1
         else if (strcmp(key, "writable_prefixes") == 0)
             r = get_strings(&c, v, key, &p.writable_prefixes[0][0], sizeof(p.writable_prefixes[0]),
                             ARRAY_SIZE(p.writable_prefixes), &p.writable_prefixes_count);
+        else if (strcmp(key, "forbid_allow_socket") == 0)
+            r = get_bool(&c, v, key, &p.forbid_allow_socket);
+        else if (strcmp(key, "allow_socket_patterns") == 0)
+            r = get_strings(&c, v, key, &p.allow_socket_patterns[0][0],
+                            sizeof(p.allow_socket_patterns[0]), ARRAY_SIZE(p.allow_socket_patterns),
+                            &p.allow_socket_patterns_count);
         else if (strcmp(key, "protect_paths") == 0)
             r = get_strings(&c, v, key, &p.protect_paths[0][0], sizeof(p.protect_paths[0]),
                             ARRAY_SIZE(p.protect_paths), &p.protect_paths_count);
@@ -264,6 +270,9 @@ void policy_print_toml(FILE *f, const lianyaohu_v1_Policy *p) {
                   sizeof(p->writable_prefixes[0]), p->writable_prefixes_count);
     print_strings(f, "protect_paths", &p->protect_paths[0][0], sizeof(p->protect_paths[0]),
                   p->protect_paths_count);
+    fprintf(f, "forbid_allow_socket = %s\n", p->forbid_allow_socket ? "true" : "false");
+    print_strings(f, "allow_socket_patterns", &p->allow_socket_patterns[0][0],
+                  sizeof(p->allow_socket_patterns[0]), p->allow_socket_patterns_count);
     fprintf(f, "log_allowed_flows = %s\n", p->log_allowed_flows ? "true" : "false");
     fprintf(f, "max_sessions_per_uid = %" PRIu32 "\n", p->max_sessions_per_uid);
     fprintf(f, "audit_retention_days = %" PRIu32 "\n", p->audit_retention_days);

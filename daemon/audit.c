@@ -562,6 +562,8 @@ void audit_session_started(struct lyhd *d, const struct session *s) {
         audit_kv(detail, sizeof(detail), "landlock_scoping", "none");
     audit_kv(detail, sizeof(detail), "ipv6_blocked", s->spec.ipv6_blocked ? "yes" : "no");
     audit_kv(detail, sizeof(detail), "listeners", d->guard && d->guard->listeners ? "yes" : "no");
+    if (s->sockets[0])
+        audit_kv(detail, sizeof(detail), "sockets", s->sockets);
     audit_note(d, AUDIT_KIND_SESSION, s->row.id, true, s->row.uid, "start", "%s", detail);
 }
 

@@ -9,6 +9,7 @@
  * destination with host bits set). Everything is checked before the row is
  * written; a stored blob is validated again when it is read back. */
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,21 @@ void policy_default(struct policy *p) {
         dest_of(&dr_blocked_v6[i], &p->lan_ceiling[p->n_lan_ceiling++]);
     p->log_allowed_flows = true;
     p->max_sessions_per_uid = POLICY_DEFAULT_SESSIONS;
+}
+
+bool policy_socket_ok(const struct policy *p, const char *path, char *why, size_t whylen) {
+    if (p->forbid_allow_socket) {
+        snprintf(why, whylen, "policy: letting sockets through is forbidden (forbid_allow_socket)");
+        return false;
+    }
+    if (p->n_socket_patterns == 0)
+        return true;
+    for (size_t i = 0; i < p->n_socket_patterns; i++)
+        if (fnmatch(p->socket_patterns[i], path, 0) == 0)
+            return true;
+    snprintf(why, whylen, "policy: socket %.300s matches none of allow_socket_patterns (%zu %s)",
+             path, p->n_socket_patterns, p->n_socket_patterns == 1 ? "entry" : "entries");
+    return false;
 }
 
 unsigned policy_min_landlock_abi(const struct policy *p) {
@@ -227,6 +243,24 @@ int policy_from_msg(const Lianyaohu__V1__Policy *m, struct policy *ret, char *wh
                        pwhy);
     }
     p->n_protect = m->n_protect_paths;
+    p->forbid_allow_socket = m->forbid_allow_socket;
+    if (m->n_allow_socket_patterns > POLICY_MAX_SOCKET_PATTERNS)
+        return bad(why, whylen, "allow_socket_patterns: %zu entries (at most %d)",
+                   m->n_allow_socket_patterns, POLICY_MAX_SOCKET_PATTERNS);
+    for (size_t i = 0; i < m->n_allow_socket_patterns; i++) {
+        const char *pat = m->allow_socket_patterns[i];
+        size_t n = strlen(pat);
+        if (n == 0 || n > POLICY_SOCKET_PATTERN_MAX || (pat[0] != '/' && pat[0] != '*'))
+            return bad(why, whylen,
+                       "allow_socket_patterns[%zu]: an absolute path pattern (\"/run/user/*/"
+                       "pipewire-0\"), at most %d bytes",
+                       i, POLICY_SOCKET_PATTERN_MAX);
+        for (size_t k = 0; k < n; k++)
+            if ((unsigned char)pat[k] < 0x20 || pat[k] == 0x7f)
+                return bad(why, whylen, "allow_socket_patterns[%zu]: has a control character", i);
+        snprintf(p->socket_patterns[i], sizeof(p->socket_patterns[i]), "%s", pat);
+    }
+    p->n_socket_patterns = m->n_allow_socket_patterns;
     p->log_allowed_flows = m->log_allowed_flows;
     if (m->max_sessions_per_uid > POLICY_MAX_SESSIONS)
         return bad(why, whylen, "max_sessions_per_uid: %u is above %u (0 = no limit)",
@@ -297,6 +331,11 @@ void policy_to_msg(const struct policy *p, struct policy_msg *h) {
         h->prot[i] = (char *)p->protect[i];
     h->m.n_protect_paths = p->n_protect;
     h->m.protect_paths = h->prot;
+    h->m.forbid_allow_socket = p->forbid_allow_socket;
+    for (size_t i = 0; i < p->n_socket_patterns; i++)
+        h->sockpat[i] = (char *)p->socket_patterns[i];
+    h->m.n_allow_socket_patterns = p->n_socket_patterns;
+    h->m.allow_socket_patterns = h->sockpat;
     h->m.log_allowed_flows = p->log_allowed_flows;
     h->m.max_sessions_per_uid = p->max_sessions_per_uid;
     h->m.audit_retention_days = p->audit_retention_days;

@@ -31,6 +31,8 @@ struct lyhd;
 #define POLICY_ENV_NAME_MAX     63
 #define POLICY_MAX_WRITABLE     16
 #define POLICY_MAX_PROTECT      32 /* protect_paths entries (common/home_entry.h grammar) */
+#define POLICY_MAX_SOCKET_PATTERNS 16
+#define POLICY_SOCKET_PATTERN_MAX  511
 #define POLICY_PREFIX_MAX       511
 #define POLICY_MAX_SESSIONS     4096u
 /* Built-in default of max_sessions_per_uid: far above one user's real work,
@@ -63,6 +65,9 @@ struct policy {
     size_t n_writable;
     char protect[POLICY_MAX_PROTECT][HE_NAME_MAX]; /* canonical, on top of the built-in list */
     size_t n_protect;
+    bool forbid_allow_socket;
+    char socket_patterns[POLICY_MAX_SOCKET_PATTERNS][POLICY_SOCKET_PATTERN_MAX + 1]; /* empty: any */
+    size_t n_socket_patterns;
     bool log_allowed_flows;
     uint32_t max_sessions_per_uid; /* 0: no limit */
     uint32_t min_landlock_abi;     /* 0: POLICY_DEFAULT_MIN_LANDLOCK_ABI */
@@ -87,6 +92,7 @@ struct policy_msg {
     char *env[POLICY_MAX_ENV];
     char *wr[POLICY_MAX_WRITABLE];
     char *prot[POLICY_MAX_PROTECT];
+    char *sockpat[POLICY_MAX_SOCKET_PATTERNS];
 };
 void policy_to_msg(const struct policy *p, struct policy_msg *ret);
 
@@ -94,6 +100,9 @@ void policy_to_msg(const struct policy *p, struct policy_msg *ret);
 int policy_pack(const struct policy *p, uint8_t **ret, size_t *ret_len);
 /* Decode and validate a stored blob. -EBADMSG when it does not decode. */
 int policy_unpack(const uint8_t *blob, size_t len, struct policy *ret, char *why, size_t whylen);
+
+/* May a session let the socket at path (absolute) through? why says no. */
+bool policy_socket_ok(const struct policy *p, const char *path, char *why, size_t whylen);
 
 /* Does the interface name match one of the patterns? */
 bool policy_iface_ok(const struct policy *p, const char *iface);

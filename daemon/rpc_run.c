@@ -56,6 +56,7 @@
 #define RUN_MAX_DENY 8   /* the caller's deny paths (proto options bound the CLI to 8 too) */
 #define RUN_MAX_HIDE (32 + RUN_MAX_DENY)
 #define RUN_MAX_PROTECT 16 /* the caller's protect entries (as the proto options) */
+#define RUN_MAX_SOCKETS 8  /* let-through sockets (SPAWN_MAX_SOCKETS, the proto options) */
 #define RUN_MAX_EXPOSE (1 + 2 * RUN_MAX_PATHS)
 _Static_assert(RUN_MAX_EXPOSE <= SPAWN_MAX_EXPOSE, "the spawn child shows at most SPAWN_MAX_EXPOSE");
 _Static_assert(RUN_MAX_HIDE <= SPAWN_MAX_HIDE, "the spawn child covers at most SPAWN_MAX_HIDE");
@@ -83,6 +84,8 @@ struct run_prep {
     char *expose[RUN_MAX_EXPOSE]; /* granted dirs under a private /tmp root */
     size_t n_expose;
     gid_t gid;             /* the caller's guard gid: the agent's gid */
+    char *socks[RUN_MAX_SOCKETS]; /* sockets let through (--allow-socket) */
+    size_t n_socks;
     struct prot_list prot; /* entries of home kept read-only, with their pins */
     struct spawn_cover covers[PROT_MAX];
     /* A refusal decided while the thread has the caller's file-system
@@ -721,8 +724,57 @@ static const char *const hidden_places[] = {
 static const char *const hidden_home_dirs[] = {".gnupg", ".ssh", ".ssh/sockets", ".ssh/cm"};
 
 static void hide_add(struct run_prep *p, const char *path) {
+    for (size_t i = 0; i < p->n_socks; i++)
+        if (strcmp(p->socks[i], path) == 0)
+            return; /* let through (--allow-socket) */
     if (p->n_hide < RUN_MAX_HIDE && (p->hide[p->n_hide] = strdup(path)))
         p->n_hide++;
+}
+
+/* The sockets the caller lets through (--allow-socket): each an absolute,
+ * canonical path to a socket (not a link; looked up as the caller), allowed
+ * by the policy, not lyhd's own and not inside a deny path (whose cover
+ * would have to be opened). */
+static int pick_sockets(struct lyhd *d, struct run_prep *p, const Lianyaohu__V1__RunRequest *r,
+                        const struct policy *pol) {
+    const int bad = LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
+    char why[POLICY_WHY_MAX];
+    struct stat st;
+
+    if (r->n_allow_sockets > RUN_MAX_SOCKETS)
+        return pfail(p, bad, "too many sockets to let through (%zu, at most %d)",
+                     r->n_allow_sockets, RUN_MAX_SOCKETS);
+    for (size_t i = 0; i < r->n_allow_sockets; i++) {
+        const char *path = r->allow_sockets[i];
+        size_t n = strlen(path);
+        if (path[0] != '/' || n >= PATH_MAX || strstr(path, "//") || strstr(path, "/./") ||
+            strstr(path, "/../") || path[n - 1] == '/' ||
+            (n >= 2 && strcmp(path + n - 2, "/.") == 0) ||
+            (n >= 3 && strcmp(path + n - 3, "/..") == 0))
+            return pfail(p, bad, "socket '%.300s' must be an absolute path without '.', '..' or "
+                                 "'//' components",
+                         path);
+        if (!policy_socket_ok(pol, path, why, sizeof(why)))
+            return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED, "%s", why);
+        if (lstat(path, &st) < 0)
+            return pfail(p, bad, "socket %.300s: %s", path, strerror(errno));
+        if (S_ISLNK(st.st_mode))
+            return pfail(p, bad, "%.300s is a symlink; name the socket it points to", path);
+        if (!S_ISSOCK(st.st_mode))
+            return pfail(p, bad, "%.300s is not a socket", path);
+        if (strcmp(path, d->cfg.socket_path) == 0)
+            return pfail(p, bad, "%.300s is lyhd's own socket, which refuses agents", path);
+        for (size_t k = 0; k < r->n_deny_paths; k++) {
+            size_t dn = strlen(r->deny_paths[k]);
+            if (strncmp(path, r->deny_paths[k], dn) == 0 && path[dn] == '/')
+                return pfail(p, bad, "socket %.300s is inside deny path %.300s", path,
+                             r->deny_paths[k]);
+        }
+        if (!(p->socks[p->n_socks] = strdup(path)))
+            return pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+        p->n_socks++;
+    }
+    return 0;
 }
 
 static void pick_hidden(struct lyhd *d, struct run_prep *p) {
@@ -862,6 +914,8 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
     for (size_t i = 0; i < p->n_expose; i++)
         free(p->expose[i]);
     prot_list_clear(&p->prot);
+    for (size_t i = 0; i < p->n_socks; i++)
+        free(p->socks[i]);
     ll_policy_free(&p->ll);
     ll_report_free(&p->ll_report);
     CLOSE_FD(p->ll_fd);
@@ -1120,7 +1174,8 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     if (as_caller(call, &p.root_ident) < 0)
         goto out;
     if (check_cwd(&p, r->cwd) == 0 && check_paths(call->peer.uid, &p, r, pol) == 0 &&
-        pick_denied(r, &p) == 0 && pick_protected(&p, r, pol) == 0)
+        pick_denied(r, &p) == 0 && pick_protected(&p, r, pol) == 0 &&
+        pick_sockets(d, &p, r, pol) == 0)
         pick_hidden(d, &p);
     as_root_again(&p.root_ident);
     if (p.err_code) {
@@ -1128,6 +1183,10 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         goto out;
     }
     path_note(s, &p, r);
+    for (size_t i = 0; i < p.n_socks; i++) {
+        size_t used = strlen(s->sockets);
+        snprintf(s->sockets + used, sizeof(s->sockets) - used, "%s%s", i ? ", " : "", p.socks[i]);
+    }
     if (take_stdio(call, &p, r) < 0)
         goto out;
     {
@@ -1263,6 +1322,8 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         .n_expose = p.n_expose,
         .protect = p.covers,
         .n_protect = p.prot.n,
+        .sockets = (const char *const *)p.socks,
+        .n_sockets = p.n_socks,
     };
     k = spawn_start(&plan, &s->pid, &s->pidfd, &s->status_fd);
     if (k < 0) {

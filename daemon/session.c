@@ -427,8 +427,8 @@ static void send_started(struct session *s) {
     Lianyaohu__V1__RunStarted st = LIANYAOHU__V1__RUN_STARTED__INIT;
     Lianyaohu__V1__RunEvent ev = LIANYAOHU__V1__RUN_EVENT__INIT;
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
-    char *notes[4];
-    char v6[160], ll[300], ls[300];
+    char *notes[5];
+    char v6[160], ll[300], ls[300], sk[1300];
     size_t n = 0;
 
     if (!s->call)
@@ -461,6 +461,13 @@ static void send_started(struct session *s) {
     }
     if (s->path_note[0])
         notes[n++] = s->path_note;
+    if (s->sockets[0]) {
+        snprintf(sk, sizeof(sk),
+                 "the agent can reach these sockets of yours (--allow-socket), and what listens "
+                 "there acts for it outside the sandbox: %s",
+                 s->sockets);
+        notes[n++] = sk;
+    }
     st.n_notes = n;
     st.notes = notes;
     ev.event_case = LIANYAOHU__V1__RUN_EVENT__EVENT_STARTED;

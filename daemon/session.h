@@ -48,6 +48,7 @@ struct session {
     bool audit_ended;         /* the end is on record */
     char path_note[400];      /* RunStarted note about its paths ("" none) */
     uint32_t lo_slot;         /* its loopback marks' slot (0: none, no listeners) */
+    char sockets[1100];       /* the sockets it may reach although hidden, ", "-joined */
     uint64_t started_mono_ms;
     unsigned teardown_tries;
     TAILQ_ENTRY(session) link;

@@ -284,11 +284,125 @@ static void protect_home(const struct spawn_plan *p, int status_fd) {
     }
 }
 
+/* Sockets the user let through: each, looked up as the agent (the socket
+ * itself, never a link), is cloned as a detached mount before anything is
+ * covered, then attached again where the covers would hide it. */
+static void sockets_take(const struct spawn_plan *p, int status_fd, int *trees) {
+    if (p->n_sockets > SPAWN_MAX_SOCKETS)
+        child_fail(status_fd, SPAWN_STEP_MOUNTS, E2BIG);
+    for (size_t i = 0; i < p->n_sockets; i++) {
+        struct stat st;
+        as_agent(p, status_fd);
+        int fd = open(p->sockets[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        int err = fd < 0 ? errno : 0;
+        as_root(status_fd);
+        if (fd < 0)
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, err);
+        if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, ENOTSOCK);
+        trees[i] = (int)syscall(SYS_open_tree, fd, "",
+                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (trees[i] < 0)
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+        close(fd);
+    }
+}
+
+/* Is path below dir (a proper descendant)? */
+static bool below(const char *path, const char *dir) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return strncmp(path, dir, n) == 0 && path[n] == '/' && path[n + 1] != '\0';
+}
+
+/* Attach tree onto a new empty file at rel (a path below the directory open
+ * as dfd, its missing directories made 0755): made as the agent inside its
+ * private /tmp (agent), as root inside a fresh cover; attached as root.
+ * EEXIST: something is there already (the caller looks at what). */
+static int graft(const struct spawn_plan *p, int status_fd, bool agent, int dfd, const char *rel,
+                 int tree) {
+    char buf[PATH_MAX];
+    size_t n = strlen(rel);
+    int cur = dup(dfd), k = 0;
+
+    if (n == 0 || n >= sizeof(buf) || cur < 0) {
+        if (cur >= 0)
+            close(cur);
+        return cur < 0 ? errno : ENAMETOOLONG;
+    }
+    memcpy(buf, rel, n + 1);
+    char *comp = buf;
+    if (agent)
+        as_agent(p, status_fd);
+    for (char *slash; (slash = strchr(comp, '/')); comp = slash + 1) {
+        *slash = '\0';
+        if (!*comp)
+            continue;
+        if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
+            k = errno;
+            break;
+        }
+        int next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            k = errno;
+            break;
+        }
+        close(cur);
+        cur = next;
+    }
+    if (k == 0) {
+        int f = openat(cur, comp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (f < 0)
+            k = errno;
+        else
+            close(f);
+    }
+    int t = k == 0 ? openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (k == 0 && t < 0)
+        k = errno;
+    if (agent)
+        as_root(status_fd);
+    if (k == 0 && syscall(SYS_move_mount, tree, "", t, "",
+                          MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        k = errno;
+    if (t >= 0)
+        close(t);
+    close(cur);
+    return k;
+}
+
+/* The sockets the private /tmp, /var/tmp and /dev/shm hid: shown again at
+ * their paths there (made as the agent, whose those directories are). */
+static void sockets_in_private_tmp(const struct spawn_plan *p, int status_fd, int *trees) {
+    static const char *const roots[] = {"/tmp", "/var/tmp", "/dev/shm"};
+    for (size_t i = 0; i < p->n_sockets; i++) {
+        for (size_t r = 0; trees[i] >= 0 && p->private_tmp && r < ARRAY_SIZE(roots); r++) {
+            if (!below(p->sockets[i], roots[r]))
+                continue;
+            as_agent(p, status_fd);
+            int dfd = open(roots[r], O_PATH | O_DIRECTORY | O_CLOEXEC);
+            int err = dfd < 0 ? errno : 0;
+            as_root(status_fd);
+            if (dfd < 0)
+                child_fail(status_fd, SPAWN_STEP_MOUNTS, err);
+            err = graft(p, status_fd, true, dfd, p->sockets[i] + strlen(roots[r]) + 1, trees[i]);
+            close(dfd);
+            /* already there: a granted directory shown again holds it */
+            if (err && err != EEXIST)
+                child_fail(status_fd, SPAWN_STEP_MOUNTS, err);
+        }
+        if (trees[i] >= 0)
+            close(trees[i]);
+        trees[i] = -1;
+    }
+}
+
 /* Hide what the agent must not reach: each place is looked up as the agent
  * (as_agent) and covered where it was found: a directory with an empty
  * read-only tmpfs, a socket with /dev/null (connect() then fails). The mount
  * goes onto the opened object, never onto a path string resolved as root. */
-static void cover_hidden(const struct spawn_plan *p, int status_fd) {
+static void cover_hidden(const struct spawn_plan *p, int status_fd, int *trees) {
     int fds[SPAWN_MAX_HIDE];
     int err = 0;
 
@@ -312,11 +426,42 @@ static void cover_hidden(const struct spawn_plan *p, int status_fd) {
             continue;
         if (fstat(fds[i], &st) < 0)
             child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
-        if (S_ISDIR(st.st_mode))
+        bool holds = false;
+        for (size_t j = 0; S_ISDIR(st.st_mode) && j < p->n_sockets; j++)
+            holds |= trees[j] >= 0 && below(p->sockets[j], p->hide[i]);
+        if (S_ISDIR(st.st_mode) && !holds) {
             k = mount_fd("lyh-hidden", fds[i], MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                          "tmpfs", "size=4k,mode=0555");
-        else if (S_ISSOCK(st.st_mode))
+        } else if (S_ISDIR(st.st_mode)) {
+            /* an empty cover with the let-through sockets at their paths
+             * (a skeleton of root's 0755 directories), then read-only */
+            struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+            k = mount_fd("lyh-hidden", fds[i], MS_NOSUID | MS_NODEV | MS_NOEXEC, "tmpfs",
+                         "size=64k,mode=0755");
+            /* its path again, as root: root's place (the daemon lets
+             * sockets through only below those), now the cover's root */
+            int top = k < 0 ? -1 : open(p->hide[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (k == 0 && top < 0)
+                k = -1;
+            for (size_t j = 0; k == 0 && j < p->n_sockets; j++) {
+                if (trees[j] < 0 || !below(p->sockets[j], p->hide[i]))
+                    continue;
+                size_t n = strlen(p->hide[i]);
+                while (n > 1 && p->hide[i][n - 1] == '/')
+                    n--;
+                int e = graft(p, status_fd, false, top, p->sockets[j] + n + 1, trees[j]);
+                if (e)
+                    child_fail(status_fd, SPAWN_STEP_MOUNTS, e);
+                close(trees[j]);
+                trees[j] = -1;
+            }
+            if (k == 0 && syscall(SYS_mount_setattr, top, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+                k = -1;
+            if (top >= 0)
+                close(top);
+        } else if (S_ISSOCK(st.st_mode)) {
             k = mount_fd("/dev/null", fds[i], MS_BIND, NULL, NULL);
+        }
         if (k < 0)
             child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
         close(fds[i]);
@@ -387,9 +532,12 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
               "newinstance,ptmxmode=0666,mode=0620") < 0 ||
         mount("/dev/pts/ptmx", "/dev/ptmx", NULL, MS_BIND, NULL) < 0)
         child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+    int trees[SPAWN_MAX_SOCKETS];
+    sockets_take(p, status_fd, trees);
     protect_home(p, status_fd);
-    cover_hidden(p, status_fd);
+    cover_hidden(p, status_fd, trees);
     private_tmp(p, status_fd);
+    sockets_in_private_tmp(p, status_fd, trees);
     k = ll_add_devpts_child(p->landlock_fd, p->landlock_handled);
     if (k < 0)
         child_fail(status_fd, SPAWN_STEP_LANDLOCK, -k);

@@ -21,6 +21,8 @@
 #define SPAWN_MAX_EXPOSE 40
 /* Mounts that keep entries of home read-only (and pin their ancestors). */
 #define SPAWN_MAX_PROTECT 160
+/* Sockets the user lets through (--allow-socket). */
+#define SPAWN_MAX_SOCKETS 8
 
 /* One of them: path bound onto itself, read-only (ro) or as it was (a pin:
  * a mount point cannot be renamed or removed). */
@@ -89,6 +91,14 @@ struct spawn_plan {
      * SPAWN_MAX_PROTECT. */
     const struct spawn_cover *protect;
     size_t n_protect;
+    /* Sockets the user lets through (--allow-socket): absolute paths of
+     * sockets (not links), looked up as the agent before anything is
+     * covered and shown again at their paths after: inside a covered
+     * directory (the runtime dir) or the private /tmp. At most
+     * SPAWN_MAX_SOCKETS; none may lie inside another hide entry than a
+     * directory cover. */
+    const char *const *sockets;
+    size_t n_sockets;
 };
 
 struct spawn_failure {

@@ -4,7 +4,8 @@
 #   1. a tmux server of the user (its socket in /tmp/tmux-UID) cannot be asked
 #      to run anything: the session's /tmp, /var/tmp and /dev/shm are private
 #   2. sockets at the known places (the user's runtime dir, ~/.gnupg, ~/.ssh,
-#      root's container runtime, the system bus) are hidden
+#      root's container runtime, the system bus) are hidden; --allow-socket
+#      lets one through at its path (and the policy can bound or forbid it)
 #   3. the private /tmp: nothing of the host's shows, nothing of the agent's
 #      stays, a cwd below /tmp still works
 #   4. the agent's own servers (0.0.0.0 and ::, TCP and UDP) answer a host
@@ -116,6 +117,46 @@ for s in "${SOCKS[@]}"; do
         t_fail "2: $s: reachable outside lyh, not from a session" "outside: $ctl, session: $got"
     fi
 done
+
+# --allow-socket lets one through, at its path, and only that one: in the
+# runtime dir (a covered directory), in /tmp (the private one), in ~/.gnupg
+# (a covered socket). Each is said at start and recorded.
+TMPS=/tmp/lyh-allow-$$
+install -d -o "$LYH_UID" -g "$LYH_GID" -m 0700 "$TMPS" && MADE+=("$TMPS")
+ALLOWED=("/run/user/$LYH_UID/pipewire-0" "$TMPS/agent.sock" "$LYH_HOME/.gnupg/S.gpg-agent")
+for s in "${ALLOWED[@]:0:2}"; do serve_unix "$s" || lyh_die "listener at $s"; done
+RUNDIR_BEFORE=$(ls -A "/run/user/$LYH_UID")
+flags=()
+for s in "${ALLOWED[@]}"; do flags+=(--allow-socket "$s"); done
+out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui "${flags[@]}" -- sh -c \
+    "for s in ${ALLOWED[*]} /run/user/$LYH_UID/bus; do r=\$(/usr/bin/python3 $CONNECT_PY \$s); echo \"\$s \$r\"; done" \
+    </dev/null 2>&1)
+echo "$out" | sed 's/^/#   /'
+for s in "${ALLOWED[@]}"; do
+    t_check "2: --allow-socket $s: reachable from the session" grep -qx "$s ok" <<<"$out"
+done
+t_check "2: ... the runtime dir's other sockets stay hidden" eval '! grep -qx "/run/user/$LYH_UID/bus ok" <<<"$out"'
+t_check "2: ... lyh run says which sockets act for the agent" grep -q "can reach these sockets of yours.*pipewire-0" <<<"$out"
+t_check "2: ... the start record names them" sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --kind session --json | grep -q 'sockets=.*pipewire-0'"
+t_check "2: ... and the runtime dir outside is as it was ($(ls -A "/run/user/$LYH_UID" | tr '\n' ' '))" \
+    [ "$(ls -A "/run/user/$LYH_UID")" = "$RUNDIR_BEFORE" ]
+ln -sf "$TMPS/agent.sock" "$TMPS/link.sock"
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --allow-socket "$TMPS/link.sock" -- /bin/true </dev/null 2>&1)
+t_check "2: --allow-socket of a symlink is refused, and says why" grep -q "is a symlink; name the socket it points to" <<<"$out"
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --allow-socket "$LYH_HOME/.profile" -- /bin/true </dev/null 2>&1)
+t_check "2: --allow-socket of a file is refused" grep -q "is not a socket" <<<"$out"
+printf 'allowed_interface_patterns = ["tun*", "wg*"]\nallow_socket_patterns = ["/run/user/*/pipewire-0"]\n' >"$LYH_TMP/sockpol.toml"
+"$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/sockpol.toml" >/dev/null 2>&1 || t_fail "2: policy set allow_socket_patterns" "refused"
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --allow-socket "$TMPS/agent.sock" -- /bin/true </dev/null 2>&1)
+t_check "2: a socket outside the policy's allow_socket_patterns is refused" grep -q "matches none of allow_socket_patterns" <<<"$out"
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --allow-socket "/run/user/$LYH_UID/pipewire-0" -- /bin/true </dev/null 2>&1; echo "rc=$?")
+t_check "2: ... one inside them is not ($(tail -n 1 <<<"$out"))" grep -qx "rc=0" <<<"$out"
+printf 'allowed_interface_patterns = ["tun*", "wg*"]\nforbid_allow_socket = true\n' >"$LYH_TMP/sockpol.toml"
+"$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/sockpol.toml" >/dev/null 2>&1 || t_fail "2: policy set forbid_allow_socket" "refused"
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --allow-socket "/run/user/$LYH_UID/pipewire-0" -- /bin/true </dev/null 2>&1)
+t_check "2: forbid_allow_socket refuses every --allow-socket" grep -q "letting sockets through is forbidden" <<<"$out"
+printf 'allowed_interface_patterns = ["tun*", "wg*"]\n' >"$LYH_TMP/sockpol.toml"
+"$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/sockpol.toml" >/dev/null 2>&1
 
 # ---- 3. the private /tmp ---------------------------------------------------------------
 echo "# 3. the session's /tmp, /var/tmp and /dev/shm are its own"
