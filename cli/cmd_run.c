@@ -63,7 +63,7 @@ void usage_run(FILE *f) {
             "  --deny-dest RULE           refuse this destination\n"
             "  --lan-allow RULE           reopen part of the LAN (must lie in a blocked range)\n"
             "  --allow-host-port PORT[-PORT]  let the agent reach a service of this machine on\n"
-            "                             127.0.0.0/8 and ::1 at that port (repeatable)\n"
+            "                             127.0.0.1 and ::1 at that port (repeatable)\n"
             "  --allow-socket PATH        let the agent reach this socket of yours although lyh\n"
             "                             hides its place (what listens acts for the agent)\n"
             "  --writable PATH            extra writable path (yours, outside system dirs)\n"
@@ -441,14 +441,15 @@ static int apply_config(const struct cfg_cli *ccli, const char *cwd, bool may_as
         if (cli_add_rule("--lan-allow", c->lan_allow.v[i].value, rr->lan_allow,
                          &rr->lan_allow_count, ARRAY_SIZE(rr->lan_allow)) < 0)
             return EXIT_USAGE;
-    /* A host port is a LAN exception on the loopback addresses: the session
-     * chain accepts it before lo's own-listeners-only rule, and the admin's
-     * lan_allow_ceiling bounds it like any other. */
+    /* A host port is a LAN exception on the loopback addresses 127.0.0.1 and
+     * ::1 (not all of 127/8: another user's process may listen at the same
+     * port on 127.0.0.2); the admin's lan_allow_ceiling bounds it like any
+     * other. */
     for (size_t i = 0; i < c->host_ports.n; i++) {
         char rule[40];
         const char *v = c->host_ports.v[i].value;
         const char *who = blame(&c->host_ports.v[i], "--allow-host-port", "network.host_ports");
-        snprintf(rule, sizeof(rule), "127.0.0.0/8:%s", v);
+        snprintf(rule, sizeof(rule), "127.0.0.1:%s", v);
         if (cli_add_rule(who, rule, rr->lan_allow, &rr->lan_allow_count,
                          ARRAY_SIZE(rr->lan_allow)) < 0)
             return EXIT_USAGE;
@@ -496,6 +497,16 @@ static int apply_config(const struct cfg_cli *ccli, const char *cwd, bool may_as
     for (size_t i = 0; i < c->protect.n; i++)
         snprintf(rr->protect[rr->protect_count++], sizeof(rr->protect[0]), "%s",
                  c->protect.v[i].value);
+    /* lyh's config directory, wherever XDG_CONFIG_HOME put it below the
+     * home (lyhd protects ~/.config/lianyaohu itself): an agent that wrote
+     * config.toml or trusted.toml there would widen the next session */
+    if (c->config_dir && ctx.home && rr->protect_count < ARRAY_SIZE(rr->protect)) {
+        size_t hn = strlen(ctx.home);
+        const char *rel = c->config_dir + hn + 1;
+        if (strncmp(c->config_dir, ctx.home, hn) == 0 && c->config_dir[hn] == '/' && *rel &&
+            strcmp(rel, ".config/lianyaohu") != 0 && strlen(rel) < sizeof(rr->protect[0]))
+            snprintf(rr->protect[rr->protect_count++], sizeof(rr->protect[0]), "%s", rel);
+    }
     o->vpn = c->vpn_interface.value;
     if (c->env.n > RUN_MAX_ENV) {
         fprintf(stderr, "lyh run: too many environment variables (at most %d)\n", RUN_MAX_ENV);

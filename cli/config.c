@@ -1015,8 +1015,13 @@ static int apply_cli(struct cfg *c, const struct cfg_cli *cli, struct cfg_error 
         r = list_add(&c->writable, cli->writable.v[i], o, false);
     for (size_t i = 0; i < cli->read_only.n && r == 0; i++)
         r = list_add(&c->read_only, cli->read_only.v[i], o, false);
-    for (size_t i = 0; i < cli->allow_sockets.n && r == 0; i++)
-        r = list_add(&c->allow_sockets, cli->allow_sockets.v[i], o, false);
+    for (size_t i = 0; i < cli->allow_sockets.n && r == 0; i++) {
+        _cleanup_free_ char *v = strdup(cli->allow_sockets.v[i]);
+        if (!v)
+            return -ENOMEM;
+        normalize(v); /* one spelling: lyhd compares paths as strings */
+        r = list_add(&c->allow_sockets, v, o, false);
+    }
     return r;
 }
 

@@ -12,6 +12,7 @@ const struct he_default he_protect_defaults[] = {
     {".config/lianyaohu", true},
     /* shell start-up and logout files */
     {".profile", false},      {".bashrc", false},      {".bash_profile", false},
+    {".bash_aliases", false}, {".bashrc.d", false},    /* Debian's and Fedora's .bashrc read them */
     {".bash_login", false},   {".bash_logout", false}, {".zshenv", false},
     {".zprofile", false},     {".zshrc", false},       {".zlogin", false},
     {".zlogout", false},      {".kshrc", false},       {".mkshrc", false},
@@ -21,12 +22,17 @@ const struct he_default he_protect_defaults[] = {
     /* git (core.fsmonitor, hooksPath, aliases run programs), ssh, gnupg */
     {".gitconfig", false},    {".config/git", true},   {".ssh", true},
     {".gnupg", false},
-    /* what systemd --user and desktop sessions start */
+    /* tmux and direnv run what their config says */
+    {".tmux.conf", false},    {".config/tmux", false}, {".config/direnv", false},
+    /* what systemd --user, D-Bus activation and desktop sessions start */
+    {".local/share/dbus-1/services", false},
     {".config/systemd/user", true},        {".local/share/systemd/user", true},
     {".config/environment.d", true},       {".config/autostart", true},
     {".local/share/applications", false},
-    /* directories a default ~/.profile puts on PATH */
-    {".local/bin", true},     {"bin", false},
+    /* directories a default ~/.profile (or rustup's env) puts on PATH, and
+     * what Python runs at every start (.pth files in the user site) */
+    {".local/bin", true},     {"bin", false},          {".cargo/bin", false},
+    {".cargo/env", false},    {".local/lib", false},
     /* editors' start-up files */
     {".vimrc", false},        {".vim", false},         {".config/nvim", false},
     {".emacs", false},        {".emacs.d", false},

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -75,6 +76,8 @@ int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_ch
     if (in.scope == NFTR_SCOPE_SESSION && d->guard->listeners && s->row.cgroup_id && s->lo_slot) {
         in.lo_slot = s->lo_slot;
         in.cgroup_level = d->guard->base.cgroup_level;
+        in.base_cgroup_id = d->guard->base.base_cgroup_id;
+        in.base_cgroup = d->guard->base.base_cgroup;
         in.cgroup_path = s->row.cgroup[0] == '/' ? s->row.cgroup + 1 : s->row.cgroup;
     }
     in.log.accept_unlogged = s->accept_unlogged;
@@ -912,14 +915,16 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
         snprintf(why, whylen, "cannot list chains of table inet lianyaohu: %s", strerror(-r));
         return r;
     }
-    /* Loopback slots in use: adopted sessions keep theirs, new ones start above. */
-    g->next_slot = 1;
-    if (nft_list_loopback(g->nft, &rc.lo, &rc.n_lo) == 0)
-        for (size_t i = 0; i < rc.n_lo; i++) {
-            uint32_t slot = (uint32_t)rc.lo[i].cgroup_id & NFTR_LO_SLOT_MAX;
-            if (slot >= g->next_slot && slot < NFTR_LO_SLOT_MAX)
-                g->next_slot = slot + 1;
-        }
+    /* Loopback slots: adopted sessions keep theirs (read from the table);
+     * new ones count on from a random start, so a slot an ended session had
+     * before this start is not given again soon (its flows' conntrack entries
+     * may outlive it for minutes: a new owner of the slot must not inherit
+     * them). A slot still in use is met as EEXIST and skipped. */
+    uint32_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+        rnd = (uint32_t)lyhd_mono_ms();
+    g->next_slot = 1 + rnd % (NFTR_LO_SLOT_MAX - 1);
+    (void)nft_list_loopback(g->nft, &rc.lo, &rc.n_lo);
     r = store_session_foreach_live(d->store, reconcile_one, &rc);
     if (r < 0) {
         snprintf(why, whylen, "cannot read live sessions from state.db: %s",

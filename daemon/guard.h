@@ -34,7 +34,7 @@ struct guard {
     bool listeners;
     char listeners_why[200];
     /* The next loopback slot to give a session (its conntrack marks, see
-     * nft_render.h): above every slot in the table lyhd found. */
+     * nft_render.h): counted on from a random start. */
     uint32_t next_slot;
     /* Ruleset change notifications: after any change (ours too), the base is
      * checked again shortly; if someone else removed or changed our table it

@@ -79,7 +79,7 @@ bool policy_socket_ok(const struct policy *p, const char *path, char *why, size_
     if (p->n_socket_patterns == 0)
         return true;
     for (size_t i = 0; i < p->n_socket_patterns; i++)
-        if (fnmatch(p->socket_patterns[i], path, 0) == 0)
+        if (fnmatch(p->socket_patterns[i], path, FNM_PATHNAME) == 0)
             return true;
     snprintf(why, whylen, "policy: socket %.300s matches none of allow_socket_patterns (%zu %s)",
              path, p->n_socket_patterns, p->n_socket_patterns == 1 ? "entry" : "entries");

@@ -39,9 +39,47 @@ static int add(struct prot_list *l, const char *path, bool ro) {
     return 0;
 }
 
+/* Is dir the caller's (so an agent, being the caller, could chmod it)? */
+static bool callers(const char *dir, uid_t uid) {
+    struct stat st;
+    return lstat(dir, &st) == 0 && st.st_uid == uid;
+}
+
+static int blocked(const char *dir, const char *what, int e, char *why, size_t whylen) {
+    set_why(why, whylen,
+            "cannot %s %s (%s): lyh must see the entries of your home it keeps read-only "
+            "for agents; give it back its usual mode (chmod u+rwx %s)",
+            what, dir, strerror(e), dir);
+    return -e;
+}
+
+/* Pin every directory above path (not path itself) that sits in one of the
+ * caller's: those an agent could rename away to put another in its place
+ * (~/dotfiles above a symlinked ~/.bashrc's target). Outermost first. */
+static int pin_above(struct prot_list *l, const char *path, uid_t uid) {
+    char a[PATH_MAX], parent[PATH_MAX] = "/";
+    size_t n = strlen(path);
+
+    if (n >= sizeof(a))
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if (path[i] != '/')
+            continue;
+        memcpy(a, path, i);
+        a[i] = '\0';
+        if (callers(parent, uid)) {
+            int r = add(l, a, false);
+            if (r < 0)
+                return r;
+        }
+        memcpy(parent, a, i + 1);
+    }
+    return 0;
+}
+
 /* One entry: walk name's components below home. */
-static int one(struct prot_list *l, const char *home, const char *name, bool create, char *why,
-               size_t whylen) {
+static int one(struct prot_list *l, const char *home, uid_t uid, const char *name, bool create,
+               char *why, size_t whylen) {
     char cur[PATH_MAX], next[PATH_MAX], comp[HE_NAME_MAX];
     const char *s = name;
     int k;
@@ -59,16 +97,22 @@ static int one(struct prot_list *l, const char *home, const char *name, bool cre
         if (snprintf(next, sizeof(next), "%s/%s", cur, comp) >= (int)sizeof(next))
             return 0; /* too long to exist */
         if (lstat(next, &st) < 0) {
-            if (errno != ENOENT)
-                return 0; /* not the caller's to see: nothing to cover */
+            if (errno != ENOENT) {
+                int e = errno;
+                /* not the caller's to see: nothing an agent could write
+                 * either, unless the directory is theirs to chmod */
+                return callers(cur, uid) ? blocked(cur, "look into", e, why, whylen) : 0;
+            }
             if (!create)
                 return 0;
             if (mkdir(next, 0700) < 0 && errno != EEXIST) {
                 int e = errno;
                 /* The user cannot make it here, so neither can the agent
-                 * (it has at most the user's rights): nothing to cover. */
+                 * (it has at most the user's rights), unless the directory
+                 * is the user's and its mode was changed. */
                 if (e == EACCES || e == EPERM || e == EROFS)
-                    return 0;
+                    return callers(cur, uid) ? blocked(cur, "create entries in", e, why, whylen)
+                                             : 0;
                 set_why(why, whylen, "cannot create %s (to keep agents from making it): %s",
                         next, strerror(e));
                 return -e;
@@ -81,7 +125,7 @@ static int one(struct prot_list *l, const char *home, const char *name, bool cre
                 return k;
             if (S_ISLNK(st.st_mode)) {
                 _cleanup_free_ char *target = realpath(next, NULL);
-                if (target && (k = add(l, target, true)) < 0)
+                if (target && ((k = pin_above(l, target, uid)) < 0 || (k = add(l, target, true)) < 0))
                     return k;
             }
             return 0;
@@ -96,6 +140,8 @@ static int one(struct prot_list *l, const char *home, const char *name, bool cre
             if (!target || stat(target, &ts) < 0 || !S_ISDIR(ts.st_mode) ||
                 strlen(target) >= sizeof(cur))
                 return 0;
+            if ((k = pin_above(l, target, uid)) < 0 || (k = add(l, target, false)) < 0)
+                return k;
             memcpy(cur, target, strlen(target) + 1);
         } else {
             memcpy(cur, next, strlen(next) + 1);
@@ -104,14 +150,15 @@ static int one(struct prot_list *l, const char *home, const char *name, bool cre
     }
 }
 
-int prot_collect(const char *home, const char *const *names, size_t n_names, struct prot_list *out,
-                 char *why, size_t whylen) {
+int prot_collect(const char *home, uid_t uid, const char *const *names, size_t n_names,
+                 struct prot_list *out, char *why, size_t whylen) {
     int k = 0;
 
     for (size_t i = 0; i < he_protect_defaults_count && k == 0; i++)
-        k = one(out, home, he_protect_defaults[i].name, he_protect_defaults[i].create, why, whylen);
+        k = one(out, home, uid, he_protect_defaults[i].name, he_protect_defaults[i].create, why,
+                whylen);
     for (size_t i = 0; i < n_names && k == 0; i++)
-        k = one(out, home, names[i], false, why, whylen);
+        k = one(out, home, uid, names[i], false, why, whylen);
     if (k == -E2BIG)
         set_why(why, whylen, "more than %d mounts would be needed to protect the entries of your "
                              "home (paths.protect); name fewer",

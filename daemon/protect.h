@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define PROT_MAX 160 /* mounts per launch */
 
@@ -36,12 +37,16 @@ void prot_list_clear(struct prot_list *l); /* frees the paths; NULL ok */
 
 /* Look up (and where the built-in list says so, create: an empty directory,
  * mode 0700) each entry below home, with the file-system identity of the
- * thread (the caller's: run it between fs_ident_enter and _leave). names are
- * canonical (he_check) extras on top of the built-in list; duplicates are
- * fine. A missing entry is skipped. 0, or -E2BIG (too many mounts) / -ENOMEM
- * / -errno of a failed mkdir with a reason in why. */
-int prot_collect(const char *home, const char *const *names, size_t n_names, struct prot_list *out,
-                 char *why, size_t whylen);
+ * thread (the caller's, uid: run it between fs_ident_enter and _leave). names
+ * are canonical (he_check) extras on top of the built-in list; duplicates are
+ * fine. A missing entry is skipped. One lyh cannot look into or create in a
+ * directory of uid's (an agent could chmod it and go on) fails the whole
+ * launch; one of someone else's is skipped (the agent cannot change it
+ * either). The caller-owned directories above a symlink's target are pinned
+ * too. 0, or -E2BIG (too many mounts) / -ENOMEM / -EACCES / -errno with a
+ * reason in why. */
+int prot_collect(const char *home, uid_t uid, const char *const *names, size_t n_names,
+                 struct prot_list *out, char *why, size_t whylen);
 
 /* Narrow-home mode: make the state entries of the agent argv0 names (its
  * base name: claude, codex, gemini) when missing, so that its first run can

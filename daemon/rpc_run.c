@@ -731,6 +731,24 @@ static void hide_add(struct run_prep *p, const char *path) {
         p->n_hide++;
 }
 
+/* An absolute path in one spelling: no empty, "." or ".." component, no
+ * trailing '/' (but "/" itself), shorter than PATH_MAX. Paths compared as
+ * strings (a socket below a deny path) must be so, or a trailing slash says
+ * "not below" where the kernel says "below". */
+static bool path_canonical(const char *path) {
+    size_t n = strlen(path);
+    if (path[0] != '/' || n >= PATH_MAX || (n > 1 && path[n - 1] == '/'))
+        return false;
+    for (const char *c = path + 1; *c;) {
+        const char *e = strchr(c, '/');
+        size_t len = e ? (size_t)(e - c) : strlen(c);
+        if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+            return false;
+        c += len + (e ? 1 : 0);
+    }
+    return true;
+}
+
 /* The sockets the caller lets through (--allow-socket): each an absolute,
  * canonical path to a socket (not a link; looked up as the caller), allowed
  * by the policy, not lyhd's own and not inside a deny path (whose cover
@@ -746,11 +764,7 @@ static int pick_sockets(struct lyhd *d, struct run_prep *p, const Lianyaohu__V1_
                      r->n_allow_sockets, RUN_MAX_SOCKETS);
     for (size_t i = 0; i < r->n_allow_sockets; i++) {
         const char *path = r->allow_sockets[i];
-        size_t n = strlen(path);
-        if (path[0] != '/' || n >= PATH_MAX || strstr(path, "//") || strstr(path, "/./") ||
-            strstr(path, "/../") || path[n - 1] == '/' ||
-            (n >= 2 && strcmp(path + n - 2, "/.") == 0) ||
-            (n >= 3 && strcmp(path + n - 3, "/..") == 0))
+        if (!path_canonical(path) || strcmp(path, "/") == 0)
             return pfail(p, bad, "socket '%.300s' must be an absolute path without '.', '..' or "
                                  "'//' components",
                          path);
@@ -762,6 +776,13 @@ static int pick_sockets(struct lyhd *d, struct run_prep *p, const Lianyaohu__V1_
             return pfail(p, bad, "%.300s is a symlink; name the socket it points to", path);
         if (!S_ISSOCK(st.st_mode))
             return pfail(p, bad, "%.300s is not a socket", path);
+        /* by its real path: a symlink on the way would let a pattern or a
+         * deny path judge one place and the mount take another */
+        _cleanup_free_ char *real = realpath(path, NULL);
+        if (!real || strcmp(real, path) != 0)
+            return pfail(p, bad,
+                         "%.300s goes through a symlink; name the socket by its real path%s%.300s%s",
+                         path, real ? " (" : "", real ? real : "", real ? ")" : "");
         if (strcmp(path, d->cfg.socket_path) == 0)
             return pfail(p, bad, "%.300s is lyhd's own socket, which refuses agents", path);
         for (size_t k = 0; k < r->n_deny_paths; k++) {
@@ -823,8 +844,11 @@ static int pick_denied(const Lianyaohu__V1__RunRequest *r,
     }
     for (size_t i = 0; i < r->n_deny_paths; i++) {
         const char *path = r->deny_paths[i];
-        if (path[0] != '/' || strlen(path) >= PATH_MAX) {
-            pfail(p, bad, "deny path '%.200s' must be an absolute path", path);
+        if (!path_canonical(path)) {
+            pfail(p, bad,
+                  "deny path '%.200s' must be an absolute path without '.', '..', '//' or a "
+                  "trailing '/'",
+                  path);
             return -EINVAL;
         }
         if (lstat(path, &st) < 0) {
@@ -871,7 +895,7 @@ static int pick_protected(struct run_prep *p, const Lianyaohu__V1__RunRequest *r
     }
     for (size_t i = 0; i < pol->n_protect; i++)
         names[n++] = pol->protect[i];
-    if (prot_collect(p->home, names, n, &p->prot, why, sizeof(why)) < 0)
+    if (prot_collect(p->home, p->s->row.uid, names, n, &p->prot, why, sizeof(why)) < 0)
         return pfail(p, LIANYAOHU__V1__CODE__FAILED_PRECONDITION, "%s", why);
     if (r->narrow_home && prot_agent_state(p->home, r->argv[0], why, sizeof(why)) < 0)
         return pfail(p, LIANYAOHU__V1__CODE__FAILED_PRECONDITION, "%s", why);

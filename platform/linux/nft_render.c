@@ -389,10 +389,10 @@ static void lo_dest_accept(struct rules *rs, const struct nftr_dest *d) {
 
 /* Chain lo-<id>: where a packet of a flow the session started through lo
  * (its mark, any direction) may land. ICMP (ping, and errors about its own
- * flows) always; in the direction the session sent, the resolver's port 53
- * and its listed host ports; else only a socket of the session itself: a
- * host service on 127.0.0.1 or ::1, another session's server, or no socket
- * at all gets a refusal. Every packet but TCP's after its first is looked
+ * flows) always; a socket of the session itself; never another session's
+ * socket; in the direction the session sent, the resolver's port 53 and its
+ * listed host ports; else a refusal (a host service on 127.0.0.1 or ::1, no
+ * socket at all). Every packet but TCP's after its first is looked
  * at, answers included: a session can send a datagram with a forged
  * loopback source (IP_PKTINFO, from a socket it bound on 127.0.0.2 at a
  * host service's port) to its own socket or a listed one and have it
@@ -415,11 +415,6 @@ static void render_lo_chain(const struct nftr_input *in, const struct logctx *lc
         if (r)
             r->verdict = NFTR_V_ACCEPT;
     }
-    lo_dest_accept(rs, &dns4);
-    lo_dest_accept(rs, &dns6);
-    for (size_t i = 0; i < in->policy.n_lan_exceptions; i++)
-        if (dest_loopback(&in->policy.lan_exceptions[i]))
-            lo_dest_accept(rs, &in->policy.lan_exceptions[i]);
     ms.n = 0;
     m_l4proto(&ms, IPPROTO_TCP);
     mpush(&ms, NFTR_M_CT_NOT_NEW);
@@ -439,6 +434,22 @@ static void render_lo_chain(const struct nftr_input *in, const struct logctx *lc
         r->counter = true;
         r->verdict = NFTR_V_ACCEPT;
     }
+    /* another session's socket, whatever the port: a listed port names a
+     * host service, never another user's (or this user's other) agent */
+    ms.n = 0;
+    m = mpush(&ms, NFTR_M_SOCK_CGROUP);
+    m->level = in->cgroup_level - 1;
+    m->cgroup_id = in->base_cgroup_id;
+    if (in->base_cgroup)
+        snprintf(m->name, sizeof(m->name), "%s", in->base_cgroup);
+    else
+        snprintf(m->name, sizeof(m->name), "%" PRIu64, in->base_cgroup_id);
+    emit_reject(rs, lc, &ms, REJECT_ANY, lc->reject_prefix);
+    lo_dest_accept(rs, &dns4);
+    lo_dest_accept(rs, &dns6);
+    for (size_t i = 0; i < in->policy.n_lan_exceptions; i++)
+        if (dest_loopback(&in->policy.lan_exceptions[i]))
+            lo_dest_accept(rs, &in->policy.lan_exceptions[i]);
     ms.n = 0;
     emit_reject(rs, lc, &ms, REJECT_ANY, lc->reject_prefix);
 }
@@ -450,8 +461,8 @@ static int input_valid(const struct nftr_input *in) {
     case NFTR_SCOPE_SESSION:
         if (!session_id_valid(in->session_id) || in->cgroup_id == 0)
             return -EINVAL;
-        if (in->lo_slot && (in->lo_slot > NFTR_LO_SLOT_MAX || in->cgroup_level < 1 ||
-                            in->cgroup_level > 255))
+        if (in->lo_slot && (in->lo_slot > NFTR_LO_SLOT_MAX || in->cgroup_level < 2 ||
+                            in->cgroup_level > 255 || in->base_cgroup_id == 0))
             return -EINVAL;
         break;
     case NFTR_SCOPE_UID:

@@ -136,6 +136,8 @@ struct nftr_input {
     uint32_t lo_slot;
     uint32_t cgroup_level;
     const char *cgroup_path; /* with lo_slot, optional: below the cgroup2 root, for text */
+    uint64_t base_cgroup_id;   /* with lo_slot: the sessions' base cgroup (level cgroup_level-1) */
+    const char *base_cgroup;   /* with lo_slot, optional: its path, for text */
     const char *iface;      /* the VPN: 1..15 chars of [A-Za-z0-9_.-], not "lo" */
     struct nftr_log_params log;
     struct nftr_policy policy;

@@ -266,11 +266,10 @@ static void protect_home(const struct spawn_plan *p, int status_fd) {
         fd = open(p->protect[i].path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         int err = fd < 0 ? errno : 0;
         as_root(status_fd);
-        if (fd < 0) {
-            if (err == ENOENT || err == EACCES || err == ENOTDIR)
-                continue;
+        /* lyhd saw it a moment ago: gone or out of sight now means someone
+         * changed it meanwhile; an agent must not find it missing */
+        if (fd < 0)
             child_fail(status_fd, SPAWN_STEP_MOUNTS, err);
-        }
         tree = (int)syscall(SYS_open_tree, fd, "",
                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
         if (tree < 0 ||
@@ -433,32 +432,39 @@ static void cover_hidden(const struct spawn_plan *p, int status_fd, int *trees) 
             k = mount_fd("lyh-hidden", fds[i], MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                          "tmpfs", "size=4k,mode=0555");
         } else if (S_ISDIR(st.st_mode)) {
-            /* an empty cover with the let-through sockets at their paths
-             * (a skeleton of root's 0755 directories), then read-only */
+            /* an empty cover with the let-through sockets at their paths (a
+             * skeleton of root's 0755 directories), then read-only. Made as a
+             * detached tmpfs (fsopen/fsmount), attached onto the object
+             * opened as the agent, and filled through the fd of its root:
+             * no path is resolved as root, so nothing the user swaps in
+             * (a symlink on the way) can take it elsewhere. */
             struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
-            k = mount_fd("lyh-hidden", fds[i], MS_NOSUID | MS_NODEV | MS_NOEXEC, "tmpfs",
-                         "size=64k,mode=0755");
-            /* its path again, as root: root's place (the daemon lets
-             * sockets through only below those), now the cover's root */
-            int top = k < 0 ? -1 : open(p->hide[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (k == 0 && top < 0)
-                k = -1;
-            for (size_t j = 0; k == 0 && j < p->n_sockets; j++) {
+            int fsfd = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC), top = -1;
+            if (fsfd < 0 ||
+                syscall(SYS_fsconfig, fsfd, FSCONFIG_SET_STRING, "size", "64k", 0) < 0 ||
+                syscall(SYS_fsconfig, fsfd, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
+                syscall(SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+                (top = (int)syscall(SYS_fsmount, fsfd, FSMOUNT_CLOEXEC,
+                                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0 ||
+                syscall(SYS_move_mount, top, "", fds[i], "",
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+            close(fsfd);
+            size_t n = strlen(p->hide[i]);
+            while (n > 1 && p->hide[i][n - 1] == '/')
+                n--;
+            for (size_t j = 0; j < p->n_sockets; j++) {
                 if (trees[j] < 0 || !below(p->sockets[j], p->hide[i]))
                     continue;
-                size_t n = strlen(p->hide[i]);
-                while (n > 1 && p->hide[i][n - 1] == '/')
-                    n--;
                 int e = graft(p, status_fd, false, top, p->sockets[j] + n + 1, trees[j]);
                 if (e)
                     child_fail(status_fd, SPAWN_STEP_MOUNTS, e);
                 close(trees[j]);
                 trees[j] = -1;
             }
-            if (k == 0 && syscall(SYS_mount_setattr, top, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
-                k = -1;
-            if (top >= 0)
-                close(top);
+            if (syscall(SYS_mount_setattr, top, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+                child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
+            close(top);
         } else if (S_ISSOCK(st.st_mode)) {
             k = mount_fd("/dev/null", fds[i], MS_BIND, NULL, NULL);
         }

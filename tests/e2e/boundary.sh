@@ -158,6 +158,26 @@ t_check "2: forbid_allow_socket refuses every --allow-socket" grep -q "letting s
 printf 'allowed_interface_patterns = ["tun*", "wg*"]\n' >"$LYH_TMP/sockpol.toml"
 "$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/sockpol.toml" >/dev/null 2>&1
 
+# A client of its own (not lyh, which normalises paths) sends what it likes:
+# a deny path spelled with a trailing '/', which a string comparison would
+# not see as holding the socket (the child then opened the cover's place by
+# path as root: a symlink swapped in there made root create the placeholder
+# elsewhere, found in review); a socket named through a symlink.
+PYMOD=$LYH_TMP/py
+chmod 755 "$LYH_TMP" && install -d -m 0755 "$LYH_TMP/bin" "$PYMOD" &&
+    protoc -I"$HERE/../../proto" --python_out="$PYMOD" "$HERE/../../proto/lianyaohu.proto" &&
+    install -m 0755 "$HERE/run_client.py" "$HERE/py_client.py" "$LYH_TMP/bin/" || lyh_die "run_client.py"
+raw_run() { lyh_as_user /usr/bin/python3 -B "$LYH_TMP/bin/run_client.py" "$PYMOD" "$LYH_SOCK" "$1" 2>&1 | tail -n 1; }
+lyh_as_user sh -c 'mkdir -p ~/real && ln -sfn real ~/lnk'
+serve_unix "$LYH_HOME/real/s" || lyh_die "listener at ~/real/s"
+base='"argv": ["/bin/true"], "interface": "tun0", "cwd": "'"$LYH_HOME"'"'
+out=$(raw_run "{$base, \"deny_paths\": [\"$LYH_HOME/real/\"], \"allow_sockets\": [\"$LYH_HOME/real/s\"]}")
+t_check "2: a deny path with a trailing '/' is refused ($out)" grep -q "^INVALID_ARGUMENT deny path .* trailing '/'" <<<"$out"
+out=$(raw_run "{$base, \"allow_sockets\": [\"$LYH_HOME/lnk/s\"]}")
+t_check "2: a socket named through a symlink is refused ($out)" grep -q "^INVALID_ARGUMENT .*goes through a symlink" <<<"$out"
+out=$(raw_run "{$base, \"allow_sockets\": [\"$LYH_HOME/real/s\"]}")
+t_check "2: the same socket by its real path is not ($out)" grep -q "^OK" <<<"$out"
+
 # ---- 3. the private /tmp ---------------------------------------------------------------
 echo "# 3. the session's /tmp, /var/tmp and /dev/shm are its own"
 HOSTFILE=/tmp/lyh-bnd-host-$$
@@ -283,6 +303,13 @@ if lyh_wait_until 15 grep -q '^serving' "$LOUT"; then
     out=$(in_session /usr/bin/python3 -c "$LOPROBE" tcp:127.0.0.1:"$LPORT" udp:127.0.0.1:"$LPORT" tcp:::1:"$LPORT")
     for t in tcp:127.0.0.1 udp:127.0.0.1 tcp:::1; do
         t_check "4: another session is refused at $t:$LPORT" \
+            grep -Eq "^$t:$LPORT (ECONNREFUSED|EHOSTUNREACH|EACCES|EPERM|timeout)\$" <<<"$out"
+    done
+    # ... even when it lists that port: a listed port names a host service
+    out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --allow-host-port "$LPORT" -- \
+        /usr/bin/python3 -c "$LOPROBE" tcp:127.0.0.1:"$LPORT" udp:127.0.0.1:"$LPORT" </dev/null 2>&1)
+    for t in tcp:127.0.0.1 udp:127.0.0.1; do
+        t_check "4: another session listing the port is refused at $t:$LPORT too" \
             grep -Eq "^$t:$LPORT (ECONNREFUSED|EHOSTUNREACH|EACCES|EPERM|timeout)\$" <<<"$out"
     done
     has_listeners() { lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" capabilities | grep -q '^features:.* listeners\b'; }
@@ -476,9 +503,10 @@ t_check "5: the refusals are in the audit log" \
 # ---- 6. what would run as the user later stays read-only ---------------------------------
 echo "# 6. shell start-up files, git, ssh, systemd user units, lyh's own config: read-only"
 lyh_as_user sh -c 'printf "[user]\n\tname = t\n" >~/.gitconfig && mkdir -p ~/dotfiles ~/proj &&
-    echo "# z" >~/dotfiles/zshrc && ln -s dotfiles/zshrc ~/.zshrc && echo "registry=x" >~/.npmrc' ||
+    echo "# z" >~/dotfiles/zshrc && ln -s dotfiles/zshrc ~/.zshrc && echo "registry=x" >~/.npmrc &&
+    echo "alias ll=ls" >~/.bash_aliases' ||
     t_fail "6: the user's dotfiles" "cannot make them"
-sum_before=$(cd "$LYH_HOME" && cat .bashrc .profile .gitconfig dotfiles/zshrc .npmrc | md5sum)
+sum_before=$(cd "$LYH_HOME" && cat .bashrc .profile .gitconfig dotfiles/zshrc .npmrc .bash_aliases | md5sum)
 # WRITES: each attempt's errno name, or "ok"
 WRITES='import os, errno
 h = os.environ["HOME"]
@@ -509,11 +537,14 @@ tryit("create-local-bin", lambda: create(".local/bin/ls"))
 tryit("create-ssh-keys", lambda: create(".ssh/authorized_keys"))
 tryit("rename-config-away", lambda: os.rename(j(".config"), j(".config.old")))
 tryit("rename-local-away", lambda: os.rename(j(".local"), j(".local.old")))
+tryit("rename-dotfiles-dir", lambda: os.rename(j("dotfiles"), j("dotfiles.old")))
+tryit("append-bash-aliases", lambda: append(".bash_aliases"))
 tryit("append-npmrc", lambda: append(".npmrc"))
 tryit("write-notes", lambda: create("notes.txt"))'
 PROTECTED="append-bashrc append-profile append-gitconfig append-zshrc-link unlink-zshrc-link
     rename-over-bashrc unlink-bashrc create-lyh-config create-lyh-trust create-git-config
-    create-user-unit create-local-bin create-ssh-keys rename-config-away rename-local-away"
+    create-user-unit create-local-bin create-ssh-keys rename-config-away rename-local-away
+    rename-dotfiles-dir append-bash-aliases"
 refused() { grep -Eq "^$1 (EROFS|EBUSY|EACCES|EPERM|EXDEV)\$" <<<"$2"; }
 for mode in default narrow; do
     flag=()
@@ -535,9 +566,19 @@ for mode in default narrow; do
             grep -q "narrow-home does not narrow a session started here" <<<"$out"
     fi
 done
+# An agent that takes away lyh's view of a pinned directory (chmod 0) must not
+# leave the next session unprotected below it: the next launch is refused.
+out=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- sh -c 'chmod 0 ~/.config/systemd ~/.local && echo chmodded' </dev/null 2>&1)
+t_check "6: an agent can chmod a pinned directory ($(tail -n 1 <<<"$out"))" grep -qx chmodded <<<"$out"
+second=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- sh -c 'chmod 700 ~/.local; echo >~/.local/bin/git; echo ran' </dev/null 2>&1)
+t_check "6: ... and the next launch is refused, saying what to do ($(tail -n 1 <<<"$second"))" \
+    eval 'grep -q "chmod u+rwx" <<<"$second" && ! grep -qx ran <<<"$second"'
+t_check "6: ... so nothing landed in ~/.local/bin" test ! -e "$LYH_HOME/.local/bin/git"
+lyh_as_user chmod 700 "$LYH_HOME/.config/systemd" "$LYH_HOME/.local"
+
 # Undo what the default mode's notes.txt and the npmrc line did; keep the rest
 lyh_as_user sh -c 'rm -f ~/notes.txt; echo "registry=x" >~/.npmrc'
-sum_after=$(cd "$LYH_HOME" && cat .bashrc .profile .gitconfig dotfiles/zshrc .npmrc | md5sum)
+sum_after=$(cd "$LYH_HOME" && cat .bashrc .profile .gitconfig dotfiles/zshrc .npmrc .bash_aliases | md5sum)
 t_check "6: the protected files are unchanged outside" [ "$sum_before" = "$sum_after" ]
 t_check "6: ~/.config/lianyaohu was made (empty, the user's, 0700)" \
     eval '[ "$(stat -c %U:%a "$LYH_HOME/.config/lianyaohu")" = "$LYH_USER:700" ] && [ -z "$(ls -A "$LYH_HOME/.config/lianyaohu")" ]'

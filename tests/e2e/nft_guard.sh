@@ -399,7 +399,7 @@ expect_from() { # NAME WANT(ok|refused|timeout) NS PROTO ADDR PORT
     *) bad "$name" "want $want, got $out" ;;
     esac
 }
-T add-session a "$IDA" tun0 --loopback "$LEVEL" >/dev/null || bad "add session a again (may listen)"
+T add-session a "$IDA" tun0 --loopback "$LEVEL" "$IDBASE" >/dev/null || bad "add session a again (may listen)"
 serve_in "$A" 0 $GID 0.0.0.0 8801
 serve_in "$A" 0 $GID :: 8801
 # The control: a listener of the host, outside the sessions' parent cgroup.

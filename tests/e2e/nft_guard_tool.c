@@ -25,9 +25,9 @@
  *                                         until COUNT packets or SECONDS
  * policy: --lan-exception D | --deny D | --allow D | --deny-default | --block-ipv6
  *         | --log-rate RATE,BURST        D = ADDR/PREFIX[,PORT[-PORT]]
- *         | --loopback LEVEL             (sessions) it may listen: lo flows marked (slot: the
+ *         | --loopback LEVEL BASE_ID     (sessions) it may listen: lo flows marked (slot: the
  *                                        cgroup id's low 30 bits), chain lo-<id> matches its
- *                                        sockets at cgroup LEVEL
+ *                                        sockets at cgroup LEVEL, other sessions' below BASE_ID
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -124,7 +124,8 @@ struct policy_args {
     bool deny_default, block6;
     bool log_set;
     uint32_t log_rate, log_burst;
-    uint32_t lo_level; /* --loopback LEVEL: the session may listen (lo_mark of its cgroup) */
+    uint32_t lo_level; /* --loopback LEVEL BASE_ID: the session may listen */
+    uint64_t lo_base;
 };
 
 static int parse_policy(int argc, char **argv, struct policy_args *p) {
@@ -152,9 +153,10 @@ static int parse_policy(int argc, char **argv, struct policy_args *p) {
             continue;
         }
         if (strcmp(a, "--loopback") == 0) {
-            if (i + 1 >= argc || parse_u32(argv[i + 1], &p->lo_level) < 0 || p->lo_level == 0)
+            if (i + 2 >= argc || parse_u32(argv[i + 1], &p->lo_level) < 0 || p->lo_level < 2 ||
+                parse_u64(argv[i + 2], &p->lo_base) < 0 || p->lo_base == 0)
                 return -EINVAL;
-            i++;
+            i += 2;
             continue;
         }
         if (strcmp(a, "--lan-exception") == 0)
@@ -201,6 +203,7 @@ static int render(enum nftr_scope scope, const char *id, uint64_t cg, uint32_t u
     if (pa->lo_level) {
         in.lo_slot = (uint32_t)(cg & NFTR_LO_SLOT_MAX) ? (uint32_t)(cg & NFTR_LO_SLOT_MAX) : 1;
         in.cgroup_level = pa->lo_level;
+        in.base_cgroup_id = pa->lo_base;
     }
     return nftr_render_chain(&in, ret);
 }

@@ -80,7 +80,7 @@ static void test_fresh_home(void **state) {
     char why[300];
     mk(".bashrc", false);
     mk(".profile", false);
-    assert_int_equal(prot_collect(home, NULL, 0, &l, why, sizeof(why)), 0);
+    assert_int_equal(prot_collect(home, getuid(), NULL, 0, &l, why, sizeof(why)), 0);
     bool ro = false;
     /* existing files: covered; missing ones that would shadow others: not made */
     assert_true(find(&l, ".bashrc", &ro) >= 0 && ro);
@@ -127,7 +127,7 @@ static void test_symlinks(void **state) {
     assert_int_equal(symlink("dotfiles/bashrc", p), 0);
     snprintf(p, sizeof(p), "%s/.config", home);
     assert_int_equal(symlink("dotfiles/config", p), 0);
-    assert_int_equal(prot_collect(home, NULL, 0, &l, why, sizeof(why)), 0);
+    assert_int_equal(prot_collect(home, getuid(), NULL, 0, &l, why, sizeof(why)), 0);
     bool ro = false;
     assert_true(find(&l, ".bashrc", &ro) >= 0 && ro);
     snprintf(t, sizeof(t), "%s/dotfiles/bashrc", home);
@@ -137,6 +137,16 @@ static void test_symlinks(void **state) {
     free(real);
     int link = find(&l, ".config", &ro);
     assert_true(link >= 0 && !ro);
+    /* the directory above the dotfile's target is pinned (renaming
+     * ~/dotfiles away would put another bashrc behind the link), before
+     * the target's own cover */
+    int dot = find(&l, "dotfiles", &ro);
+    assert_true(dot >= 0 && !ro);
+    snprintf(t, sizeof(t), "%s/dotfiles/bashrc", home);
+    real = realpath(t, NULL);
+    assert_non_null(real);
+    assert_true(find(&l, real, NULL) > dot);
+    free(real);
     /* ~/.config/lianyaohu was made inside the link's target */
     assert_true(is_dir("dotfiles/config/lianyaohu"));
     snprintf(t, sizeof(t), "%s/dotfiles/config/lianyaohu", home);
@@ -156,7 +166,7 @@ static void test_extras(void **state) {
     mk(".npmrc", false);
     mk(".local", false); /* a file: nothing below it, and no error */
     const char *names[] = {".npmrc", ".npmrc", ".missing/x", ".local/y"};
-    assert_int_equal(prot_collect(home, names, 4, &l, why, sizeof(why)), 0);
+    assert_int_equal(prot_collect(home, getuid(), names, 4, &l, why, sizeof(why)), 0);
     bool ro = false;
     assert_true(find(&l, ".npmrc", &ro) >= 0 && ro);
     size_t count = 0;
@@ -165,6 +175,27 @@ static void test_extras(void **state) {
     assert_int_equal(count, 1);
     assert_false(exists(".missing"));
     assert_int_equal(find(&l, ".local/y", NULL), -1);
+    prot_list_clear(&l);
+}
+
+/* A directory of the caller's that lyh cannot look into (an earlier agent
+ * chmod-ed it) fails the launch instead of leaving what is below uncovered;
+ * as root the test cannot be refused a lookup, so only as a user. */
+static void test_blocked_fails_closed(void **state) {
+    (void)state;
+    struct prot_list l = {.n = 0};
+    char why[300], p[PATH_MAX];
+    if (geteuid() == 0)
+        skip();
+    mk(".config", true);
+    snprintf(p, sizeof(p), "%s/.config", home);
+    assert_int_equal(chmod(p, 0), 0);
+    assert_int_equal(prot_collect(home, getuid(), NULL, 0, &l, why, sizeof(why)), -EACCES);
+    assert_non_null(strstr(why, "chmod u+rwx"));
+    prot_list_clear(&l);
+    assert_int_equal(chmod(p, 0700), 0);
+    /* someone else's directory lyh cannot look into is nothing to cover */
+    assert_int_equal(prot_collect(home, getuid() + 1, NULL, 0, &l, why, sizeof(why)), 0);
     prot_list_clear(&l);
 }
 
@@ -193,6 +224,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_fresh_home, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlinks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extras, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocked_fails_closed, setup, teardown),
         cmocka_unit_test(test_he_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -583,6 +583,8 @@ static void test_session_listeners(void **state) {
     in.lo_slot = 7;
     in.cgroup_level = 3;
     in.cgroup_path = "system.slice/lyhd.service/lianyaohu/7f3a9c01";
+    in.base_cgroup_id = 9876;
+    in.base_cgroup = "system.slice/lyhd.service/lianyaohu";
     render_check(&in, "session_listeners");
 
     struct nftr_chain *c = NULL;
@@ -629,10 +631,21 @@ static void test_session_listeners(void **state) {
             listed++;
     }
     assert_int_equal(listed, 2); /* tcp and udp */
-    const struct nftr_rule *own = &c->lo_rules[c->n_lo_rules - 4];
-    assert_int_equal(own->match[0].type, NFTR_M_SOCK_CGROUP);
-    assert_int_equal(own->match[0].level, 3);
-    assert_int_equal(own->match[0].cgroup_id, 4242);
+    /* its own sockets, then a refusal for any other session's, before
+     * the listed ports (which name host services) */
+    size_t own_at = 0, other_at = 0, listed_at = 0;
+    for (size_t i = 0; i < c->n_lo_rules; i++) {
+        const struct nftr_rule *r = &c->lo_rules[i];
+        if (r->n_match == 1 && r->match[0].type == NFTR_M_SOCK_CGROUP && r->match[0].level == 3 &&
+            r->match[0].cgroup_id == 4242 && r->verdict == NFTR_V_ACCEPT)
+            own_at = i + 1;
+        if (r->match[0].type == NFTR_M_SOCK_CGROUP && r->match[0].level == 2 &&
+            r->match[0].cgroup_id == 9876 && r->verdict == NFTR_V_REJECT_ADMIN)
+            other_at = i + 1;
+        if (!listed_at && r->n_match == 3 && r->match[2].type == NFTR_M_DPORT)
+            listed_at = i + 1;
+    }
+    assert_true(own_at && other_at && listed_at && own_at < other_at && other_at < listed_at);
     const struct nftr_rule *last = &c->lo_rules[c->n_lo_rules - 1];
     assert_int_equal(last->verdict, NFTR_V_REJECT_ADMIN);
     assert_int_equal(last->n_match, 0);
@@ -643,9 +656,12 @@ static void test_session_listeners(void **state) {
     in.lo_slot = NFTR_LO_SLOT_MAX + 1;
     assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
     in.lo_slot = 7;
-    in.cgroup_level = 0;
+    in.cgroup_level = 1;
     assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
     in.cgroup_level = 3;
+    in.base_cgroup_id = 0;
+    assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
+    in.base_cgroup_id = 9876;
     in.scope = NFTR_SCOPE_UID;
     in.uid = 1000;
     assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
