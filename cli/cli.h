@@ -13,6 +13,11 @@ enum {
     EXIT_DAEMON_ERROR = 1, /* the daemon answered with an error */
     EXIT_USAGE = 2,
     EXIT_UNAVAILABLE = 69, /* EX_UNAVAILABLE: no daemon to talk to */
+    /* lyh run, as docker run and shells do: the agent's own status passes
+     * through; these are lyh's */
+    EXIT_RUN_REFUSED = 125,   /* lyh or lyhd refused, or failed */
+    EXIT_RUN_CANNOT = 126,    /* the command cannot run (not executable, setup failed) */
+    EXIT_RUN_NOT_FOUND = 127, /* the command was not found */
 };
 
 struct cli {

@@ -229,9 +229,18 @@ static int send_signal(struct lyh_client *c, const char *session_id, int sig) {
     return lyh_client_send(c, req, NULL, 0, NULL);
 }
 
-/* Exit code for an error answer. */
+/* Set when follow_run returns the agent's own status (which passes through
+ * unchanged); everything else cmd_run returns is lyh's and becomes 125-127. */
+static bool agent_status;
+
+/* Exit code for an error answer: the agent not starting (lyhd's spawn
+ * failure, "the agent could not start: ...") is 127 when the command was not
+ * found, else 126; anything else lyhd refused is 125 (cmd_run maps it). */
 static int error_exit(const lianyaohu_v1_Response *resp) {
+    static const char nostart[] = "the agent could not start:";
     fprintf(stderr, "lyh run: %s: %s\n", lyh_code_name(resp->code), resp->message);
+    if (strncmp(resp->message, nostart, sizeof(nostart) - 1) == 0)
+        return resp->code == lianyaohu_v1_Code_NOT_FOUND ? EXIT_RUN_NOT_FOUND : EXIT_RUN_CANNOT;
     if (resp->code == lianyaohu_v1_Code_UNAVAILABLE)
         return EXIT_UNAVAILABLE;
     return EXIT_DAEMON_ERROR;
@@ -322,9 +331,14 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
         case lianyaohu_v1_RunEvent_exited_tag:
             if (relay)
                 pty_relay_drain(relay);
-            if (ev->event.exited.signal > 0)
+            if (ev->event.exited.signal > 0) {
+                agent_status = true;
                 return 128 + ev->event.exited.signal;
-            return ev->event.exited.exit_code >= 0 ? ev->event.exited.exit_code : EXIT_DAEMON_ERROR;
+            }
+            if (ev->event.exited.exit_code < 0)
+                return EXIT_DAEMON_ERROR; /* no status known: lyh's failure */
+            agent_status = true;
+            return ev->event.exited.exit_code;
         default:
             break;
         }
@@ -519,7 +533,20 @@ static int apply_config(const struct cfg_cli *ccli, const char *cwd, bool may_as
     return EXIT_OK;
 }
 
+static int run_main(struct cli *cli, int argc, char **argv);
+
+/* lyh run's exit status: the agent's, or one of lyh's own (lyh(1), EXIT
+ * STATUS): 125 lyh or lyhd refused or failed, 126 the command cannot run,
+ * 127 it was not found. */
 int cmd_run(struct cli *cli, int argc, char **argv) {
+    agent_status = false;
+    int rc = run_main(cli, argc, argv);
+    if (agent_status || rc == EXIT_OK || rc == EXIT_RUN_CANNOT || rc == EXIT_RUN_NOT_FOUND)
+        return rc;
+    return EXIT_RUN_REFUSED;
+}
+
+static int run_main(struct cli *cli, int argc, char **argv) {
     enum {
         O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN, O_HOSTPORT, O_SOCKET,
         O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_MONITOR, O_HELP,

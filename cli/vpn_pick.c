@@ -235,7 +235,20 @@ int vpn_pick(const char *explicit_name, bool interactive, char *out, size_t outl
             return EXIT_USAGE;
         }
     }
-    /* Not a terminal: a numbered prompt on stdin. */
+    /* Never a prompt on something that is not a terminal: stdin is the
+     * agent's input (printf '1\nhello\n' | lyh run -- cat would lose a
+     * line to the prompt), and nobody is there to answer. */
+    if (!isatty(STDIN_FILENO)) {
+        fprintf(stderr, "lyh: several VPN interfaces are up and stdin is not a terminal, so lyh "
+                        "does not ask; name one with --vpn NAME:\n");
+        for (size_t i = 0; i < n; i++) {
+            char d[256];
+            describe(&c[i], d, sizeof(d));
+            fprintf(stderr, "  --vpn %-10s %s\n", c[i].name, d);
+        }
+        return EXIT_USAGE;
+    }
+    /* A terminal, but no full-screen picker (--no-tui): a numbered prompt. */
     fprintf(stderr, "Several VPN interfaces are up; pick one:\n");
     for (size_t i = 0; i < n; i++) {
         char d[256];

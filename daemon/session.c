@@ -524,12 +524,18 @@ static void on_status(evutil_socket_t fd, short what, void *arg) {
         s->call = NULL;
         call->on_disconnect = NULL;
         call->state = NULL;
-        rpc_fail(call,
-                 f.step == SPAWN_STEP_EXEC && f.err == ENOENT ? LIANYAOHU__V1__CODE__NOT_FOUND
-                                                              : LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
-                 "the agent could not start: %s failed: %s%s", spawn_step_name(f.step),
-                 strerror(f.err),
-                 f.step == SPAWN_STEP_EXEC && f.err == ENOENT ? " (is it on PATH?)" : "");
+        if (f.step == SPAWN_STEP_EXEC && f.err == ENOENT)
+            rpc_fail(call, LIANYAOHU__V1__CODE__NOT_FOUND,
+                     "the agent could not start: command '%s' not found (is it on PATH?)",
+                     s->row.argv0);
+        else if (f.step == SPAWN_STEP_EXEC)
+            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                     "the agent could not start: cannot run '%s': %s", s->row.argv0,
+                     strerror(f.err));
+        else
+            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                     "the agent could not start: %s failed: %s", spawn_step_name(f.step),
+                     strerror(f.err));
     }
 }
 

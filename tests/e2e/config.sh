@@ -134,7 +134,7 @@ fi
 chmod 0000 "$LYH_HOME/.config/lianyaohu/config.toml"
 out=$(as_user_env "$roothome" "" "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 --no-tui 2>&1)
 rc=$?
-if [ "$rc" = 2 ] && grep -q "$LYH_HOME/.config/lianyaohu/config.toml: cannot open: Permission denied" <<<"$out"; then
+if [ "$rc" = 125 ] && grep -q "$LYH_HOME/.config/lianyaohu/config.toml: cannot open: Permission denied" <<<"$out"; then
     t_pass "3: an unreadable config of the user's own stays an error with its path"
 else
     t_fail "3: an unreadable config of the user's own stays an error" "rc=$rc $out"

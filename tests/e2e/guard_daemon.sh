@@ -455,10 +455,10 @@ if agent_start s4; then
     if lyh_alive "${A_PID[s4]}"; then t_pass "4: agent survives kill -9 of lyhd"; else t_fail "4: agent survives kill -9 of lyhd"; fi
     agent_client_rc s4
     rc=$CLIENT_RC
-    if [ "$rc" = 69 ] && grep -q "lost contact with lyhd" "$LYH_TMP/agent.s4.err"; then
-        t_pass "4: lyh reports the lost daemon (exit 69)"
+    if [ "$rc" = 125 ] && grep -q "lost contact with lyhd" "$LYH_TMP/agent.s4.err"; then
+        t_pass "4: lyh reports the lost daemon (exit 125)"
     else
-        t_fail "4: lyh reports the lost daemon (exit 69)" "rc=$rc $(cat "$LYH_TMP/agent.s4.err")"
+        t_fail "4: lyh reports the lost daemon (exit 125)" "rc=$rc $(cat "$LYH_TMP/agent.s4.err")"
     fi
     agent_guarded "4: no daemon running" s4
     expect_fast_reject "4: no daemon: gid $LYH_GUARD_GID outside the session still refused" \
@@ -642,10 +642,10 @@ if agent_start s5; then
     if lyh_alive "${A_PID[s5]}"; then t_pass "5: session keeps running after SIGTERM of lyhd"; else t_fail "5: session keeps running after SIGTERM of lyhd"; fi
     agent_client_rc s5
     rc=$CLIENT_RC
-    if [ "$rc" = 69 ] && grep -q "keeps running, guarded" "$LYH_TMP/agent.s5.err"; then
-        t_pass "5: lyh hears the session keeps running (exit 69)"
+    if [ "$rc" = 125 ] && grep -q "keeps running, guarded" "$LYH_TMP/agent.s5.err"; then
+        t_pass "5: lyh hears the session keeps running (exit 125)"
     else
-        t_fail "5: lyh hears the session keeps running (exit 69)" "rc=$rc $(cat "$LYH_TMP/agent.s5.err")"
+        t_fail "5: lyh hears the session keeps running (exit 125)" "rc=$rc $(cat "$LYH_TMP/agent.s5.err")"
     fi
     lyh_daemon_log_has "leaving session '$S5' of uid $LYH_UID running and guarded" ||
         t_fail "5: shutdown logs the session left running" "$(tail -n 5 "$LYH_DAEMON_LOG")"

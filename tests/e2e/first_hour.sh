@@ -1,0 +1,71 @@
+#!/bin/bash
+# e2e: what a new user meets first (issue 17), against the real daemon:
+#   1. lyh run's exit status: the agent's own passes through; lyh's own
+#      failures are 125 (refused), 126 (cannot run), 127 (not found, named)
+#   2. with two VPN interfaces up and stdin not a terminal, lyh never
+#      prompts (stdin is the agent's): it refuses and lists --vpn choices
+#
+# usage: first_hour.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
+# Safety: everything happens in the namespaces lib.sh makes.
+set -u
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: first_hour.sh needs root"
+    exit 77
+fi
+# shellcheck source=tests/e2e/lib.sh
+. "$HERE/lib.sh"
+lyh_init "${1:-}"
+
+P="lyhfh-$$"
+lyh_layout_up "$P" tun0 || lyh_die "network layout"
+lyh_user_create || lyh_die "cannot create the test user"
+lyh_daemon_start || lyh_die "lyhd does not start"
+install -d -o "$LYH_UID" -g "$LYH_GID" -m 0700 "$LYH_HOME/proj"
+
+run_rc() { # ARGS...: lyh run as the user from its project; output and "rc=N" last
+    LYH_CMD_TIMEOUT=60 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" --socket "$LYH_SOCK" \
+        run "$@" </dev/null 2>&1
+    echo "rc=$?"
+}
+
+# ---- 1. exit status ----------------------------------------------------------------------
+echo "# 1. lyh run's exit status"
+res=$(run_rc --vpn tun0 --no-tui -- /bin/sh -c 'exit 3')
+t_check "1: the agent's own status passes through (3)" grep -qx "rc=3" <<<"$res"
+res=$(run_rc --vpn tun0 --no-tui -- /bin/sh -c 'exit 125')
+t_check "1: ... even when it is 125" grep -qx "rc=125" <<<"$res"
+res=$(run_rc --vpn tun0 --no-tui -- no-such-command-lyh)
+t_check "1: a command that is not found: 127, and the message names it" \
+    eval 'grep -qx "rc=127" <<<"$res" && grep -q "no-such-command-lyh.* not found" <<<"$res"'
+lyh_as_user sh -c 'echo "echo hi" >proj/notexec && chmod 0644 proj/notexec'
+res=$(run_rc --vpn tun0 --no-tui -- ./notexec)
+t_check "1: a command that cannot run (not executable): 126, named" \
+    eval 'grep -qx "rc=126" <<<"$res" && grep -q "cannot run .\./notexec.: Permission denied" <<<"$res"'
+res=$(run_rc --vpn 'no such' --no-tui -- /bin/true)
+t_check "1: a bad --vpn: 125" grep -qx "rc=125" <<<"$res"
+res=$(run_rc --no-such-option -- /bin/true)
+t_check "1: an unknown option: 125" grep -qx "rc=125" <<<"$res"
+res=$(run_rc --vpn tun0 --no-tui --writable /nonexistent-lyh -- /bin/true)
+t_check "1: a request lyhd refuses: 125" grep -qx "rc=125" <<<"$res"
+res=$(LYH_CMD_TIMEOUT=20 lyh_as_user "$LYH_LYH" --socket /nonexistent/lyh.sock run --vpn tun0 --no-tui -- /bin/true </dev/null 2>&1; echo "rc=$?")
+t_check "1: no daemon: 125" grep -qx "rc=125" <<<"$res"
+
+# ---- 2. no prompt on a non-terminal --------------------------------------------------------
+echo "# 2. two VPN interfaces, stdin a pipe: no prompt"
+ip -n "$LYH_MAIN" link add wg0 type veth peer name wgp0 netns "$LYH_EXIT" &&
+    ip -n "$LYH_MAIN" addr add 10.88.0.1/30 dev wg0 && ip -n "$LYH_MAIN" link set wg0 up &&
+    ip -n "$LYH_EXIT" link set wgp0 up || lyh_die "a second VPN interface"
+res=$(printf '1\nhello\n' | LYH_CMD_TIMEOUT=30 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" \
+    --socket "$LYH_SOCK" run -- cat 2>&1; echo "rc=$?")
+echo "$res" | sed 's/^/#   /'
+t_check "2: refused (125)" grep -qx "rc=125" <<<"$res"
+t_check "2: ... naming the choices as --vpn options" \
+    eval 'grep -q -- "--vpn tun0" <<<"$res" && grep -q -- "--vpn wg0" <<<"$res"'
+t_check "2: ... and nothing of stdin was read as an answer (no agent ran)" eval '! grep -qx hello <<<"$res"'
+res=$(printf 'hello\n' | LYH_CMD_TIMEOUT=30 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" \
+    --socket "$LYH_SOCK" run --vpn tun0 -- cat 2>/dev/null; echo "rc=$?")
+t_check "2: with --vpn, the agent gets all of stdin" eval 'grep -qx hello <<<"$res" && grep -qx "rc=0" <<<"$res"'
+lyh_daemon_stop
+t_done
