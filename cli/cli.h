@@ -32,6 +32,11 @@ struct cli_command {
     void (*usage)(FILE *f);
 };
 
+/* A daemon's refusal for people: "WHO: MESSAGE", plain words without the
+ * status name (lyhd's messages say what and why; --json output keeps the
+ * code). An empty message gets a plain reading of the code. */
+void cli_print_error(const char *who, const lianyaohu_v1_Response *resp);
+
 /* Connect or print why not (and how to start the daemon); returns an exit code
  * (EXIT_OK on success). */
 int cli_connect(struct cli *cli, struct lyh_client **ret);

@@ -346,8 +346,9 @@ static int audit_stream(struct cli *cli, const char *sub, struct lyh_client *c,
         if (resp->call_id != id && resp->call_id != 0)
             continue;
         if (resp->code != lianyaohu_v1_Code_OK) {
-            fprintf(stderr, "%s audit %s: %s: %s\n", cli->prog, sub, lyh_code_name(resp->code),
-                    resp->message);
+            char who[64];
+            snprintf(who, sizeof(who), "%s audit %s", cli->prog, sub);
+            cli_print_error(who, resp);
             return code_exit(resp->code);
         }
         if (resp->call_id == 0) {

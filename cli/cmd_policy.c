@@ -208,7 +208,7 @@ static int policy_history(struct cli *cli, int argc, char **argv) {
         if (resp->call_id != id && resp->call_id != 0)
             continue;
         if (resp->code != lianyaohu_v1_Code_OK) {
-            fprintf(stderr, "%s: %s: %s\n", cli->prog, lyh_code_name(resp->code), resp->message);
+            cli_print_error(cli->prog, resp);
             lyh_client_close(c);
             return EXIT_DAEMON_ERROR;
         }

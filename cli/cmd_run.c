@@ -238,7 +238,7 @@ static bool agent_status;
  * found, else 126; anything else lyhd refused is 125 (cmd_run maps it). */
 static int error_exit(const lianyaohu_v1_Response *resp) {
     static const char nostart[] = "the agent could not start:";
-    fprintf(stderr, "lyh run: %s: %s\n", lyh_code_name(resp->code), resp->message);
+    cli_print_error("lyh run", resp);
     if (strncmp(resp->message, nostart, sizeof(nostart) - 1) == 0)
         return resp->code == lianyaohu_v1_Code_NOT_FOUND ? EXIT_RUN_NOT_FOUND : EXIT_RUN_CANNOT;
     if (resp->code == lianyaohu_v1_Code_UNAVAILABLE)

@@ -49,7 +49,7 @@ int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, lianyaohu_v1_Response 
         return EXIT_UNAVAILABLE;
     }
     if (resp->code != lianyaohu_v1_Code_OK) {
-        fprintf(stderr, "%s: %s: %s\n", cli->prog, lyh_code_name(resp->code), resp->message);
+        cli_print_error(cli->prog, resp);
         return resp->code == lianyaohu_v1_Code_RESOURCE_EXHAUSTED ||
                        resp->code == lianyaohu_v1_Code_UNAVAILABLE
                    ? EXIT_UNAVAILABLE
@@ -132,3 +132,26 @@ int cli_add_rule(const char *opt, const char *text, lianyaohu_v1_DestRule *arr,
     return 0;
 }
 
+
+void cli_print_error(const char *who, const lianyaohu_v1_Response *resp) {
+    static const char *const plain[] = {
+        [lianyaohu_v1_Code_CANCELLED] = "cancelled",
+        [lianyaohu_v1_Code_INVALID_ARGUMENT] = "the request is not valid",
+        [lianyaohu_v1_Code_DEADLINE_EXCEEDED] = "it took too long",
+        [lianyaohu_v1_Code_NOT_FOUND] = "not found",
+        [lianyaohu_v1_Code_ALREADY_EXISTS] = "it exists already",
+        [lianyaohu_v1_Code_PERMISSION_DENIED] = "not allowed",
+        [lianyaohu_v1_Code_RESOURCE_EXHAUSTED] = "lyhd is out of room for it; try again later",
+        [lianyaohu_v1_Code_FAILED_PRECONDITION] = "not possible in this state",
+        [lianyaohu_v1_Code_ABORTED] = "something changed meanwhile; try again",
+        [lianyaohu_v1_Code_UNIMPLEMENTED] = "this lyhd does not know that",
+        [lianyaohu_v1_Code_INTERNAL] = "lyhd failed (its log says more)",
+        [lianyaohu_v1_Code_UNAVAILABLE] = "lyhd cannot do it now",
+    };
+    const char *m = resp->message;
+    if (!m[0])
+        m = resp->code >= 0 && (size_t)resp->code < ARRAY_SIZE(plain) && plain[resp->code]
+                ? plain[resp->code]
+                : "lyhd refused";
+    fprintf(stderr, "%s: %s\n", who, m);
+}

@@ -1,7 +1,8 @@
 #!/bin/bash
 # e2e: what a new user meets first (issue 17), against the real daemon:
 #   1. lyh run's exit status: the agent's own passes through; lyh's own
-#      failures are 125 (refused), 126 (cannot run), 127 (not found, named)
+#      failures are 125 (refused), 126 (cannot run), 127 (not found, named);
+#      refusals are said in plain words, without gRPC status names
 #   2. with two VPN interfaces up and stdin not a terminal, lyh never
 #      prompts (stdin is the agent's): it refuses and lists --vpn choices
 #
@@ -49,6 +50,8 @@ res=$(run_rc --no-such-option -- /bin/true)
 t_check "1: an unknown option: 125" grep -qx "rc=125" <<<"$res"
 res=$(run_rc --vpn tun0 --no-tui --writable /nonexistent-lyh -- /bin/true)
 t_check "1: a request lyhd refuses: 125" grep -qx "rc=125" <<<"$res"
+t_check "1: ... said in plain words, without a status name ($(head -n 1 <<<"$res"))" \
+    eval 'grep -q "^lyh run: writable path /nonexistent-lyh" <<<"$res" && ! grep -Eq "INVALID_ARGUMENT|FAILED_PRECONDITION|PERMISSION_DENIED" <<<"$res"'
 res=$(LYH_CMD_TIMEOUT=20 lyh_as_user "$LYH_LYH" --socket /nonexistent/lyh.sock run --vpn tun0 --no-tui -- /bin/true </dev/null 2>&1; echo "rc=$?")
 t_check "1: no daemon: 125" grep -qx "rc=125" <<<"$res"
 
