@@ -38,7 +38,9 @@ static void usage(FILE *f) {
             "  --version      print the version\n"
             "  --help         this help; `lyh COMMAND --help` for a command\n"
             "\nExit codes: 0 ok, 1 the daemon reported a failure, 2 usage error,\n"
-            "69 the daemon is unavailable.\n",
+            "69 the daemon is unavailable. lyh run exits with the agent's status;\n"
+            "its own failures are 125 (lyh or lyhd refused), 126 (the command cannot\n"
+            "run) and 127 (the command was not found).\n",
             LYH_SOCKET_ENV, LYH_DEFAULT_SOCKET);
 }
 
