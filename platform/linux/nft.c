@@ -1713,39 +1713,6 @@ static int get_session_elem(struct nft *n, uint64_t cgroup_id, struct one_elem *
 /* The element of map loopback that jumps to chain `lo`: tried at the mark
  * the caller knows first (hint, 0: none), else looked for in the whole map.
  * 0 with *found set or not. */
-struct lo_find {
-    const char *chain;
-    bool found;
-    uint32_t mark;
-};
-
-static int lo_find_cb(struct nftnl_set_elem *e, void *data) {
-    struct lo_find *f = data;
-    uint32_t len = 0;
-    const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-    const char *c = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN)
-                        ? nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN)
-                        : NULL;
-    if (key && len == sizeof(uint32_t) && c && strcmp(c, f->chain) == 0) {
-        memcpy(&f->mark, key, sizeof(f->mark));
-        f->found = true;
-    }
-    return 0;
-}
-
-static int lo_find_msg_cb(const struct nlmsghdr *nlh, void *data) {
-    _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
-    if (!s)
-        return -ENOMEM;
-    if (nftnl_set_elems_nlmsg_parse(nlh, s) < 0)
-        return -EPROTO;
-    return nftnl_set_elem_foreach(s, lo_find_cb, data) < 0 ? -EPROTO : 0;
-}
-
-static void lo_find_reset(void *data) {
-    ((struct lo_find *)data)->found = false;
-}
-
 static int find_lo_elem(struct nft *n, const char *lo, uint32_t hint, bool *found,
                         uint32_t *mark) {
     struct one_elem o = {.found = false};
@@ -1760,17 +1727,17 @@ static int find_lo_elem(struct nft *n, const char *lo, uint32_t hint, bool *foun
         *mark = m;
         return 0;
     }
-    _cleanup_(setp) struct nftnl_set *s = set_obj(NFTR_MAP_LOOPBACK, 0);
-    if (!s)
-        return -ENOMEM;
-    struct lo_find f = {.chain = lo};
-    r = dump(n, NFT_MSG_GETSETELEM, build_elems, s, lo_find_msg_cb, lo_find_reset, &f);
-    if (r == -ENOENT)
-        r = 0;
+    _cleanup_free_ struct nft_session_elem *v = NULL;
+    size_t nv = 0;
+    r = nft_list_loopback(n, &v, &nv);
     if (r < 0)
         return r;
-    *found = f.found;
-    *mark = f.mark;
+    *found = false;
+    for (size_t i = 0; i < nv; i++)
+        if (strcmp(v[i].chain, lo) == 0) {
+            *found = true;
+            *mark = (uint32_t)v[i].cgroup_id;
+        }
     return 0;
 }
 
