@@ -21,6 +21,7 @@ const char *audit_kind_name(int kind) {
     case AUDIT_KIND_REQUEST: return "request";
     case AUDIT_KIND_GAP: return "gap";
     case AUDIT_KIND_GUARD: return "guard";
+    case AUDIT_KIND_DNS: return "dns";
     default: return NULL;
     }
 }

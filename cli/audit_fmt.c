@@ -424,6 +424,7 @@ static const char *const kind_names[] = {
     [lianyaohu_v1_EventKind_EVENT_KIND_REQUEST] = "request",
     [lianyaohu_v1_EventKind_EVENT_KIND_GAP] = "gap",
     [lianyaohu_v1_EventKind_EVENT_KIND_GUARD] = "guard",
+    [lianyaohu_v1_EventKind_EVENT_KIND_DNS] = "dns",
 };
 
 const char *audit_fmt_kind_name(int kind) {
@@ -444,7 +445,7 @@ int audit_fmt_parse_kind(const char *text, lianyaohu_v1_EventKind *ret, char *wh
             return 0;
         }
     return fail(why, whylen,
-                "unknown kind (use flow, session, policy, request, gap or guard)");
+                "unknown kind (use flow, session, policy, request, gap, guard or dns)");
 }
 
 int audit_fmt_parse_verdict(const char *text, lianyaohu_v1_Verdict *ret, char *why,

@@ -80,7 +80,7 @@ static const struct {
     {OPT_DST, "  --dst ADDR[/PREFIX]   destination address or network (10.0.0.0/8, fd00::/8)\n"},
     {OPT_PORT, "  --port N[-M]          destination port or range (1-65535)\n"},
     {OPT_PROTO, "  --proto P             tcp, udp, icmp, icmpv6, sctp, udplite or 1-255\n"},
-    {OPT_KIND, "  --kind K              flow, session, policy, request, gap or guard\n"},
+    {OPT_KIND, "  --kind K              flow, session, policy, request, gap, guard or dns\n"},
     {OPT_LIMIT, "  --limit N             only the newest N matching records (oldest first)\n"},
     {OPT_JSON, "  --json                JSON Lines, one object per record\n"},
     {OPT_CSV, "  --csv                 CSV (RFC 4180) with a header row\n"},

@@ -66,7 +66,7 @@ static int to_filter(struct rpc_call *call, const Lianyaohu__V1__AuditQueryReque
         return -EINVAL;
     }
     f->verdict = (uint8_t)q->verdict;
-    if (q->kind > LIANYAOHU__V1__EVENT_KIND__EVENT_KIND_GUARD) {
+    if (q->kind > LIANYAOHU__V1__EVENT_KIND__EVENT_KIND_DNS) {
         rpc_fail(call, bad, "unknown event kind %d", q->kind);
         return -EINVAL;
     }

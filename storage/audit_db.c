@@ -157,7 +157,7 @@
 #include "storage/audit_db.h"
 #include "storage/store_int.h" /* store_errno and the statement cleanup helpers */
 
-#define ADB_SCHEMA_VERSION 2
+#define ADB_SCHEMA_VERSION 3
 /* PRAGMA application_id "LYHA" (state.db is "LYH1"). */
 #define ADB_APPLICATION_ID 0x4c594841
 #define ADB_BUSY_TIMEOUT_MS 2000
@@ -252,12 +252,98 @@ static const char migration_2[] =
     "  SELECT kind, has_uid, uid, sum(n) FROM writers GROUP BY kind, has_uid, uid;"
     "PRAGMA user_version = 2;";
 
+/* DNS records (kind 7): the kind columns' CHECK widened. SQLite cannot alter a
+ * CHECK, so each table is built anew and filled from the old one; the next
+ * record id stays above every id handed out before (sqlite_sequence kept), so
+ * a follower's after_id never sees an id twice. */
+static const char migration_3[] =
+    "CREATE TEMP TABLE seq_v3 AS SELECT seq FROM sqlite_sequence WHERE name = 'events';"
+    "CREATE TABLE events_v3 ("
+    "  id       INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  time_us  INTEGER NOT NULL,"
+    "  kind     INTEGER NOT NULL CHECK (kind BETWEEN 1 AND 7),"
+    "  verdict  INTEGER NOT NULL CHECK (verdict BETWEEN 0 AND 2),"
+    "  session  TEXT NOT NULL CHECK (length(CAST(session AS BLOB)) <= 16),"
+    "  has_uid  INTEGER NOT NULL CHECK (has_uid IN (0, 1)),"
+    "  uid      INTEGER NOT NULL CHECK (uid BETWEEN 0 AND 4294967295"
+    "                                   AND (has_uid = 1 OR uid = 0)),"
+    "  family   INTEGER NOT NULL CHECK (family IN (0, 4, 6)),"
+    "  protocol INTEGER NOT NULL CHECK (protocol BETWEEN 0 AND 255),"
+    "  src      BLOB NOT NULL CHECK (length(src) IN (0, 4, 16)),"
+    "  dst      BLOB NOT NULL CHECK (length(dst) IN (0, 4, 16) AND length(dst) = length(src)),"
+    "  sport    INTEGER NOT NULL CHECK (sport BETWEEN 0 AND 65535),"
+    "  dport    INTEGER NOT NULL CHECK (dport BETWEEN 0 AND 65535),"
+    "  iface    TEXT NOT NULL CHECK (length(CAST(iface AS BLOB)) <= 15),"
+    "  action   TEXT NOT NULL CHECK (length(CAST(action AS BLOB)) <= 15),"
+    "  detail   TEXT NOT NULL CHECK (length(CAST(detail AS BLOB)) <= 5119),"
+    "  a_pkts   INTEGER NOT NULL,"
+    "  a_bytes  INTEGER NOT NULL,"
+    "  d_pkts   INTEGER NOT NULL,"
+    "  d_bytes  INTEGER NOT NULL,"
+    "  missed   INTEGER NOT NULL"
+    ") STRICT;"
+    "INSERT INTO events_v3 SELECT * FROM events;"
+    "DROP TABLE events;"
+    "ALTER TABLE events_v3 RENAME TO events;"
+    "CREATE TABLE writers_v3 ("
+    "  kind    INTEGER NOT NULL CHECK (kind BETWEEN 1 AND 7),"
+    "  session TEXT NOT NULL CHECK (length(CAST(session AS BLOB)) <= 16),"
+    "  has_uid INTEGER NOT NULL CHECK (has_uid IN (0, 1)),"
+    "  uid     INTEGER NOT NULL CHECK (uid BETWEEN 0 AND 4294967295),"
+    "  n       INTEGER NOT NULL CHECK (n > 0),"
+    "  PRIMARY KEY (kind, session, has_uid, uid)"
+    ") STRICT, WITHOUT ROWID;"
+    "INSERT INTO writers_v3 SELECT * FROM writers;"
+    "DROP TABLE writers;"
+    "ALTER TABLE writers_v3 RENAME TO writers;"
+    "CREATE TABLE writer_uids_v3 ("
+    "  kind    INTEGER NOT NULL CHECK (kind BETWEEN 1 AND 7),"
+    "  has_uid INTEGER NOT NULL CHECK (has_uid IN (0, 1)),"
+    "  uid     INTEGER NOT NULL CHECK (uid BETWEEN 0 AND 4294967295),"
+    "  n       INTEGER NOT NULL CHECK (n > 0),"
+    "  PRIMARY KEY (kind, has_uid, uid)"
+    ") STRICT, WITHOUT ROWID;"
+    "INSERT INTO writer_uids_v3 SELECT * FROM writer_uids;"
+    "DROP TABLE writer_uids;"
+    "ALTER TABLE writer_uids_v3 RENAME TO writer_uids;"
+    "CREATE TABLE pruned_v3 ("
+    "  reason    INTEGER NOT NULL CHECK (reason IN (1, 2)),"
+    "  lim       INTEGER NOT NULL CHECK (lim >= 0),"
+    "  has_uid   INTEGER NOT NULL CHECK (has_uid IN (0, 1)),"
+    "  uid       INTEGER NOT NULL CHECK (uid BETWEEN 0 AND 4294967295),"
+    "  kind      INTEGER NOT NULL CHECK (kind BETWEEN 1 AND 7),"
+    "  n         INTEGER NOT NULL CHECK (n > 0),"
+    "  oldest_us INTEGER NOT NULL,"
+    "  newest_us INTEGER NOT NULL,"
+    "  since_us  INTEGER NOT NULL,"
+    "  PRIMARY KEY (reason, lim, has_uid, uid, kind)"
+    ") STRICT, WITHOUT ROWID;"
+    "INSERT INTO pruned_v3 SELECT * FROM pruned;"
+    "DROP TABLE pruned;"
+    "ALTER TABLE pruned_v3 RENAME TO pruned;"
+    "DELETE FROM sqlite_sequence WHERE name = 'events';"
+    "INSERT INTO sqlite_sequence (name, seq) SELECT 'events', max(coalesce((SELECT max(seq)"
+    "  FROM seq_v3), 0), coalesce((SELECT max(id) FROM events), 0));"
+    "DROP TABLE temp.seq_v3;"
+    "CREATE INDEX events_time ON events (time_us);"
+    "CREATE INDEX events_session ON events (session);"
+    "CREATE INDEX events_uid ON events (has_uid, uid);"
+    "CREATE INDEX events_dst ON events (dst);"
+    "CREATE INDEX events_kind ON events (kind) WHERE kind <> 1;"
+    "CREATE INDEX events_nosession ON events (kind, has_uid, uid) WHERE session = '';"
+    "CREATE INDEX writers_heavy ON writers (kind, has_uid, uid, n);"
+    "CREATE INDEX writer_uids_heavy ON writer_uids (kind, n);"
+    "PRAGMA user_version = 3;";
+
+_Static_assert(AUDIT_KIND_DNS == 7, "migration_3 spells the enum");
+
 static const struct {
     int64_t version;
     const char *sql;
 } migrations[] = {
     { 1, migration_1 },
     { 2, migration_2 },
+    { 3, migration_3 },
 };
 _Static_assert(ARRAY_SIZE(migrations) == ADB_SCHEMA_VERSION, "one migration per version");
 
@@ -1195,7 +1281,7 @@ static int family_code(uint8_t family) {
 static int rec_check(struct audit_db *db, const struct audit_rec *r, size_t i) {
     const char *bad = NULL;
 
-    if (r->kind < AUDIT_KIND_FLOW || r->kind > AUDIT_KIND_GUARD)
+    if (r->kind < AUDIT_KIND_FLOW || r->kind > AUDIT_KIND_DNS)
         bad = "kind is not 1..6";
     else if (r->verdict > AUDIT_VERDICT_DENIED)
         bad = "verdict is not 0..2";
@@ -1328,7 +1414,7 @@ static const char *filter_problem(const struct audit_filter *f) {
         return "session is not NUL-terminated";
     if (!f->has_uid && f->uid != 0)
         return "uid given without has_uid";
-    if (f->kind > AUDIT_KIND_GUARD)
+    if (f->kind > AUDIT_KIND_DNS)
         return "kind is not 0..6";
     if (f->verdict > AUDIT_VERDICT_DENIED)
         return "verdict is not 0..2";
@@ -1585,7 +1671,7 @@ static int read_rec(struct audit_db *db, sqlite3_stmt *st, struct audit_rec *rec
         const char *name;
         int64_t min, max;
     } ranges[] = {
-        { 2, "kind", AUDIT_KIND_FLOW, AUDIT_KIND_GUARD },
+        { 2, "kind", AUDIT_KIND_FLOW, AUDIT_KIND_DNS },
         { 3, "verdict", 0, AUDIT_VERDICT_DENIED },
         { 5, "has_uid", 0, 1 },
         { 6, "uid", 0, UINT32_MAX },
@@ -1888,7 +1974,7 @@ static int read_wrow(struct audit_db *db, sqlite3_stmt *st, struct wrow *w) {
 
     if (id <= 0)
         return corrupt(db, id, "id");
-    if (kind < AUDIT_KIND_FLOW || kind > AUDIT_KIND_GUARD)
+    if (kind < AUDIT_KIND_FLOW || kind > AUDIT_KIND_DNS)
         return corrupt(db, id, "kind");
     if (has_uid < 0 || has_uid > 1 || uid < 0 || uid > UINT32_MAX)
         return corrupt(db, id, "uid");
@@ -2133,6 +2219,7 @@ static const char *const kind_names[] = {
     [AUDIT_KIND_FLOW] = "flow",       [AUDIT_KIND_SESSION] = "session",
     [AUDIT_KIND_POLICY] = "policy",   [AUDIT_KIND_REQUEST] = "request",
     [AUDIT_KIND_GAP] = "gap",         [AUDIT_KIND_GUARD] = "guard",
+    [AUDIT_KIND_DNS] = "dns",
 };
 
 /* One gap record being built: one (reason, lim, uid) of pruned. */
@@ -2141,7 +2228,7 @@ struct gap_build {
     int64_t lim;
     bool has_uid;
     uint32_t uid;
-    uint64_t n[AUDIT_KIND_GUARD + 1];
+    uint64_t n[AUDIT_KIND_DNS + 1];
     int64_t oldest, newest;
     char detail[512];
 };
@@ -2169,7 +2256,7 @@ static void gap_detail(struct gap_build *g) {
                      "reason=\"retention: audit.db over its size cap\" max_bytes=%lld",
                      (long long)g->lim);
     off = k > 0 ? (size_t)k : 0;
-    for (int kind = AUDIT_KIND_FLOW; kind <= AUDIT_KIND_GUARD; kind++) {
+    for (int kind = AUDIT_KIND_FLOW; kind <= AUDIT_KIND_DNS; kind++) {
         if (!g->n[kind] || off >= sizeof g->detail)
             continue;
         k = snprintf(g->detail + off, sizeof g->detail - off, " %s=%llu", kind_names[kind],
@@ -2229,7 +2316,7 @@ static int write_gaps(struct audit_db *db, const struct audit_retention *p,
             int64_t oldest = sqlite3_column_int64(st, 6), newest = sqlite3_column_int64(st, 7);
             struct gap_build *cur = ng ? &g[ng - 1] : NULL;
 
-            if (kind < AUDIT_KIND_FLOW || kind > AUDIT_KIND_GUARD || n <= 0)
+            if (kind < AUDIT_KIND_FLOW || kind > AUDIT_KIND_DNS || n <= 0)
                 return adb_errf(db, -EBADMSG, "%s: pruned holds kind %d, count %lld", db->path,
                                 kind, (long long)n);
             if (!cur || cur->reason != reason || cur->lim != lim || cur->has_uid != has_uid ||
@@ -2261,7 +2348,7 @@ static int write_gaps(struct audit_db *db, const struct audit_retention *p,
         rec->uid = g[i].uid;
         snprintf(rec->action, sizeof rec->action, "retention");
         rec->detail = g[i].detail;
-        for (int kind = AUDIT_KIND_FLOW; kind <= AUDIT_KIND_GUARD; kind++)
+        for (int kind = AUDIT_KIND_FLOW; kind <= AUDIT_KIND_DNS; kind++)
             rec->missed += g[i].n[kind];
     }
     r = append_in_transaction(db, recs, ng, ids);

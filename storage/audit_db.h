@@ -38,6 +38,7 @@ enum audit_kind {
     AUDIT_KIND_REQUEST = 4,
     AUDIT_KIND_GAP = 5,
     AUDIT_KIND_GUARD = 6,
+    AUDIT_KIND_DNS = 7,
 };
 enum audit_verdict {
     AUDIT_VERDICT_NONE = 0,

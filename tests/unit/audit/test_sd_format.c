@@ -148,7 +148,8 @@ static void test_names(void **state) {
     (void)state;
     assert_string_equal(audit_kind_name(AUDIT_KIND_GUARD), "guard");
     assert_null(audit_kind_name(0));
-    assert_null(audit_kind_name(7));
+    assert_string_equal(audit_kind_name(AUDIT_KIND_DNS), "dns");
+    assert_null(audit_kind_name(8));
     assert_string_equal(audit_verdict_name(AUDIT_VERDICT_ALLOWED), "allowed");
     assert_null(audit_verdict_name(0));
     assert_string_equal(audit_proto_name(58), "icmpv6");

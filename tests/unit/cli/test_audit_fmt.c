@@ -301,12 +301,13 @@ static void test_kind_verdict(void **state) {
     }
     k = 0;
     assert_int_equal(audit_fmt_parse_kind("flows", &k, why, sizeof(why)), -EINVAL);
-    assert_string_equal(why, "unknown kind (use flow, session, policy, request, gap or guard)");
+    assert_string_equal(why, "unknown kind (use flow, session, policy, request, gap, guard or dns)");
     assert_int_equal(audit_fmt_parse_kind("Flow", &k, why, sizeof(why)), -EINVAL);
     assert_int_equal(audit_fmt_parse_kind("unspecified", &k, why, sizeof(why)), -EINVAL);
     assert_int_equal(k, 0);
     assert_null(audit_fmt_kind_name(0));
-    assert_null(audit_fmt_kind_name(7));
+    assert_string_equal(audit_fmt_kind_name(7), "dns");
+    assert_null(audit_fmt_kind_name(8));
     assert_null(audit_fmt_kind_name(-1));
 
     assert_int_equal(audit_fmt_parse_verdict("allowed", &v, NULL, 0), 0);

@@ -338,7 +338,7 @@ static void test_open_new_close_reopen(void **state) {
     snprintf(wal, sizeof wal, "%s-wal", f->db);
     assert_int_equal(mode_of(wal), 0600);
 
-    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 3);
     assert_int_equal(raw_int_at(f->db, "PRAGMA application_id"), 0x4c594841);
     assert_int_equal(raw_int_at(f->db, "PRAGMA auto_vacuum"), 2);
     assert_int_equal(raw_int_at(f->db, "SELECT value FROM meta WHERE key = 'clean'"), 0);
@@ -512,13 +512,13 @@ static void test_newer_version_refused(void **state) {
     audit_db_close(f->a);
     f->a = NULL;
     raw = raw_open(f->db);
-    raw_exec(raw, "PRAGMA user_version = 3");
+    raw_exec(raw, "PRAGMA user_version = 4");
     sqlite3_close(raw);
 
     open_fails(f->db, -EPROTO, why, sizeof why);
     assert_non_null(strstr(why, "newer than this lyhd"));
-    /* Untouched: still version 3, and not marked anything. */
-    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 3);
+    /* Untouched: still version 4, and not marked anything. */
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 4);
     assert_int_equal(raw_int_at(f->db, "SELECT value FROM meta WHERE key = 'clean'"), 1);
 }
 
@@ -579,7 +579,7 @@ static void test_append_all_or_nothing(void **state) {
         }
         switch (bad) {
         case 0: recs[5].kind = 0; break;
-        case 1: recs[5].kind = 7; break;
+        case 1: recs[5].kind = 8; break;
         case 2: recs[5].verdict = 3; break;
         case 3: recs[5].family = 99; break;
         case 4: recs[5].addr_len = 5; break;
@@ -747,7 +747,7 @@ static void test_filter_check(void **state) {
 
     BAD(memset(q.session, 's', sizeof q.session));
     BAD(q.uid = 5);                                  /* uid without has_uid */
-    BAD(q.kind = 7);
+    BAD(q.kind = 8);
     BAD(q.verdict = 3);
     BAD(q.dst_len = 5);
     BAD((q.dst_len = 4, q.dst_prefix = 33));
@@ -1580,14 +1580,22 @@ static void test_migration_2(void **state) {
                   "DROP INDEX events_nosession; PRAGMA user_version = 1");
     sqlite3_close(raw);
     assert_true(must_open(f));
-    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 3);
     assert_int_equal(raw_int_at(f->db, "SELECT n FROM writers WHERE session = 's-1' AND kind = 1"),
                      50);
+    /* migration 3 kept the records, their ids and the next id */
+    assert_int_equal(raw_int_at(f->db, "SELECT count(*) FROM events"), 73);
+    assert_int_equal(raw_int_at(f->db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'"),
+                     73);
     assert_int_equal(raw_int_at(f->db, "SELECT n FROM writer_uids WHERE uid = 2000"), 20);
     check_counts(f);
     prune_p(f, &p, &res);
     assert_int_equal(res.deleted, 10);
     assert_int_equal(count_where(f, "session = 's-1' AND kind = 1"), 40);
+    check_counts(f);
+    /* and takes the records it widened the kinds for */
+    append_notes(f->a, 2, 400, AUDIT_KIND_DNS, "s-1", true, 1000, "answered");
+    assert_int_equal(count_where(f, "kind = 7"), 2);
     check_counts(f);
 }
 
