@@ -42,10 +42,11 @@ struct run_opts {
     /* The list options as given; merged with the config before use. */
     const char *allow[RUN_MAX_FLAG_LIST], *deny[RUN_MAX_FLAG_LIST], *lan[RUN_MAX_FLAG_LIST];
     const char *host_ports[RUN_MAX_FLAG_LIST];
+    const char *dns[RUN_MAX_FLAG_LIST];
     const char *sockets[RUN_MAX_FLAG_LIST];
     char sockets_abs[RUN_MAX_FLAG_LIST][1024]; /* relative ones made absolute */
     const char *writable[RUN_MAX_FLAG_LIST], *read_only[RUN_MAX_FLAG_LIST];
-    size_t n_allow, n_deny, n_lan, n_writable, n_read_only, n_host_ports, n_sockets;
+    size_t n_allow, n_deny, n_lan, n_writable, n_read_only, n_host_ports, n_sockets, n_dns;
     bool no_firewall, shared_user, allow_non_default, narrow_home;
     bool print_firewall, print_policy, no_tui, monitor;
     char **argv;
@@ -64,6 +65,9 @@ void usage_run(FILE *f) {
             "  --lan-allow RULE           reopen part of the LAN (must lie in a blocked range)\n"
             "  --allow-host-port PORT[-PORT]  let the agent reach a service of this machine on\n"
             "                             127.0.0.1 and ::1 at that port (repeatable)\n"
+            "  --dns ADDRESS              the resolver lyhd asks, through the VPN, for the\n"
+            "                             agent's DNS queries (repeatable; default: the\n"
+            "                             interface's resolver as the system knows it)\n"
             "  --allow-socket PATH        let the agent reach this socket of yours although lyh\n"
             "                             hides its place (what listens acts for the agent)\n"
             "  --writable PATH            extra writable path (yours, outside system dirs)\n"
@@ -490,6 +494,13 @@ static int apply_config(const struct cfg_cli *ccli, const char *cwd, bool may_as
     for (size_t i = 0; i < c->agent_state_dirs.n; i++)
         snprintf(rr->agent_state_dirs[rr->agent_state_dirs_count++],
                  sizeof(rr->agent_state_dirs[0]), "%s", c->agent_state_dirs.v[i].value);
+    if (c->dns.n > ARRAY_SIZE(rr->dns)) {
+        fprintf(stderr, "lyh run: at most %zu resolvers (--dns, network.dns)\n",
+                ARRAY_SIZE(rr->dns));
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; i < c->dns.n; i++)
+        snprintf(rr->dns[rr->dns_count++], sizeof(rr->dns[0]), "%s", c->dns.v[i].value);
     if (c->allow_sockets.n > ARRAY_SIZE(rr->allow_sockets)) {
         fprintf(stderr, "lyh run: too many sockets to let through (at most %zu)\n",
                 ARRAY_SIZE(rr->allow_sockets));
@@ -548,7 +559,7 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
 
 static int run_main(struct cli *cli, int argc, char **argv) {
     enum {
-        O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN, O_HOSTPORT, O_SOCKET,
+        O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN, O_HOSTPORT, O_SOCKET, O_DNS,
         O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_MONITOR, O_HELP,
         O_CONFIG, O_NOCONFIG, O_TRUSTPROJ,
     };
@@ -564,6 +575,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         {"lan-allow", required_argument, NULL, O_LAN},
         {"allow-host-port", required_argument, NULL, O_HOSTPORT},
         {"allow-socket", required_argument, NULL, O_SOCKET},
+        {"dns", required_argument, NULL, O_DNS},
         {"writable", required_argument, NULL, O_WRITABLE},
         {"read-only", required_argument, NULL, O_RO},
         {"narrow-home", no_argument, NULL, O_NARROW},
@@ -617,6 +629,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
             k = flag_list_add("--allow-host-port", optarg, o.host_ports, &o.n_host_ports);
             break;
         case O_SOCKET: k = flag_list_add("--allow-socket", optarg, o.sockets, &o.n_sockets); break;
+        case O_DNS: k = flag_list_add("--dns", optarg, o.dns, &o.n_dns); break;
         case O_WRITABLE: k = flag_list_add("--writable", optarg, o.writable, &o.n_writable); break;
         case O_RO: k = flag_list_add("--read-only", optarg, o.read_only, &o.n_read_only); break;
         case O_NARROW: ccli.narrow_home = 1; break;
@@ -661,6 +674,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     ccli.deny = (struct cfg_strv){o.deny, o.n_deny};
     ccli.lan_allow = (struct cfg_strv){o.lan, o.n_lan};
     ccli.host_ports = (struct cfg_strv){o.host_ports, o.n_host_ports};
+    ccli.dns = (struct cfg_strv){o.dns, o.n_dns};
     /* a relative socket path is the caller's cwd's (no symlink resolved:
      * lyhd wants the socket itself) */
     for (size_t i = 0; i < o.n_sockets; i++) {

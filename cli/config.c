@@ -26,6 +26,7 @@
 #include "cli/toml.h"
 #include "common/home_entry.h"
 #include "common/dest_rule.h"
+#include "common/dns_addr.h"
 #include "common/macros.h"
 
 static void note(const struct cfg_ctx *ctx, const char *fmt, ...)
@@ -145,7 +146,7 @@ void cfg_free(struct cfg *c) {
     struct cfg_list *lists[] = {&c->command,  &c->env,      &c->allow,      &c->deny,
                                 &c->lan_allow, &c->writable, &c->read_only, &c->paths_deny,
                                 &c->agent_state_dirs, &c->host_ports, &c->protect,
-                                &c->allow_sockets, &c->ignored};
+                                &c->allow_sockets, &c->dns, &c->ignored};
     for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
         list_clear(lists[i]);
     free(c);
@@ -438,7 +439,7 @@ static char *resolve_path(const char *p, const char *base, const char *home) {
 
 /* ---- the schema ------------------------------------------------------------------------ */
 
-enum kind { K_STR, K_BOOL, K_CMD, K_RULES, K_PATHS, K_NAMES, K_PORTS, K_HOMEREL, K_DEFAULT };
+enum kind { K_STR, K_BOOL, K_CMD, K_RULES, K_PATHS, K_NAMES, K_PORTS, K_HOMEREL, K_DEFAULT, K_ADDRS };
 
 struct field {
     const char *section, *name;
@@ -459,6 +460,8 @@ static const struct field fields[] = {
     F("network", "deny", K_RULES, deny, false),
     F("network", "lan_allow", K_RULES, lan_allow, true),
     F("network", "host_ports", K_PORTS, host_ports, true),
+    /* a project naming the resolver would choose who hears the agent's names */
+    F("network", "dns", K_ADDRS, dns, true),
     F("paths", "writable", K_PATHS, writable, true),
     F("paths", "read_only", K_PATHS, read_only, true),
     F("paths", "deny", K_PATHS, paths_deny, false),
@@ -554,6 +557,17 @@ static int apply_list_item(struct apply *a, const struct field *f, const char *k
         if (he_check(s, canon, why, sizeof(why)) < 0)
             return seterr(a->err, -EINVAL, "%s:%u:%u: %s[%zu]: '%s' %s", a->path, it->pos.line,
                           it->pos.column, key, idx, s, why);
+        return list_add(dst, canon, o, false);
+    }
+    case K_ADDRS: {
+        char canon[DNS_ADDR_TEXT_MAX];
+        uint8_t addr[16];
+        int fam;
+        if (dns_addr_parse(s, &fam, addr, canon) < 0)
+            return seterr(a->err, -EINVAL,
+                          "%s:%u:%u: %s[%zu]: '%s' is not a resolver's address (an IPv4 or IPv6 "
+                          "address, not loopback, link-local or multicast)",
+                          a->path, it->pos.line, it->pos.column, key, idx, s);
         return list_add(dst, canon, o, false);
     }
     case K_NAMES:
@@ -1011,6 +1025,18 @@ static int apply_cli(struct cfg *c, const struct cfg_cli *cli, struct cfg_error 
         else
             r = list_add(&c->host_ports, canon, o, false);
     }
+    for (size_t i = 0; i < cli->dns.n && r == 0; i++) {
+        char canon[DNS_ADDR_TEXT_MAX];
+        uint8_t addr[16];
+        int fam;
+        if (dns_addr_parse(cli->dns.v[i], &fam, addr, canon) < 0)
+            r = seterr(err, -EINVAL,
+                       "--dns %s: not a resolver's address (an IPv4 or IPv6 address, not "
+                       "loopback, link-local or multicast)",
+                       cli->dns.v[i]);
+        else
+            r = list_add(&c->dns, canon, o, false);
+    }
     for (size_t i = 0; i < cli->writable.n && r == 0; i++)
         r = list_add(&c->writable, cli->writable.v[i], o, false);
     for (size_t i = 0; i < cli->read_only.n && r == 0; i++)
@@ -1263,6 +1289,7 @@ void cfg_show(FILE *f, const struct cfg *c, bool origin) {
     show_list(f, "deny", &c->deny, origin);
     show_list(f, "lan_allow", &c->lan_allow, origin);
     show_list(f, "host_ports", &c->host_ports, origin);
+    show_list(f, "dns", &c->dns, origin);
 
     fputs("\n[paths]\n", f);
     show_list(f, "writable", &c->writable, origin);

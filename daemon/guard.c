@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/macros.h"
+#include "daemon/dns_fwd.h"
 #include "daemon/log.h"
 #include "daemon/policy.h"
 #include "daemon/wire.h"
@@ -69,6 +70,7 @@ int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_ch
         .guard_gid_max = d->cfg.guard_gid_max,
         .iface = s->spec.iface,
         .log = d->guard->base.log,
+        .dns_port = own && d->guard->base.dns ? s->spec.dns_port : 0,
     };
 
     /* Sessions may listen: their flows through lo are marked and may land
@@ -541,6 +543,12 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
             audit_session_chain_built(d, s);
         }
         s->adopted = true;
+        /* Its DNS forwarder listens again at the port its rules name. */
+        if (own && s->spec.dns_port && d->guard->base.dns) {
+            char w[256];
+            if (dns_fwd_start(d, s, w, sizeof(w)) < 0)
+                log_error("session '%s': %s; its agent cannot resolve names now", row->id, w);
+        }
         if (main_alive) {
             s->pid = (pid_t)row->pid;
             s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
@@ -818,7 +826,18 @@ static int base_with_listeners(struct lyhd *d, unsigned *flags) {
         g->base.base_cgroup_id = g->cg.base_id;
         g->base.base_cgroup = g->cg.base + 1; /* below the root, without the leading '/' */
     }
+    /* DNS to lyhd's forwarders: the nat chain needs cgroup v2 (the sessions
+     * are told apart by cgroup); without it, a session's DNS goes where its
+     * resolv.conf says, through its chain's port-53 rules. */
+    g->base.dns = g->have_cgroup;
     r = nft_ensure_base(g->nft, &g->base, flags);
+    if (r < 0 && g->base.dns) {
+        log_warn("nftables refused the DNS redirection (%s: %s); sessions' DNS goes where their "
+                 "resolv.conf says",
+                 nft_last_error_object(g->nft), strerror(-r));
+        g->base.dns = false;
+        r = nft_ensure_base(g->nft, &g->base, flags);
+    }
     if (r < 0 && g->base.inbound) /* once more: a transient failure must not turn them off */
         r = nft_ensure_base(g->nft, &g->base, flags);
     if (r < 0 && g->base.inbound) {

@@ -3,6 +3,9 @@
  *   u8 iface length, iface bytes,
  *   3 lists (lan exceptions, deny, allow), each: u8 count, then per entry
  *   u8 family (4 or 6), u8 prefix, u16 port_min, u16 port_max, 4 or 16 address bytes.
+ * Version 2 (a session whose DNS lyhd forwards) adds, after the lists:
+ *   u16 forwarder port (1..65535), the resolvers as a fourth list (1..4 entries,
+ *   full prefixes, no ports).
  * The decoder trusts nothing: state.db is root-only, but a damaged row must not
  * turn into a wrong firewall, so every field is range-checked. */
 #include "daemon/guard_spec.h"
@@ -12,6 +15,7 @@
 #include <sys/socket.h>
 
 #define GSPEC_VERSION 1
+#define GSPEC_VERSION_DNS 2
 
 struct wbuf {
     uint8_t *p;
@@ -58,13 +62,20 @@ int gspec_encode(const struct gspec *g, uint8_t *buf, size_t len, size_t *ret_le
 
     if (il >= sizeof(g->iface))
         return -EINVAL;
-    put8(&w, GSPEC_VERSION);
+    if (g->dns_port && (g->n_resolvers == 0 || g->n_resolvers > GSPEC_MAX_RESOLVERS))
+        return -EINVAL;
+    put8(&w, g->dns_port ? GSPEC_VERSION_DNS : GSPEC_VERSION);
     put8(&w, (uint8_t)((g->deny_default ? 1 : 0) | (g->ipv6_blocked ? 2 : 0)));
     put8(&w, (uint8_t)il);
     put(&w, g->iface, il);
     if ((r = put_list(&w, g->lan, g->n_lan)) < 0 || (r = put_list(&w, g->deny, g->n_deny)) < 0 ||
         (r = put_list(&w, g->allow, g->n_allow)) < 0)
         return r;
+    if (g->dns_port) {
+        put16(&w, g->dns_port);
+        if ((r = put_list(&w, g->resolvers, g->n_resolvers)) < 0)
+            return r;
+    }
     if (w.overflow)
         return -ENOBUFS;
     *ret_len = w.off;
@@ -128,7 +139,8 @@ int gspec_decode(const uint8_t *buf, size_t len, struct gspec *ret) {
     uint8_t flags, il;
 
     memset(&g, 0, sizeof(g));
-    if (get8(&r) != GSPEC_VERSION)
+    uint8_t version = get8(&r);
+    if (version != GSPEC_VERSION && version != GSPEC_VERSION_DNS)
         return -EBADMSG;
     flags = get8(&r);
     if (flags & ~3u)
@@ -145,6 +157,18 @@ int gspec_decode(const uint8_t *buf, size_t len, struct gspec *ret) {
     if (get_list(&r, g.lan, &g.n_lan) < 0 || get_list(&r, g.deny, &g.n_deny) < 0 ||
         get_list(&r, g.allow, &g.n_allow) < 0)
         return -EBADMSG;
+    if (version == GSPEC_VERSION_DNS) {
+        struct nftr_dest res[GSPEC_MAX_DESTS];
+        g.dns_port = get16(&r);
+        if (g.dns_port == 0 || get_list(&r, res, &g.n_resolvers) < 0 || g.n_resolvers == 0 ||
+            g.n_resolvers > GSPEC_MAX_RESOLVERS)
+            return -EBADMSG;
+        for (size_t i = 0; i < g.n_resolvers; i++) {
+            if (res[i].prefix_len != (res[i].family == AF_INET ? 32 : 128) || res[i].port_min)
+                return -EBADMSG;
+            g.resolvers[i] = res[i];
+        }
+    }
     if (r.bad || r.off != r.len)
         return -EBADMSG;
     *ret = g;

@@ -12,6 +12,7 @@
 #include "platform/linux/nft_render.h"
 
 #define GSPEC_MAX_DESTS 64
+#define GSPEC_MAX_RESOLVERS 4
 
 struct gspec {
     char iface[NFTR_IFNAME_MAX];
@@ -23,6 +24,11 @@ struct gspec {
     size_t n_deny;
     struct nftr_dest allow[GSPEC_MAX_DESTS];
     size_t n_allow;
+    /* DNS (version 2): the session's forwarder port (0: none) and the
+     * resolvers it asks, through iface (prefix_len full, no ports) */
+    uint16_t dns_port;
+    struct nftr_dest resolvers[GSPEC_MAX_RESOLVERS];
+    size_t n_resolvers;
 };
 
 /* -ENOBUFS when buf is too small, -E2BIG when a list is longer than GSPEC_MAX_DESTS. */

@@ -40,6 +40,7 @@ struct lyhd_config {
     unsigned landlock_abi_max;   /* use at most this Landlock ABI (0: the kernel's) */
     unsigned hangup_grace_ms;    /* SIGHUP to SIGKILL when a client vanishes */
     const char *tmp_parent;      /* where per-launch tmpdirs go (default /tmp) */
+    const char *resolv_conf;     /* nameservers routed through a VPN may be its resolvers */
     unsigned audit_flush_ms;     /* longest a record waits in the batch */
     unsigned audit_max_age_days; /* retention by age (0: none) */
     unsigned audit_max_mb;       /* retention by size (0: none) */

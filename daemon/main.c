@@ -51,6 +51,9 @@ static void usage(FILE *f) {
             "  --frame-timeout-ms MS     time to finish a frame once started (default 5000)\n"
             "  --max-fds-per-message N   fds one request may carry (default and maximum %u)\n"
             "  --tmp-dir DIR             parent of per-launch tmpdirs (default /tmp)\n"
+            "  --resolv-conf PATH        resolv.conf whose nameservers routed through a\n"
+            "                            session's VPN may be its resolvers (default\n"
+            "                            /etc/resolv.conf)\n"
             "  --hangup-grace-ms MS      SIGHUP to SIGKILL when a client vanishes (default 2000)\n"
             "  --allow-root-run          let uid 0 run agents (refused by default)\n"
             "  --no-cgroup               use the per-user fallback scope even with cgroup v2\n"
@@ -86,7 +89,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
     enum {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
         O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN, O_NOCG,
-        O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT, O_LLMAX,
+        O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT, O_LLMAX, O_RESOLV,
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
@@ -99,6 +102,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"frame-timeout-ms", required_argument, NULL, O_FRAME},
         {"max-fds-per-message", required_argument, NULL, O_MAXFDS},
         {"tmp-dir", required_argument, NULL, O_TMP},
+        {"resolv-conf", required_argument, NULL, O_RESOLV},
         {"hangup-grace-ms", required_argument, NULL, O_GRACE},
         {"allow-root-run", no_argument, NULL, O_ROOTRUN},
         {"no-cgroup", no_argument, NULL, O_NOCG},
@@ -127,6 +131,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         .guard_gid = LYH_GUARD_GID_DEFAULT,
         .hangup_grace_ms = 2000,
         .tmp_parent = "/tmp",
+        .resolv_conf = "/etc/resolv.conf",
         .audit_flush_ms = 200,
         .audit_max_age_days = 90,
         .audit_max_mb = 1024,
@@ -135,6 +140,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         switch (c) {
         case O_SOCKET: cfg->socket_path = optarg; break;
         case O_STATE: cfg->state_dir = optarg; break;
+        case O_RESOLV: cfg->resolv_conf = optarg; break;
         case O_ADMIN: cfg->admin_group = optarg; break;
         case O_GUARD:
             if (parse_uint("--guard-gid", optarg, 1, 0x7ffffffe - LYH_GUARD_GID_SPAN, &v) < 0)
@@ -198,8 +204,10 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         usage(stderr);
         return -EINVAL;
     }
-    if (cfg->socket_path[0] != '/' || cfg->state_dir[0] != '/' || cfg->tmp_parent[0] != '/') {
-        fprintf(stderr, "lyhd: --socket, --state-dir and --tmp-dir must be absolute paths\n");
+    if (cfg->socket_path[0] != '/' || cfg->state_dir[0] != '/' || cfg->tmp_parent[0] != '/' ||
+        cfg->resolv_conf[0] != '/') {
+        fprintf(stderr, "lyhd: --socket, --state-dir, --tmp-dir and --resolv-conf must be "
+                        "absolute paths\n");
         return -EINVAL;
     }
     if (cfg->admin_group) {

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <grp.h>
+#include <net/if.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,9 +30,11 @@
 #include <unistd.h>
 
 #include "common/dest_rule.h"
+#include "common/dns_addr.h"
 #include "common/env_policy.h"
 #include "common/macros.h"
 #include "daemon/closer.h"
+#include "daemon/dns_fwd.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
 #include "common/home_entry.h"
@@ -42,6 +45,7 @@
 #include "daemon/server.h"
 #include "daemon/session.h"
 #include "platform/linux/cgroup.h"
+#include "platform/linux/dns_config.h"
 #include "platform/linux/fsutil.h"
 #include "platform/linux/landlock.h"
 #include "platform/linux/nft.h"
@@ -983,6 +987,47 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
     p->s = NULL;
 }
 
+/* The resolvers of a session whose DNS lyhd forwards: the request's (the
+ * user's --dns / network.dns), else what the system says about the
+ * interface. None: refused, with the fix. */
+static int pick_resolvers(struct lyhd *d, struct rpc_call *call, const Lianyaohu__V1__RunRequest *r,
+                          struct session *s, char *source, size_t sourcelen) {
+    struct gspec *g = &s->spec;
+
+    g->n_resolvers = 0;
+    if (r->n_dns > GSPEC_MAX_RESOLVERS)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    "too many resolvers (%zu; at most %d)", r->n_dns, GSPEC_MAX_RESOLVERS);
+    for (size_t i = 0; i < r->n_dns; i++) {
+        struct nftr_dest *d0 = &g->resolvers[g->n_resolvers];
+        memset(d0, 0, sizeof(*d0));
+        if (dns_addr_parse(r->dns[i], &d0->family, d0->addr, NULL) < 0)
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                        "--dns '%s' is not a resolver's address (an IPv4 or IPv6 address, not "
+                        "loopback, link-local or multicast)",
+                        r->dns[i]);
+        d0->prefix_len = d0->family == AF_INET ? 32 : 128;
+        g->n_resolvers++;
+    }
+    if (g->n_resolvers) {
+        snprintf(source, sourcelen, "--dns");
+        return 0;
+    }
+    unsigned ifindex = if_nametoindex(g->iface);
+    size_t n = 0;
+    if (ifindex == 0 || dnscfg_system(g->iface, (int)ifindex, d->cfg.resolv_conf, d->guard->route,
+                                      g->resolvers, &n, source, sourcelen) < 0 ||
+        n == 0)
+        return fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                    "no DNS resolver is known for %s, so the agent could not resolve names "
+                    "through it: name the VPN's resolver with `--dns ADDRESS` (a private "
+                    "address inside the tunnel works) or `dns = [\"ADDRESS\"]` under "
+                    "[network] in your config",
+                    g->iface);
+    g->n_resolvers = n;
+    return 0;
+}
+
 static int commit_row(struct lyhd *d, struct session *s, bool insert) {
     int r = store_begin(d->store);
 
@@ -1144,6 +1189,19 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         if (d->guard->have_cgroup)
             snprintf(s->row.chain, sizeof(s->row.chain), "%s%s", NFTR_SESSION_CHAIN_PREFIX,
                      s->row.id);
+        /* Its DNS goes to a forwarder of its own (chain dnsnat), which asks
+         * these resolvers through the interface. */
+        if (s->row.chain[0] && d->guard->base.dns) {
+            char source[80];
+            if (pick_resolvers(d, call, r, s, source, sizeof(source)) < 0)
+                goto out;
+            s->wants_dns = true;
+        } else if (r->n_dns) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                     "--dns: lyhd cannot forward this session's DNS here (it needs cgroup v2 and "
+                     "nftables NAT; see `lyh doctor`)");
+            goto out;
+        }
         k = gspec_encode(&s->spec, s->row.guard_spec, sizeof(s->row.guard_spec),
                          &s->row.guard_spec_len);
         if (k < 0) {
@@ -1290,6 +1348,19 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
          * their id is recorded with the pid below. A crash in between is
          * safe: the reaper finds the cgroup by name and the map element by
          * the chain it jumps to (guard_session_del). */
+        if (s->wants_dns) {
+            /* the forwarder first: its port goes into the rules */
+            why[0] = '\0';
+            k = dns_fwd_start(d, s, why, sizeof(why));
+            if (k == 0)
+                k = gspec_encode(&s->spec, s->row.guard_spec, sizeof(s->row.guard_spec),
+                                 &s->row.guard_spec_len);
+            if (k < 0) {
+                rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s",
+                         why[0] ? why : "cannot record the DNS forwarder");
+                goto out;
+            }
+        }
         if (s->row.chain[0]) {
             k = guard_session_add(d, s, why, sizeof(why));
             if (k < 0) {

@@ -10,6 +10,7 @@
  * place, so nothing of the session is ever unguarded; even after the chain is
  * gone a straggler with the guard gid matches no session and is rejected. */
 #include "daemon/audit.h"
+#include "daemon/dns_fwd.h"
 #include "daemon/session.h"
 
 #include <errno.h>
@@ -65,7 +66,7 @@ struct session *session_find(struct lyhd *d, const char *id) {
 }
 
 unsigned session_fds(const struct session *s) {
-    return (s->pidfd >= 0) + (s->status_fd >= 0) + (s->pty_fd >= 0);
+    return (s->pidfd >= 0) + (s->status_fd >= 0) + (s->pty_fd >= 0) + dns_fwd_fds(s->dns);
 }
 
 unsigned session_count(struct lyhd *d, bool all, uid_t uid) {
@@ -89,6 +90,7 @@ void session_free(struct session *s) {
         event_free(s->ev_grace);
     if (s->ev_teardown)
         event_free(s->ev_teardown);
+    dns_fwd_free(s->dns);
     CLOSE_FD(s->pidfd);
     CLOSE_FD(s->status_fd);
     CLOSE_FD(s->pty_fd);

@@ -18,6 +18,7 @@
 struct lyhd;
 struct rpc_call;
 struct event;
+struct dns_fwd;
 
 #define SESSION_ID_LEN 16 /* hex characters */
 
@@ -48,6 +49,8 @@ struct session {
     bool audit_ended;         /* the end is on record */
     char path_note[400];      /* RunStarted note about its paths ("" none) */
     uint32_t lo_slot;         /* its loopback marks' slot (0: none, no listeners) */
+    struct dns_fwd *dns;      /* owned: its DNS forwarder (spec.dns_port), NULL: none */
+    bool wants_dns;           /* Run: its DNS is to be forwarded (resolvers picked) */
     char sockets[1100];       /* the sockets it may reach although hidden, ", "-joined */
     uint64_t started_mono_ms;
     unsigned teardown_tries;

@@ -61,6 +61,7 @@
 #include <libnftnl/udata.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
@@ -82,6 +83,7 @@
 #define NFT_TYPE_IP6ADDR   8
 #define NFT_TYPE_CGROUPV2  46
 #define NFT_TYPE_MARK      19
+#define NFT_TYPE_INET_SERVICE 13
 #define NFT_BYTEORDER_HOST 1
 #define NFT_BYTEORDER_BIG  2
 
@@ -90,6 +92,7 @@
 #define SET_ID_SESSIONS 3
 #define SET_ID_LOOPBACK 4
 #define SET_ID_SERVED   5
+#define SET_ID_DNSPORT  6
 
 struct nft {
     struct mnl_socket *nl; /* owned */
@@ -514,20 +517,22 @@ static struct nftnl_chain *chain_obj(const char *name) {
 
 /* NEWCHAIN (a base chain if `hook`), DELCHAIN. */
 /* The base chains with a hook: output at priority 0, input at -10 (before
- * anything that could accept at the usual priority 0). */
+ * anything that could accept at the usual priority 0), dnsnat (type nat) at
+ * -100 in output. */
 #define INPUT_PRIO (-10)
+#define NAT_PRIO   (-100) /* dnsnat: NF_IP_PRI_NAT_DST, ahead of the filter chains */
 
 static void put_chain(struct nft *n, struct batch *bt, uint16_t type, uint16_t flags,
                       const char *name, bool hook) {
     _cleanup_(chainp) struct nftnl_chain *c = chain_obj(name);
-    bool input = strcmp(name, NFTR_CHAIN_INPUT) == 0;
-    if (!c || (hook && nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "filter") < 0)) {
+    bool input = strcmp(name, NFTR_CHAIN_INPUT) == 0, nat = strcmp(name, NFTR_CHAIN_DNSNAT) == 0;
+    if (!c || (hook && nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, nat ? "nat" : "filter") < 0)) {
         bt->err = bt->err ? bt->err : -ENOMEM;
         return;
     }
     if (hook) {
         nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, input ? NF_INET_LOCAL_IN : NF_INET_LOCAL_OUT);
-        nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, input ? INPUT_PRIO : 0);
+        nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, input ? INPUT_PRIO : nat ? NAT_PRIO : 0);
         nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
     }
     struct nlmsghdr *nlh = batch_msg(n, bt, type, flags, "chain %s", name);
@@ -844,6 +849,13 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         e_cmp(b, NFT_CMP_EQ, &ours, sizeof(ours));
         break;
     }
+    case NFTR_M_CT_DNAT: {
+        uint32_t bit = IPS_DST_NAT, zero = 0;
+        e_ct(b, NFT_CT_STATUS);
+        e_bitwise(b, &bit, sizeof(bit));
+        e_cmp(b, NFT_CMP_NEQ, &zero, sizeof(zero));
+        break;
+    }
     case NFTR_M_SOCK_CGROUP: {
         /* The socket's cgroup ancestor at this level, by id (host order, as
          * the sessions map's keys). */
@@ -943,6 +955,43 @@ static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
         e_ct(&b, NFT_CT_MARK);
         e_lookup(&b, r->target, true);
         break;
+    case NFTR_V_DNAT_CGROUP: {
+        /* as nft encodes `dnat ip to 127.0.0.1:socket cgroupv2 level L map
+         * @m`: the address in reg 1, the cgroup id in reg 2 and the port the
+         * map gives it over it; a socket outside every session with a
+         * forwarder has no element, and the rule stops there */
+        bool v4 = r->dnat_family == AF_INET;
+        static const uint8_t lo4[4] = {127, 0, 0, 1}, lo6[16] = {[15] = 1};
+        struct nftnl_expr *e = ex(&b, "immediate");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+            ex_data(&b, e, NFTNL_EXPR_IMM_DATA, v4 ? lo4 : lo6, v4 ? sizeof(lo4) : sizeof(lo6));
+        }
+        e = ex(&b, "socket");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY, NFT_SOCKET_CGROUPV2);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_2);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, r->cgroup_level);
+        }
+        e = ex(&b, "lookup");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_2);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_2);
+            ex_str(&b, e, NFTNL_EXPR_LOOKUP_SET, r->target);
+        }
+        e = ex(&b, "nat");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, NFT_NAT_DNAT);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY, v4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, NFT_REG_1);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MAX, NFT_REG_1);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN, NFT_REG_2);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MAX, NFT_REG_2);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FLAGS,
+                               NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_SPECIFIED);
+        }
+        break;
+    }
     }
     return b.err;
 }
@@ -1062,10 +1111,12 @@ static void put_set_elems(struct nft *n, struct batch *bt, int family) {
 
 static void put_set(struct nft *n, struct batch *bt, const char *name) {
     bool lomap = strcmp(name, NFTR_MAP_LOOPBACK) == 0, served = strcmp(name, NFTR_MAP_SERVED) == 0;
-    bool map = lomap || served || strcmp(name, NFTR_MAP_SESSIONS) == 0,
+    bool dnsport = strcmp(name, NFTR_MAP_DNSPORT) == 0;
+    bool map = lomap || served || dnsport || strcmp(name, NFTR_MAP_SESSIONS) == 0,
          v4 = strcmp(name, NFTR_SET_LAN4) == 0;
-    uint32_t id = lomap    ? SET_ID_LOOPBACK
-                  : served ? SET_ID_SERVED
+    uint32_t id = lomap     ? SET_ID_LOOPBACK
+                  : served  ? SET_ID_SERVED
+                  : dnsport ? SET_ID_DNSPORT
                   : map    ? SET_ID_SESSIONS
                   : v4     ? SET_ID_LAN4
                            : SET_ID_LAN6;
@@ -1081,8 +1132,12 @@ static void put_set(struct nft *n, struct batch *bt, const char *name) {
         nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
         nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, lomap ? NFT_TYPE_MARK : NFT_TYPE_CGROUPV2);
         nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, lomap ? sizeof(uint32_t) : sizeof(uint64_t));
-        nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, served ? NFT_TYPE_MARK : NFT_DATA_VERDICT);
-        nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, served ? sizeof(uint32_t) : 0);
+        nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, served    ? NFT_TYPE_MARK
+                                                  : dnsport ? NFT_TYPE_INET_SERVICE
+                                                            : NFT_DATA_VERDICT);
+        nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, served    ? sizeof(uint32_t)
+                                                 : dnsport ? sizeof(uint16_t)
+                                                           : 0);
     } else {
         nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_INTERVAL);
         nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, v4 ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR);
@@ -1100,12 +1155,12 @@ static void put_set(struct nft *n, struct batch *bt, const char *name) {
  * a ct mark; data != NULL). */
 static void put_map_elem(struct nft *n, struct batch *bt, uint16_t type, const char *map,
                          const void *key, uint32_t key_len, uint64_t key_num, const char *chain,
-                         const uint32_t *data) {
+                         const void *data, uint32_t data_len) {
     _cleanup_(setp) struct nftnl_set *s = set_obj(map, 0);
     _cleanup_(elemp) struct nftnl_set_elem *e = nftnl_set_elem_alloc();
     /* the kernel writes ids and marks into registers in host byte order */
     if (!s || !e || nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, key_len) < 0 ||
-        (data && nftnl_set_elem_set(e, NFTNL_SET_ELEM_DATA, data, sizeof(*data)) < 0) ||
+        (data && nftnl_set_elem_set(e, NFTNL_SET_ELEM_DATA, data, data_len) < 0) ||
         (chain && nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, chain) < 0)) {
         bt->err = bt->err ? bt->err : -ENOMEM;
         return;
@@ -1124,18 +1179,27 @@ static void put_map_elem(struct nft *n, struct batch *bt, uint16_t type, const c
 static void put_session_elem(struct nft *n, struct batch *bt, uint16_t type, uint64_t cgroup_id,
                              const char *chain) {
     put_map_elem(n, bt, type, NFTR_MAP_SESSIONS, &cgroup_id, sizeof(cgroup_id), cgroup_id, chain,
-                 NULL);
+                 NULL, 0);
 }
 
 static void put_lo_elem(struct nft *n, struct batch *bt, uint16_t type, uint32_t mark,
                         const char *chain) {
-    put_map_elem(n, bt, type, NFTR_MAP_LOOPBACK, &mark, sizeof(mark), mark, chain, NULL);
+    put_map_elem(n, bt, type, NFTR_MAP_LOOPBACK, &mark, sizeof(mark), mark, chain, NULL, 0);
 }
 
 static void put_served_elem(struct nft *n, struct batch *bt, uint16_t type, uint64_t cgroup_id,
                             const uint32_t *mark) {
     put_map_elem(n, bt, type, NFTR_MAP_SERVED, &cgroup_id, sizeof(cgroup_id), cgroup_id, NULL,
-                 mark);
+                 mark, sizeof(*mark));
+}
+
+/* { cgroup id : port } of map dnsport; the port in network order, as the nat
+ * expression reads it */
+static void put_dns_elem(struct nft *n, struct batch *bt, uint16_t type, uint64_t cgroup_id,
+                         uint16_t port) {
+    uint16_t be = htons(port);
+    put_map_elem(n, bt, type, NFTR_MAP_DNSPORT, &cgroup_id, sizeof(cgroup_id), cgroup_id, NULL,
+                 port ? &be : NULL, sizeof(be));
 }
 
 /* ---- reading single objects ------------------------------------------------------------ */
@@ -1430,6 +1494,23 @@ static bool set_shape_ok(const struct nftnl_set *s, uint32_t flags, uint32_t key
     return true;
 }
 
+/* 1 if map dnsport exists as put_set makes it, 0 if missing or different. */
+static int dnsport_matches(struct nft *n) {
+    _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
+    if (!s)
+        return -ENOMEM;
+    int r = get_set(n, NFTR_MAP_DNSPORT, s);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return r;
+    return nftnl_set_is_set(s, NFTNL_SET_FLAGS) && nftnl_set_is_set(s, NFTNL_SET_KEY_LEN) &&
+           nftnl_set_is_set(s, NFTNL_SET_DATA_LEN) &&
+           nftnl_set_get_u32(s, NFTNL_SET_FLAGS) == NFT_SET_MAP &&
+           nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN) == sizeof(uint64_t) &&
+           nftnl_set_get_u32(s, NFTNL_SET_DATA_LEN) == sizeof(uint16_t);
+}
+
 /* 1 if a set/map exists with the given shape, 0 if missing or different. */
 static int set_matches(struct nft *n, const char *name, uint32_t flags, uint32_t key_len, bool map) {
     _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
@@ -1480,7 +1561,8 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
     _cleanup_(chainp) struct nftnl_chain *out = nftnl_chain_alloc();
     _cleanup_(chainp) struct nftnl_chain *gu = nftnl_chain_alloc();
     _cleanup_(chainp) struct nftnl_chain *in = nftnl_chain_alloc();
-    if (!t || !out || !gu || !in)
+    _cleanup_(chainp) struct nftnl_chain *dn = nftnl_chain_alloc();
+    if (!t || !out || !gu || !in || !dn)
         return -ENOMEM;
     int r = get_table(n, t);
     if (r == -ENOENT) {
@@ -1527,6 +1609,21 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
             return 0;
     }
 
+    r = get_chain(n, NFTR_CHAIN_DNSNAT, dn);
+    if (r < 0 && r != -ENOENT)
+        return r;
+    if ((r == 0) != b->params.dns)
+        return 0;
+    if (r == 0) {
+        type = nftnl_chain_get_str(dn, NFTNL_CHAIN_TYPE);
+        if (!nftnl_chain_is_set(dn, NFTNL_CHAIN_HOOKNUM) ||
+            nftnl_chain_get_u32(dn, NFTNL_CHAIN_HOOKNUM) != NF_INET_LOCAL_OUT ||
+            nftnl_chain_get_s32(dn, NFTNL_CHAIN_PRIO) != NAT_PRIO ||
+            nftnl_chain_get_u32(dn, NFTNL_CHAIN_POLICY) != NF_ACCEPT || !type ||
+            strcmp(type, "nat") != 0)
+            return 0;
+    }
+
     /* each check: 1 = as expected, 0 = not (state stays BASE_BROKEN), <0 = error */
     if ((r = set_matches(n, NFTR_SET_LAN4, NFT_SET_INTERVAL, 4, false)) <= 0 ||
         (r = set_matches(n, NFTR_SET_LAN6, NFT_SET_INTERVAL, 16, false)) <= 0 ||
@@ -1547,6 +1644,13 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
         return r;
     if (r != (b->params.inbound ? 1 : 0))
         return 0;
+    r = dnsport_matches(n);
+    if (r < 0)
+        return r;
+    if (r != (b->params.dns ? 1 : 0))
+        return 0;
+    if (b->params.dns && (r = chain_rules_match(n, NFTR_CHAIN_DNSNAT, b->dnsnat, b->n_dnsnat)) <= 0)
+        return r;
     if ((r = chain_rules_match(n, NFTR_CHAIN_OUTPUT, b->output, b->n_output)) <= 0 ||
         (r = chain_rules_match(n, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded)) <= 0 ||
         (b->params.inbound &&
@@ -1574,6 +1678,10 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
     put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_GUARDED, false);
     if (b->params.inbound)
         put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_INPUT, true);
+    if (b->params.dns) {
+        put_set(n, bt, NFTR_MAP_DNSPORT);
+        put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DNSNAT, true);
+    }
     struct {
         const char *chain;
         const struct nftr_rule *v;
@@ -1582,6 +1690,7 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
         { NFTR_CHAIN_OUTPUT, b->output, b->n_output },
         { NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded },
         { NFTR_CHAIN_INPUT, b->input, b->n_input },
+        { NFTR_CHAIN_DNSNAT, b->dnsnat, b->n_dnsnat },
     };
     for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
         for (size_t i = 0; i < lists[l].n; i++) {
@@ -1656,6 +1765,8 @@ int nft_session_add(struct nft *n, const struct nftr_chain *c) {
         put_lo_elem(n, &bt, NFT_MSG_NEWSETELEM, c->lo_mark, c->lo_name);
         put_served_elem(n, &bt, NFT_MSG_NEWSETELEM, c->cgroup_id, &c->served_mark);
     }
+    if (c->dns_port)
+        put_dns_elem(n, &bt, NFT_MSG_NEWSETELEM, c->cgroup_id, c->dns_port);
     put_session_elem(n, &bt, NFT_MSG_NEWSETELEM, c->cgroup_id, c->name);
     return batch_send(n, &bt);
 }
@@ -1782,7 +1893,16 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_
             if (r < 0)
                 return r;
         }
-        if (!o.found && !have_chain && !have_lo && !lo_found && !sv.found)
+        /* and its DNS forwarder's element */
+        struct one_elem dn = {.found = false};
+        if (cgroup_id) {
+            r = get_map_elem(n, NFTR_MAP_DNSPORT, &cgroup_id, sizeof(cgroup_id), &dn);
+            if (r == -ENOENT)
+                r = 0, dn.found = false;
+            if (r < 0)
+                return r;
+        }
+        if (!o.found && !have_chain && !have_lo && !lo_found && !sv.found && !dn.found)
             return -ENOENT;
         struct batch bt;
         r = batch_start(n, &bt, &genid);
@@ -1800,6 +1920,8 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_
             put_lo_elem(n, &bt, NFT_MSG_DELSETELEM, mark, NULL);
         if (sv.found)
             put_served_elem(n, &bt, NFT_MSG_DELSETELEM, cgroup_id, NULL);
+        if (dn.found)
+            put_dns_elem(n, &bt, NFT_MSG_DELSETELEM, cgroup_id, 0);
         if (have_lo) {
             put_delrule(n, &bt, lo, 0);
             put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, lo, false);

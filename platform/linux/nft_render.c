@@ -445,8 +445,10 @@ static void render_lo_chain(const struct nftr_input *in, const struct logctx *lc
     else
         snprintf(m->name, sizeof(m->name), "%" PRIu64, in->base_cgroup_id);
     emit_reject(rs, lc, &ms, REJECT_ANY, lc->reject_prefix);
-    lo_dest_accept(rs, &dns4);
-    lo_dest_accept(rs, &dns6);
+    if (!in->dns_port) {
+        lo_dest_accept(rs, &dns4);
+        lo_dest_accept(rs, &dns6);
+    }
     for (size_t i = 0; i < in->policy.n_lan_exceptions; i++)
         if (dest_loopback(&in->policy.lan_exceptions[i]))
             lo_dest_accept(rs, &in->policy.lan_exceptions[i]);
@@ -473,7 +475,7 @@ static int input_valid(const struct nftr_input *in) {
               (in->guard_gid_max && (in->guard_gid_max < in->guard_gid ||
                                      in->guard_gid_max == UINT32_MAX)))))
             return -EINVAL;
-        if (in->lo_slot)
+        if (in->lo_slot || in->dns_port)
             return -EINVAL;
         break;
     default:
@@ -513,6 +515,31 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     const struct nftr_policy *p = &in->policy;
     struct matches ms;
 
+    /* (0) DNS: chain dnsnat rewrote the session's port-53 flows (to any
+     * address) to its forwarder in lyhd; they pass here with the rewritten
+     * header (their oif is still the device the original address routed
+     * to). Only flows dnsnat rewrote (`ct status dnat`), only to that port:
+     * a session never reaches another session's forwarder. Not logged: the
+     * forwarder records each query itself. */
+    if (in->dns_port) {
+        static const struct nftr_dest fwd[] = {
+            {.family = AF_INET, .addr = {127, 0, 0, 1}, .prefix_len = 32},
+            {.family = AF_INET6, .addr = {[15] = 1}, .prefix_len = 128},
+        };
+        static const uint8_t protos[] = {IPPROTO_UDP, IPPROTO_TCP};
+        for (size_t i = 0; i < ARRAY_SIZE(fwd); i++)
+            for (size_t k = 0; k < ARRAY_SIZE(protos); k++) {
+                ms.n = 0;
+                mpush(&ms, NFTR_M_CT_DNAT);
+                m_daddr(&ms, &fwd[i]);
+                m_dport(&ms, protos[k], in->dns_port, in->dns_port);
+                struct nftr_rule *dr = rule_with(&rs, &ms);
+                if (dr) {
+                    dr->counter = true;
+                    dr->verdict = NFTR_V_ACCEPT;
+                }
+            }
+    }
     /* (1) loopback. The shared-user scope covers a user's own unsandboxed
      * programs: loopback addresses, any port. */
     const struct nftr_dest *los[] = {&lo4, &lo6};
@@ -567,15 +594,18 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
         }
     } else if (sandboxed) {
         /* No listeners (nothing is judged on input): ICMP (ping), the
-         * resolver's port 53 (a stub such as 127.0.0.53, until lyhd forwards
-         * DNS itself) and the listed host ports, in output. Without bind the
-         * session cannot pick a source port to forge a flow with. */
+         * resolver's port 53 (a stub such as 127.0.0.53, when lyhd does not
+         * forward the session's DNS itself) and the listed host ports, in
+         * output. Without bind the session cannot pick a source port to
+         * forge a flow with. */
         for (size_t i = 0; i < ARRAY_SIZE(los); i++) {
             ms.n = 0;
             m_oif(&ms, "lo");
             m_daddr(&ms, los[i]);
             m_l4proto(&ms, los[i]->family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
             emit_accept(&rs, &lc, &ms);
+            if (in->dns_port)
+                continue;
             struct nftr_dest dns = *los[i];
             dns.port_min = dns.port_max = 53;
             emit_dest_accept(&rs, &lc, "lo", &dns);
@@ -667,6 +697,7 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     switch (in->scope) {
     case NFTR_SCOPE_SESSION:
         c->cgroup_id = in->cgroup_id;
+        c->dns_port = in->dns_port;
         break;
     case NFTR_SCOPE_UID:
     case NFTR_SCOPE_SHARED_USER: {
@@ -705,6 +736,7 @@ void nftr_base_free(struct nftr_base *b) {
     free(b->output);
     free(b->guarded);
     free(b->input);
+    free(b->dnsnat);
     free(b);
 }
 
@@ -715,6 +747,8 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
     if (p->cgroupv2 && (p->cgroup_level < 1 || p->cgroup_level > 255))
         return -EINVAL;
     if (p->inbound && (!p->cgroupv2 || p->cgroup_level < 2 || p->base_cgroup_id == 0))
+        return -EINVAL;
+    if (p->dns && !p->cgroupv2)
         return -EINVAL;
 
     _cleanup_free_ struct nftr_base *b = calloc(1, sizeof(*b));
@@ -862,12 +896,38 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         }
     }
 
-    if (out.err || gu.err || in.err) {
+    /* DNS: every port-53 flow (udp and tcp, any address) of a guarded
+     * socket whose session has a forwarder goes to that forwarder, on
+     * 127.0.0.1 or ::1 at the port map dnsport names; a socket of no such
+     * session (no element) is left alone, and its chain decides. Only a new
+     * flow passes a nat chain. */
+    struct rules dn = { .v = NULL };
+    for (int fam = 0; p->dns && fam < 2; fam++) {
+        static const uint8_t protos[] = {IPPROTO_UDP, IPPROTO_TCP};
+        for (size_t k = 0; k < ARRAY_SIZE(protos); k++) {
+            ms.n = 0;
+            m_gids(&ms, NFTR_M_SKGID, p->guard_gid, p->guard_gid_max);
+            m_nfproto(&ms, fam ? AF_INET6 : AF_INET);
+            m_dport(&ms, protos[k], 53, 53);
+            r = rule_with(&dn, &ms);
+            if (r) {
+                r->verdict = NFTR_V_DNAT_CGROUP;
+                r->dnat_family = fam ? AF_INET6 : AF_INET;
+                r->cgroup_level = p->cgroup_level;
+                snprintf(r->target, sizeof(r->target), NFTR_MAP_DNSPORT);
+            }
+        }
+    }
+
+    if (out.err || gu.err || in.err || dn.err) {
         free(out.v);
         free(gu.v);
         free(in.v);
+        free(dn.v);
         return -ENOMEM;
     }
+    b->dnsnat = dn.v;
+    b->n_dnsnat = dn.n;
     b->input = in.v;
     b->n_input = in.n;
     b->output = out.v;
@@ -1017,6 +1077,9 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
         sb_printf(s, "ct mark & 0x%08" PRIx32 " == 0x%08" PRIx32, NFTR_LO_MARK_KIND,
                   NFTR_LO_MARK_OURS);
         break;
+    case NFTR_M_CT_DNAT:
+        sb_printf(s, "ct status dnat");
+        break;
     }
 }
 
@@ -1078,6 +1141,11 @@ static void put_rule(struct sb *s, const struct nftr_rule *r) {
     case NFTR_V_VMAP_CTMARK:
         sb_printf(s, "%sct mark vmap @%s", sep, r->target);
         break;
+    case NFTR_V_DNAT_CGROUP:
+        sb_printf(s, "%sdnat %s to %s:socket cgroupv2 level %" PRIu32 " map @%s", sep,
+                  r->dnat_family == AF_INET ? "ip" : "ip6",
+                  r->dnat_family == AF_INET ? "127.0.0.1" : "[::1]", r->cgroup_level, r->target);
+        break;
     }
     if (r->comment[0])
         sb_printf(s, " comment \"%s\"", r->comment);
@@ -1126,6 +1194,11 @@ int nftr_chain_text(const struct nftr_chain *c, char **ret) {
                   " { <cgroup id %" PRIu64 "> : 0x%08" PRIx32 " }\n",
                   c->cgroup_id, c->served_mark);
     }
+    if (c->dns_port)
+        sb_printf(&s,
+                  "# add element inet " NFTR_TABLE " " NFTR_MAP_DNSPORT
+                  " { <cgroup id %" PRIu64 "> : %u }\n",
+                  c->cgroup_id, c->dns_port);
     if (c->scope == NFTR_SCOPE_SESSION) {
         sb_printf(&s,
                   "# add element inet " NFTR_TABLE " " NFTR_MAP_SESSIONS
@@ -1180,8 +1253,14 @@ int nftr_base_text(const struct nftr_base *b, char **ret) {
     if (p->inbound)
         sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_INPUT
                       " { type filter hook input priority -10; policy accept; }\n");
+    if (p->dns)
+        sb_printf(&s, "add map inet " NFTR_TABLE " " NFTR_MAP_DNSPORT
+                      " { type cgroupsv2 : inet_service; }\nadd chain inet " NFTR_TABLE
+                      " " NFTR_CHAIN_DNSNAT
+                      " { type nat hook output priority -100; policy accept; }\n");
     put_rules(&s, NFTR_CHAIN_OUTPUT, b->output, b->n_output);
     put_rules(&s, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded);
     put_rules(&s, NFTR_CHAIN_INPUT, b->input, b->n_input);
+    put_rules(&s, NFTR_CHAIN_DNSNAT, b->dnsnat, b->n_dnsnat);
     return sb_finish(&s, ret);
 }

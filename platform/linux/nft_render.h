@@ -24,6 +24,10 @@
  *       iifname "lo" ct mark vmap @loopback                         a session's lo flows
  *       iifname "lo" ... ct mark set socket cgroupv2 level L map @served   flows it serves
  *   chain lo-<id>                             where a session's flow through lo may land
+ *   map dnsport               cgroup v2 id : port of the session's DNS forwarder  (with dns)
+ *   chain dnsnat  (hook output, type nat, priority -100)           (with dns)
+ *       meta skgid G meta nfproto ipv4|ipv6 udp|tcp dport 53
+ *           dnat to 127.0.0.1|[::1] : socket cgroupv2 level L map @dnsport
  *
  * Every function returns 0 or -errno; ret_* out-parameters are set only on success.
  */
@@ -43,6 +47,8 @@
 #define NFTR_MAP_SESSIONS  "sessions"
 #define NFTR_MAP_LOOPBACK  "loopback"
 #define NFTR_MAP_SERVED    "served"
+#define NFTR_MAP_DNSPORT   "dnsport"
+#define NFTR_CHAIN_DNSNAT  "dnsnat"
 
 /* Conntrack marks of sessions' flows through lo: bit 31 set, bit 30 the kind
  * (0: the session started the flow, 1: it serves a flow a host process
@@ -138,6 +144,12 @@ struct nftr_input {
     const char *cgroup_path; /* with lo_slot, optional: below the cgroup2 root, for text */
     uint64_t base_cgroup_id;   /* with lo_slot: the sessions' base cgroup (level cgroup_level-1) */
     const char *base_cgroup;   /* with lo_slot, optional: its path, for text */
+    /* NFTR_SCOPE_SESSION on a base with dns: the port lyhd's forwarder for
+     * this session listens on (127.0.0.1 and ::1). Its DNS flows (port 53,
+     * anywhere) are sent there by chain dnsnat; the chain accepts them first
+     * (`ct status dnat`, to that port only) and no longer lets port 53 through
+     * lo. 0: no forwarder, the resolver's port 53 on loopback as before. */
+    uint16_t dns_port;
     const char *iface;      /* the VPN: 1..15 chars of [A-Za-z0-9_.-], not "lo" */
     struct nftr_log_params log;
     struct nftr_policy policy;
@@ -159,6 +171,9 @@ struct nftr_base_params {
     bool inbound;
     uint64_t base_cgroup_id;   /* the sessions' base cgroup (its directory's inode) */
     const char *base_cgroup;   /* its path below the cgroup2 root, for the text form */
+    /* DNS goes to lyhd: chain dnsnat sends every guarded socket's port-53
+     * flow to its session's forwarder (map dnsport). Needs cgroupv2. */
+    bool dns;
 };
 
 /* ---- output: rules as data -------------------------------------------------------- */
@@ -185,6 +200,7 @@ enum nftr_match_type {
     NFTR_M_IIFNAME,     /* iifname "<name>" (exact) */
     NFTR_M_CT_MARK,     /* ct mark <id> */
     NFTR_M_CT_MARK_ORIG, /* ct mark & 0xc0000000 == 0x80000000: a session started it */
+    NFTR_M_CT_DNAT,      /* ct status dnat */
 };
 
 struct nftr_match {
@@ -211,6 +227,9 @@ enum nftr_verdict {
     NFTR_V_VMAP_CGROUP,      /* socket cgroupv2 level <cgroup_level> vmap @<target> */
     NFTR_V_DROP,
     NFTR_V_VMAP_CTMARK,      /* ct mark vmap @<target> */
+    /* dnat ip to 127.0.0.1 (ip6 to [::1], by dnat_family) : the port that map
+     * <target> gives the socket's cgroup at cgroup_level; no element: no match */
+    NFTR_V_DNAT_CGROUP,
 };
 
 /* Statements are emitted in this order: matches, ct mark set, limit, log, counter,
@@ -234,7 +253,8 @@ struct nftr_rule {
     bool counter;
     enum nftr_verdict verdict;
     char target[NFTR_NAME_MAX]; /* JUMP: chain, VMAP_CGROUP: map */
-    uint32_t cgroup_level;      /* VMAP_CGROUP */
+    uint32_t cgroup_level;      /* VMAP_CGROUP, DNAT_CGROUP */
+    int dnat_family;            /* DNAT_CGROUP: AF_INET or AF_INET6 */
     char comment[NFTR_NAME_MAX]; /* "" or the rule's comment; dispatch rules carry
                                   * their chain's name here, which is how they are
                                   * found again for deletion; chain input's rules
@@ -260,6 +280,8 @@ struct nftr_chain {
     char lo_name[NFTR_NAME_MAX];
     struct nftr_rule *lo_rules; /* owned */
     size_t n_lo_rules;
+    /* SESSION with a forwarder: element { cgroup_id : dns_port } of map dnsport */
+    uint16_t dns_port;
 };
 
 struct nftr_base {
@@ -270,6 +292,8 @@ struct nftr_base {
     size_t n_guarded;
     struct nftr_rule *input;   /* owned, rules of chain input (params.inbound) */
     size_t n_input;
+    struct nftr_rule *dnsnat;  /* owned, rules of chain dnsnat (params.dns) */
+    size_t n_dnsnat;
 };
 
 /* The blocked destination prefixes of set lan4 (AF_INET) or lan6 (AF_INET6), in a

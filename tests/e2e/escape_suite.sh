@@ -18,7 +18,9 @@
 #   - a LAN decoy: 11.77.0.1/32 also on <p>-lan's lo with a "srv=lan" server:
 #     a socket forced out of eth0 towards the VPN server's address reaches it
 #     (<p>-main still routes 11.77.0.1 via tun0);
-#   - a DNS responder on 127.0.0.1:53 of <p>-main (loopback of the agent);
+#   - a DNS responder at 10.77.0.2:53 (the VPN's resolver, beyond tun0),
+#     which lyhd asks for the agent, and a decoy one on 127.0.0.1:53 of
+#     <p>-main (the host's stub) that the agent's query must never reach;
 #   - net.ipv4.ping_group_range of <p>-main opened, so ICMP ping sockets are
 #     a real path the guard has to stop.
 # Files: /srv/lyhbait-$$ (bait, mode 0777 dir so only the sandbox refuses),
@@ -109,10 +111,16 @@ xserve "$LYH_LAN" 12.77.0.1 lan
 xserve "$LYH_LAN" 11.77.0.1 lan
 ip netns exec "$LYH_MAIN" sysctl -qw net.ipv4.ping_group_range="0 2147483647" ||
     lyh_die "ping_group_range in $LYH_MAIN"
-ip netns exec "$LYH_MAIN" "$PROBE_BIN" x-dns 127.0.0.1 53 11.77.0.1 "$LYH_SERVE_SECONDS" \
+# the VPN's resolver (lib.sh names 10.77.0.2 to lyhd) and a host resolver on
+# loopback that an agent's query must never reach (lyhd answers it)
+ip netns exec "$LYH_EXIT" "$PROBE_BIN" x-dns 10.77.0.2 53 11.77.0.1 "$LYH_SERVE_SECONDS" \
     </dev/null >"$LYH_TMP/esc-dns.log" 2>&1 &
 lyh_track_pid "$!"
 lyh_wait_until 5 grep -q '^serving' "$LYH_TMP/esc-dns.log" || lyh_die "dns: $(cat "$LYH_TMP/esc-dns.log")"
+ip netns exec "$LYH_MAIN" "$PROBE_BIN" x-dns 127.0.0.1 53 192.168.77.2 "$LYH_SERVE_SECONDS" \
+    </dev/null >"$LYH_TMP/esc-dns-lo.log" 2>&1 &
+lyh_track_pid "$!"
+lyh_wait_until 5 grep -q '^serving' "$LYH_TMP/esc-dns-lo.log" || lyh_die "dns: $(cat "$LYH_TMP/esc-dns-lo.log")"
 
 # ---- users and files -------------------------------------------------------------------------
 lyh_user_create "lyhto$$" || lyh_die "cannot create the second user"
@@ -255,8 +263,11 @@ in_box "works" -- write-ok "$CWD" "$LYH_HOME" /tmp /var/tmp /dev/shm @TMPDIR + \
     tcp-ok 11.77.0.1 $PORT + udp-ok 11.77.0.1 $PORT + tcp-ok 2a0e:77::2 $PORT + udp-ok 2a0e:77::2 $PORT + \
     dns-ok 127.0.0.1 agent.lyh-esc.test 11.77.0.1
 grep -q 'dns query agent.lyh-esc.test' "$LYH_TMP/esc-dns.log" &&
-    t_pass "works: the loopback resolver saw the agent's query" ||
-    t_fail "works: the loopback resolver saw the agent's query" "$(cat "$LYH_TMP/esc-dns.log")"
+    t_pass "works: the VPN's resolver saw the agent's query (from lyhd)" ||
+    t_fail "works: the VPN's resolver saw the agent's query (from lyhd)" "$(cat "$LYH_TMP/esc-dns.log")"
+grep -q 'dns query' "$LYH_TMP/esc-dns-lo.log" &&
+    t_fail "works: the host's loopback resolver saw nothing" "$(cat "$LYH_TMP/esc-dns-lo.log")" ||
+    t_pass "works: the host's loopback resolver saw nothing"
 
 run_cmd -- sh -c 'echo sh-ok; sleep 0.1'
 [ "$RC" = 0 ] && grep -q '^sh-ok' <<<"$OUT" && t_pass "works: sh" || t_fail "works: sh" "rc $RC: $OUT"

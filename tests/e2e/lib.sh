@@ -459,9 +459,15 @@ lyh_daemon_start() {
     fi
     LYH_DAEMON_N=$((LYH_DAEMON_N + 1))
     LYH_DAEMON_LOG=$LYH_TMP/lyhd.$LYH_DAEMON_N.log
+    # the sessions' resolver: the exit namespace's end of tun0 (whether one
+    # answers there is up to the test); LYH_RESOLV_CONF to use another file
+    if [ -z "${LYH_RESOLV_CONF:-}" ]; then
+        LYH_RESOLV_CONF=$LYH_TMP/resolv.conf
+        echo "nameserver 10.77.0.2" >"$LYH_RESOLV_CONF"
+    fi
     nsenter --net="/run/netns/$LYH_MAIN" sh -c 'echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"' \
         sh "$LYH_DCG" "${LYH_DAEMON_PREFIX[@]}" "$LYH_LYHD" --socket "$LYH_SOCK" --state-dir "$LYH_STATE" --tmp-dir "$LYH_TMPDIR" \
-        "${LYH_DAEMON_ARGS[@]}" "$@" </dev/null >/dev/null 2>"$LYH_DAEMON_LOG" &
+        --resolv-conf "$LYH_RESOLV_CONF" "${LYH_DAEMON_ARGS[@]}" "$@" </dev/null >/dev/null 2>"$LYH_DAEMON_LOG" &
     LYH_DAEMON_PID=$!
     lyh_track_pid "$LYH_DAEMON_PID"
     n=100

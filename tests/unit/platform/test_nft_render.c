@@ -87,9 +87,21 @@ static void check_invariants(const struct nftr_chain *c) {
     const struct nftr_rule *last = &c->rules[c->n_rules - 1];
     assert_int_equal(last->verdict, NFTR_V_REJECT_ADMIN);
     assert_int_equal(last->n_match, 0);
-    /* loopback first */
-    assert_int_equal(c->rules[0].match[0].type, NFTR_M_OIFNAME);
-    assert_string_equal(c->rules[0].match[0].name, "lo");
+    /* the DNS forwarder's flows (only those chain dnsnat rewrote, only to
+     * 127.0.0.1 or ::1 at one port), then loopback */
+    size_t first = 0;
+    for (; first < c->n_rules && c->rules[first].match[0].type == NFTR_M_CT_DNAT; first++) {
+        const struct nftr_rule *r = &c->rules[first];
+        assert_int_equal(r->n_match, 3);
+        assert_int_equal(r->match[1].type, NFTR_M_DADDR);
+        assert_int_equal(r->match[1].prefix_len, r->match[1].family == AF_INET ? 32 : 128);
+        assert_int_equal(r->match[2].type, NFTR_M_DPORT);
+        assert_int_equal(r->match[2].port_min, r->match[2].port_max);
+        assert_int_equal(r->verdict, NFTR_V_ACCEPT);
+    }
+    assert_true(first == 0 || first == 4);
+    assert_int_equal(c->rules[first].match[0].type, NFTR_M_OIFNAME);
+    assert_string_equal(c->rules[first].match[0].name, "lo");
     /* lo is accepted only towards 127.0.0.0/8 and ::1, never towards the
      * host's other addresses (its LAN address routes through lo too) */
     for (size_t i = 0; i < c->n_rules; i++) {
@@ -670,6 +682,91 @@ static void test_session_listeners(void **state) {
     assert_int_equal(nftr_served_mark(NFTR_LO_SLOT_MAX), 0xffffffffu);
 }
 
+/* DNS to lyhd: chain dnsnat rewrites the guarded sockets' port-53 flows by
+ * cgroup (map dnsport); a session with a forwarder accepts, first, only the
+ * rewritten flows to its own port, and no longer opens port 53 on lo. */
+static void test_base_dns(void **state) {
+    (void)state;
+    struct nftr_base_params p = {
+        .guard_gid = NFTR_DEFAULT_GUARD_GID,
+        .guard_gid_max = NFTR_DEFAULT_GUARD_GID + 65535,
+        .cgroupv2 = true,
+        .cgroup_level = 3,
+        .log = { .group = 7, .rate = 2000, .burst = 1000 },
+        .inbound = true,
+        .base_cgroup_id = 9876,
+        .base_cgroup = "system.slice/lyhd.service/lianyaohu",
+        .dns = true,
+    };
+    struct nftr_base *b = NULL;
+    assert_int_equal(nftr_render_base(&p, &b), 0);
+    _cleanup_free_ char *text = NULL;
+    assert_int_equal(nftr_base_text(b, &text), 0);
+    check_golden("base_dns", text);
+    assert_int_equal(b->n_dnsnat, 4); /* udp, tcp x IPv4, IPv6 */
+    for (size_t i = 0; i < b->n_dnsnat; i++) {
+        const struct nftr_rule *r = &b->dnsnat[i];
+        assert_int_equal(r->verdict, NFTR_V_DNAT_CGROUP);
+        assert_int_equal(r->match[0].type, NFTR_M_SKGID); /* guarded sockets only */
+        assert_int_equal(r->match[2].type, NFTR_M_DPORT);
+        assert_int_equal(r->match[2].port_min, 53);
+        assert_string_equal(r->target, NFTR_MAP_DNSPORT);
+    }
+    nftr_base_free(b);
+    p.cgroupv2 = false; /* nothing tells the sessions apart */
+    p.inbound = false;
+    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+}
+
+static void test_session_dns(void **state) {
+    (void)state;
+    struct nftr_input in = session_input();
+    in.lo_slot = 7;
+    in.cgroup_level = 3;
+    in.cgroup_path = "system.slice/lyhd.service/lianyaohu/7f3a9c01";
+    in.base_cgroup_id = 9876;
+    in.base_cgroup = "system.slice/lyhd.service/lianyaohu";
+    in.dns_port = 40053;
+    render_check(&in, "session_dns");
+
+    struct nftr_chain *c = NULL;
+    assert_int_equal(nftr_render_chain(&in, &c), 0);
+    assert_int_equal(c->dns_port, 40053);
+    /* the first four rules: ct status dnat, to the forwarder's port, accept */
+    for (size_t i = 0; i < 4; i++) {
+        const struct nftr_rule *r = &c->rules[i];
+        assert_int_equal(r->match[0].type, NFTR_M_CT_DNAT);
+        assert_int_equal(r->match[2].port_min, 40053);
+        assert_int_equal(r->verdict, NFTR_V_ACCEPT);
+    }
+    /* nothing else opens port 53: not in the session chain, not in lo-<id> */
+    for (size_t i = 4; i < c->n_rules; i++)
+        for (size_t k = 0; k < c->rules[i].n_match; k++)
+            assert_false(c->rules[i].match[k].type == NFTR_M_DPORT &&
+                         c->rules[i].match[k].port_min <= 53 && c->rules[i].match[k].port_max >= 53);
+    for (size_t i = 0; i < c->n_lo_rules; i++)
+        for (size_t k = 0; k < c->lo_rules[i].n_match; k++)
+            assert_false(c->lo_rules[i].match[k].type == NFTR_M_DPORT &&
+                         c->lo_rules[i].match[k].port_min == 53);
+    nftr_chain_free(c);
+
+    /* the same without listeners (no lo slot): still no port 53 on lo */
+    struct nftr_input nl = session_input();
+    nl.dns_port = 40053;
+    assert_int_equal(nftr_render_chain(&nl, &c), 0);
+    for (size_t i = 4; i < c->n_rules; i++)
+        for (size_t k = 0; k < c->rules[i].n_match; k++)
+            assert_false(c->rules[i].match[k].type == NFTR_M_DPORT &&
+                         c->rules[i].match[k].port_min == 53);
+    nftr_chain_free(c);
+    /* a uid scope has no forwarder */
+    struct nftr_input u = session_input();
+    u.scope = NFTR_SCOPE_UID;
+    u.uid = 1000;
+    u.dns_port = 40053;
+    assert_int_equal(nftr_render_chain(&u, &c), -EINVAL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_session_default),
@@ -687,6 +784,8 @@ int main(void) {
         cmocka_unit_test(test_session_accept_unlogged),
         cmocka_unit_test(test_session_loopback_narrow),
         cmocka_unit_test(test_session_listeners),
+        cmocka_unit_test(test_base_dns),
+        cmocka_unit_test(test_session_dns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,562 @@
+/* The per-session DNS forwarder (see dns_fwd.h).
+ *
+ * Sockets: a UDP socket and a TCP listener on 127.0.0.1:P, and on [::1]:P
+ * when the host has IPv6 loopback. Per query in flight: one upstream UDP
+ * socket, bound to the VPN interface and connected to the resolver (a fresh
+ * source port each time), one timer. Bounds: DNS_FWD_INFLIGHT queries per
+ * session (more: SERVFAIL at once), DNS_FWD_TCP_CLIENTS TCP connections
+ * (more: closed), a TCP client idle DNS_FWD_TCP_IDLE_MS is closed.
+ *
+ * A resolver that does not answer in DNS_FWD_TRY_MS is asked again, then the
+ * next one; after DNS_FWD_TRIES tries the agent gets SERVFAIL. An answer that
+ * does not match the question (id, name, type) is ignored, as a spoofed one
+ * would be; a malformed one fails the try. An answer with TC set is SERVFAIL
+ * (the upstream side speaks UDP only, with an EDNS size of 1232 bytes). */
+#include "daemon/dns_fwd.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/dns_msg.h"
+#include "common/macros.h"
+#include "daemon/audit.h"
+#include "daemon/log.h"
+#include "daemon/lyhd.h"
+#include "daemon/session.h"
+
+#define DNS_FWD_INFLIGHT    256
+#define DNS_FWD_TCP_CLIENTS 16
+#define DNS_FWD_TCP_IDLE_MS 10000
+#define DNS_FWD_TRY_MS      2000
+#define DNS_FWD_TRIES       3
+#define DNS_FWD_PORT_TRIES  16
+
+struct dns_fwd;
+
+/* A TCP client: 2-byte length, message; one query at a time. */
+struct dns_tcp {
+    struct dns_fwd *f;
+    int fd;
+    struct event *ev;
+    struct event *ev_idle;
+    uint8_t buf[2 + DNS_MSG_MAX];
+    size_t have;
+    bool busy; /* a query of it is in flight */
+    TAILQ_ENTRY(dns_tcp) link;
+};
+
+struct dns_query_ctx {
+    struct dns_fwd *f;
+    struct dns_query q;
+    uint8_t raw[DNS_MSG_MAX]; /* the agent's query (its question is copied back) */
+    size_t raw_len;
+    /* the reply goes to: a UDP peer on listener fd (udp_fd >= 0), or tcp */
+    int udp_fd;
+    struct sockaddr_storage peer;
+    socklen_t peer_len;
+    struct dns_tcp *tcp;
+    uint16_t up_id;
+    int up_fd;
+    struct event *ev_up;
+    struct event *ev_timer;
+    unsigned tries;
+    size_t resolver;
+    uint64_t start_ms;
+    TAILQ_ENTRY(dns_query_ctx) link;
+};
+
+struct dns_fwd {
+    struct lyhd *d;
+    struct session *s;
+    int udp[2], tcp[2]; /* v4, v6 (-1: none) */
+    struct event *ev_udp[2], *ev_tcp[2];
+    TAILQ_HEAD(, dns_query_ctx) queries;
+    TAILQ_HEAD(, dns_tcp) clients;
+    unsigned n_queries, n_clients;
+    uint64_t n_dropped; /* queries refused at the in-flight bound */
+};
+
+static void query_free(struct dns_query_ctx *c);
+static void tcp_free(struct dns_tcp *t);
+static void tcp_done(struct dns_tcp *t);
+
+/* addr (AF_INET: 4 bytes, AF_INET6: 16) and port into a sockaddr; its length. */
+static socklen_t sockaddr_of(int family, const void *addr, uint16_t port,
+                             struct sockaddr_storage *ss) {
+    memset(ss, 0, sizeof(*ss));
+    if (family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+        in->sin_family = AF_INET;
+        in->sin_port = htons(port);
+        memcpy(&in->sin_addr, addr, 4);
+        return sizeof(*in);
+    }
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+    memcpy(&in6->sin6_addr, addr, 16);
+    return sizeof(*in6);
+}
+
+/* ---- replies ------------------------------------------------------------------------- */
+
+static void record(struct dns_query_ctx *c, const char *action, uint8_t rcode,
+                   const struct dns_answer *a) {
+    struct session *s = c->f->s;
+    char kv[1400] = "", tbuf[16], rc[8], addrs[1100] = "";
+    const char *rcodes[] = {"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"};
+
+    audit_kv(kv, sizeof(kv), "name", c->q.name[0] ? c->q.name : ".");
+    audit_kv(kv, sizeof(kv), "type", dns_type_name(c->q.qtype, tbuf, sizeof(tbuf)));
+    if (rcode < ARRAY_SIZE(rcodes))
+        audit_kv(kv, sizeof(kv), "rcode", rcodes[rcode]);
+    else {
+        snprintf(rc, sizeof(rc), "%u", rcode);
+        audit_kv(kv, sizeof(kv), "rcode", rc);
+    }
+    for (size_t i = 0; a && i < a->n_addrs; i++) {
+        char ab[INET6_ADDRSTRLEN];
+        size_t len = strlen(addrs);
+        if (inet_ntop(a->addrs[i].family, a->addrs[i].addr, ab, sizeof(ab)))
+            snprintf(addrs + len, sizeof(addrs) - len, "%s%s", len ? "," : "", ab);
+    }
+    if (addrs[0])
+        audit_kv(kv, sizeof(kv), "answers", addrs);
+    if (a && a->n_addrs)
+        snprintf(rc, sizeof(rc), "%u", a->min_ttl > 9999999 ? 9999999 : a->min_ttl),
+            audit_kv(kv, sizeof(kv), "ttl", rc);
+    audit_kv(kv, sizeof(kv), "via", c->tcp ? "tcp" : "udp");
+    if (c->f->s->spec.n_resolvers && c->tries) {
+        const struct nftr_dest *r = &s->spec.resolvers[c->resolver % s->spec.n_resolvers];
+        char ab[INET6_ADDRSTRLEN];
+        if (inet_ntop(r->family, r->addr, ab, sizeof(ab)))
+            audit_kv(kv, sizeof(kv), "resolver", ab);
+    }
+    audit_note(c->f->d, AUDIT_KIND_DNS, s->row.id, true, s->row.uid, action, "%s", kv + 1);
+}
+
+static void send_reply(struct dns_query_ctx *c, const uint8_t *msg, size_t len) {
+    if (c->udp_fd >= 0) {
+        /* a full socket buffer drops it, as the network would */
+        (void)sendto(c->udp_fd, msg, len, MSG_DONTWAIT, (struct sockaddr *)&c->peer, c->peer_len);
+        return;
+    }
+    struct dns_tcp *t = c->tcp;
+    if (!t)
+        return;
+    uint8_t hdr[2] = {(uint8_t)(len >> 8), (uint8_t)len};
+    struct iovec iov[2] = {{hdr, 2}, {(void *)msg, len}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t n = sendmsg(t->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    c->tcp = NULL;
+    if (n != (ssize_t)(len + 2)) /* a client that does not read its answer is dropped */
+        tcp_free(t);
+    else
+        tcp_done(t);
+}
+
+static void reply_empty(struct dns_query_ctx *c, uint8_t rcode, const char *action) {
+    uint8_t out[DNS_UDP_MAX + 64];
+    size_t len;
+    if (dns_build_reply_empty(&c->q, c->raw, c->raw_len, rcode, out, sizeof(out), &len) == 0)
+        send_reply(c, out, len);
+    record(c, action, rcode, NULL);
+}
+
+/* ---- upstream ------------------------------------------------------------------------ */
+
+static int try_upstream(struct dns_query_ctx *c);
+
+static void on_up_timer(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct dns_query_ctx *c = arg;
+    if (try_upstream(c) < 0) {
+        reply_empty(c, DNS_RCODE_SERVFAIL, "failed");
+        query_free(c);
+    }
+}
+
+static void on_up_read(evutil_socket_t fd, short what, void *arg) {
+    (void)what;
+    struct dns_query_ctx *c = arg;
+    uint8_t buf[DNS_MSG_MAX];
+
+    for (int i = 0; i < 8; i++) {
+        ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                return;
+            /* ECONNREFUSED and the like: this try failed, try again later */
+            break;
+        }
+        struct dns_answer a;
+        int r = dns_parse_answer(buf, (size_t)n, c->up_id, c->q.qtype, c->q.name, &a);
+        if (r == -ESRCH || r == -EINVAL)
+            continue; /* not ours (or not an answer): keep waiting */
+        if (r < 0 || a.tc) {
+            log_debug("session '%s': resolver's answer for '%s' %s", c->f->s->row.id, c->q.name,
+                      r < 0 ? "is malformed" : "was truncated");
+            break;
+        }
+        uint8_t out[DNS_MSG_MAX];
+        size_t len;
+        size_t limit = c->udp_fd >= 0 ? c->q.udp_size : DNS_MSG_MAX;
+        r = dns_build_reply_from(&c->q, c->raw, c->raw_len, &a, buf, (size_t)n, limit, out,
+                                 sizeof(out), &len);
+        if (r < 0)
+            break;
+        send_reply(c, out, len);
+        record(c, "answered", a.rcode, &a);
+        query_free(c);
+        return;
+    }
+    /* failed try: the next resolver at once */
+    event_del(c->ev_timer);
+    on_up_timer(-1, 0, c);
+}
+
+/* Send the query to the next resolver; -errno when out of tries. */
+static int try_upstream(struct dns_query_ctx *c) {
+    struct session *s = c->f->s;
+
+    if (c->ev_up) {
+        event_free(c->ev_up);
+        c->ev_up = NULL;
+    }
+    CLOSE_FD(c->up_fd);
+    while (c->tries < DNS_FWD_TRIES * s->spec.n_resolvers && c->tries < 8) {
+        c->resolver = c->tries % s->spec.n_resolvers;
+        c->tries++;
+        const struct nftr_dest *r = &s->spec.resolvers[c->resolver];
+        struct sockaddr_storage ss;
+        socklen_t sl = sockaddr_of(r->family, r->addr, 53, &ss);
+        uint8_t msg[DNS_UDP_MAX];
+        size_t len;
+        if (getrandom(&c->up_id, sizeof(c->up_id), 0) != sizeof(c->up_id) ||
+            dns_build_query(c->up_id, c->q.name, c->q.qtype, msg, sizeof(msg), &len) < 0)
+            return -EIO;
+        int fd = socket(r->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return -errno;
+        /* out through the VPN interface only: no route through it, no send */
+        if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, s->spec.iface, strlen(s->spec.iface)) <
+                0 ||
+            connect(fd, (struct sockaddr *)&ss, sl) < 0 || send(fd, msg, len, MSG_DONTWAIT) < 0) {
+            log_debug("session '%s': resolver try %u: %s", s->row.id, c->tries, strerror(errno));
+            close(fd);
+            continue;
+        }
+        c->up_fd = fd;
+        c->ev_up = event_new(c->f->d->base, fd, EV_READ | EV_PERSIST, on_up_read, c);
+        if (!c->ev_up || event_add(c->ev_up, NULL) < 0)
+            return -ENOMEM;
+        struct timeval tv = {DNS_FWD_TRY_MS / 1000, (DNS_FWD_TRY_MS % 1000) * 1000};
+        if (evtimer_add(c->ev_timer, &tv) < 0)
+            return -ENOMEM;
+        return 0;
+    }
+    return -ETIMEDOUT;
+}
+
+static void query_free(struct dns_query_ctx *c) {
+    if (!c)
+        return;
+    if (c->ev_up)
+        event_free(c->ev_up);
+    if (c->ev_timer)
+        event_free(c->ev_timer);
+    CLOSE_FD(c->up_fd);
+    TAILQ_REMOVE(&c->f->queries, c, link);
+    c->f->n_queries--;
+    struct dns_tcp *t = c->tcp;
+    free(c);
+    if (t)
+        tcp_done(t);
+}
+
+/* One query from the agent: answer it or send it on. */
+static void handle(struct dns_fwd *f, const uint8_t *msg, size_t len, int udp_fd,
+                   const struct sockaddr_storage *peer, socklen_t peer_len, struct dns_tcp *tcp) {
+    struct dns_query q;
+    int r = dns_parse_query(msg, len, &q);
+    if (r == -EINVAL || r == -EBADMSG) {
+        log_debug("session '%s': malformed DNS query (%zu bytes) dropped", f->s->row.id, len);
+        return;
+    }
+    if (f->n_queries >= DNS_FWD_INFLIGHT) {
+        f->n_dropped++;
+        return;
+    }
+    struct dns_query_ctx *c = calloc(1, sizeof(*c));
+    if (!c)
+        return;
+    c->f = f;
+    c->q = q;
+    c->up_fd = -1;
+    c->udp_fd = udp_fd;
+    c->tcp = tcp;
+    memcpy(c->raw, msg, len);
+    c->raw_len = len;
+    if (peer) {
+        c->peer = *peer;
+        c->peer_len = peer_len;
+    }
+    c->start_ms = lyhd_mono_ms();
+    TAILQ_INSERT_TAIL(&f->queries, c, link);
+    f->n_queries++;
+    if (tcp) {
+        tcp->busy = true; /* one at a time: the next waits in the socket */
+        event_del(tcp->ev);
+    }
+    if (r == -EPROTONOSUPPORT) {
+        reply_empty(c, DNS_RCODE_NOTIMP, "refused");
+        query_free(c);
+        return;
+    }
+    c->ev_timer = evtimer_new(f->d->base, on_up_timer, c);
+    if (!c->ev_timer || try_upstream(c) < 0) {
+        reply_empty(c, DNS_RCODE_SERVFAIL, "failed");
+        query_free(c);
+    }
+}
+
+/* ---- listeners ----------------------------------------------------------------------- */
+
+static void on_udp(evutil_socket_t fd, short what, void *arg) {
+    (void)what;
+    struct dns_fwd *f = arg;
+    uint8_t buf[DNS_MSG_MAX];
+    for (int i = 0; i < 64; i++) {
+        struct sockaddr_storage peer;
+        socklen_t pl = sizeof(peer);
+        ssize_t n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&peer, &pl);
+        if (n < 0)
+            return;
+        handle(f, buf, (size_t)n, fd, &peer, pl, NULL);
+    }
+}
+
+static void tcp_free(struct dns_tcp *t) {
+    if (!t)
+        return;
+    struct dns_query_ctx *c;
+    TAILQ_FOREACH(c, &t->f->queries, link)
+        if (c->tcp == t)
+            c->tcp = NULL; /* its answer has nowhere to go */
+    if (t->ev)
+        event_free(t->ev);
+    if (t->ev_idle)
+        event_free(t->ev_idle);
+    CLOSE_FD(t->fd);
+    TAILQ_REMOVE(&t->f->clients, t, link);
+    t->f->n_clients--;
+    free(t);
+}
+
+static void on_tcp_idle(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct dns_tcp *t = arg;
+    if (t->busy) {
+        struct timeval tv = {DNS_FWD_TCP_IDLE_MS / 1000, 0};
+        evtimer_add(t->ev_idle, &tv);
+        return;
+    }
+    tcp_free(t);
+}
+
+/* A whole message in the buffer and none in flight: handle it. */
+static void tcp_next(struct dns_tcp *t) {
+    if (t->busy || t->have < 2)
+        return;
+    size_t len = (size_t)t->buf[0] << 8 | t->buf[1];
+    if (len < DNS_HEADER_BYTES) {
+        tcp_free(t);
+        return;
+    }
+    if (t->have < 2 + len)
+        return;
+    uint8_t msg[DNS_MSG_MAX];
+    memcpy(msg, t->buf + 2, len);
+    memmove(t->buf, t->buf + 2 + len, t->have - 2 - len);
+    t->have -= 2 + len;
+    handle(t->f, msg, len, -1, NULL, 0, t);
+}
+
+/* Its query was answered (or dropped): read on. */
+static void tcp_done(struct dns_tcp *t) {
+    t->busy = false;
+    if (event_add(t->ev, NULL) < 0) {
+        tcp_free(t);
+        return;
+    }
+    tcp_next(t);
+}
+
+static void on_tcp_read(evutil_socket_t fd, short what, void *arg) {
+    (void)what;
+    struct dns_tcp *t = arg;
+    ssize_t n = recv(fd, t->buf + t->have, sizeof(t->buf) - t->have, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        tcp_free(t);
+        return;
+    }
+    if (n < 0)
+        return;
+    t->have += (size_t)n;
+    struct timeval tv = {DNS_FWD_TCP_IDLE_MS / 1000, 0};
+    evtimer_add(t->ev_idle, &tv);
+    tcp_next(t);
+}
+
+static void on_accept(evutil_socket_t lfd, short what, void *arg) {
+    (void)what;
+    struct dns_fwd *f = arg;
+    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (f->n_clients >= DNS_FWD_TCP_CLIENTS) {
+        close(fd);
+        return;
+    }
+    struct dns_tcp *t = calloc(1, sizeof(*t));
+    if (!t) {
+        close(fd);
+        return;
+    }
+    t->f = f;
+    t->fd = fd;
+    TAILQ_INSERT_TAIL(&f->clients, t, link);
+    f->n_clients++;
+    t->ev = event_new(f->d->base, fd, EV_READ | EV_PERSIST, on_tcp_read, t);
+    t->ev_idle = evtimer_new(f->d->base, on_tcp_idle, t);
+    struct timeval tv = {DNS_FWD_TCP_IDLE_MS / 1000, 0};
+    if (!t->ev || !t->ev_idle || event_add(t->ev, NULL) < 0 || evtimer_add(t->ev_idle, &tv) < 0)
+        tcp_free(t);
+}
+
+/* Bind the four sockets on port (0: the kernel's pick for the first, the
+ * same for the rest). -EADDRINUSE when one of them is taken. */
+static int bind_all(struct dns_fwd *f, uint16_t port, uint16_t *ret_port) {
+    for (int fam = 0; fam < 2; fam++)
+        for (int k = 0; k < 2; k++) {
+            static const uint8_t lo4[4] = {127, 0, 0, 1}, lo6[16] = {[15] = 1};
+            int *fdp = k ? &f->tcp[fam] : &f->udp[fam];
+            struct sockaddr_storage ss;
+            socklen_t sl = sockaddr_of(fam ? AF_INET6 : AF_INET, fam ? lo6 : lo4, port, &ss);
+            int fd = socket(fam ? AF_INET6 : AF_INET,
+                            (k ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            if (fd < 0)
+                return -errno;
+            int one = 1;
+            if (fam)
+                (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+            if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || (k && listen(fd, 16) < 0)) {
+                int e = -errno;
+                close(fd);
+                /* no IPv6 loopback on this host: IPv4 only */
+                if (fam == 1 && (e == -EADDRNOTAVAIL || e == -EAFNOSUPPORT))
+                    break;
+                return e;
+            }
+            *fdp = fd;
+            if (port == 0) {
+                struct sockaddr_in got;
+                socklen_t gl = sizeof(got);
+                if (getsockname(fd, (struct sockaddr *)&got, &gl) < 0)
+                    return -errno;
+                port = ntohs(got.sin_port);
+            }
+        }
+    *ret_port = port;
+    return 0;
+}
+
+static void close_all(struct dns_fwd *f) {
+    for (int i = 0; i < 2; i++) {
+        if (f->ev_udp[i])
+            event_free(f->ev_udp[i]);
+        if (f->ev_tcp[i])
+            event_free(f->ev_tcp[i]);
+        f->ev_udp[i] = f->ev_tcp[i] = NULL;
+        CLOSE_FD(f->udp[i]);
+        CLOSE_FD(f->tcp[i]);
+    }
+}
+
+void dns_fwd_free(struct dns_fwd *f) {
+    if (!f)
+        return;
+    while (!TAILQ_EMPTY(&f->queries))
+        query_free(TAILQ_FIRST(&f->queries));
+    while (!TAILQ_EMPTY(&f->clients))
+        tcp_free(TAILQ_FIRST(&f->clients));
+    close_all(f);
+    free(f);
+}
+
+unsigned dns_fwd_fds(const struct dns_fwd *f) {
+    if (!f)
+        return 0;
+    unsigned n = f->n_clients;
+    const struct dns_query_ctx *c;
+    for (int i = 0; i < 2; i++)
+        n += (f->udp[i] >= 0) + (f->tcp[i] >= 0);
+    TAILQ_FOREACH(c, &f->queries, link)
+        n += c->up_fd >= 0;
+    return n;
+}
+
+int dns_fwd_start(struct lyhd *d, struct session *s, char *why, size_t whylen) {
+    struct dns_fwd *f = calloc(1, sizeof(*f));
+    uint16_t port = 0;
+    int r = -EADDRINUSE;
+
+    if (!f)
+        return -ENOMEM;
+    f->d = d;
+    f->s = s;
+    f->udp[0] = f->udp[1] = f->tcp[0] = f->tcp[1] = -1;
+    TAILQ_INIT(&f->queries);
+    TAILQ_INIT(&f->clients);
+    for (int i = 0; i < (s->spec.dns_port ? 1 : DNS_FWD_PORT_TRIES) && r == -EADDRINUSE; i++) {
+        close_all(f);
+        r = bind_all(f, s->spec.dns_port, &port);
+    }
+    if (r < 0) {
+        snprintf(why, whylen, "cannot listen for the session's DNS queries%s%s: %s",
+                 s->spec.dns_port ? " on port " : "", s->spec.dns_port ? "its old port" : "",
+                 strerror(-r));
+        dns_fwd_free(f);
+        return r;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (f->udp[i] >= 0) {
+            f->ev_udp[i] = event_new(d->base, f->udp[i], EV_READ | EV_PERSIST, on_udp, f);
+            if (!f->ev_udp[i] || event_add(f->ev_udp[i], NULL) < 0)
+                r = -ENOMEM;
+        }
+        if (f->tcp[i] >= 0) {
+            f->ev_tcp[i] = event_new(d->base, f->tcp[i], EV_READ | EV_PERSIST, on_accept, f);
+            if (!f->ev_tcp[i] || event_add(f->ev_tcp[i], NULL) < 0)
+                r = -ENOMEM;
+        }
+    }
+    if (r < 0) {
+        snprintf(why, whylen, "cannot watch the DNS forwarder's sockets: %s", strerror(-r));
+        dns_fwd_free(f);
+        return r;
+    }
+    s->spec.dns_port = port;
+    s->dns = f;
+    return 0;
+}

@@ -1,0 +1,170 @@
+#!/bin/bash
+# e2e: a session's DNS goes to its forwarder in lyhd, and from there only
+# through the VPN interface (issue 20, first part), against the real daemon,
+# nftables and a resolver the test runs beyond tun0:
+#   1. whatever address the agent asks (its resolv.conf's, a LAN router, a
+#      public resolver, the loopback stub 127.0.0.53), UDP or TCP, lyhd
+#      answers, with what the VPN's resolver said; the LAN resolver and the
+#      addresses asked never see a query
+#   2. the upstream query leaves through tun0, to the resolver the system
+#      names for tun0 (resolv.conf routed through it) or --dns
+#   3. every query is in the audit log (kind dns, name, type, answers)
+#   4. no resolver known for the interface: lyh run refuses, with the fix
+#   5. malformed queries change nothing: the forwarder still answers
+#
+# usage: dns.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
+# Safety: everything happens in the namespaces lib.sh makes.
+set -u
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: dns.sh needs root"
+    exit 77
+fi
+# shellcheck source=tests/e2e/lib.sh
+. "$HERE/lib.sh"
+lyh_init "${1:-}"
+
+P="lyhdn-$$"
+lyh_layout_up "$P" tun0 || lyh_die "network layout"
+lyh_user_create || lyh_die "cannot create the test user"
+
+# the VPN's resolver (exit side of tun0) and a LAN one that must stay silent
+VPNLOG=$LYH_TMP/vpn-dns.log LANLOG=$LYH_TMP/lan-dns.log
+: >"$VPNLOG"
+: >"$LANLOG"
+ip netns exec "$LYH_EXIT" /usr/bin/python3 "$HERE/dns_server.py" 10.77.0.2 53 "$VPNLOG" \
+    allowed.test=11.77.0.1 v6.test=2a0e:77::2 </dev/null >/dev/null 2>&1 &
+lyh_track_pid "$!"
+ip netns exec "$LYH_LAN" /usr/bin/python3 "$HERE/dns_server.py" 192.168.77.2 53 "$LANLOG" \
+    allowed.test=192.168.77.2 </dev/null >/dev/null 2>&1 &
+lyh_track_pid "$!"
+lyh_daemon_start || lyh_die "lyhd does not start"
+install -d -o "$LYH_UID" -g "$LYH_GID" -m 0700 "$LYH_HOME/proj"
+
+# ask.py: the agent's own resolver calls, by hand, to any address
+cat >"$LYH_TMP/ask.py" <<'PY'
+import socket, struct, sys, random
+def q(name, qtype=1):
+    h = struct.pack("!HHHHHH", random.randint(0, 65535), 0x0100, 1, 0, 0, 0)
+    return h + b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack("!HH", qtype, 1)
+def addrs(r):
+    an = struct.unpack("!H", r[6:8])[0]; rc = r[3] & 15
+    i = 12
+    while r[i]: i += 1 + r[i]
+    i += 5; out = []
+    for _ in range(an):
+        i += 2 if r[i] & 0xc0 == 0xc0 else 0
+        t, c, ttl, ln = struct.unpack("!HHIH", r[i:i + 10]); i += 10
+        if t == 1: out.append(socket.inet_ntop(socket.AF_INET, r[i:i + ln]))
+        if t == 28: out.append(socket.inet_ntop(socket.AF_INET6, r[i:i + ln]))
+        i += ln
+    return "rcode=%d %s" % (rc, ",".join(out))
+for spec in sys.argv[1:]:
+    proto, addr, name = spec.split(":", 2)
+    fam = socket.AF_INET6 if addr.startswith("[") else socket.AF_INET
+    addr = addr.strip("[]")
+    try:
+        if proto == "udp":
+            s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(5)
+            s.sendto(q(name, 28 if name.startswith("v6") else 1), (addr, 53)); r = s.recv(4096)
+        elif proto == "junk":
+            s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(1)
+            for b in (b"", b"\0" * 5, b"\xff" * 40, q(name)[:20], q(name) + b"\xc0\x0c"):
+                s.sendto(b, (addr, 53))
+            print(spec, "sent"); continue
+        else:
+            s = socket.create_connection((addr, 53), timeout=5); m = q(name)
+            s.sendall(struct.pack("!H", len(m)) + m); n = struct.unpack("!H", s.recv(2))[0]
+            r = b""
+            while len(r) < n: r += s.recv(n - len(r))
+        print(spec, addrs(r))
+    except Exception as e:
+        print(spec, "error", type(e).__name__)
+PY
+chmod 0644 "$LYH_TMP/ask.py"
+cp "$LYH_TMP/ask.py" "$LYH_HOME/proj/ask.py" && chown "$LYH_UID:$LYH_GID" "$LYH_HOME/proj/ask.py"
+
+run_as() { # ARGS...: lyh run as the user from its project; output and "rc=N" last
+    LYH_CMD_TIMEOUT=90 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" --socket "$LYH_SOCK" \
+        run "$@" </dev/null 2>&1
+    echo "rc=$?"
+}
+
+# ---- 1. every query goes to lyhd ---------------------------------------------------------
+echo "# 1. whatever the agent asks, lyhd answers (through the VPN's resolver)"
+res=$(run_as --vpn tun0 --no-tui -- /usr/bin/python3 ask.py udp:192.168.77.2:allowed.test \
+    udp:8.8.8.8:allowed.test udp:127.0.0.53:allowed.test udp:10.77.0.2:allowed.test \
+    tcp:1.1.1.1:allowed.test tcp:192.168.77.2:allowed.test udp:8.8.8.8:nosuch.test \
+    udp:8.8.8.8:Allowed.TEST)
+echo "$res" | sed 's/^/    /'
+t_check "1: run ends 0" grep -qx "rc=0" <<<"$res"
+for spec in udp:192.168.77.2 udp:8.8.8.8 udp:127.0.0.53 udp:10.77.0.2 tcp:1.1.1.1 tcp:192.168.77.2; do
+    t_check "1: $spec is answered with the VPN resolver's address" \
+        grep -qx "$spec:allowed.test rcode=0 11.77.0.1" <<<"$res"
+done
+t_check "1: a name the resolver does not know: NXDOMAIN" \
+    grep -qx "udp:8.8.8.8:nosuch.test rcode=3 " <<<"$res"
+t_check "1: a mixed-case query is answered" grep -qx "udp:8.8.8.8:Allowed.TEST rcode=0 11.77.0.1" <<<"$res"
+t_check "1: the LAN resolver saw no query" test ! -s "$LANLOG"
+t_check "1: the VPN's resolver saw them (UDP only, from lyhd)" \
+    eval '[ "$(grep -c "^udp allowed.test 1$" "$VPNLOG")" -ge 7 ] && ! grep -q "^tcp" "$VPNLOG"'
+res=$(run_as --vpn tun0 --no-tui -- /usr/bin/getent hosts allowed.test)
+t_check "1: glibc's resolver (getent, resolv.conf as the host has it) works" \
+    grep -q "^11.77.0.1 .*allowed.test" <<<"$res"
+
+# ---- 2. only through tun0 ----------------------------------------------------------------
+echo "# 2. upstream only through the VPN interface"
+lyh_nft add table inet lyhdntest 2>/dev/null
+lyh_nft add chain inet lyhdntest out '{ type filter hook output priority 100; }' &&
+    lyh_nft add rule inet lyhdntest out udp dport 53 oifname tun0 counter &&
+    lyh_nft add rule inet lyhdntest out udp dport 53 oifname != tun0 oifname != lo counter
+res=$(run_as --vpn tun0 --no-tui -- /usr/bin/python3 ask.py udp:192.168.77.2:allowed.test)
+t_check "2: answered" grep -q "rcode=0 11.77.0.1" <<<"$res"
+cnt=$(lyh_nft list chain inet lyhdntest out)
+t_check "2: the query left through tun0" \
+    eval 'grep -q "oifname \"tun0\" counter packets [1-9]" <<<"$cnt"'
+t_check "2: none left through another interface" \
+    eval 'grep -q "oifname != \"lo\" counter packets 0 " <<<"$cnt"'
+lyh_nft delete table inet lyhdntest
+lyh_ip link set tun0 down
+res=$(run_as --vpn tun0 --no-tui --allow-non-default-route -- /usr/bin/python3 ask.py udp:8.8.8.8:allowed.test 2>&1)
+lyh_ip link set tun0 up
+lyh_ip -4 route replace default via 10.77.0.2 dev tun0 2>/dev/null
+t_check "2: tun0 down: the run is refused or the query fails, never answered via eth0 (LAN log empty)" \
+    eval '! grep -q "rcode=0 11.77.0.1" <<<"$res" && test ! -s "$LANLOG"'
+
+# ---- 3. audit ----------------------------------------------------------------------------
+echo "# 3. every query is recorded"
+aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --kind dns 2>&1)
+t_check "3: a dns record names the query and its answer" \
+    eval 'grep -q "allowed.test" <<<"$aud" && grep -q "11.77.0.1" <<<"$aud"'
+t_check "3: the NXDOMAIN is recorded too" grep -q "nosuch.test" <<<"$aud"
+
+# ---- 4. no resolver known ----------------------------------------------------------------
+echo "# 4. no resolver known for the interface"
+lyh_daemon_stop
+echo "nameserver 192.168.77.2" >"$LYH_TMP/lan-resolv.conf"
+LYH_RESOLV_CONF=$LYH_TMP/lan-resolv.conf
+lyh_daemon_start || lyh_die "lyhd does not start (2)"
+res=$(run_as --vpn tun0 --no-tui -- /bin/true)
+t_check "4: refused (125), saying how to name one" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "no DNS resolver is known for tun0" <<<"$res" && grep -q -- "--dns ADDRESS" <<<"$res"'
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 ask.py udp:192.168.77.2:allowed.test)
+t_check "4: --dns names it" grep -q "rcode=0 11.77.0.1" <<<"$res"
+res=$(run_as --vpn tun0 --no-tui --dns 127.0.0.53 -- /bin/true)
+t_check "4: a loopback --dns is refused (lyhd asks through tun0)" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "not a resolver" <<<"$res"'
+t_check "4: the LAN resolver still saw nothing" test ! -s "$LANLOG"
+
+# ---- 5. malformed queries ----------------------------------------------------------------
+echo "# 5. malformed queries"
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 ask.py junk:8.8.8.8:allowed.test \
+    udp:8.8.8.8:allowed.test)
+t_check "5: after junk the forwarder still answers" grep -q "^udp:8.8.8.8:allowed.test rcode=0 11.77.0.1" <<<"$res"
+t_check "5: lyhd still runs" lyh_alive "$LYH_DAEMON_PID"
+t_check "5: no leftover forwarder socket after the sessions ended" \
+    eval '! nsenter --net=/run/netns/$LYH_MAIN ss -Hulnp | grep -q "lyhd"'
+lyh_daemon_stop
+lyh_daemon_check_log
+t_done
