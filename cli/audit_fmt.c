@@ -877,6 +877,10 @@ int audit_fmt_table_line(const lianyaohu_v1_AuditEvent *ev, char *buf, size_t le
             sb_safe(&s, ev->interface);
         else
             sb_putc(&s, '-');
+        if (ev->detail[0]) { /* the names its destination was resolved from */
+            sb_gap(&s, 2);
+            sb_safe(&s, ev->detail);
+        }
     } else {
         if (ev->kind == lianyaohu_v1_EventKind_EVENT_KIND_GAP || ev->missed)
             sb_printf(&s, "%s=%llu%s", is_gap_action(ev, "retention") ? "removed" : "missed",

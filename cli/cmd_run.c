@@ -43,10 +43,11 @@ struct run_opts {
     const char *allow[RUN_MAX_FLAG_LIST], *deny[RUN_MAX_FLAG_LIST], *lan[RUN_MAX_FLAG_LIST];
     const char *host_ports[RUN_MAX_FLAG_LIST];
     const char *dns[RUN_MAX_FLAG_LIST];
+    const char *domains[RUN_MAX_FLAG_LIST];
     const char *sockets[RUN_MAX_FLAG_LIST];
     char sockets_abs[RUN_MAX_FLAG_LIST][1024]; /* relative ones made absolute */
     const char *writable[RUN_MAX_FLAG_LIST], *read_only[RUN_MAX_FLAG_LIST];
-    size_t n_allow, n_deny, n_lan, n_writable, n_read_only, n_host_ports, n_sockets, n_dns;
+    size_t n_allow, n_deny, n_lan, n_writable, n_read_only, n_host_ports, n_sockets, n_dns, n_domains;
     bool no_firewall, shared_user, allow_non_default, narrow_home;
     bool print_firewall, print_policy, no_tui, monitor;
     char **argv;
@@ -65,6 +66,9 @@ void usage_run(FILE *f) {
             "  --lan-allow RULE           reopen part of the LAN (must lie in a blocked range)\n"
             "  --allow-host-port PORT[-PORT]  let the agent reach a service of this machine on\n"
             "                             127.0.0.1 and ::1 at that port (repeatable)\n"
+            "  --allow-domain NAME        only names on this list resolve, and on the VPN the\n"
+            "                             agent reaches only what they resolved to (NAME\n"
+            "                             exactly, or *.NAME: any name below it; repeatable)\n"
             "  --dns ADDRESS              the resolver lyhd asks, through the VPN, for the\n"
             "                             agent's DNS queries (repeatable; default: the\n"
             "                             interface's resolver as the system knows it)\n"
@@ -104,6 +108,16 @@ static bool encode_argv(pb_ostream_t *os, const pb_field_iter_t *field, void *co
     for (size_t i = 0; i < sv->n; i++)
         if (!pb_encode_tag_for_field(os, field) ||
             !pb_encode_string(os, (const pb_byte_t *)sv->v[i], strlen(sv->v[i])))
+            return false;
+    return true;
+}
+
+static bool encode_cfg_list(pb_ostream_t *os, const pb_field_iter_t *field, void *const *arg) {
+    const struct cfg_list *l = *arg;
+
+    for (size_t i = 0; i < l->n; i++)
+        if (!pb_encode_tag_for_field(os, field) ||
+            !pb_encode_string(os, (const pb_byte_t *)l->v[i].value, strlen(l->v[i].value)))
             return false;
     return true;
 }
@@ -559,7 +573,7 @@ int cmd_run(struct cli *cli, int argc, char **argv) {
 
 static int run_main(struct cli *cli, int argc, char **argv) {
     enum {
-        O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN, O_HOSTPORT, O_SOCKET, O_DNS,
+        O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN, O_HOSTPORT, O_SOCKET, O_DNS, O_DOMAIN,
         O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_MONITOR, O_HELP,
         O_CONFIG, O_NOCONFIG, O_TRUSTPROJ,
     };
@@ -576,6 +590,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         {"allow-host-port", required_argument, NULL, O_HOSTPORT},
         {"allow-socket", required_argument, NULL, O_SOCKET},
         {"dns", required_argument, NULL, O_DNS},
+        {"allow-domain", required_argument, NULL, O_DOMAIN},
         {"writable", required_argument, NULL, O_WRITABLE},
         {"read-only", required_argument, NULL, O_RO},
         {"narrow-home", no_argument, NULL, O_NARROW},
@@ -630,6 +645,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
             break;
         case O_SOCKET: k = flag_list_add("--allow-socket", optarg, o.sockets, &o.n_sockets); break;
         case O_DNS: k = flag_list_add("--dns", optarg, o.dns, &o.n_dns); break;
+        case O_DOMAIN: k = flag_list_add("--allow-domain", optarg, o.domains, &o.n_domains); break;
         case O_WRITABLE: k = flag_list_add("--writable", optarg, o.writable, &o.n_writable); break;
         case O_RO: k = flag_list_add("--read-only", optarg, o.read_only, &o.n_read_only); break;
         case O_NARROW: ccli.narrow_home = 1; break;
@@ -675,6 +691,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     ccli.lan_allow = (struct cfg_strv){o.lan, o.n_lan};
     ccli.host_ports = (struct cfg_strv){o.host_ports, o.n_host_ports};
     ccli.dns = (struct cfg_strv){o.dns, o.n_dns};
+    ccli.allow_domains = (struct cfg_strv){o.domains, o.n_domains};
     /* a relative socket path is the caller's cwd's (no symlink resolved:
      * lyhd wants the socket itself) */
     for (size_t i = 0; i < o.n_sockets; i++) {
@@ -735,6 +752,10 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     rr->argv.arg = &av;
     rr->env.funcs.encode = encode_env;
     rr->env.arg = &ev;
+    if (conf && conf->allow_domains.n) {
+        rr->allow_domains.funcs.encode = encode_cfg_list;
+        rr->allow_domains.arg = &conf->allow_domains;
+    }
 
     struct lyh_client *client = NULL;
     rc = cli_connect(cli, &client);

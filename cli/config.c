@@ -27,6 +27,7 @@
 #include "common/home_entry.h"
 #include "common/dest_rule.h"
 #include "common/dns_addr.h"
+#include "common/dns_name.h"
 #include "common/macros.h"
 
 static void note(const struct cfg_ctx *ctx, const char *fmt, ...)
@@ -146,7 +147,7 @@ void cfg_free(struct cfg *c) {
     struct cfg_list *lists[] = {&c->command,  &c->env,      &c->allow,      &c->deny,
                                 &c->lan_allow, &c->writable, &c->read_only, &c->paths_deny,
                                 &c->agent_state_dirs, &c->host_ports, &c->protect,
-                                &c->allow_sockets, &c->dns, &c->ignored};
+                                &c->allow_sockets, &c->dns, &c->allow_domains, &c->ignored};
     for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
         list_clear(lists[i]);
     free(c);
@@ -439,7 +440,7 @@ static char *resolve_path(const char *p, const char *base, const char *home) {
 
 /* ---- the schema ------------------------------------------------------------------------ */
 
-enum kind { K_STR, K_BOOL, K_CMD, K_RULES, K_PATHS, K_NAMES, K_PORTS, K_HOMEREL, K_DEFAULT, K_ADDRS };
+enum kind { K_STR, K_BOOL, K_CMD, K_RULES, K_PATHS, K_NAMES, K_PORTS, K_HOMEREL, K_DEFAULT, K_ADDRS, K_DOMAINS };
 
 struct field {
     const char *section, *name;
@@ -462,6 +463,8 @@ static const struct field fields[] = {
     F("network", "host_ports", K_PORTS, host_ports, true),
     /* a project naming the resolver would choose who hears the agent's names */
     F("network", "dns", K_ADDRS, dns, true),
+    /* each name opens what it resolves to (with none, every address is open) */
+    F("network", "allow_domains", K_DOMAINS, allow_domains, true),
     F("paths", "writable", K_PATHS, writable, true),
     F("paths", "read_only", K_PATHS, read_only, true),
     F("paths", "deny", K_PATHS, paths_deny, false),
@@ -568,6 +571,13 @@ static int apply_list_item(struct apply *a, const struct field *f, const char *k
                           "%s:%u:%u: %s[%zu]: '%s' is not a resolver's address (an IPv4 or IPv6 "
                           "address, not loopback, link-local or multicast)",
                           a->path, it->pos.line, it->pos.column, key, idx, s);
+        return list_add(dst, canon, o, false);
+    }
+    case K_DOMAINS: {
+        char canon[DNS_PATTERN_MAX], why[160];
+        if (dn_pattern_check(s, canon, why, sizeof(why)) < 0)
+            return seterr(a->err, -EINVAL, "%s:%u:%u: %s[%zu]: '%s': %s", a->path, it->pos.line,
+                          it->pos.column, key, idx, s, why);
         return list_add(dst, canon, o, false);
     }
     case K_NAMES:
@@ -1037,6 +1047,13 @@ static int apply_cli(struct cfg *c, const struct cfg_cli *cli, struct cfg_error 
         else
             r = list_add(&c->dns, canon, o, false);
     }
+    for (size_t i = 0; i < cli->allow_domains.n && r == 0; i++) {
+        char canon[DNS_PATTERN_MAX], why[160];
+        if (dn_pattern_check(cli->allow_domains.v[i], canon, why, sizeof(why)) < 0)
+            r = seterr(err, -EINVAL, "--allow-domain %s: %s", cli->allow_domains.v[i], why);
+        else
+            r = list_add(&c->allow_domains, canon, o, false);
+    }
     for (size_t i = 0; i < cli->writable.n && r == 0; i++)
         r = list_add(&c->writable, cli->writable.v[i], o, false);
     for (size_t i = 0; i < cli->read_only.n && r == 0; i++)
@@ -1290,6 +1307,7 @@ void cfg_show(FILE *f, const struct cfg *c, bool origin) {
     show_list(f, "lan_allow", &c->lan_allow, origin);
     show_list(f, "host_ports", &c->host_ports, origin);
     show_list(f, "dns", &c->dns, origin);
+    show_list(f, "allow_domains", &c->allow_domains, origin);
 
     fputs("\n[paths]\n", f);
     show_list(f, "writable", &c->writable, origin);

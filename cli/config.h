@@ -112,6 +112,7 @@ struct cfg_cli {
     struct cfg_strv host_ports; /* --allow-host-port */
     struct cfg_strv allow_sockets; /* --allow-socket (absolute) */
     struct cfg_strv dns;           /* --dns */
+    struct cfg_strv allow_domains; /* --allow-domain */
 };
 #define CFG_CLI_INIT                                                                        \
     {.firewall = -1, .shared_user_firewall = -1, .allow_non_default_route = -1,             \
@@ -163,6 +164,7 @@ struct cfg {
     struct cfg_list protect; /* entries of $HOME kept read-only on top of the built-in list */
     struct cfg_list allow_sockets; /* sockets the agent may reach although hidden */
     struct cfg_list dns;           /* resolvers of the session's DNS forwarder (addresses) */
+    struct cfg_list allow_domains; /* the domain allowlist (canonical patterns) */
     /* Widenings of an untrusted project file that were not applied: value is
      * the key ("network.allow", "env.TOKEN"), origin where it was. */
     struct cfg_list ignored;

@@ -529,6 +529,46 @@ int dns_build_reply_from(const struct dns_query *q, const uint8_t *query, size_t
     return 0;
 }
 
+int dns_build_reply_addrs(const struct dns_query *q, const uint8_t *query, size_t query_len,
+                          const struct dns_addr *addrs, size_t n_addrs, uint32_t ttl,
+                          size_t limit, uint8_t *buf, size_t cap, size_t *ret_len) {
+    size_t rdlen = q->qtype == DNS_TYPE_A ? 4 : 16;
+    int family = q->qtype == DNS_TYPE_A ? AF_INET : AF_INET6;
+    if ((q->qtype != DNS_TYPE_A && q->qtype != DNS_TYPE_AAAA) || n_addrs > DNS_ANSWER_ADDRS ||
+        ttl > 0x7fffffffu)
+        return -EINVAL;
+    for (size_t i = 0; i < n_addrs; i++)
+        if (addrs[i].family != family)
+            return -EINVAL;
+    /* each record: a pointer to the question's name, type, class, ttl, rdata */
+    size_t rr = 2 + 10 + rdlen;
+    size_t n = DNS_HEADER_BYTES + q->question_len + n_addrs * rr + (q->edns ? DNS_OPT_BYTES : 0);
+    if (n > limit || n > DNS_MSG_MAX)
+        return reply_empty(q, query, query_len, DNS_RCODE_NOERROR, true, buf, cap, ret_len);
+    if (cap < n)
+        return -ENOSPC;
+    size_t head;
+    int r = reply_empty(q, query, query_len, DNS_RCODE_NOERROR, false, buf, cap, &head);
+    if (r < 0)
+        return r;
+    put16(buf + 6, (uint16_t)n_addrs);
+    uint8_t *p = buf + DNS_HEADER_BYTES + q->question_len;
+    if (q->edns)
+        memmove(buf + n - DNS_OPT_BYTES, p, DNS_OPT_BYTES);
+    for (size_t i = 0; i < n_addrs; i++) {
+        put16(p, 0xc000 | DNS_HEADER_BYTES);
+        put16(p + 2, q->qtype);
+        put16(p + 4, DNS_CLASS_IN);
+        put16(p + 6, (uint16_t)(ttl >> 16));
+        put16(p + 8, (uint16_t)ttl);
+        put16(p + 10, (uint16_t)rdlen);
+        memcpy(p + 12, addrs[i].addr, rdlen);
+        p += rr;
+    }
+    *ret_len = n;
+    return 0;
+}
+
 const char *dns_type_name(uint16_t type, char *buf, size_t len) {
     static const struct {
         uint16_t type;

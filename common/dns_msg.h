@@ -154,6 +154,15 @@ int dns_build_reply_from(const struct dns_query *q, const uint8_t *query, size_t
                          const struct dns_answer *a, const uint8_t *ans, size_t ans_len,
                          size_t limit, uint8_t *buf, size_t cap, size_t *ret_len);
 
+/* Write a reply to q (an A or AAAA question) that answers q's name itself
+ * with addrs (all of q's type's family, at most DNS_ANSWER_ADDRS), each with
+ * ttl: what the forwarder sends when it answers from what it kept of the
+ * resolver's answer (a CNAME chain flattened, some addresses dropped).
+ * Over limit: the empty reply with TC set. */
+int dns_build_reply_addrs(const struct dns_query *q, const uint8_t *query, size_t query_len,
+                          const struct dns_addr *addrs, size_t n_addrs, uint32_t ttl,
+                          size_t limit, uint8_t *buf, size_t cap, size_t *ret_len);
+
 /* "A", "AAAA", "CNAME", "MX", ... or "TYPE<n>" into buf (at least 12 bytes). */
 const char *dns_type_name(uint16_t type, char *buf, size_t len);
 

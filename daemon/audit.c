@@ -42,6 +42,7 @@
 #include "audit/sd_format.h"
 #include "common/macros.h"
 #include "daemon/audit.h"
+#include "daemon/dns_fwd.h"
 #include "daemon/audit_rate.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
@@ -298,6 +299,21 @@ void audit_note(struct lyhd *d, int kind, const char *session, bool has_uid, uin
     push(a, &r);
 }
 
+void audit_dns(struct lyhd *d, const struct session *s, bool denied, const char *action,
+               const char *detail) {
+    struct audit *a = d->audit;
+    struct audit_rec r = {.time_us = wall_us(), .kind = AUDIT_KIND_DNS, .has_uid = true,
+                          .uid = s->row.uid,
+                          .verdict = denied ? AUDIT_VERDICT_DENIED : AUDIT_VERDICT_ALLOWED,
+                          .detail = detail};
+    if (!a)
+        return;
+    copy_sid(r.session, s->row.id);
+    snprintf(r.iface, sizeof(r.iface), "%s", s->spec.iface);
+    snprintf(r.action, sizeof(r.action), "%s", action);
+    push(a, &r);
+}
+
 /* Request records: each uid 5/s (bursts of 20), all together 50/s (bursts
  * of 200); what is dropped is written per uid a second after the first drop. */
 #define AUDIT_REQ_UID_RATE 5
@@ -477,6 +493,12 @@ static void on_pkt(const struct nflog_pkt *p, void *ud) {
         r.uid = p->uid;
     }
     snprintf(r.iface, sizeof(r.iface), "%s", ifname(a, p->oif));
+    /* the name(s) its destination was resolved from in this session */
+    char names[400] = "";
+    if (s && s->dns && r.addr_len) {
+        dns_fwd_flow_note(s->dns, r.family, r.dst, names, sizeof(names));
+        r.detail = names[0] ? names : NULL;
+    }
     push(a, &r);
     if (s && s->monitor && s->call && r.verdict == AUDIT_VERDICT_DENIED) {
         /* A client that stopped reading (a paused terminal) must not fill its

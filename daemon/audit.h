@@ -34,6 +34,11 @@ void audit_stop(struct lyhd *d);
 void audit_note(struct lyhd *d, int kind, const char *session, bool has_uid, uint32_t uid,
                 const char *action, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
+/* A DNS query of session s (kind dns; verdict denied when the allowlist
+ * refused the name, else allowed): action answered, denied, nodata, failed,
+ * refused; detail key=value pairs (name, type, rcode, answers, ...). */
+void audit_dns(struct lyhd *d, const struct session *s, bool denied, const char *action,
+               const char *detail);
 /* A request refused (action "refused": PERMISSION_DENIED, INVALID_ARGUMENT) or
  * a limit hit (action "limit"): who, which method, why. Rate-limited per uid
  * and in all (a client spamming bad requests cannot flood the log, nor push

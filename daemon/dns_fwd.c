@@ -27,12 +27,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/dest_rule.h"
 #include "common/dns_msg.h"
+#include "common/dns_name.h"
 #include "common/macros.h"
 #include "daemon/audit.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
 #include "daemon/session.h"
+#include "platform/linux/nft.h"
+#include "daemon/guard.h"
 
 #define DNS_FWD_INFLIGHT    256
 #define DNS_FWD_TCP_CLIENTS 16
@@ -40,6 +44,8 @@
 #define DNS_FWD_TRY_MS      2000
 #define DNS_FWD_TRIES       3
 #define DNS_FWD_PORT_TRIES  16
+#define DNS_FWD_MAPS        4096
+#define DNS_MAP_NAMES       256
 
 struct dns_fwd;
 
@@ -71,6 +77,7 @@ struct dns_query_ctx {
     struct event *ev_timer;
     unsigned tries;
     size_t resolver;
+    size_t n_dropped; /* answer addresses kept out (private, loopback, ...) */
     uint64_t start_ms;
     TAILQ_ENTRY(dns_query_ctx) link;
 };
@@ -84,6 +91,18 @@ struct dns_fwd {
     TAILQ_HEAD(, dns_tcp) clients;
     unsigned n_queries, n_clients;
     uint64_t n_dropped; /* queries refused at the in-flight bound */
+    /* What names resolved to for this session: address -> names, expiry
+     * (the kernel set element's, with an allowlist). DNS_FWD_MAPS at most;
+     * when full, the entry that expired first goes. */
+    struct dns_map *maps;
+    size_t n_maps;
+};
+
+struct dns_map {
+    int family;
+    uint8_t addr[16];
+    char names[DNS_MAP_NAMES]; /* ","-joined, the newest first */
+    uint64_t expiry_ms;        /* monotonic */
 };
 
 static void query_free(struct dns_query_ctx *c);
@@ -113,7 +132,7 @@ static socklen_t sockaddr_of(int family, const void *addr, uint16_t port,
 static void record(struct dns_query_ctx *c, const char *action, uint8_t rcode,
                    const struct dns_answer *a) {
     struct session *s = c->f->s;
-    char kv[1400] = "", tbuf[16], rc[8], addrs[1100] = "";
+    char kv[1600] = "", tbuf[16], rc[24], addrs[1100] = "";
     const char *rcodes[] = {"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"};
 
     audit_kv(kv, sizeof(kv), "name", c->q.name[0] ? c->q.name : ".");
@@ -142,7 +161,11 @@ static void record(struct dns_query_ctx *c, const char *action, uint8_t rcode,
         if (inet_ntop(r->family, r->addr, ab, sizeof(ab)))
             audit_kv(kv, sizeof(kv), "resolver", ab);
     }
-    audit_note(c->f->d, AUDIT_KIND_DNS, s->row.id, true, s->row.uid, action, "%s", kv + 1);
+    if (c->n_dropped) {
+        snprintf(rc, sizeof(rc), "%zu", c->n_dropped);
+        audit_kv(kv, sizeof(kv), "dropped", rc); /* private and such: rebinding */
+    }
+    audit_dns(c->f->d, s, strcmp(action, "denied") == 0, action, kv);
 }
 
 static void send_reply(struct dns_query_ctx *c, const uint8_t *msg, size_t len) {
@@ -171,6 +194,185 @@ static void reply_empty(struct dns_query_ctx *c, uint8_t rcode, const char *acti
     if (dns_build_reply_empty(&c->q, c->raw, c->raw_len, rcode, out, sizeof(out), &len) == 0)
         send_reply(c, out, len);
     record(c, action, rcode, NULL);
+}
+
+/* ---- what names resolved to -------------------------------------------------------- */
+
+static struct dns_map *map_find(struct dns_fwd *f, int family, const uint8_t *addr) {
+    size_t len = family == AF_INET ? 4 : 16;
+    for (size_t i = 0; i < f->n_maps; i++)
+        if (f->maps[i].family == family && memcmp(f->maps[i].addr, addr, len) == 0)
+            return &f->maps[i];
+    return NULL;
+}
+
+/* The entry of addr, made if need be (the one that expired first makes room). */
+static struct dns_map *map_get(struct dns_fwd *f, int family, const uint8_t *addr) {
+    struct dns_map *m = map_find(f, family, addr);
+    if (m)
+        return m;
+    if (!f->maps) {
+        f->maps = calloc(DNS_FWD_MAPS, sizeof(*f->maps));
+        if (!f->maps)
+            return NULL;
+    }
+    if (f->n_maps < DNS_FWD_MAPS) {
+        m = &f->maps[f->n_maps++];
+    } else {
+        m = &f->maps[0];
+        for (size_t i = 1; i < f->n_maps; i++)
+            if (f->maps[i].expiry_ms < m->expiry_ms)
+                m = &f->maps[i];
+    }
+    memset(m, 0, sizeof(*m));
+    m->family = family;
+    memcpy(m->addr, addr, family == AF_INET ? 4 : 16);
+    return m;
+}
+
+/* name first in m's list (once). */
+static void map_name(struct dns_map *m, const char *name) {
+    char old[DNS_MAP_NAMES];
+    snprintf(old, sizeof(old), "%s", m->names);
+    snprintf(m->names, sizeof(m->names), "%s", name);
+    for (char *save = NULL, *t = strtok_r(old, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        size_t used = strlen(m->names);
+        if (strcmp(t, name) == 0 || used + 1 + strlen(t) >= sizeof(m->names))
+            continue;
+        snprintf(m->names + used, sizeof(m->names) - used, ",%s", t);
+    }
+}
+
+void dns_fwd_flow_note(struct dns_fwd *f, int family, const uint8_t *addr, char *buf,
+                       size_t len) {
+    buf[0] = '\0';
+    if (!f || (family != AF_INET && family != AF_INET6))
+        return;
+    const struct dns_map *m = map_find(f, family, addr);
+    uint64_t now = lyhd_mono_ms();
+    if (!m) {
+        audit_kv(buf, len, "dns", "none"); /* no name of this session resolved to it */
+        return;
+    }
+    if (m->expiry_ms > now || !f->s->spec.n_domains) {
+        audit_kv(buf, len, "names", m->names);
+        return;
+    }
+    char ago[32];
+    snprintf(ago, sizeof(ago), "%llu", (unsigned long long)((now - m->expiry_ms) / 1000));
+    audit_kv(buf, len, "dns", "expired");
+    audit_kv(buf, len, "names", m->names);
+    audit_kv(buf, len, "expired_s_ago", ago);
+}
+
+static bool name_allowed(const struct session *s, const char *name) {
+    const char *p = s->spec.domains;
+    for (size_t i = 0; i < s->spec.n_domains; i++) {
+        if (dn_match(p, name))
+            return true;
+        p += strlen(p) + 1;
+    }
+    return false;
+}
+
+/* An address no allowed name may open: LAN, loopback, link-local, CGN,
+ * multicast, documentation... (the ranges chain s-<id> refuses anyway). */
+static bool addr_blocked(const struct dns_addr *a) {
+    struct dr_rule r;
+    if (dr_from_parts(a->addr, a->family == AF_INET ? 4 : 16, a->family == AF_INET ? 32 : 128, 0, 0,
+                      &r, NULL, 0) < 0)
+        return true;
+    return dr_in_blocked_ranges(&r);
+}
+
+/* Put what an allowed name resolved to in the session's set, with a timeout
+ * of max(ttl, the floor) + grace, before the answer goes out (an immediate
+ * connect finds it). An element's timeout only grows. -errno: nothing is
+ * answered (SERVFAIL). */
+static int fill_sets(struct dns_query_ctx *c, const struct dns_addr *addrs, size_t n, uint32_t ttl) {
+    struct dns_fwd *f = c->f;
+    struct lyhd *d = f->d;
+    uint64_t now = lyhd_mono_ms();
+    uint64_t secs = (uint64_t)(ttl > d->cfg.dns_min_ttl_s ? ttl : d->cfg.dns_min_ttl_s);
+    if (secs > 86400)
+        secs = 86400;
+    uint64_t timeout_ms = (secs + d->cfg.dns_grace_s) * 1000, expiry = now + timeout_ms;
+    uint8_t add[DNS_ANSWER_ADDRS][16], refresh[DNS_ANSWER_ADDRS][16];
+    size_t n_add = 0, n_refresh = 0;
+    int family = c->q.qtype == DNS_TYPE_A ? AF_INET : AF_INET6;
+    char set[NFTR_NAME_MAX];
+
+    snprintf(set, sizeof(set), "%s%s", family == AF_INET ? NFTR_DOMAIN_SET4_PREFIX : NFTR_DOMAIN_SET6_PREFIX,
+             f->s->row.id);
+    for (size_t i = 0; i < n; i++) {
+        const struct dns_map *m = map_find(f, family, addrs[i].addr);
+        if (m && m->expiry_ms >= expiry)
+            continue; /* its element outlives this answer already */
+        if (m && m->expiry_ms > now + 1000)
+            memcpy(refresh[n_refresh++], addrs[i].addr, 16);
+        else
+            memcpy(add[n_add++], addrs[i].addr, 16);
+    }
+    int r = 0;
+    if (n_add)
+        r = nft_domain_elems_add(d->guard->nft, set, family, (const uint8_t(*)[16])add, n_add,
+                                 timeout_ms, false);
+    if (r == 0 && n_refresh)
+        r = nft_domain_elems_add(d->guard->nft, set, family, (const uint8_t(*)[16])refresh,
+                                 n_refresh, timeout_ms, true);
+    if (r < 0) {
+        log_warn("session '%s': cannot add what '%s' resolved to to set %s: %s", f->s->row.id,
+                 c->q.name, set, strerror(-r));
+        return r;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct dns_map *m = map_get(f, family, addrs[i].addr);
+        if (!m)
+            continue;
+        if (m->expiry_ms < expiry)
+            m->expiry_ms = expiry;
+        map_name(m, c->q.name);
+    }
+    return 0;
+}
+
+/* Without an allowlist: only remember the names, for the flow records. */
+static void note_names(struct dns_query_ctx *c, const struct dns_answer *a) {
+    uint64_t expiry = lyhd_mono_ms() + (uint64_t)(a->min_ttl > 86400 ? 86400 : a->min_ttl) * 1000;
+    for (size_t i = 0; i < a->n_addrs; i++) {
+        struct dns_map *m = map_get(c->f, a->addrs[i].family, a->addrs[i].addr);
+        if (!m)
+            continue;
+        if (m->expiry_ms < expiry)
+            m->expiry_ms = expiry;
+        map_name(m, c->q.name);
+    }
+}
+
+/* The answer for a session with an allowlist: only the addresses an allowed
+ * name may open, put in its set first; the CNAME chain flattened under the
+ * name asked. */
+static int answer_allowlisted(struct dns_query_ctx *c, const struct dns_answer *a, uint8_t *out,
+                              size_t cap, size_t *ret_len) {
+    size_t limit = c->udp_fd >= 0 ? c->q.udp_size : DNS_MSG_MAX;
+    struct dns_addr keep[DNS_ANSWER_ADDRS];
+    size_t n = 0;
+
+    if (a->rcode != DNS_RCODE_NOERROR)
+        return dns_build_reply_empty(&c->q, c->raw, c->raw_len, a->rcode, out, cap, ret_len);
+    for (size_t i = 0; i < a->n_addrs; i++) {
+        if (addr_blocked(&a->addrs[i]))
+            c->n_dropped++;
+        else
+            keep[n++] = a->addrs[i];
+    }
+    if (n) {
+        int r = fill_sets(c, keep, n, a->min_ttl);
+        if (r < 0)
+            return r;
+    }
+    return dns_build_reply_addrs(&c->q, c->raw, c->raw_len, keep, n, a->min_ttl, limit, out, cap,
+                                 ret_len);
 }
 
 /* ---- upstream ------------------------------------------------------------------------ */
@@ -211,8 +413,14 @@ static void on_up_read(evutil_socket_t fd, short what, void *arg) {
         uint8_t out[DNS_MSG_MAX];
         size_t len;
         size_t limit = c->udp_fd >= 0 ? c->q.udp_size : DNS_MSG_MAX;
-        r = dns_build_reply_from(&c->q, c->raw, c->raw_len, &a, buf, (size_t)n, limit, out,
-                                 sizeof(out), &len);
+        if (c->f->s->spec.n_domains) {
+            r = answer_allowlisted(c, &a, out, sizeof(out), &len);
+        } else {
+            r = dns_build_reply_from(&c->q, c->raw, c->raw_len, &a, buf, (size_t)n, limit, out,
+                                     sizeof(out), &len);
+            if (r == 0)
+                note_names(c, &a);
+        }
         if (r < 0)
             break;
         send_reply(c, out, len);
@@ -320,6 +528,19 @@ static void handle(struct dns_fwd *f, const uint8_t *msg, size_t len, int udp_fd
     }
     if (r == -EPROTONOSUPPORT) {
         reply_empty(c, DNS_RCODE_NOTIMP, "refused");
+        query_free(c);
+        return;
+    }
+    /* An allowlist: a name it does not allow is never sent upstream (no DNS
+     * exfiltration); other types than A and AAAA have no data (no TXT
+     * tunnel, no HTTPS records with ECH keys or address hints). */
+    if (f->s->spec.n_domains && !name_allowed(f->s, q.name)) {
+        reply_empty(c, DNS_RCODE_NXDOMAIN, "denied");
+        query_free(c);
+        return;
+    }
+    if (f->s->spec.n_domains && q.qtype != DNS_TYPE_A && q.qtype != DNS_TYPE_AAAA) {
+        reply_empty(c, DNS_RCODE_NOERROR, "nodata");
         query_free(c);
         return;
     }
@@ -501,6 +722,7 @@ void dns_fwd_free(struct dns_fwd *f) {
     while (!TAILQ_EMPTY(&f->clients))
         tcp_free(TAILQ_FIRST(&f->clients));
     close_all(f);
+    free(f->maps);
     free(f);
 }
 

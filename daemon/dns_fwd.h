@@ -30,6 +30,13 @@ int dns_fwd_start(struct lyhd *d, struct session *s, char *why, size_t whylen);
 /* Stop listening, drop every query in flight, free. Accepts NULL. */
 void dns_fwd_free(struct dns_fwd *f);
 
+/* For a flow record of the session to addr: "names=a.example,b.example"
+ * (what resolved to it for the session), "dns=expired names=... expired_s_ago=N"
+ * (with an allowlist, its set element is gone), "dns=none" (no name did), or
+ * "" without a forwarder. buf holds len bytes. */
+void dns_fwd_flow_note(struct dns_fwd *f, int family, const uint8_t *addr, char *buf,
+                       size_t len);
+
 /* fds the forwarder holds (listeners, upstream sockets, TCP clients). */
 unsigned dns_fwd_fds(const struct dns_fwd *f);
 

@@ -71,6 +71,7 @@ int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_ch
         .iface = s->spec.iface,
         .log = d->guard->base.log,
         .dns_port = own && d->guard->base.dns ? s->spec.dns_port : 0,
+        .domain_sets = own && d->guard->base.dns && s->spec.dns_port && s->spec.n_domains,
     };
 
     /* Sessions may listen: their flows through lo are marked and may land

@@ -5,7 +5,8 @@
  *   u8 family (4 or 6), u8 prefix, u16 port_min, u16 port_max, 4 or 16 address bytes.
  * Version 2 (a session whose DNS lyhd forwards) adds, after the lists:
  *   u16 forwarder port (1..65535), the resolvers as a fourth list (1..4 entries,
- *   full prefixes, no ports).
+ *   full prefixes, no ports), u8 count of allowed domains (0..128), each a u8
+ *   length and the canonical pattern's bytes (checked again on decoding).
  * The decoder trusts nothing: state.db is root-only, but a damaged row must not
  * turn into a wrong firewall, so every field is range-checked. */
 #include "daemon/guard_spec.h"
@@ -13,6 +14,8 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include "common/dns_name.h"
 
 #define GSPEC_VERSION 1
 #define GSPEC_VERSION_DNS 2
@@ -75,6 +78,20 @@ int gspec_encode(const struct gspec *g, uint8_t *buf, size_t len, size_t *ret_le
         put16(&w, g->dns_port);
         if ((r = put_list(&w, g->resolvers, g->n_resolvers)) < 0)
             return r;
+        if (g->n_domains > GSPEC_MAX_DOMAINS || g->domains_len > sizeof(g->domains))
+            return -E2BIG;
+        put8(&w, (uint8_t)g->n_domains);
+        const char *p = g->domains;
+        for (size_t i = 0; i < g->n_domains; i++) {
+            size_t l = strnlen(p, (size_t)(g->domains + g->domains_len - p));
+            if (l == 0 || l > 255 || p + l >= g->domains + g->domains_len)
+                return -EINVAL;
+            put8(&w, (uint8_t)l);
+            put(&w, p, l);
+            p += l + 1;
+        }
+    } else if (g->n_domains) {
+        return -EINVAL; /* an allowlist without a forwarder would allow nothing */
     }
     if (w.overflow)
         return -ENOBUFS;
@@ -168,10 +185,33 @@ int gspec_decode(const uint8_t *buf, size_t len, struct gspec *ret) {
                 return -EBADMSG;
             g.resolvers[i] = res[i];
         }
+        size_t nd = get8(&r);
+        if (nd > GSPEC_MAX_DOMAINS)
+            return -EBADMSG;
+        for (size_t i = 0; i < nd && !r.bad; i++) {
+            char pat[256], canon[DNS_PATTERN_MAX];
+            uint8_t l = get8(&r);
+            get(&r, pat, l);
+            pat[l] = '\0';
+            if (r.bad || l == 0 || memchr(pat, '\0', l) ||
+                dn_pattern_check(pat, canon, NULL, 0) < 0 || strcmp(canon, pat) != 0 ||
+                gspec_add_domain(&g, pat) < 0)
+                return -EBADMSG;
+        }
     }
     if (r.bad || r.off != r.len)
         return -EBADMSG;
     *ret = g;
+    return 0;
+}
+
+int gspec_add_domain(struct gspec *g, const char *pattern) {
+    size_t l = strlen(pattern);
+    if (g->n_domains >= GSPEC_MAX_DOMAINS || g->domains_len + l + 1 > sizeof(g->domains))
+        return -E2BIG;
+    memcpy(g->domains + g->domains_len, pattern, l + 1);
+    g->domains_len += l + 1;
+    g->n_domains++;
     return 0;
 }
 

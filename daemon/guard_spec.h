@@ -13,6 +13,8 @@
 
 #define GSPEC_MAX_DESTS 64
 #define GSPEC_MAX_RESOLVERS 4
+#define GSPEC_MAX_DOMAINS 128
+#define GSPEC_DOMAIN_BYTES 3072 /* the patterns, each with its NUL */
 
 struct gspec {
     char iface[NFTR_IFNAME_MAX];
@@ -29,7 +31,17 @@ struct gspec {
     uint16_t dns_port;
     struct nftr_dest resolvers[GSPEC_MAX_RESOLVERS];
     size_t n_resolvers;
+    /* The domain allowlist (version 2; common/dns_name.h patterns, canonical):
+     * n_domains NUL-terminated patterns packed in domains. With any, the
+     * session reaches on the VPN only what an allowed name resolved to for it
+     * (and its explicit allow rules). */
+    char domains[GSPEC_DOMAIN_BYTES];
+    size_t n_domains;
+    size_t domains_len; /* bytes of domains used */
 };
+
+/* Append a canonical pattern to g's allowlist: -E2BIG when full. */
+int gspec_add_domain(struct gspec *g, const char *pattern);
 
 /* -ENOBUFS when buf is too small, -E2BIG when a list is longer than GSPEC_MAX_DESTS. */
 int gspec_encode(const struct gspec *g, uint8_t *buf, size_t len, size_t *ret_len);

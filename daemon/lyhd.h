@@ -41,6 +41,8 @@ struct lyhd_config {
     unsigned hangup_grace_ms;    /* SIGHUP to SIGKILL when a client vanishes */
     const char *tmp_parent;      /* where per-launch tmpdirs go (default /tmp) */
     const char *resolv_conf;     /* nameservers routed through a VPN may be its resolvers */
+    unsigned dns_min_ttl_s;      /* an allowed name's addresses stay at least this long */
+    unsigned dns_grace_s;        /* ... plus this (caches, clock skew) */
     unsigned audit_flush_ms;     /* longest a record waits in the batch */
     unsigned audit_max_age_days; /* retention by age (0: none) */
     unsigned audit_max_mb;       /* retention by size (0: none) */

@@ -51,6 +51,9 @@ static void usage(FILE *f) {
             "  --frame-timeout-ms MS     time to finish a frame once started (default 5000)\n"
             "  --max-fds-per-message N   fds one request may carry (default and maximum %u)\n"
             "  --tmp-dir DIR             parent of per-launch tmpdirs (default /tmp)\n"
+            "  --dns-min-ttl S           an allowed name's addresses stay reachable at least\n"
+            "                            S seconds after it resolved (default 300)\n"
+            "  --dns-grace S             ... and S more than the answer's TTL (default 30)\n"
             "  --resolv-conf PATH        resolv.conf whose nameservers routed through a\n"
             "                            session's VPN may be its resolvers (default\n"
             "                            /etc/resolv.conf)\n"
@@ -89,7 +92,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
     enum {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
         O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN, O_NOCG,
-        O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT, O_LLMAX, O_RESOLV,
+        O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT, O_LLMAX, O_RESOLV, O_DNSTTL, O_DNSGRACE,
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
@@ -103,6 +106,8 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"max-fds-per-message", required_argument, NULL, O_MAXFDS},
         {"tmp-dir", required_argument, NULL, O_TMP},
         {"resolv-conf", required_argument, NULL, O_RESOLV},
+        {"dns-min-ttl", required_argument, NULL, O_DNSTTL},
+        {"dns-grace", required_argument, NULL, O_DNSGRACE},
         {"hangup-grace-ms", required_argument, NULL, O_GRACE},
         {"allow-root-run", no_argument, NULL, O_ROOTRUN},
         {"no-cgroup", no_argument, NULL, O_NOCG},
@@ -132,6 +137,8 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         .hangup_grace_ms = 2000,
         .tmp_parent = "/tmp",
         .resolv_conf = "/etc/resolv.conf",
+        .dns_min_ttl_s = 300,
+        .dns_grace_s = 30,
         .audit_flush_ms = 200,
         .audit_max_age_days = 90,
         .audit_max_mb = 1024,
@@ -141,6 +148,14 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         case O_SOCKET: cfg->socket_path = optarg; break;
         case O_STATE: cfg->state_dir = optarg; break;
         case O_RESOLV: cfg->resolv_conf = optarg; break;
+        case O_DNSTTL:
+            if (parse_uint("--dns-min-ttl", optarg, 0, 86400, &cfg->dns_min_ttl_s) < 0)
+                return -EINVAL;
+            break;
+        case O_DNSGRACE:
+            if (parse_uint("--dns-grace", optarg, 0, 3600, &cfg->dns_grace_s) < 0)
+                return -EINVAL;
+            break;
         case O_ADMIN: cfg->admin_group = optarg; break;
         case O_GUARD:
             if (parse_uint("--guard-gid", optarg, 1, 0x7ffffffe - LYH_GUARD_GID_SPAN, &v) < 0)

@@ -31,6 +31,7 @@
 
 #include "common/dest_rule.h"
 #include "common/dns_addr.h"
+#include "common/dns_name.h"
 #include "common/env_policy.h"
 #include "common/macros.h"
 #include "daemon/closer.h"
@@ -1028,6 +1029,31 @@ static int pick_resolvers(struct lyhd *d, struct rpc_call *call, const Lianyaohu
     return 0;
 }
 
+/* The domain allowlist, canonical, into the spec. */
+static int pick_domains(struct rpc_call *call, const Lianyaohu__V1__RunRequest *r,
+                        struct session *s) {
+    if (r->n_allow_domains > GSPEC_MAX_DOMAINS)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                    "too many allowed domains (%zu; at most %d)", r->n_allow_domains,
+                    GSPEC_MAX_DOMAINS);
+    for (size_t i = 0; i < r->n_allow_domains; i++) {
+        char canon[DNS_PATTERN_MAX], why[160];
+        if (dn_pattern_check(r->allow_domains[i], canon, why, sizeof(why)) < 0)
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "--allow-domain '%s': %s",
+                        r->allow_domains[i], why);
+        bool dup = false;
+        const char *p = s->spec.domains;
+        for (size_t k = 0; k < s->spec.n_domains && !dup; k++, p += strlen(p) + 1)
+            dup = strcmp(p, canon) == 0;
+        if (!dup && gspec_add_domain(&s->spec, canon) < 0)
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                        "the allowed domains take more than %d bytes together; allow a parent "
+                        "with '*.' instead of many names",
+                        GSPEC_DOMAIN_BYTES);
+    }
+    return 0;
+}
+
 static int commit_row(struct lyhd *d, struct session *s, bool insert) {
     int r = store_begin(d->store);
 
@@ -1193,9 +1219,28 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
          * these resolvers through the interface. */
         if (s->row.chain[0] && d->guard->base.dns) {
             char source[80];
-            if (pick_resolvers(d, call, r, s, source, sizeof(source)) < 0)
+            if (pick_resolvers(d, call, r, s, source, sizeof(source)) < 0 ||
+                pick_domains(call, r, s) < 0)
                 goto out;
             s->wants_dns = true;
+            /* its port goes into the spec, and so into the rules; for a
+             * printed ruleset a stand-in (nothing listens) */
+            if (r->print_firewall) {
+                s->spec.dns_port = 53053;
+            } else {
+                why[0] = '\0';
+                k = dns_fwd_start(d, s, why, sizeof(why));
+                if (k < 0) {
+                    rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s", why);
+                    goto out;
+                }
+            }
+        } else if (r->n_allow_domains) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                     "--allow-domain: lyhd cannot forward this session's DNS here, so it cannot "
+                     "enforce a domain allowlist (it needs cgroup v2 and nftables NAT; see `lyh "
+                     "doctor`)");
+            goto out;
         } else if (r->n_dns) {
             rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
                      "--dns: lyhd cannot forward this session's DNS here (it needs cgroup v2 and "
@@ -1348,19 +1393,6 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
          * their id is recorded with the pid below. A crash in between is
          * safe: the reaper finds the cgroup by name and the map element by
          * the chain it jumps to (guard_session_del). */
-        if (s->wants_dns) {
-            /* the forwarder first: its port goes into the rules */
-            why[0] = '\0';
-            k = dns_fwd_start(d, s, why, sizeof(why));
-            if (k == 0)
-                k = gspec_encode(&s->spec, s->row.guard_spec, sizeof(s->row.guard_spec),
-                                 &s->row.guard_spec_len);
-            if (k < 0) {
-                rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s",
-                         why[0] ? why : "cannot record the DNS forwarder");
-                goto out;
-            }
-        }
         if (s->row.chain[0]) {
             k = guard_session_add(d, s, why, sizeof(why));
             if (k < 0) {

@@ -7,10 +7,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/dns_msg.h"
+#include "common/dns_name.h"
 
 static uint8_t out[DNS_MSG_MAX + 64];
 
@@ -83,6 +85,20 @@ static void check_answer(const uint8_t *data, size_t size, uint16_t qtype, const
     } else if (!b.tc || b.n_addrs != 0 || b.ancount != 0 || b.rcode != a.rcode) {
         abort();
     }
+    /* With an allowlist the forwarder answers with what it kept, the CNAME
+     * chain flattened under the name asked: the same addresses come back. */
+    if ((qtype == DNS_TYPE_A || qtype == DNS_TYPE_AAAA) && a.rcode == DNS_RCODE_NOERROR) {
+        uint32_t ttl = a.min_ttl & 0x7fffffffu;
+        if (dns_build_reply_addrs(&q, qbuf, qn, a.addrs, a.n_addrs, ttl, limit, out, sizeof(out),
+                                  &n) != 0)
+            abort();
+        if (n > limit || dns_parse_answer(out, n, q.id, qtype, q.name, &b) != 0)
+            abort();
+        if (!b.tc && (b.n_addrs != a.n_addrs ||
+                      memcmp(b.addrs, a.addrs, a.n_addrs * sizeof(a.addrs[0])) != 0 ||
+                      (a.n_addrs && b.min_ttl != ttl)))
+            abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -113,5 +129,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_answer(data, size, DNS_TYPE_A, q.name);
     if (q.qtype != DNS_TYPE_A)
         check_answer(data, size, q.qtype, q.name);
+    /* The allowlist's matcher on a name the parser accepted: a pattern of
+     * it matches it exactly, "*." + it matches nothing shorter. */
+    char canon[DNS_PATTERN_MAX], star[DNS_PATTERN_MAX + 2];
+    if (q.name[0] && dn_pattern_check(q.name, canon, NULL, 0) == 0) {
+        if (strcmp(canon, q.name) != 0 || !dn_match(canon, q.name))
+            abort();
+        snprintf(star, sizeof(star), "*.%s", q.name);
+        if (dn_pattern_check(star, canon, NULL, 0) == 0 && dn_match(canon, q.name))
+            abort();
+    }
     return 0;
 }

@@ -93,6 +93,8 @@
 #define SET_ID_LOOPBACK 4
 #define SET_ID_SERVED   5
 #define SET_ID_DNSPORT  6
+#define SET_ID_DOMAIN4  7 /* NEWSET needs an id unique in its batch */
+#define SET_ID_DOMAIN6  8
 
 struct nft {
     struct mnl_socket *nl; /* owned */
@@ -824,6 +826,14 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         e_cmp(b, NFT_CMP_EQ, &synack, 1);
         break;
     }
+    case NFTR_M_CT_ESTABLISHED: {
+        uint32_t bits = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED),
+                 zero = 0;
+        e_ct(b, NFT_CT_STATE);
+        e_bitwise(b, &bits, sizeof(bits));
+        e_cmp(b, NFT_CMP_NEQ, &zero, sizeof(zero));
+        break;
+    }
     case NFTR_M_CT_NOT_NEW: {
         uint32_t bit = NF_CT_STATE_BIT(IP_CT_NEW), zero = 0;
         e_ct(b, NFT_CT_STATE);
@@ -1150,6 +1160,31 @@ static void put_set(struct nft *n, struct batch *bt, const char *name) {
     batch_next(bt);
 }
 
+/* NEWSET / DELSET of a session's domain set (ipv4_addr or ipv6_addr, flags
+ * timeout, bounded). */
+static void put_domain_set(struct nft *n, struct batch *bt, uint16_t type, const char *name,
+                           int family) {
+    _cleanup_(setp) struct nftnl_set *s =
+        set_obj(name, type == NFT_MSG_NEWSET ? (family == AF_INET ? SET_ID_DOMAIN4 : SET_ID_DOMAIN6) : 0);
+    if (!s) {
+        bt->err = bt->err ? bt->err : -ENOMEM;
+        return;
+    }
+    if (type == NFT_MSG_NEWSET) {
+        bool v4 = family == AF_INET;
+        nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_TIMEOUT);
+        nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, v4 ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR);
+        nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, v4 ? 4 : 16);
+        nftnl_set_set_u32(s, NFTNL_SET_DESC_SIZE, NFTR_DOMAIN_SET_SIZE);
+    }
+    struct nlmsghdr *nlh = batch_msg(n, bt, type, type == NFT_MSG_NEWSET ? NLM_F_CREATE | NLM_F_EXCL : 0,
+                                     "set %s", name);
+    if (!nlh)
+        return;
+    nftnl_set_nlmsg_build_payload(nlh, s);
+    batch_next(bt);
+}
+
 /* NEWSETELEM / DELSETELEM of { key : jump chain } in map sessions (a cgroup id)
  * or map loopback (a ct mark), or { key : data } in map served (a cgroup id :
  * a ct mark; data != NULL). */
@@ -1242,6 +1277,14 @@ static int chain_exists(struct nft *n, const char *name) {
     if (!c)
         return -ENOMEM;
     int r = get_chain(n, name, c);
+    return r == 0 ? 1 : r == -ENOENT ? 0 : r;
+}
+
+static int set_exists(struct nft *n, const char *name) {
+    _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
+    if (!s)
+        return -ENOMEM;
+    int r = get_set(n, name, s);
     return r == 0 ? 1 : r == -ENOENT ? 0 : r;
 }
 
@@ -1755,6 +1798,15 @@ int nft_session_add(struct nft *n, const struct nftr_chain *c) {
         batch_free(&bt);
         return r;
     }
+    if (c->set4[0]) {
+        if (!has_prefix(c->set4, NFTR_DOMAIN_SET4_PREFIX) ||
+            !has_prefix(c->set6, NFTR_DOMAIN_SET6_PREFIX)) {
+            batch_free(&bt);
+            return -EINVAL;
+        }
+        put_domain_set(n, &bt, NFT_MSG_NEWSET, c->set4, AF_INET);
+        put_domain_set(n, &bt, NFT_MSG_NEWSET, c->set6, AF_INET6);
+    }
     put_chain(n, &bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, c->name, false);
     for (size_t i = 0; i < c->n_rules; i++)
         put_rule(n, &bt, c->name, &c->rules[i], i, true, NULL);
@@ -1855,8 +1907,12 @@ static int find_lo_elem(struct nft *n, const char *lo, uint32_t hint, bool *foun
 int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_t lo_mark) {
     if (!name || !has_prefix(name, NFTR_SESSION_CHAIN_PREFIX) || strlen(name) >= NFTR_NAME_MAX)
         return -EINVAL;
-    char lo[NFTR_NAME_MAX + 8];
+    char lo[NFTR_NAME_MAX + 8], set4[NFTR_NAME_MAX + 8], set6[NFTR_NAME_MAX + 8];
     snprintf(lo, sizeof(lo), NFTR_LOOPBACK_CHAIN_PREFIX "%s",
+             name + strlen(NFTR_SESSION_CHAIN_PREFIX));
+    snprintf(set4, sizeof(set4), NFTR_DOMAIN_SET4_PREFIX "%s",
+             name + strlen(NFTR_SESSION_CHAIN_PREFIX));
+    snprintf(set6, sizeof(set6), NFTR_DOMAIN_SET6_PREFIX "%s",
              name + strlen(NFTR_SESSION_CHAIN_PREFIX));
     int r = -ERESTART;
     for (int attempt = 0; attempt < RETRIES && r == -ERESTART; attempt++) {
@@ -1902,7 +1958,14 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_
             if (r < 0)
                 return r;
         }
-        if (!o.found && !have_chain && !have_lo && !lo_found && !sv.found && !dn.found)
+        /* and its domain sets (only the chain refers to them) */
+        int have_set4 = set_exists(n, set4), have_set6 = set_exists(n, set6);
+        if (have_set4 < 0)
+            return have_set4;
+        if (have_set6 < 0)
+            return have_set6;
+        if (!o.found && !have_chain && !have_lo && !lo_found && !sv.found && !dn.found &&
+            !have_set4 && !have_set6)
             return -ENOENT;
         struct batch bt;
         r = batch_start(n, &bt, &genid);
@@ -1926,9 +1989,82 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_
             put_delrule(n, &bt, lo, 0);
             put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, lo, false);
         }
+        if (have_set4)
+            put_domain_set(n, &bt, NFT_MSG_DELSET, set4, AF_INET);
+        if (have_set6)
+            put_domain_set(n, &bt, NFT_MSG_DELSET, set6, AF_INET6);
         r = batch_send(n, &bt);
     }
     return r;
+}
+
+static bool domain_set_name(const char *set) {
+    return set && (has_prefix(set, NFTR_DOMAIN_SET4_PREFIX) || has_prefix(set, NFTR_DOMAIN_SET6_PREFIX));
+}
+
+/* NEWSETELEM (timeout_ms != 0) or DELSETELEM of addresses in a domain set. */
+static void put_domain_elems(struct nft *n, struct batch *bt, uint16_t type, const char *set,
+                             uint32_t alen, const uint8_t (*addrs)[16], size_t count,
+                             uint64_t timeout_ms) {
+    _cleanup_(setp) struct nftnl_set *s = set_obj(set, 0);
+    if (!s) {
+        bt->err = bt->err ? bt->err : -ENOMEM;
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        _cleanup_(elemp) struct nftnl_set_elem *e = nftnl_set_elem_alloc();
+        if (!e || nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, addrs[i], alen) < 0) {
+            bt->err = bt->err ? bt->err : -ENOMEM;
+            return;
+        }
+        if (timeout_ms)
+            nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
+        nftnl_set_elem_add(s, TAKE_PTR(e));
+    }
+    struct nlmsghdr *nlh = batch_msg(n, bt, type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0,
+                                     "elements of set %s", set);
+    if (!nlh)
+        return;
+    nftnl_set_elems_nlmsg_build_payload(nlh, s);
+    batch_next(bt);
+}
+
+int nft_domain_elems_add(struct nft *n, const char *set, int family, const uint8_t (*addrs)[16],
+                         size_t count, uint64_t timeout_ms, bool refresh) {
+    uint32_t alen = family == AF_INET ? 4 : 16;
+    if (!domain_set_name(set) || (family != AF_INET && family != AF_INET6) || count == 0 ||
+        count > 64 || timeout_ms == 0)
+        return -EINVAL;
+    struct batch bt;
+    int r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    /* A re-add replaces an element's timeout since Linux 6.12 and is a no-op
+     * before: to lengthen a live element's timeout everywhere, it is
+     * deleted and added again in one transaction (refresh: the caller knows
+     * it is there; a delete of a missing element would fail the batch). */
+    if (refresh)
+        put_domain_elems(n, &bt, NFT_MSG_DELSETELEM, set, alen, addrs, count, 0);
+    put_domain_elems(n, &bt, NFT_MSG_NEWSETELEM, set, alen, addrs, count, timeout_ms);
+    return batch_send(n, &bt);
+}
+
+int nft_domain_elems_del(struct nft *n, const char *set, int family, const uint8_t (*addrs)[16],
+                         size_t count) {
+    uint32_t alen = family == AF_INET ? 4 : 16;
+    if (!domain_set_name(set) || (family != AF_INET && family != AF_INET6) || count == 0 ||
+        count > 64)
+        return -EINVAL;
+    struct batch bt;
+    int r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    put_domain_elems(n, &bt, NFT_MSG_DELSETELEM, set, alen, addrs, count, 0);
+    return batch_send(n, &bt);
 }
 
 int nft_chains_replace(struct nft *n, const struct nftr_chain *const *chains, size_t count) {

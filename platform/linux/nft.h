@@ -131,4 +131,17 @@ int nft_chain_counters(struct nft *n, const char *chain, struct nft_counters *re
  * while building). Storage inside n, valid until the next call. For the log line. */
 const char *nft_last_error_object(const struct nft *n);
 
+/* A session's domain set (a4-<id> / a6-<id>): add count addresses (network
+ * order; family's length used) with a timeout, in one transaction that waits
+ * for the kernel's answer, so a connect after it finds them. refresh: they
+ * are in the set already (the caller's record says so), and their timeout is
+ * to be set anew (deleted and added again: before Linux 6.12 a re-add does
+ * not touch the timeout). At most 64 at a time. */
+int nft_domain_elems_add(struct nft *n, const char *set, int family, const uint8_t (*addrs)[16],
+                         size_t count, uint64_t timeout_ms, bool refresh);
+/* Remove addresses from a session's domain set (a narrowing); one
+ * transaction; -ENOENT when one is not there (then nothing is removed). */
+int nft_domain_elems_del(struct nft *n, const char *set, int family, const uint8_t (*addrs)[16],
+                         size_t count);
+
 #endif

@@ -466,6 +466,8 @@ static int input_valid(const struct nftr_input *in) {
         if (in->lo_slot && (in->lo_slot > NFTR_LO_SLOT_MAX || in->cgroup_level < 2 ||
                             in->cgroup_level > 255 || in->base_cgroup_id == 0))
             return -EINVAL;
+        if (in->domain_sets && !in->dns_port)
+            return -EINVAL; /* nothing would fill the sets */
         break;
     case NFTR_SCOPE_UID:
     case NFTR_SCOPE_SHARED_USER:
@@ -475,7 +477,7 @@ static int input_valid(const struct nftr_input *in) {
               (in->guard_gid_max && (in->guard_gid_max < in->guard_gid ||
                                      in->guard_gid_max == UINT32_MAX)))))
             return -EINVAL;
-        if (in->lo_slot || in->dns_port)
+        if (in->lo_slot || in->dns_port || in->domain_sets)
             return -EINVAL;
         break;
     default:
@@ -659,8 +661,30 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
         m_nfproto(&ms, AF_INET6);
         emit_reject(&rs, &lc, &ms, REJECT_ANY, lc.reject_prefix);
     }
-    /* (6) the VPN */
-    if (!p->deny_default) {
+    /* (6) the VPN: everything, or (deny-default) the allowed destinations
+     * and, with a domain allowlist, the addresses in the session's sets */
+    if (in->domain_sets) {
+        snprintf(c->set4, sizeof(c->set4), NFTR_DOMAIN_SET4_PREFIX "%s", in->session_id);
+        snprintf(c->set6, sizeof(c->set6), NFTR_DOMAIN_SET6_PREFIX "%s", in->session_id);
+        /* A flow this chain let in goes on when the name's mapping expires
+         * (its set element times out): only new ones need a live mapping.
+         * The LAN sets, deny rules and IPv6 block above still cut it. */
+        ms.n = 0;
+        m_oif(&ms, in->iface);
+        mpush(&ms, NFTR_M_CT_ESTABLISHED);
+        struct nftr_rule *er = rule_with(&rs, &ms);
+        if (er) {
+            er->counter = true;
+            er->verdict = NFTR_V_ACCEPT;
+        }
+        for (int fam = 0; fam < 2; fam++) {
+            ms.n = 0;
+            m_oif(&ms, in->iface);
+            m_set(&ms, fam ? AF_INET6 : AF_INET, fam ? c->set6 : c->set4);
+            emit_accept(&rs, &lc, &ms);
+        }
+    }
+    if (!p->deny_default && !in->domain_sets) {
         ms.n = 0;
         m_oif(&ms, in->iface);
         emit_accept(&rs, &lc, &ms);
@@ -1080,6 +1104,9 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
     case NFTR_M_CT_DNAT:
         sb_printf(s, "ct status dnat");
         break;
+    case NFTR_M_CT_ESTABLISHED:
+        sb_printf(s, "ct state established,related");
+        break;
     }
 }
 
@@ -1180,6 +1207,11 @@ int nftr_chain_text(const struct nftr_chain *c, char **ret) {
                   c->dispatch.match[0].id);
         break;
     }
+    if (c->set4[0])
+        sb_printf(&s,
+                  "add set inet " NFTR_TABLE " %s { type ipv4_addr; flags timeout; size %u; }\n"
+                  "add set inet " NFTR_TABLE " %s { type ipv6_addr; flags timeout; size %u; }\n",
+                  c->set4, NFTR_DOMAIN_SET_SIZE, c->set6, NFTR_DOMAIN_SET_SIZE);
     sb_printf(&s, "add chain inet " NFTR_TABLE " %s\n", c->name);
     put_rules(&s, c->name, c->rules, c->n_rules);
     if (c->lo_mark) {

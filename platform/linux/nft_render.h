@@ -63,6 +63,9 @@
 #define NFTR_UID_CHAIN_PREFIX     "LYH-"
 #define NFTR_SHARED_CHAIN_PREFIX  "LYH-U-"
 #define NFTR_LOOPBACK_CHAIN_PREFIX "lo-"
+#define NFTR_DOMAIN_SET4_PREFIX    "a4-"
+#define NFTR_DOMAIN_SET6_PREFIX    "a6-"
+#define NFTR_DOMAIN_SET_SIZE       65536
 
 #define NFTR_DEFAULT_GUARD_GID    2000000u
 #define NFTR_DEFAULT_NFLOG_GROUP  7u
@@ -150,6 +153,11 @@ struct nftr_input {
      * (`ct status dnat`, to that port only) and no longer lets port 53 through
      * lo. 0: no forwarder, the resolver's port 53 on loopback as before. */
     uint16_t dns_port;
+    /* NFTR_SCOPE_SESSION with dns_port: a domain allowlist. On the VPN the
+     * session reaches only the addresses in its sets a4-<id> / a6-<id> (which
+     * its forwarder fills with what allowed names resolved to, each with a
+     * timeout) and its explicit allow rules, whatever deny_default says. */
+    bool domain_sets;
     const char *iface;      /* the VPN: 1..15 chars of [A-Za-z0-9_.-], not "lo" */
     struct nftr_log_params log;
     struct nftr_policy policy;
@@ -201,6 +209,7 @@ enum nftr_match_type {
     NFTR_M_CT_MARK,     /* ct mark <id> */
     NFTR_M_CT_MARK_ORIG, /* ct mark & 0xc0000000 == 0x80000000: a session started it */
     NFTR_M_CT_DNAT,      /* ct status dnat */
+    NFTR_M_CT_ESTABLISHED, /* ct state established,related */
 };
 
 struct nftr_match {
@@ -282,6 +291,10 @@ struct nftr_chain {
     size_t n_lo_rules;
     /* SESSION with a forwarder: element { cgroup_id : dns_port } of map dnsport */
     uint16_t dns_port;
+    /* SESSION with a domain allowlist: its sets (ipv4_addr / ipv6_addr, flags
+     * timeout, size NFTR_DOMAIN_SET_SIZE), made before the chain refers to them */
+    char set4[NFTR_NAME_MAX];
+    char set6[NFTR_NAME_MAX];
 };
 
 struct nftr_base {

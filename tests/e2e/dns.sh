@@ -11,6 +11,13 @@
 #   3. every query is in the audit log (kind dns, name, type, answers)
 #   4. no resolver known for the interface: lyh run refuses, with the fix
 #   5. malformed queries change nothing: the forwarder still answers
+#   6. a domain allowlist: allowed names resolve and connect at once (100 of
+#      100 fresh names, no race), *.x matches a.x not x, other names get
+#      NXDOMAIN and never reach the resolver, private answers are dropped, an
+#      address no allowed name resolved to is refused (and its record says
+#      "dns=none"), allowed flows' records carry their name, two sessions'
+#      sets are disjoint, and after TTL + grace a new connect is refused while
+#      an open one goes on
 #
 # usage: dns.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Safety: everything happens in the namespaces lib.sh makes.
@@ -34,11 +41,36 @@ VPNLOG=$LYH_TMP/vpn-dns.log LANLOG=$LYH_TMP/lan-dns.log
 : >"$VPNLOG"
 : >"$LANLOG"
 ip netns exec "$LYH_EXIT" /usr/bin/python3 "$HERE/dns_server.py" 10.77.0.2 53 "$VPNLOG" \
-    allowed.test=11.77.0.1 v6.test=2a0e:77::2 </dev/null >/dev/null 2>&1 &
+    allowed.test=11.77.0.1 v6.test=2a0e:77::2 exact.test=11.77.1.150 \
+    priv.allowed.test=192.168.77.2,11.77.1.151 short.allowed.test=11.77.1.152/1 \
+    '*.allowed.test=11.77.1.{n}' </dev/null >/dev/null 2>&1 &
 lyh_track_pid "$!"
 ip netns exec "$LYH_LAN" /usr/bin/python3 "$HERE/dns_server.py" 192.168.77.2 53 "$LANLOG" \
     allowed.test=192.168.77.2 </dev/null >/dev/null 2>&1 &
 lyh_track_pid "$!"
+# an echo server on every address of the exit side (11.77.1.0/24 on its lo)
+ip -n "$LYH_EXIT" addr add 11.77.1.0/24 dev lo || lyh_die "exit addresses"
+# (each connection echoes until the client closes it)
+ip netns exec "$LYH_EXIT" /usr/bin/python3 -c '
+import socket, threading, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 7778)); s.listen(64); print("serving", flush=True)
+def echo(c):
+    c.settimeout(60)
+    try:
+        while True:
+            b = c.recv(4096)
+            if not b: break
+            c.sendall(b)
+    except OSError: pass
+    c.close()
+while True:
+    c, _ = s.accept(); threading.Thread(target=echo, args=(c,), daemon=True).start()
+' </dev/null >"$LYH_TMP/echo7778.log" 2>&1 &
+lyh_track_pid "$!"
+lyh_wait_until 5 grep -q serving "$LYH_TMP/echo7778.log" || lyh_die "echo server on 7778"
+# short timeouts: an allowed name's address stays TTL + 2 s (no floor)
+LYH_DAEMON_ARGS+=(--dns-min-ttl 0 --dns-grace 2)
 lyh_daemon_start || lyh_die "lyhd does not start"
 install -d -o "$LYH_UID" -g "$LYH_GID" -m 0700 "$LYH_HOME/proj"
 
@@ -84,6 +116,55 @@ for spec in sys.argv[1:]:
 PY
 chmod 0644 "$LYH_TMP/ask.py"
 cp "$LYH_TMP/ask.py" "$LYH_HOME/proj/ask.py" && chown "$LYH_UID:$LYH_GID" "$LYH_HOME/proj/ask.py"
+
+# conn.py: names resolved by glibc (getaddrinfo, as any program does) and
+# connected to at once
+cat >"$LYH_HOME/proj/conn.py" <<'PY'
+import socket, sys, time
+def res(name):
+    try:
+        return [a[4][0] for a in socket.getaddrinfo(name, 7778, socket.AF_INET, socket.SOCK_STREAM)]
+    except socket.gaierror as e:
+        return "gaierror"
+def conn(addr, port=7778):
+    try:
+        s = socket.create_connection((addr, port), timeout=3); s.sendall(b"ping")
+        ok = s.recv(16) == b"ping"
+        return s if ok else None
+    except OSError:
+        return None
+args = sys.argv[1:]
+while args:
+    op = args.pop(0)
+    if op == "res":
+        n = args.pop(0); print("res", n, res(n))
+    elif op == "conn":
+        n = args.pop(0); a = res(n)
+        print("conn", n, "ok" if isinstance(a, list) and a and conn(a[0]) else "refused")
+    elif op == "direct":
+        a = args.pop(0); print("direct", a, "ok" if conn(a) else "refused")
+    elif op == "race":
+        k = int(args.pop(0)); ok = 0
+        for i in range(1, k + 1):
+            a = res("n%d.allowed.test" % i)
+            if isinstance(a, list) and a and conn(a[0]):
+                ok += 1
+        print("race", ok, "of", k)
+    elif op == "sleep":
+        time.sleep(float(args.pop(0)))
+    elif op == "hold":
+        n = args.pop(0); wait = float(args.pop(0)); a = res(n)
+        s = conn(a[0]) if isinstance(a, list) and a else None
+        print("hold first", "ok" if s else "refused")
+        time.sleep(wait)
+        try:
+            s.sendall(b"pong"); print("hold open", "ok" if s.recv(16) == b"pong" else "broken")
+        except Exception:
+            print("hold open broken")
+        print("hold new", "ok" if conn(a[0]) else "refused")
+    sys.stdout.flush()
+PY
+chown "$LYH_UID:$LYH_GID" "$LYH_HOME/proj/conn.py"
 
 run_as() { # ARGS...: lyh run as the user from its project; output and "rc=N" last
     LYH_CMD_TIMEOUT=90 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" --socket "$LYH_SOCK" \
@@ -165,6 +246,55 @@ t_check "5: after junk the forwarder still answers" grep -q "^udp:8.8.8.8:allowe
 t_check "5: lyhd still runs" lyh_alive "$LYH_DAEMON_PID"
 t_check "5: no leftover forwarder socket after the sessions ended" \
     eval '! nsenter --net=/run/netns/$LYH_MAIN ss -Hulnp | grep -q "lyhd"'
+# ---- 6. a domain allowlist ----------------------------------------------------------------
+echo "# 6. a domain allowlist"
+AL=(--vpn tun0 --no-tui --dns 10.77.0.2 --allow-domain '*.allowed.test' --allow-domain exact.test)
+: >"$VPNLOG"
+res=$(run_as "${AL[@]}" -- /usr/bin/python3 conn.py race 100 conn exact.test res allowed.test \
+    res denied.test direct 11.77.0.1 direct 11.77.1.200 res priv.allowed.test conn priv.allowed.test)
+echo "$res" | sed 's/^/    /'
+t_check "6: 100 of 100 fresh allowed names connect right after they resolve" grep -qx "race 100 of 100" <<<"$res"
+t_check "6: an exact name resolves and connects" grep -qx "conn exact.test ok" <<<"$res"
+t_check "6: *.allowed.test does not match allowed.test itself" grep -qx "res allowed.test gaierror" <<<"$res"
+t_check "6: another name is not found" grep -qx "res denied.test gaierror" <<<"$res"
+t_check "6: ... and never reached the resolver" \
+    eval '! grep -Eq " (denied\.test|allowed\.test) " "$VPNLOG"'
+t_check "6: an address no allowed name resolved to is refused" grep -qx "direct 11.77.0.1 refused" <<<"$res"
+t_check "6: ... in the allowed zone's range too" grep -qx "direct 11.77.1.200 refused" <<<"$res"
+t_check "6: a private answer is dropped, the public one kept" \
+    eval 'grep -qx "res priv.allowed.test \[.11.77.1.151.\]" <<<"$res" && grep -qx "conn priv.allowed.test ok" <<<"$res"'
+aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --kind flow --verdict allowed 2>&1)
+t_check "6: an allowed flow's record carries its name" grep -q "n7.allowed.test" <<<"$aud"
+aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --kind flow --verdict denied 2>&1)
+echo "$aud" | grep "11.77" | head -5 | sed 's/^/    /'
+t_check "6: the refused one says no name resolved to it" \
+    eval 'grep "11.77.0.1" <<<"$aud" | grep -q "dns=none"'
+aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --kind dns --verdict denied 2>&1)
+t_check "6: the denied query is recorded" grep -q "denied.test" <<<"$aud"
+
+echo "# 6b. two sessions' sets are disjoint"
+(run_as "${AL[@]}" -- /usr/bin/python3 conn.py conn n5.allowed.test sleep 6 >"$LYH_TMP/s1.out") &
+S1=$!
+lyh_wait_until 15 grep -q "conn n5.allowed.test" "$LYH_TMP/s1.out"
+res=$(run_as "${AL[@]}" -- /usr/bin/python3 conn.py direct 11.77.1.5 conn n5.allowed.test)
+wait "$S1"
+t_check "6b: the first session reached n5" grep -qx "conn n5.allowed.test ok" "$LYH_TMP/s1.out"
+t_check "6b: the second cannot reach its address before resolving the name itself" \
+    grep -qx "direct 11.77.1.5 refused" <<<"$res"
+t_check "6b: ... and can once it did" grep -qx "conn n5.allowed.test ok" <<<"$res"
+
+echo "# 6c. after TTL + grace"
+res=$(run_as "${AL[@]}" -- /usr/bin/python3 conn.py hold short.allowed.test 6)
+echo "$res" | sed 's/^/    /'
+t_check "6c: first connect ok" grep -qx "hold first ok" <<<"$res"
+t_check "6c: the open flow goes on after the mapping expired" grep -qx "hold open ok" <<<"$res"
+t_check "6c: a new connect is refused then" grep -qx "hold new refused" <<<"$res"
+aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --kind flow --verdict denied 2>&1)
+t_check "6c: its record says the mapping expired" \
+    eval 'grep "11.77.1.152" <<<"$aud" | grep -q "dns=expired"'
+t_check "6: no set of an ended session is left" \
+    eval '! lyh_nft list sets inet lianyaohu 2>/dev/null | grep -Eq "a[46]-"'
+
 lyh_daemon_stop
 lyh_daemon_check_log
 t_done

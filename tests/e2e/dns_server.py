@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """A tiny authoritative DNS server for the e2e tests (UDP and TCP).
 
-dns_server.py ADDR PORT LOG NAME=IP[,IP...] ...
-Answers A/AAAA for the names given (lower case), NXDOMAIN for others, and
+dns_server.py ADDR PORT LOG NAME=IP[,IP...][/TTL] ... [*.ZONE=PREFIX.{n}]
+Answers A/AAAA for the names given (lower case; TTL 60 unless given),
+"nN.ZONE" with PREFIX.N for a "*.ZONE=PREFIX.{n}" entry, NXDOMAIN for others, and
 appends one line per query to LOG: "<proto> <name> <type>". Runs until killed.
 Standard library only; written for the tests, not for the world."""
 import socket
@@ -11,10 +12,27 @@ import sys
 import threading
 
 addr, port, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-table = {}
+table, ttls, zones = {}, {}, {}
 for arg in sys.argv[4:]:
     name, ips = arg.split("=", 1)
+    ttl = 60
+    if "/" in ips:
+        ips, t = ips.split("/", 1)
+        ttl = int(t)
+    if name.startswith("*."):
+        zones[name[2:].lower()] = ips
+        continue
     table[name.lower()] = ips.split(",")
+    ttls[name.lower()] = ttl
+
+
+def lookup(name):
+    if name in table:
+        return table[name], ttls[name]
+    head, _, zone = name.partition(".")
+    if zone in zones and head[:1] == "n" and head[1:].isdigit():
+        return [zones[zone].replace("{n}", head[1:])], 60
+    return None, 0
 lock = threading.Lock()
 
 
@@ -35,12 +53,13 @@ def answer(q):
     with lock, open(log, "a") as f:
         f.write("%s %s %d\n" % (PROTO.name, name, qtype))
     rrs = []
-    for ip in table.get(name, []):
+    ips, ttl = lookup(name)
+    for ip in ips or []:
         fam = socket.AF_INET6 if ":" in ip else socket.AF_INET
         if (qtype == 1 and fam == socket.AF_INET) or (qtype == 28 and fam == socket.AF_INET6):
             rd = socket.inet_pton(fam, ip)
-            rrs.append(b"\xc0\x0c" + struct.pack("!HHIH", qtype, 1, 60, len(rd)) + rd)
-    rcode = 0 if name in table else 3
+            rrs.append(b"\xc0\x0c" + struct.pack("!HHIH", qtype, 1, ttl, len(rd)) + rd)
+    rcode = 0 if ips is not None else 3
     hdr = struct.pack("!HHHHHH", qid, 0x8400 | (flags & 0x0100) | rcode, 1, len(rrs), 0, 0)
     return hdr + question + b"".join(rrs)
 

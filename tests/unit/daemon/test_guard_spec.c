@@ -56,7 +56,8 @@ static void test_v2_round_trip(void **state) {
     buf[n] = 0;
     assert_int_equal(gspec_decode(buf, n + 1, &back), -EBADMSG);
     /* a resolver with a prefix or a port is not an address */
-    size_t at = n - (1 + 1 + 2 + 2 + 16); /* the last entry: family, prefix, ports, address */
+    /* the last resolver (family, prefix, ports, address), before the domains' count */
+    size_t at = n - 1 - (1 + 1 + 2 + 2 + 16);
     assert_int_equal(buf[at], 6);
     buf[at + 1] = 64;
     assert_int_equal(gspec_decode(buf, n, &back), -EBADMSG);
@@ -71,6 +72,40 @@ static void test_v2_round_trip(void **state) {
     assert_int_equal(gspec_encode(&g, buf, sizeof(buf), &n), -EINVAL);
 }
 
+static void test_v2_domains(void **state) {
+    (void)state;
+    struct gspec g = sample(), back;
+    uint8_t buf[4096];
+    size_t n;
+    g.dns_port = 53053;
+    g.resolvers[0] = (struct nftr_dest){.family = AF_INET, .addr = {10, 8, 0, 1}, .prefix_len = 32};
+    g.n_resolvers = 1;
+    assert_int_equal(gspec_add_domain(&g, "api.anthropic.com"), 0);
+    assert_int_equal(gspec_add_domain(&g, "*.npmjs.org"), 0);
+    assert_int_equal(gspec_encode(&g, buf, sizeof(buf), &n), 0);
+    assert_int_equal(gspec_decode(buf, n, &back), 0);
+    assert_int_equal(back.n_domains, 2);
+    assert_memory_equal(back.domains, "api.anthropic.com\0*.npmjs.org\0", back.domains_len);
+    assert_memory_equal(&g, &back, sizeof(g));
+    /* a pattern that is not canonical, or not a pattern, is damage */
+    uint8_t *p = memchr(buf, 'a', n);
+    while (p && memcmp(p, "api.", 4) != 0)
+        p = memchr(p + 1, 'a', n - (size_t)(p + 1 - buf));
+    assert_non_null(p);
+    p[0] = 'A';
+    assert_int_equal(gspec_decode(buf, n, &back), -EBADMSG);
+    p[0] = '/';
+    assert_int_equal(gspec_decode(buf, n, &back), -EBADMSG);
+    p[0] = 'a';
+    assert_int_equal(gspec_decode(buf, n, &back), 0);
+    /* full */
+    for (int i = 0; gspec_add_domain(&g, "a-rather-long-label.example.com") == 0; i++)
+        assert_true(i < GSPEC_MAX_DOMAINS);
+    /* an allowlist without a forwarder is refused */
+    g.dns_port = 0;
+    assert_int_equal(gspec_encode(&g, buf, sizeof(buf), &n), -EINVAL);
+}
+
 static void test_v2_port_zero(void **state) {
     (void)state;
     struct gspec g = sample(), back;
@@ -80,7 +115,7 @@ static void test_v2_port_zero(void **state) {
     g.resolvers[0] = (struct nftr_dest){.family = AF_INET, .addr = {10, 8, 0, 1}, .prefix_len = 32};
     g.n_resolvers = 1;
     assert_int_equal(gspec_encode(&g, buf, sizeof(buf), &n), 0);
-    size_t at = n - (1 + 2 + (1 + 1 + 2 + 2 + 4)); /* the port, before the list */
+    size_t at = n - (1 + 2 + (1 + 1 + 2 + 2 + 4) + 1); /* the port, before the list */
     assert_int_equal(buf[at], 0);
     assert_int_equal(buf[at + 1], 1);
     buf[at + 1] = 0;
@@ -96,6 +131,7 @@ int main(void) {
         cmocka_unit_test(test_v1_round_trip),
         cmocka_unit_test(test_v2_round_trip),
         cmocka_unit_test(test_v2_port_zero),
+        cmocka_unit_test(test_v2_domains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

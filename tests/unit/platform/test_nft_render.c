@@ -759,6 +759,31 @@ static void test_session_dns(void **state) {
             assert_false(c->rules[i].match[k].type == NFTR_M_DPORT &&
                          c->rules[i].match[k].port_min == 53);
     nftr_chain_free(c);
+    /* a domain allowlist: new flows on the VPN only to the session's sets,
+     * established ones go on; nothing else opens the VPN */
+    struct nftr_input dl = session_input();
+    dl.dns_port = 40053;
+    dl.domain_sets = true;
+    render_check(&dl, "session_domains");
+    assert_int_equal(nftr_render_chain(&dl, &c), 0);
+    assert_string_equal(c->set4, "a4-7f3a9c01");
+    assert_string_equal(c->set6, "a6-7f3a9c01");
+    size_t set_accepts = 0;
+    for (size_t i = 0; i < c->n_rules; i++) {
+        const struct nftr_rule *r = &c->rules[i];
+        if (r->verdict != NFTR_V_ACCEPT || r->match[0].type != NFTR_M_OIFNAME ||
+            strcmp(r->match[0].name, "tun0") != 0)
+            continue;
+        /* every accept on the VPN: established, or an address of the sets */
+        assert_true(r->n_match == 2);
+        assert_true(r->match[1].type == NFTR_M_CT_ESTABLISHED ||
+                    r->match[1].type == NFTR_M_DADDR_SET);
+        set_accepts += r->match[1].type == NFTR_M_DADDR_SET;
+    }
+    assert_int_equal(set_accepts, 2);
+    nftr_chain_free(c);
+    dl.dns_port = 0; /* sets nobody fills */
+    assert_int_equal(nftr_render_chain(&dl, &c), -EINVAL);
     /* a uid scope has no forwarder */
     struct nftr_input u = session_input();
     u.scope = NFTR_SCOPE_UID;
