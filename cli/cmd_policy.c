@@ -80,6 +80,14 @@ static void print_text(const lianyaohu_v1_PolicyReply *p) {
     for (pb_size_t i = 0; i < m->allow_socket_patterns_count; i++)
         printf(" %s", m->allow_socket_patterns[i]);
     printf("%s\n", m->allow_socket_patterns_count ? "" : " (any path)");
+    printf("  allowed_domains                =");
+    for (pb_size_t i = 0; i < m->allowed_domains_count; i++)
+        printf(" %s", m->allowed_domains[i]);
+    printf("%s\n", m->allowed_domains_count ? "" : " (no ceiling)");
+    printf("  always_deny_domains            =");
+    for (pb_size_t i = 0; i < m->always_deny_domains_count; i++)
+        printf(" %s", m->always_deny_domains[i]);
+    printf("%s\n", m->always_deny_domains_count ? "" : " (none)");
     printf("  log_allowed_flows              = %s\n", m->log_allowed_flows ? "yes" : "no");
     if (m->max_sessions_per_uid)
         printf("  max_sessions_per_uid           = %u\n", m->max_sessions_per_uid);
@@ -138,6 +146,12 @@ static void print_json(const lianyaohu_v1_PolicyReply *p) {
            m->forbid_allow_socket ? "true" : "false");
     json_strings(&m->allow_socket_patterns[0][0], sizeof(m->allow_socket_patterns[0]),
                  m->allow_socket_patterns_count);
+    printf(",\"allowed_domains\":");
+    json_strings(&m->allowed_domains[0][0], sizeof(m->allowed_domains[0]),
+                 m->allowed_domains_count);
+    printf(",\"always_deny_domains\":");
+    json_strings(&m->always_deny_domains[0][0], sizeof(m->always_deny_domains[0]),
+                 m->always_deny_domains_count);
     printf(",\"log_allowed_flows\":%s,\"max_sessions_per_uid\":%u,\"audit_retention_days\":%u,"
            "\"audit_max_bytes\":%" PRIu64 ",\"min_landlock_abi\":%u}}\n",
            m->log_allowed_flows ? "true" : "false", m->max_sessions_per_uid,

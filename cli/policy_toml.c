@@ -194,6 +194,13 @@ int policy_from_toml(const char *name, const char *buf, size_t len, lianyaohu_v1
             r = get_strings(&c, v, key, &p.allow_socket_patterns[0][0],
                             sizeof(p.allow_socket_patterns[0]), ARRAY_SIZE(p.allow_socket_patterns),
                             &p.allow_socket_patterns_count);
+        else if (strcmp(key, "allowed_domains") == 0)
+            r = get_strings(&c, v, key, &p.allowed_domains[0][0], sizeof(p.allowed_domains[0]),
+                            ARRAY_SIZE(p.allowed_domains), &p.allowed_domains_count);
+        else if (strcmp(key, "always_deny_domains") == 0)
+            r = get_strings(&c, v, key, &p.always_deny_domains[0][0],
+                            sizeof(p.always_deny_domains[0]), ARRAY_SIZE(p.always_deny_domains),
+                            &p.always_deny_domains_count);
         else if (strcmp(key, "protect_paths") == 0)
             r = get_strings(&c, v, key, &p.protect_paths[0][0], sizeof(p.protect_paths[0]),
                             ARRAY_SIZE(p.protect_paths), &p.protect_paths_count);
@@ -273,6 +280,10 @@ void policy_print_toml(FILE *f, const lianyaohu_v1_Policy *p) {
     fprintf(f, "forbid_allow_socket = %s\n", p->forbid_allow_socket ? "true" : "false");
     print_strings(f, "allow_socket_patterns", &p->allow_socket_patterns[0][0],
                   sizeof(p->allow_socket_patterns[0]), p->allow_socket_patterns_count);
+    print_strings(f, "allowed_domains", &p->allowed_domains[0][0], sizeof(p->allowed_domains[0]),
+                  p->allowed_domains_count);
+    print_strings(f, "always_deny_domains", &p->always_deny_domains[0][0],
+                  sizeof(p->always_deny_domains[0]), p->always_deny_domains_count);
     fprintf(f, "log_allowed_flows = %s\n", p->log_allowed_flows ? "true" : "false");
     fprintf(f, "max_sessions_per_uid = %" PRIu32 "\n", p->max_sessions_per_uid);
     fprintf(f, "audit_retention_days = %" PRIu32 "\n", p->audit_retention_days);

@@ -33,6 +33,7 @@
 #include "common/macros.h"
 #include "daemon/audit.h"
 #include "daemon/log.h"
+#include "daemon/policy.h"
 #include "daemon/lyhd.h"
 #include "daemon/session.h"
 #include "platform/linux/nft.h"
@@ -266,6 +267,12 @@ void dns_fwd_flow_note(struct dns_fwd *f, int family, const uint8_t *addr, char 
 }
 
 static bool name_allowed(const struct session *s, const char *name) {
+    /* the admin policy in force: always_deny_domains for every session, the
+     * ceiling for one with an allowlist */
+    if (!policy_domain_ok(policy_current(s->d), name, s->spec.n_domains > 0))
+        return false;
+    if (!s->spec.n_domains)
+        return true;
     const char *p = s->spec.domains;
     for (size_t i = 0; i < s->spec.n_domains; i++) {
         if (dn_match(p, name))
@@ -273,6 +280,44 @@ static bool name_allowed(const struct session *s, const char *name) {
         p += strlen(p) + 1;
     }
     return false;
+}
+
+size_t dns_fwd_policy_changed(struct dns_fwd *f) {
+    if (!f)
+        return 0;
+    uint64_t now = lyhd_mono_ms();
+    size_t gone = 0;
+    for (size_t i = 0; i < f->n_maps; i++) {
+        struct dns_map *m = &f->maps[i];
+        if (m->expiry_ms <= now)
+            continue;
+        bool keep = false;
+        char names[DNS_MAP_NAMES];
+        snprintf(names, sizeof(names), "%s", m->names);
+        for (char *save = NULL, *t = strtok_r(names, ",", &save); t && !keep;
+             t = strtok_r(NULL, ",", &save))
+            keep = name_allowed(f->s, t);
+        if (keep)
+            continue;
+        if (f->s->spec.n_domains) {
+            char set[NFTR_NAME_MAX];
+            uint8_t a[1][16];
+            memcpy(a[0], m->addr, 16);
+            snprintf(set, sizeof(set), "%s%s",
+                     m->family == AF_INET ? NFTR_DOMAIN_SET4_PREFIX : NFTR_DOMAIN_SET6_PREFIX,
+                     f->s->row.id);
+            int r = nft_domain_elems_del(f->d->guard->nft, set, m->family,
+                                         (const uint8_t(*)[16])a, 1);
+            if (r < 0 && r != -ENOENT) {
+                log_error("session '%s': cannot remove an address from set %s: %s",
+                          f->s->row.id, set, strerror(-r));
+                continue;
+            }
+        }
+        m->expiry_ms = now;
+        gone++;
+    }
+    return gone;
 }
 
 /* An address no allowed name may open: LAN, loopback, link-local, CGN,
@@ -534,7 +579,7 @@ static void handle(struct dns_fwd *f, const uint8_t *msg, size_t len, int udp_fd
     /* An allowlist: a name it does not allow is never sent upstream (no DNS
      * exfiltration); other types than A and AAAA have no data (no TXT
      * tunnel, no HTTPS records with ECH keys or address hints). */
-    if (f->s->spec.n_domains && !name_allowed(f->s, q.name)) {
+    if (!name_allowed(f->s, q.name)) {
         reply_empty(c, DNS_RCODE_NXDOMAIN, "denied");
         query_free(c);
         return;

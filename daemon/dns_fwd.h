@@ -37,6 +37,11 @@ void dns_fwd_free(struct dns_fwd *f);
 void dns_fwd_flow_note(struct dns_fwd *f, int family, const uint8_t *addr, char *buf,
                        size_t len);
 
+/* The admin policy changed: addresses that only names it no longer allows had
+ * opened leave the session's sets (with an allowlist), and their mappings
+ * count as expired. Returns how many left. Accepts NULL. */
+size_t dns_fwd_policy_changed(struct dns_fwd *f);
+
 /* fds the forwarder holds (listeners, upstream sockets, TCP clients). */
 unsigned dns_fwd_fds(const struct dns_fwd *f);
 

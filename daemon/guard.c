@@ -216,9 +216,23 @@ int guard_render_shared(struct lyhd *d, const struct store_guard *g, const struc
     return nftr_render_chain(&in, ret);
 }
 
-int guard_shared_set_spec(struct store_guard *g, const struct gspec *spec) {
+/* The part of a session's spec its user's shared chain has: not its DNS
+ * forwarder, resolvers or domain allowlist, which are the session's own. */
+static void shared_part(const struct gspec *spec, struct gspec *ret) {
+    *ret = *spec;
+    ret->dns_port = 0;
+    ret->n_resolvers = 0;
+    ret->n_domains = 0;
+    ret->domains_len = 0;
+    memset(ret->domains, 0, sizeof(ret->domains));
+    memset(ret->resolvers, 0, sizeof(ret->resolvers));
+}
+
+int guard_shared_set_spec(struct store_guard *g, const struct gspec *full) {
+    struct gspec spec;
     size_t n;
-    int r = gspec_encode(spec, g->guard_spec, sizeof(g->guard_spec), &n);
+    shared_part(full, &spec);
+    int r = gspec_encode(&spec, g->guard_spec, sizeof(g->guard_spec), &n);
 
     if (r < 0)
         return r;
@@ -254,9 +268,11 @@ int guard_shared_acquire(struct lyhd *d, uint32_t uid, int scope, const struct g
     uint8_t enc[STORE_GUARD_SPEC_MAX];
     size_t n;
     char hash[65];
+    struct gspec shared;
     int r;
 
-    r = gspec_encode(spec, enc, sizeof(enc), &n);
+    shared_part(spec, &shared);
+    r = gspec_encode(&shared, enc, sizeof(enc), &n);
     if (r < 0) {
         snprintf(why, whylen, "the shared rules are too large");
         return r;

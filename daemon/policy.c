@@ -22,6 +22,8 @@
 #include "daemon/guard_spec.h"
 #include "daemon/lyhd.h"
 #include "daemon/policy.h"
+
+#include "common/dns_name.h"
 #include "storage/store.h"
 
 static int bad(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -261,6 +263,33 @@ int policy_from_msg(const Lianyaohu__V1__Policy *m, struct policy *ret, char *wh
         snprintf(p->socket_patterns[i], sizeof(p->socket_patterns[i]), "%s", pat);
     }
     p->n_socket_patterns = m->n_allow_socket_patterns;
+    struct {
+        const char *key;
+        char *const *v;
+        size_t n;
+        char (*out)[POLICY_DOMAIN_MAX + 1];
+        size_t *ret_n;
+    } dl[] = {
+        {"allowed_domains", m->allowed_domains, m->n_allowed_domains, p->domain_ceiling,
+         &p->n_domain_ceiling},
+        {"always_deny_domains", m->always_deny_domains, m->n_always_deny_domains, p->deny_domains,
+         &p->n_deny_domains},
+    };
+    for (size_t l = 0; l < ARRAY_SIZE(dl); l++) {
+        if (dl[l].n > POLICY_MAX_DOMAINS)
+            return bad(why, whylen, "%s: %zu entries (at most %d)", dl[l].key, dl[l].n,
+                       POLICY_MAX_DOMAINS);
+        for (size_t i = 0; i < dl[l].n; i++) {
+            char canon[DNS_PATTERN_MAX], dwhy[160];
+            if (dn_pattern_check(dl[l].v[i], canon, dwhy, sizeof(dwhy)) < 0)
+                return bad(why, whylen, "%s[%zu]: '%.130s': %s", dl[l].key, i, dl[l].v[i], dwhy);
+            if (strlen(canon) > POLICY_DOMAIN_MAX)
+                return bad(why, whylen, "%s[%zu]: longer than %d characters", dl[l].key, i,
+                           POLICY_DOMAIN_MAX);
+            snprintf(dl[l].out[i], sizeof(dl[l].out[i]), "%s", canon);
+        }
+        *dl[l].ret_n = dl[l].n;
+    }
     p->log_allowed_flows = m->log_allowed_flows;
     if (m->max_sessions_per_uid > POLICY_MAX_SESSIONS)
         return bad(why, whylen, "max_sessions_per_uid: %u is above %u (0 = no limit)",
@@ -336,6 +365,14 @@ void policy_to_msg(const struct policy *p, struct policy_msg *h) {
         h->sockpat[i] = (char *)p->socket_patterns[i];
     h->m.n_allow_socket_patterns = p->n_socket_patterns;
     h->m.allow_socket_patterns = h->sockpat;
+    for (size_t i = 0; i < p->n_domain_ceiling; i++)
+        h->dceil[i] = (char *)p->domain_ceiling[i];
+    h->m.n_allowed_domains = p->n_domain_ceiling;
+    h->m.allowed_domains = h->dceil;
+    for (size_t i = 0; i < p->n_deny_domains; i++)
+        h->ddeny[i] = (char *)p->deny_domains[i];
+    h->m.n_always_deny_domains = p->n_deny_domains;
+    h->m.always_deny_domains = h->ddeny;
     h->m.log_allowed_flows = p->log_allowed_flows;
     h->m.max_sessions_per_uid = p->max_sessions_per_uid;
     h->m.audit_retention_days = p->audit_retention_days;
@@ -564,4 +601,31 @@ uint64_t policy_audit_max_bytes(const struct lyhd *d) {
     if (d->policy && d->policy->audit_max_bytes)
         return d->policy->audit_max_bytes;
     return (uint64_t)d->cfg.audit_max_mb << 20;
+}
+
+bool policy_domain_ok(const struct policy *p, const char *name, bool with_ceiling) {
+    for (size_t i = 0; i < p->n_deny_domains; i++)
+        if (dn_match(p->deny_domains[i], name))
+            return false;
+    if (!with_ceiling || p->n_domain_ceiling == 0)
+        return true;
+    for (size_t i = 0; i < p->n_domain_ceiling; i++)
+        if (dn_match(p->domain_ceiling[i], name))
+            return true;
+    return false;
+}
+
+bool policy_domain_pattern_ok(const struct policy *p, const char *pattern) {
+    if (p->n_domain_ceiling == 0)
+        return true;
+    bool wild = strncmp(pattern, "*.", 2) == 0;
+    for (size_t i = 0; i < p->n_domain_ceiling; i++) {
+        const char *c = p->domain_ceiling[i];
+        if (strcmp(c, pattern) == 0)
+            return true;
+        /* "*.b" holds "x.b" and "*.x.b": every name the pattern matches */
+        if (strncmp(c, "*.", 2) == 0 && dn_match(c, wild ? pattern + 2 : pattern))
+            return true;
+    }
+    return false;
 }

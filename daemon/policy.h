@@ -34,6 +34,8 @@ struct lyhd;
 #define POLICY_MAX_SOCKET_PATTERNS 16
 #define POLICY_SOCKET_PATTERN_MAX  511
 #define POLICY_PREFIX_MAX       511
+#define POLICY_MAX_DOMAINS      32  /* allowed_domains, always_deny_domains */
+#define POLICY_DOMAIN_MAX       127 /* characters of a pattern */
 #define POLICY_MAX_SESSIONS     4096u
 /* Built-in default of max_sessions_per_uid: far above one user's real work,
  * far below what would let one user take lyhd's fds from everyone else. */
@@ -68,6 +70,10 @@ struct policy {
     bool forbid_allow_socket;
     char socket_patterns[POLICY_MAX_SOCKET_PATTERNS][POLICY_SOCKET_PATTERN_MAX + 1]; /* empty: any */
     size_t n_socket_patterns;
+    char domain_ceiling[POLICY_MAX_DOMAINS][POLICY_DOMAIN_MAX + 1]; /* canonical; empty: none */
+    size_t n_domain_ceiling;
+    char deny_domains[POLICY_MAX_DOMAINS][POLICY_DOMAIN_MAX + 1];   /* canonical */
+    size_t n_deny_domains;
     bool log_allowed_flows;
     uint32_t max_sessions_per_uid; /* 0: no limit */
     uint32_t min_landlock_abi;     /* 0: POLICY_DEFAULT_MIN_LANDLOCK_ABI */
@@ -93,6 +99,8 @@ struct policy_msg {
     char *wr[POLICY_MAX_WRITABLE];
     char *prot[POLICY_MAX_PROTECT];
     char *sockpat[POLICY_MAX_SOCKET_PATTERNS];
+    char *dceil[POLICY_MAX_DOMAINS];
+    char *ddeny[POLICY_MAX_DOMAINS];
 };
 void policy_to_msg(const struct policy *p, struct policy_msg *ret);
 
@@ -137,5 +145,12 @@ const struct policy *policy_current(struct lyhd *d);
  * flags. Age in days (0: none), size in bytes (0: no cap). */
 unsigned policy_audit_max_age_days(const struct lyhd *d);
 uint64_t policy_audit_max_bytes(const struct lyhd *d);
+
+/* May a session resolve name under p: not in always_deny_domains, and (when
+ * the session has an allowlist: with_ceiling) within allowed_domains if it
+ * has any. */
+bool policy_domain_ok(const struct policy *p, const char *name, bool with_ceiling);
+/* Does the ceiling allow the user's pattern (canonical)? true without one. */
+bool policy_domain_pattern_ok(const struct policy *p, const char *pattern);
 
 #endif

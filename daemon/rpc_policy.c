@@ -24,6 +24,7 @@
 #include "daemon/guard.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
+#include "daemon/dns_fwd.h"
 #include "daemon/policy.h"
 #include "daemon/rpc.h"
 #include "daemon/session.h"
@@ -503,6 +504,17 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
              version, action, call->peer.uid, cur->version, narrowed, cut);
     free(d->policy);
     d->policy = TAKE_PTR(np);
+    /* Names the policy no longer lets a session resolve: what only they
+     * opened leaves the sessions' sets now (new flows to it are refused). */
+    {
+        struct session *s;
+        size_t gone = 0;
+        TAILQ_FOREACH(s, &d->sessions, link)
+            gone += dns_fwd_policy_changed(s->dns);
+        if (gone)
+            log_info("policy version %" PRIu64 ": %zu address(es) left sessions' domain sets",
+                     version, gone);
+    }
     call->state = d;
     call->on_disconnect = update_undo;
     send_policy(call, d->policy, true);

@@ -1031,7 +1031,7 @@ static int pick_resolvers(struct lyhd *d, struct rpc_call *call, const Lianyaohu
 
 /* The domain allowlist, canonical, into the spec. */
 static int pick_domains(struct rpc_call *call, const Lianyaohu__V1__RunRequest *r,
-                        struct session *s) {
+                        const struct policy *pol, struct session *s) {
     if (r->n_allow_domains > GSPEC_MAX_DOMAINS)
         return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
                     "too many allowed domains (%zu; at most %d)", r->n_allow_domains,
@@ -1041,6 +1041,11 @@ static int pick_domains(struct rpc_call *call, const Lianyaohu__V1__RunRequest *
         if (dn_pattern_check(r->allow_domains[i], canon, why, sizeof(why)) < 0)
             return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "--allow-domain '%s': %s",
                         r->allow_domains[i], why);
+        if (!policy_domain_pattern_ok(pol, canon))
+            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                        "policy: --allow-domain '%s' is outside the names the admin allows "
+                        "(allowed_domains, policy version %llu; `lyh policy get` shows them)",
+                        canon, (unsigned long long)pol->version);
         bool dup = false;
         const char *p = s->spec.domains;
         for (size_t k = 0; k < s->spec.n_domains && !dup; k++, p += strlen(p) + 1)
@@ -1051,6 +1056,10 @@ static int pick_domains(struct rpc_call *call, const Lianyaohu__V1__RunRequest *
                         "with '*.' instead of many names",
                         GSPEC_DOMAIN_BYTES);
     }
+    /* Under a ceiling, a session that names no domains gets the ceiling */
+    for (size_t i = 0; r->n_allow_domains == 0 && i < pol->n_domain_ceiling; i++)
+        if (gspec_add_domain(&s->spec, pol->domain_ceiling[i]) < 0)
+            return fail(call, LIANYAOHU__V1__CODE__INTERNAL, "the policy's domains do not fit");
     return 0;
 }
 
@@ -1220,7 +1229,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         if (s->row.chain[0] && d->guard->base.dns) {
             char source[80];
             if (pick_resolvers(d, call, r, s, source, sizeof(source)) < 0 ||
-                pick_domains(call, r, s) < 0)
+                pick_domains(call, r, pol, s) < 0)
                 goto out;
             s->wants_dns = true;
             /* its port goes into the spec, and so into the rules; for a
@@ -1235,11 +1244,11 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                     goto out;
                 }
             }
-        } else if (r->n_allow_domains) {
+        } else if (r->n_allow_domains || pol->n_domain_ceiling) {
             rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
-                     "--allow-domain: lyhd cannot forward this session's DNS here, so it cannot "
-                     "enforce a domain allowlist (it needs cgroup v2 and nftables NAT; see `lyh "
-                     "doctor`)");
+                     "a domain allowlist (--allow-domain, or the admin's allowed_domains) needs "
+                     "lyhd to forward the session's DNS, which it cannot do here (it needs cgroup "
+                     "v2 and nftables NAT; see `lyh doctor`)");
             goto out;
         } else if (r->n_dns) {
             rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,

@@ -18,6 +18,10 @@
 #      "dns=none"), allowed flows' records carry their name, two sessions'
 #      sets are disjoint, and after TTL + grace a new connect is refused while
 #      an open one goes on
+#   7. the admin policy: allowed_domains is a ceiling (a name outside it is
+#      refused; without --allow-domain a session gets the ceiling),
+#      always_deny_domains wins, and a running session follows a change at
+#      once (what only a now-denied name opened leaves its set)
 #
 # usage: dns.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Safety: everything happens in the namespaces lib.sh makes.
@@ -294,6 +298,41 @@ t_check "6c: its record says the mapping expired" \
     eval 'grep "11.77.1.152" <<<"$aud" | grep -q "dns=expired"'
 t_check "6: no set of an ended session is left" \
     eval '! lyh_nft list sets inet lianyaohu 2>/dev/null | grep -Eq "a[46]-"'
+
+# ---- 7. the admin policy -----------------------------------------------------------------
+echo "# 7. the admin policy"
+policy_set() { # TOML: as root (an admin), through the daemon
+    printf '%s\n' "$1" >"$LYH_TMP/pol.toml"
+    lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/pol.toml" >/dev/null 2>&1
+}
+policy_set 'allowed_domains = ["*.allowed.test"]
+always_deny_domains = ["n9.allowed.test"]' || t_fail "7: policy set" "refused"
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 --allow-domain exact.test -- /bin/true)
+t_check "7: a name outside the ceiling is refused (125, says why)" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "outside the names the admin allows" <<<"$res"'
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 conn.py conn n3.allowed.test \
+    res exact.test res n9.allowed.test direct 11.77.1.9)
+echo "$res" | sed 's/^/    /'
+t_check "7: without --allow-domain the session gets the ceiling" \
+    eval 'grep -qx "conn n3.allowed.test ok" <<<"$res" && grep -qx "res exact.test gaierror" <<<"$res"'
+t_check "7: always_deny_domains wins over the allowlist" grep -qx "res n9.allowed.test gaierror" <<<"$res"
+t_check "7: ... and its address stays closed" grep -qx "direct 11.77.1.9 refused" <<<"$res"
+policy_set 'allowed_domains = ["*.allowed.test"]' || t_fail "7: policy set (2)" "refused"
+rm -f "$LYH_TMP/go"
+(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 conn.py conn n20.allowed.test \
+    sleep 4 direct 11.77.1.20 res n20.allowed.test conn n21.allowed.test >"$LYH_TMP/live.out") &
+LIVE=$!
+lyh_wait_until 15 grep -q "conn n20.allowed.test" "$LYH_TMP/live.out"
+policy_set 'allowed_domains = ["*.allowed.test"]
+always_deny_domains = ["n20.allowed.test"]' || t_fail "7: policy set (3)" "refused"
+wait "$LIVE"
+sed 's/^/    /' "$LYH_TMP/live.out"
+t_check "7: a running session reached n20 before the change" grep -qx "conn n20.allowed.test ok" "$LYH_TMP/live.out"
+t_check "7: after it, a new connect to n20's address is refused" \
+    grep -qx "direct 11.77.1.20 refused" "$LYH_TMP/live.out"
+t_check "7: ... and n20 no longer resolves" grep -qx "res n20.allowed.test gaierror" "$LYH_TMP/live.out"
+t_check "7: ... while other allowed names still work" grep -qx "conn n21.allowed.test ok" "$LYH_TMP/live.out"
+policy_set '' || t_fail "7: policy back to the default" "refused"
 
 lyh_daemon_stop
 lyh_daemon_check_log
