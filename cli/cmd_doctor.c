@@ -23,6 +23,7 @@
 
 #include <pb_encode.h>
 
+#include "platform/linux/dns_config.h"
 #include "cli/cli.h"
 #include "common/dest_rule.h"
 #include "common/lyh_limits.h"
@@ -382,65 +383,65 @@ static int source_for(int family, const void *dst, void *ret_src) {
     return r;
 }
 
+struct routed_one {
+    const struct vpn_if *v;
+};
+
+/* Would the kernel send to addr out of this VPN interface (the source address
+ * it picks is one of the interface's)? */
+static bool routed_via_one(int family, const uint8_t *addr, void *ud) {
+    const struct routed_one *ro = ud;
+    const char *via = NULL;
+    uint8_t src[16];
+    return source_for(family, addr, src) == 0 && addr_on_vpn(ro->v, 1, family, src, &via);
+}
+
+/* Every DNS query of a session goes to lyhd, which asks the VPN interface's
+ * resolver through it: say, per VPN interface, which resolver a launch will
+ * find (the same search as lyhd's), or that it will refuse. */
 static void check_resolver(struct doctor *dr, const struct vpn_if *v, size_t nv) {
-    FILE *f = fopen("/etc/resolv.conf", "re");
-    char line[256], detail[480] = "";
-    size_t used = 0, n = 0;
-    int status = ST_OK;
+    char detail[900] = "";
+    size_t used = 0, missing = 0;
     const char *fix = NULL;
 
-    if (!f) {
-        add(dr, "resolver", ST_WARN, "configure a resolver (the VPN's DNS server)",
-            "cannot read /etc/resolv.conf: %s", strerror(errno));
-        return;
-    }
-    while (fgets(line, sizeof(line), f) && n < DOCTOR_MAX_NS) {
-        char ns[INET6_ADDRSTRLEN + 16], what[160];
-        uint8_t a[16], src[16];
-        struct dr_rule rule;
-        int family;
-        if (sscanf(line, " nameserver %61s", ns) != 1)
+    for (size_t i = 0; i < nv; i++) {
+        struct nftr_dest res[DNSCFG_MAX];
+        struct routed_one ro = {.v = &v[i]};
+        char source[80] = "", what[400], list[200] = "";
+        size_t n = 0;
+        unsigned ifindex = if_nametoindex(v[i].name);
+        if (!v[i].up || !v[i].addressed)
             continue;
-        char *pct = strchr(ns, '%'); /* fe80::1%eth0 */
-        if (pct)
-            *pct = '\0';
-        if (inet_pton(AF_INET, ns, a) == 1)
-            family = AF_INET;
-        else if (inet_pton(AF_INET6, ns, a) == 1)
-            family = AF_INET6;
-        else
-            continue;
-        n++;
-        const char *via = NULL;
-        if ((family == AF_INET && a[0] == 127) ||
-            (family == AF_INET6 && IN6_IS_ADDR_LOOPBACK((struct in6_addr *)(void *)a))) {
-            snprintf(what, sizeof(what), "%s loopback (reachable from a session; its upstream "
-                                         "may be the LAN)", ns);
-            status = status > ST_WARN ? status : ST_WARN;
-            fix = "make the local resolver forward to the VPN's DNS server (resolvectl dns "
-                  "IFACE ADDR)";
-        } else if (dr_parse(ns, &rule, NULL, 0) == 0 && dr_in_blocked_ranges(&rule)) {
-            /* The same ranges the session's firewall refuses (after loopback). */
-            snprintf(what, sizeof(what), "%s in a LAN/reserved range (refused in sessions)", ns);
-            status = ST_WARN;
-            fix = "use the VPN's DNS server, or reopen this one with --lan-allow ADDR:53";
-        } else if (source_for(family, a, src) == 0 && addr_on_vpn(v, nv, family, src, &via)) {
-            snprintf(what, sizeof(what), "%s routed via %s (reachable from a session)", ns, via);
-        } else {
-            snprintf(what, sizeof(what), "%s not routed via a VPN (a session cannot reach it)", ns);
-            status = ST_WARN;
-            fix = "use the VPN's DNS server (one routed through the VPN)";
+        if (ifindex == 0 || dnscfg_system(v[i].name, (int)ifindex, "/etc/resolv.conf",
+                                          routed_via_one, &ro, res, &n, source,
+                                          sizeof(source)) < 0)
+            n = 0;
+        for (size_t k = 0; k < n; k++) {
+            char a[INET6_ADDRSTRLEN];
+            size_t l = strlen(list);
+            if (inet_ntop(res[k].family, res[k].addr, a, sizeof(a)))
+                snprintf(list + l, sizeof(list) - l, "%s%s", l ? " " : "", a);
+        }
+        if (n)
+            snprintf(what, sizeof(what), "%.16s: lyhd asks %.200s (from %.80s) through it",
+                     v[i].name, list, source);
+        else {
+            snprintf(what, sizeof(what), "%.16s: no resolver known, `lyh run --vpn %.16s` refuses",
+                     v[i].name, v[i].name);
+            missing++;
         }
         int k = snprintf(detail + used, sizeof(detail) - used, "%s%s", used ? "; " : "", what);
         if (k > 0 && (size_t)k < sizeof(detail) - used)
             used += (size_t)k;
     }
-    fclose(f);
-    if (n == 0)
-        add(dr, "resolver", ST_WARN, "configure a resolver (the VPN's DNS server)",
-            "/etc/resolv.conf names no nameserver");
+    if (missing)
+        fix = "name the VPN's DNS server: lyh run --dns ADDRESS, or dns = [\"ADDRESS\"] under "
+              "[network] in your config (a private address inside the tunnel works)";
+    if (used == 0)
+        add(dr, "resolver", ST_WARN, "bring a VPN interface up (each needs a known resolver)",
+            "no VPN interface is up to resolve through");
     else
-        add(dr, "resolver", status, fix, "%s", detail);
+        add(dr, "resolver", missing ? ST_WARN : ST_OK, fix, "%s", detail);
 }
 
 /* ---- output ---------------------------------------------------------------------- */

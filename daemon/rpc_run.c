@@ -47,6 +47,7 @@
 #include "daemon/session.h"
 #include "platform/linux/cgroup.h"
 #include "platform/linux/dns_config.h"
+#include "platform/linux/route.h"
 #include "platform/linux/fsutil.h"
 #include "platform/linux/landlock.h"
 #include "platform/linux/nft.h"
@@ -988,6 +989,17 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
     p->s = NULL;
 }
 
+struct routed_via {
+    struct route_sock *rs;
+    int ifindex;
+};
+
+static bool routed_via(int family, const uint8_t *addr, void *ud) {
+    const struct routed_via *rv = ud;
+    int oif = 0;
+    return route_get_oif(rv->rs, family, addr, &oif) == 0 && oif == rv->ifindex;
+}
+
 /* The resolvers of a session whose DNS lyhd forwards: the request's (the
  * user's --dns / network.dns), else what the system says about the
  * interface. None: refused, with the fix. */
@@ -1016,7 +1028,8 @@ static int pick_resolvers(struct lyhd *d, struct rpc_call *call, const Lianyaohu
     }
     unsigned ifindex = if_nametoindex(g->iface);
     size_t n = 0;
-    if (ifindex == 0 || dnscfg_system(g->iface, (int)ifindex, d->cfg.resolv_conf, d->guard->route,
+    struct routed_via rv = {.rs = d->guard->route, .ifindex = (int)ifindex};
+    if (ifindex == 0 || dnscfg_system(g->iface, (int)ifindex, d->cfg.resolv_conf, routed_via, &rv,
                                       g->resolvers, &n, source, sourcelen) < 0 ||
         n == 0)
         return fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,

@@ -13,6 +13,7 @@
 #include "daemon/dns_fwd.h"
 #include "daemon/session.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
@@ -429,8 +430,8 @@ static void send_started(struct session *s) {
     Lianyaohu__V1__RunStarted st = LIANYAOHU__V1__RUN_STARTED__INIT;
     Lianyaohu__V1__RunEvent ev = LIANYAOHU__V1__RUN_EVENT__INIT;
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
-    char *notes[5];
-    char v6[160], ll[300], ls[300], sk[1300];
+    char *notes[6];
+    char v6[160], ll[300], ls[300], sk[1300], dn[400];
     size_t n = 0;
 
     if (!s->call)
@@ -463,6 +464,23 @@ static void send_started(struct session *s) {
     }
     if (s->path_note[0])
         notes[n++] = s->path_note;
+    if (s->dns) {
+        char res[200] = "";
+        for (size_t i = 0; i < s->spec.n_resolvers; i++) {
+            char a[INET6_ADDRSTRLEN];
+            size_t l = strlen(res);
+            if (inet_ntop(s->spec.resolvers[i].family, s->spec.resolvers[i].addr, a, sizeof(a)))
+                snprintf(res + l, sizeof(res) - l, "%s%s", l ? ", " : "", a);
+        }
+        int k = snprintf(dn, sizeof(dn), "DNS: lyhd answers the agent's queries, asking %s through %s",
+                         res, s->row.interface);
+        if (s->spec.n_domains && k > 0 && (size_t)k < sizeof(dn))
+            snprintf(dn + k, sizeof(dn) - (size_t)k,
+                     "; only %zu allowed name%s resolve, and on the VPN the agent reaches only "
+                     "what they resolved to",
+                     s->spec.n_domains, s->spec.n_domains == 1 ? "" : "s");
+        notes[n++] = dn;
+    }
     if (s->sockets[0]) {
         snprintf(sk, sizeof(sk),
                  "the agent can reach these sockets of yours (--allow-socket), and what listens "

@@ -13,7 +13,6 @@
 
 #include "common/dns_addr.h"
 #include "common/macros.h"
-#include "platform/linux/route.h"
 
 int dnscfg_parse_addr(const char *text, struct nftr_dest *ret) {
     struct nftr_dest d = {.family = AF_INET};
@@ -139,8 +138,8 @@ static size_t from_resolvconf(const char *dir, const char *iface, struct nftr_de
     return n;
 }
 
-int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, struct route_sock *rs,
-                  struct nftr_dest out[static DNSCFG_MAX], size_t *ret_n, char *source,
+int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, dnscfg_routed_fn routed,
+                  void *ud, struct nftr_dest out[static DNSCFG_MAX], size_t *ret_n, char *source,
                   size_t sourcelen) {
     char buf[16384], path[64];
     size_t n = 0;
@@ -164,11 +163,9 @@ int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, struc
     if (resolv_conf && read_small(AT_FDCWD, resolv_conf, buf, sizeof(buf)) == 0) {
         struct nftr_dest all[DNSCFG_MAX];
         size_t k = dnscfg_parse_resolv_conf(buf, all, DNSCFG_MAX);
-        for (size_t i = 0; i < k; i++) {
-            int oif = 0;
-            if (route_get_oif(rs, all[i].family, all[i].addr, &oif) == 0 && oif == ifindex)
+        for (size_t i = 0; i < k; i++)
+            if (routed(all[i].family, all[i].addr, ud))
                 n = add_unique(out, n, DNSCFG_MAX, &all[i]);
-        }
     }
     if (n)
         snprintf(source, sourcelen, "%s", resolv_conf);

@@ -11,17 +11,24 @@
  *   3. the nameservers of resolv.conf whose route goes through the interface
  *      (a resolver the routing table would send elsewhere, such as a LAN
  *      router or a loopback stub, is never taken: lyhd asks through the VPN).
- * The parsers are pure; dnscfg_system() does the reading. 0 or -errno. */
+ * The parsers are pure; dnscfg_system() does the reading. lyhd and lyh doctor
+ * share it (library lyh_dnscfg), so doctor says what a launch will find.
+ * 0 or -errno. */
 #ifndef LYH_PLATFORM_LINUX_DNS_CONFIG_H
 #define LYH_PLATFORM_LINUX_DNS_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "platform/linux/nft_render.h"
 
 #define DNSCFG_MAX 4
 
-struct route_sock;
+/* Does the routing table send packets to addr (family's length) through the
+ * interface? The caller's answer (lyhd asks rtnetlink; lyh doctor asks the
+ * kernel which source address it would use). */
+typedef bool (*dnscfg_routed_fn)(int family, const uint8_t *addr, void *ud);
 
 /* One resolver address, as text: an IPv4 or IPv6 literal (no port, no
  * scope), not unspecified, loopback, multicast or link-local (lyhd sends
@@ -43,8 +50,8 @@ size_t dnscfg_parse_resolved_link(const char *text, struct nftr_dest *out, size_
 /* Find the system's resolvers for iface (see above). resolv_conf: path of
  * resolv.conf. *ret_n = 0 when none is known; source says where they came
  * from ("systemd-resolved", "resolvconf", "/etc/resolv.conf"). */
-int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, struct route_sock *rs,
-                  struct nftr_dest out[static DNSCFG_MAX], size_t *ret_n, char *source,
+int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, dnscfg_routed_fn routed,
+                  void *ud, struct nftr_dest out[static DNSCFG_MAX], size_t *ret_n, char *source,
                   size_t sourcelen);
 
 #endif

@@ -41,6 +41,11 @@ done
 t_check "1: tun0 is listed as a VPN" grep -q 'tun0' <<<"$(jq -r '.checks[] | select(.name == "vpn") | .detail' <<<"$out")"
 t_check "1: the landlock check names the ABI" grep -qE '^ABI [0-9]+: ' <<<"$(jq -r '.checks[] | select(.name == "landlock") | .detail' <<<"$out")"
 t_check "1: the audit check gives the retention" grep -q 'retention 90 days' <<<"$(jq -r '.checks[] | select(.name == "audit") | .detail' <<<"$out")"
+rdet=$(jq -r '.checks[] | select(.name == "resolver") | .detail' <<<"$out")
+rst=$(jq -r '.checks[] | select(.name == "resolver") | .status' <<<"$out")
+t_check "1: the resolver check says what lyhd will ask for tun0 ($rst: $rdet)" \
+    eval '{ [ "$rst" = ok ] && grep -q "tun0: lyhd asks " <<<"$rdet"; } ||
+          { [ "$rst" = warn ] && grep -q "tun0: no resolver known" <<<"$rdet"; }'
 t_eq "1: every check has a detail" "$(jq '[.checks[] | select(.detail == "")] | length' <<<"$out")" 0
 t_eq "1: every warn or fail says what to do" "$(jq '[.checks[] | select(.status != "ok" and .fix == "")] | length' <<<"$out")" 0
 t_eq "1: no session was started" "$(lyh_live_rows)" 0
