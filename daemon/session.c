@@ -476,9 +476,10 @@ static void send_started(struct session *s) {
                          res, s->row.interface);
         if (s->spec.n_domains && k > 0 && (size_t)k < sizeof(dn))
             snprintf(dn + k, sizeof(dn) - (size_t)k,
-                     "; only %zu allowed name%s resolve, and on the VPN the agent reaches only "
-                     "what they resolved to",
-                     s->spec.n_domains, s->spec.n_domains == 1 ? "" : "s");
+                     "; only the allowed name%s (%zu) resolve%s, and on the VPN the agent reaches "
+                     "only what they resolved to",
+                     s->spec.n_domains == 1 ? "" : "s", s->spec.n_domains,
+                     s->spec.n_domains == 1 ? "s" : "");
         notes[n++] = dn;
     }
     if (s->sockets[0]) {
