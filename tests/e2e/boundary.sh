@@ -624,12 +624,12 @@ if lyh_user_create "lyhtb$$"; then
     install -d -m 0755 "$SHARE" && install -d -o "${B_VARS[1]}" -g "${B_VARS[2]}" -m 0755 "$SHARE/b"
     outb=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --writable "$SHARE/b" -- \
         sh -c "umask 007; echo secret >$SHARE/b/s660; chmod 640 $SHARE/b/s660; cp $SHARE/b/s660 $SHARE/b/s640; id -g" </dev/null 2>&1)
-    B_AGENT=$(tail -n 1 <<<"$outb")
+    B_AGENT=$(grep -E "^[0-9]+$" <<<"$outb" | tail -n 1) # lyh's notes share the output
     as_user "${A_VARS[@]}"
     chmod 660 "$SHARE/b/s660"
     outa=$(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --read-only "$SHARE/b" -- \
         sh -c "cat $SHARE/b/s640 2>&1; echo more >>$SHARE/b/s660 2>&1; cat $SHARE/b/s660 2>&1; id -g" </dev/null 2>&1)
-    A_AGENT=$(tail -n 1 <<<"$outa")
+    A_AGENT=$(grep -E "^[0-9]+$" <<<"$outa" | tail -n 1)
     echo "$outa" | sed 's/^/#   A: /'
     t_check "7: B's agent has a guard gid of B's own ($B_AGENT)" lyh_user_guard_gid "$B_AGENT"
     t_check "7: A's agent has another one ($A_AGENT)" eval 'lyh_user_guard_gid "$A_AGENT" && [ "$A_AGENT" != "$B_AGENT" ]'

@@ -285,7 +285,7 @@ t_eq "works: exit code 7 propagates" "$RC" 7
 run_cmd -- "$PROBE" killself 15
 t_eq "works: death by SIGTERM gives 143" "$RC" 143
 run_cmd -- sh -c 'id -g; sleep 0.1'
-AGENT_GID=$(tail -n 1 <<<"$OUT")
+AGENT_GID=$(grep -E "^[0-9]+$" <<<"$OUT" | tail -n 1) # lyh's notes share the output
 t_check "env: id -g is a guard gid of the user's own ($AGENT_GID, above the base $LYH_GUARD_GID)" \
     lyh_user_guard_gid "$AGENT_GID"
 # An agent that exits at once: the daemon's Started and Exited frames then
