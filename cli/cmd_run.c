@@ -32,7 +32,7 @@
 extern char **environ;
 
 #define RUN_MAX_ENV 128
-#define RUN_MAX_FLAG_LIST 64 /* per list option; the request's own bounds apply later */
+#define RUN_MAX_FLAG_LIST 128 /* per list option; the request's own bounds apply later */
 
 struct run_opts {
     const char *vpn;

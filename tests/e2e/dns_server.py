@@ -73,7 +73,10 @@ def serve_udp():
     s.bind((addr, port))
     while True:
         q, peer = s.recvfrom(4096)
-        r = answer(q)
+        try:
+            r = answer(q)
+        except Exception:  # a query it cannot answer: none, and go on
+            r = None
         if r:
             s.sendto(r, peer)
 
