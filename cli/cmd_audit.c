@@ -19,6 +19,7 @@
 
 #include "cli/audit_fmt.h"
 #include "cli/cli.h"
+#include "common/dns_name.h"
 #include "common/macros.h"
 
 /* Declared here and in main.c until cli.h carries them (not this file's to
@@ -45,6 +46,7 @@ enum {
     OPT_JSON = 1u << 10,
     OPT_CSV = 1u << 11,
     OPT_HELP = 1u << 12,
+    OPT_NAME = 1u << 13,
 };
 #define OPT_FILTERS                                                                           \
     (OPT_SINCE | OPT_UNTIL | OPT_SESSION | OPT_UID | OPT_VERDICT | OPT_DST | OPT_PORT |      \
@@ -56,6 +58,7 @@ struct audit_opts {
     lianyaohu_v1_AuditQueryRequest q; /* the filter as sent */
     unsigned given;                   /* OPT_* seen */
     enum out_format out;
+    char name[DNS_PATTERN_MAX];       /* --name: canonical pattern, "" none */
 };
 
 struct sub {
@@ -81,6 +84,9 @@ static const struct {
     {OPT_PORT, "  --port N[-M]          destination port or range (1-65535)\n"},
     {OPT_PROTO, "  --proto P             tcp, udp, icmp, icmpv6, sctp, udplite or 1-255\n"},
     {OPT_KIND, "  --kind K              flow, session, policy, request, gap, guard or dns\n"},
+    {OPT_NAME, "  --name NAME|*.NAME    DNS queries of that name and flows to what it resolved\n"
+               "                        to (applied by lyh to what lyhd sends: with --limit, the\n"
+               "                        newest N records before this filter)\n"},
     {OPT_LIMIT, "  --limit N             only the newest N matching records (oldest first)\n"},
     {OPT_JSON, "  --json                JSON Lines, one object per record\n"},
     {OPT_CSV, "  --csv                 CSV (RFC 4180) with a header row\n"},
@@ -98,10 +104,10 @@ static int run_summary(struct cli *cli, struct audit_opts *o);
 static int run_export(struct cli *cli, struct audit_opts *o);
 
 static const struct sub subs[] = {
-    {"query", OPT_FILTERS | OPT_LIMIT | OPT_JSON | OPT_CSV | OPT_HELP, run_query,
+    {"query", OPT_FILTERS | OPT_NAME | OPT_LIMIT | OPT_JSON | OPT_CSV | OPT_HELP, run_query,
      "lyh audit query [FILTERS] [--limit N] [--json|--csv]",
      "Print the audit records that match, oldest first (all of them without --limit).\n"},
-    {"follow", (OPT_FILTERS & ~OPT_UNTIL) | OPT_LIMIT | OPT_JSON | OPT_HELP, run_follow,
+    {"follow", (OPT_FILTERS & ~OPT_UNTIL) | OPT_NAME | OPT_LIMIT | OPT_JSON | OPT_HELP, run_follow,
      "lyh audit follow [FILTERS] [--limit N] [--json]",
      "Print the newest matching records (10; with --since all since then; --limit N: N;\n"
      "--limit 0: none), then each new one as it is logged, until interrupted (Ctrl-C).\n"},
@@ -186,6 +192,7 @@ static int parse_opts(struct cli *cli, const struct sub *s, int argc, char **arg
         {{"port", required_argument, NULL, 0}, OPT_PORT},
         {{"proto", required_argument, NULL, 0}, OPT_PROTO},
         {{"kind", required_argument, NULL, 0}, OPT_KIND},
+        {{"name", required_argument, NULL, 0}, OPT_NAME},
         {{"limit", required_argument, NULL, 0}, OPT_LIMIT},
         {{"json", no_argument, NULL, 0}, OPT_JSON},
         {{"csv", no_argument, NULL, 0}, OPT_CSV},
@@ -262,6 +269,7 @@ static int parse_opts(struct cli *cli, const struct sub *s, int argc, char **arg
         case OPT_PORT: r = audit_fmt_parse_port(optarg, &port_min, &port_max, why, sizeof(why)); break;
         case OPT_PROTO: r = audit_fmt_parse_proto(optarg, &o->q.protocol, why, sizeof(why)); break;
         case OPT_KIND: r = audit_fmt_parse_kind(optarg, &o->q.kind, why, sizeof(why)); break;
+        case OPT_NAME: r = dn_pattern_check(optarg, o->name, why, sizeof(why)); break;
         case OPT_LIMIT:
             /* follow --limit 0: no backlog, only what is logged from now on. */
             if (s->run == run_follow && strcmp(optarg, "0") == 0)
@@ -384,15 +392,37 @@ static int audit_call(struct cli *cli, const char *sub, lianyaohu_v1_Request *re
 struct printer {
     struct cli *cli;
     const char *sub;
+    const char *name; /* --name pattern, NULL: all */
     enum out_format out;
     bool flush; /* after each line (follow) */
     uint64_t n;
     char line[AUDIT_FMT_LINE_MAX];
 };
 
+/* Does one of the names in ev's detail (a dns record's name=, a flow's
+ * names=a,b) match the pattern? */
+static bool event_has_name(const lianyaohu_v1_AuditEvent *ev, const char *pattern) {
+    char d[sizeof(ev->detail)];
+    snprintf(d, sizeof(d), "%s", ev->detail);
+    for (char *save = NULL, *kv = strtok_r(d, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
+        char *v = NULL;
+        if (strncmp(kv, "name=", 5) == 0)
+            v = kv + 5;
+        else if (strncmp(kv, "names=", 6) == 0)
+            v = kv + 6;
+        for (char *s2 = NULL, *n = v ? strtok_r(v, ",", &s2) : NULL; n; n = strtok_r(NULL, ",", &s2))
+            if (dn_match(pattern, n))
+                return true;
+    }
+    return false;
+}
+
 static int print_event(const lianyaohu_v1_AuditEvent *ev, void *ud) {
     struct printer *p = ud;
     int r;
+
+    if (p->name && !event_has_name(ev, p->name))
+        return EXIT_OK;
 
     switch (p->out) {
     case OUT_JSON: r = audit_fmt_json_line(ev, p->line, sizeof(p->line)); break;
@@ -437,6 +467,7 @@ static int print_records(struct cli *cli, const char *sub, struct audit_opts *o,
         return EXIT_DAEMON_ERROR;
     p->cli = cli;
     p->sub = sub;
+    p->name = o->name[0] ? o->name : NULL;
     p->out = o->out;
     p->flush = follow;
     if (follow) {

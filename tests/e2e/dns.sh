@@ -269,6 +269,12 @@ t_check "6: a private answer is dropped, the public one kept" \
     eval 'grep -qx "res priv.allowed.test \[.11.77.1.151.\]" <<<"$res" && grep -qx "conn priv.allowed.test ok" <<<"$res"'
 aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --kind flow --verdict allowed 2>&1)
 t_check "6: an allowed flow's record carries its name" grep -q "n7.allowed.test" <<<"$aud"
+aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --name n7.allowed.test 2>&1)
+t_check "6: audit query --name finds the query and the flow of that name, nothing else" \
+    eval 'grep -q " dns .*name=n7.allowed.test" <<<"$aud" && grep -q " flow .*names=n7.allowed.test" <<<"$aud" && ! grep -q "n8.allowed" <<<"$aud"'
+aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --name "*.allowed.test" --kind dns 2>&1)
+t_check "6: ... and a wildcard, all the zone's queries" \
+    eval '[ "$(grep -c "name=n[0-9]*.allowed.test" <<<"$aud")" -ge 100 ]'
 aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --kind flow --verdict denied 2>&1)
 echo "$aud" | grep "11.77" | head -5 | sed 's/^/    /'
 t_check "6: the refused one says no name resolved to it" \
