@@ -1213,6 +1213,19 @@ int audit_fmt_monitor_line_ctx(const lianyaohu_v1_AuditEvent *ev,
     } else if (detail_value(ev->detail, "why", given, sizeof(given)) ||
                detail_value(ev->detail, "reason", given, sizeof(given))) {
         sb_safe(&s, given);
+    } else if (detail_value(ev->detail, "dns", given, sizeof(given)) &&
+               strcmp(given, "none") == 0) {
+        sb_puts(&s, "no allowed name resolved to it in this session");
+    } else if (detail_value(ev->detail, "dns", given, sizeof(given)) &&
+               strcmp(given, "expired") == 0) {
+        char names[200] = "", ago[32] = "";
+        detail_value(ev->detail, "names", names, sizeof(names));
+        detail_value(ev->detail, "expired_s_ago", ago, sizeof(ago));
+        sb_puts(&s, "the mapping for ");
+        sb_safe(&s, names);
+        sb_puts(&s, " expired ");
+        sb_safe(&s, ago);
+        sb_puts(&s, " s ago");
     } else if (ctx && ctx->ipv6_blocked && ev->dst_addr.size == 16) {
         sb_puts(&s, "IPv6 blocked");
     } else if (ctx && ctx->vpn && ev->interface[0] && strcmp(ctx->vpn, ev->interface) != 0) {

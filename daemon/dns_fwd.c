@@ -252,7 +252,9 @@ void dns_fwd_flow_note(struct dns_fwd *f, int family, const uint8_t *addr, char 
     const struct dns_map *m = map_find(f, family, addr);
     uint64_t now = lyhd_mono_ms();
     if (!m) {
-        audit_kv(buf, len, "dns", "none"); /* no name of this session resolved to it */
+        /* with an allowlist, why a new flow to it was refused */
+        if (f->s->spec.n_domains)
+            audit_kv(buf, len, "dns", "none"); /* no name of this session resolved to it */
         return;
     }
     if (m->expiry_ms > now || !f->s->spec.n_domains) {

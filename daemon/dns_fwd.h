@@ -31,9 +31,9 @@ int dns_fwd_start(struct lyhd *d, struct session *s, char *why, size_t whylen);
 void dns_fwd_free(struct dns_fwd *f);
 
 /* For a flow record of the session to addr: "names=a.example,b.example"
- * (what resolved to it for the session), "dns=expired names=... expired_s_ago=N"
- * (with an allowlist, its set element is gone), "dns=none" (no name did), or
- * "" without a forwarder. buf holds len bytes. */
+ * (what resolved to it for the session), and with an allowlist
+ * "dns=expired names=... expired_s_ago=N" (its set element is gone) or
+ * "dns=none" (no name did); else "". buf holds len bytes. */
 void dns_fwd_flow_note(struct dns_fwd *f, int family, const uint8_t *addr, char *buf,
                        size_t len);
 

@@ -750,6 +750,32 @@ static void test_local_time(void **state) {
     set_tz("UTC");
 }
 
+/* A refusal in a session with a domain allowlist: the monitor says why, from
+ * the flow's detail; the table line carries the detail. */
+static void test_monitor_dns_reasons(void **state) {
+    (void)state;
+    static char buf[AUDIT_FMT_LINE_MAX];
+    _cleanup_free_ lianyaohu_v1_AuditEvent *e = flow_v4();
+
+    set_addr(&e->dst_addr, 4, (const uint8_t[]){11, 77, 1, 5});
+    e->protocol = 6;
+    e->dst_port = 443;
+    strcpy(e->interface, "tun0");
+    strcpy(e->detail, "dns=none");
+    assert_int_equal(audit_fmt_monitor_line(e, buf, sizeof(buf)), 0);
+    assert_non_null(strstr(buf, "(no allowed name resolved to it in this session)"));
+    strcpy(e->detail, "dns=expired names=api.example.com expired_s_ago=12");
+    assert_int_equal(audit_fmt_monitor_line(e, buf, sizeof(buf)), 0);
+    assert_non_null(strstr(buf, "(the mapping for api.example.com expired 12 s ago)"));
+    assert_int_equal(audit_fmt_table_line(e, buf, sizeof(buf)), 0);
+    assert_non_null(strstr(buf, "tun0  dns=expired names=api.example.com expired_s_ago=12"));
+    /* a LAN address keeps its own reason */
+    set_addr(&e->dst_addr, 4, (const uint8_t[]){192, 168, 1, 5});
+    strcpy(e->detail, "dns=none");
+    assert_int_equal(audit_fmt_monitor_line(e, buf, sizeof(buf)), 0);
+    assert_null(strstr(buf, "no allowed name"));
+}
+
 /* ---- JSON read back ------------------------------------------------------------------- */
 
 /* A strict reader for the flat objects we write: string, unsigned number and
@@ -1403,6 +1429,7 @@ int main(void) {
         cmocka_unit_test(test_golden),
         cmocka_unit_test(test_table_columns),
         cmocka_unit_test(test_local_time),
+        cmocka_unit_test(test_monitor_dns_reasons),
         cmocka_unit_test(test_json_read_back),
         cmocka_unit_test(test_csv_read_back),
         cmocka_unit_test(test_bounds),
