@@ -46,6 +46,11 @@
 #define DNS_FWD_TRIES       3
 #define DNS_FWD_PORT_TRIES  16
 #define DNS_FWD_MAPS        4096
+/* audit records per session: 500/s, bursts of 2000; what is over is counted
+ * and said in one record (action "unrecorded") when recording resumes and at
+ * the end, so the log stays bounded and nothing vanishes silently */
+#define DNS_FWD_REC_RATE    500
+#define DNS_FWD_REC_BURST   2000
 #define DNS_MAP_NAMES       256
 
 struct dns_fwd;
@@ -56,6 +61,8 @@ struct dns_tcp {
     int fd;
     struct event *ev;
     struct event *ev_idle;
+    struct event *ev_next; /* the next buffered message, on a later loop turn */
+    bool dead;             /* to be closed on that turn (never freed under a caller) */
     uint8_t buf[2 + DNS_MSG_MAX];
     size_t have;
     bool busy; /* a query of it is in flight */
@@ -65,8 +72,11 @@ struct dns_tcp {
 struct dns_query_ctx {
     struct dns_fwd *f;
     struct dns_query q;
-    uint8_t raw[DNS_MSG_MAX]; /* the agent's query (its question is copied back) */
+    /* the agent's header and question (copied back into every reply); the
+     * rest of its query is not needed after parsing */
+    uint8_t raw[DNS_HEADER_BYTES + DNS_NAME_MAX + 6];
     size_t raw_len;
+    bool via_tcp;
     /* the reply goes to: a UDP peer on listener fd (udp_fd >= 0), or tcp */
     int udp_fd;
     struct sockaddr_storage peer;
@@ -88,10 +98,14 @@ struct dns_fwd {
     struct session *s;
     int udp[2], tcp[2]; /* v4, v6 (-1: none) */
     struct event *ev_udp[2], *ev_tcp[2];
+    struct event *ev_resume; /* accepting again after EMFILE */
     TAILQ_HEAD(, dns_query_ctx) queries;
     TAILQ_HEAD(, dns_tcp) clients;
     unsigned n_queries, n_clients;
     uint64_t n_dropped; /* queries refused at the in-flight bound */
+    uint64_t n_unrecorded; /* queries the record rate limit left out */
+    double rec_tokens;
+    uint64_t rec_ms;
     /* What names resolved to for this session: address -> names, expiry
      * (the kernel set element's, with an allowlist). DNS_FWD_MAPS at most;
      * when full, the entry that expired first goes. */
@@ -130,9 +144,43 @@ static socklen_t sockaddr_of(int family, const void *addr, uint16_t port,
 
 /* ---- replies ------------------------------------------------------------------------- */
 
+/* Say what the limits left out: queries not recorded, queries dropped at the
+ * in-flight bound. */
+static void record_gaps(struct dns_fwd *f) {
+    char kv[160] = "", n[24];
+    if (!f->n_unrecorded && !f->n_dropped)
+        return;
+    snprintf(n, sizeof(n), "%llu", (unsigned long long)f->n_unrecorded);
+    audit_kv(kv, sizeof(kv), "unrecorded", n);
+    snprintf(n, sizeof(n), "%llu", (unsigned long long)f->n_dropped);
+    audit_kv(kv, sizeof(kv), "dropped_inflight", n);
+    audit_dns(f->d, f->s, false, "unrecorded", kv);
+    f->n_unrecorded = f->n_dropped = 0;
+}
+
+static bool record_allowed(struct dns_fwd *f) {
+    uint64_t now = lyhd_mono_ms();
+    if (f->rec_ms == 0)
+        f->rec_tokens = DNS_FWD_REC_BURST;
+    else
+        f->rec_tokens += (double)(now - f->rec_ms) * DNS_FWD_REC_RATE / 1000.0;
+    if (f->rec_tokens > DNS_FWD_REC_BURST)
+        f->rec_tokens = DNS_FWD_REC_BURST;
+    f->rec_ms = now;
+    if (f->rec_tokens < 1) {
+        f->n_unrecorded++;
+        return false;
+    }
+    f->rec_tokens -= 1;
+    record_gaps(f);
+    return true;
+}
+
 static void record(struct dns_query_ctx *c, const char *action, uint8_t rcode,
                    const struct dns_answer *a) {
     struct session *s = c->f->s;
+    if (!record_allowed(c->f))
+        return;
     char kv[1600] = "", tbuf[16], rc[24], addrs[1100] = "";
     const char *rcodes[] = {"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"};
 
@@ -155,7 +203,7 @@ static void record(struct dns_query_ctx *c, const char *action, uint8_t rcode,
     if (a && a->n_addrs)
         snprintf(rc, sizeof(rc), "%u", a->min_ttl > 9999999 ? 9999999 : a->min_ttl),
             audit_kv(kv, sizeof(kv), "ttl", rc);
-    audit_kv(kv, sizeof(kv), "via", c->tcp ? "tcp" : "udp");
+    audit_kv(kv, sizeof(kv), "via", c->via_tcp ? "tcp" : "udp");
     if (c->f->s->spec.n_resolvers && c->tries) {
         const struct nftr_dest *r = &s->spec.resolvers[c->resolver % s->spec.n_resolvers];
         char ab[INET6_ADDRSTRLEN];
@@ -183,10 +231,12 @@ static void send_reply(struct dns_query_ctx *c, const uint8_t *msg, size_t len) 
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
     ssize_t n = sendmsg(t->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
     c->tcp = NULL;
-    if (n != (ssize_t)(len + 2)) /* a client that does not read its answer is dropped */
-        tcp_free(t);
-    else
+    if (n != (ssize_t)(len + 2)) { /* a client that does not read its answer is dropped */
+        t->dead = true;
+        event_active(t->ev_next, EV_TIMEOUT, 0);
+    } else {
         tcp_done(t);
+    }
 }
 
 static void reply_empty(struct dns_query_ctx *c, uint8_t rcode, const char *action) {
@@ -560,8 +610,14 @@ static void handle(struct dns_fwd *f, const uint8_t *msg, size_t len, int udp_fd
     c->up_fd = -1;
     c->udp_fd = udp_fd;
     c->tcp = tcp;
-    memcpy(c->raw, msg, len);
-    c->raw_len = len;
+    size_t keep = DNS_HEADER_BYTES + q.question_len;
+    if (keep > sizeof(c->raw) || keep > len) { /* cannot be: the parser bounds a question */
+        free(c);
+        return;
+    }
+    memcpy(c->raw, msg, keep);
+    c->raw_len = keep;
+    c->via_tcp = tcp != NULL;
     if (peer) {
         c->peer = *peer;
         c->peer_len = peer_len;
@@ -625,6 +681,8 @@ static void tcp_free(struct dns_tcp *t) {
         event_free(t->ev);
     if (t->ev_idle)
         event_free(t->ev_idle);
+    if (t->ev_next)
+        event_free(t->ev_next);
     CLOSE_FD(t->fd);
     TAILQ_REMOVE(&t->f->clients, t, link);
     t->f->n_clients--;
@@ -644,7 +702,7 @@ static void on_tcp_idle(evutil_socket_t fd, short what, void *arg) {
 
 /* A whole message in the buffer and none in flight: handle it. */
 static void tcp_next(struct dns_tcp *t) {
-    if (t->busy || t->have < 2)
+    if (t->busy || t->dead || t->have < 2)
         return;
     size_t len = (size_t)t->buf[0] << 8 | t->buf[1];
     if (len < DNS_HEADER_BYTES) {
@@ -653,21 +711,36 @@ static void tcp_next(struct dns_tcp *t) {
     }
     if (t->have < 2 + len)
         return;
-    uint8_t msg[DNS_MSG_MAX];
-    memcpy(msg, t->buf + 2, len);
+    /* handle() copies what it keeps (the header and question), and it may
+     * answer at once and so come back here through tcp_done, which only
+     * schedules: parsed in place, consumed after */
+    handle(t->f, t->buf + 2, len, -1, NULL, 0, t);
     memmove(t->buf, t->buf + 2 + len, t->have - 2 - len);
     t->have -= 2 + len;
-    handle(t->f, msg, len, -1, NULL, 0, t);
 }
 
-/* Its query was answered (or dropped): read on. */
+static void on_tcp_next(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct dns_tcp *t = arg;
+    if (t->dead)
+        tcp_free(t);
+    else
+        tcp_next(t);
+}
+
+/* Its query was answered (or dropped): read on. The next buffered message is
+ * handled on a later turn of the loop, never from inside this answer (a
+ * client pipelining queries that are answered at once would otherwise nest
+ * one call per message). */
 static void tcp_done(struct dns_tcp *t) {
     t->busy = false;
+    if (t->dead)
+        return;
     if (event_add(t->ev, NULL) < 0) {
         tcp_free(t);
         return;
     }
-    tcp_next(t);
+    event_active(t->ev_next, EV_TIMEOUT, 0);
 }
 
 static void on_tcp_read(evutil_socket_t fd, short what, void *arg) {
@@ -690,8 +763,17 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg) {
     (void)what;
     struct dns_fwd *f = arg;
     int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            /* out of fds: stop accepting for a second instead of spinning */
+            for (int i = 0; i < 2; i++)
+                if (f->ev_tcp[i])
+                    event_del(f->ev_tcp[i]);
+            struct timeval tv = {1, 0};
+            evtimer_add(f->ev_resume, &tv);
+        }
         return;
+    }
     if (f->n_clients >= DNS_FWD_TCP_CLIENTS) {
         close(fd);
         return;
@@ -707,8 +789,10 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg) {
     f->n_clients++;
     t->ev = event_new(f->d->base, fd, EV_READ | EV_PERSIST, on_tcp_read, t);
     t->ev_idle = evtimer_new(f->d->base, on_tcp_idle, t);
+    t->ev_next = evtimer_new(f->d->base, on_tcp_next, t);
     struct timeval tv = {DNS_FWD_TCP_IDLE_MS / 1000, 0};
-    if (!t->ev || !t->ev_idle || event_add(t->ev, NULL) < 0 || evtimer_add(t->ev_idle, &tv) < 0)
+    if (!t->ev || !t->ev_idle || !t->ev_next || event_add(t->ev, NULL) < 0 ||
+        evtimer_add(t->ev_idle, &tv) < 0)
         tcp_free(t);
 }
 
@@ -726,8 +810,19 @@ static int bind_all(struct dns_fwd *f, uint16_t port, uint16_t *ret_port) {
             if (fd < 0)
                 return -errno;
             int one = 1;
+            uint32_t mark = NFTR_DNS_FWD_SOCKET_MARK;
             if (fam)
                 (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+            /* The mark (settable only with CAP_NET_ADMIN) is how chain input
+             * tells lyhd's forwarder from anyone else's socket at that port;
+             * the listener binds again past its own TIME_WAIT connections
+             * after a restart (UDP does not need it, and must not share). */
+            if (setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0 ||
+                (k && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)) {
+                int e = -errno;
+                close(fd);
+                return e;
+            }
             if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || (k && listen(fd, 16) < 0)) {
                 int e = -errno;
                 close(fd);
@@ -749,6 +844,14 @@ static int bind_all(struct dns_fwd *f, uint16_t port, uint16_t *ret_port) {
     return 0;
 }
 
+static void on_resume(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct dns_fwd *f = arg;
+    for (int i = 0; i < 2; i++)
+        if (f->ev_tcp[i])
+            event_add(f->ev_tcp[i], NULL);
+}
+
 static void close_all(struct dns_fwd *f) {
     for (int i = 0; i < 2; i++) {
         if (f->ev_udp[i])
@@ -764,11 +867,14 @@ static void close_all(struct dns_fwd *f) {
 void dns_fwd_free(struct dns_fwd *f) {
     if (!f)
         return;
+    record_gaps(f);
     while (!TAILQ_EMPTY(&f->queries))
         query_free(TAILQ_FIRST(&f->queries));
     while (!TAILQ_EMPTY(&f->clients))
         tcp_free(TAILQ_FIRST(&f->clients));
     close_all(f);
+    if (f->ev_resume)
+        event_free(f->ev_resume);
     free(f->maps);
     free(f);
 }
@@ -802,12 +908,17 @@ int dns_fwd_start(struct lyhd *d, struct session *s, char *why, size_t whylen) {
         r = bind_all(f, s->spec.dns_port, &port);
     }
     if (r < 0) {
-        snprintf(why, whylen, "cannot listen for the session's DNS queries%s%s: %s",
-                 s->spec.dns_port ? " on port " : "", s->spec.dns_port ? "its old port" : "",
-                 strerror(-r));
+        if (s->spec.dns_port)
+            snprintf(why, whylen, "cannot listen for the session's DNS queries on port %u again: %s",
+                     s->spec.dns_port, strerror(-r));
+        else
+            snprintf(why, whylen, "cannot listen for the session's DNS queries: %s", strerror(-r));
         dns_fwd_free(f);
         return r;
     }
+    f->ev_resume = evtimer_new(d->base, on_resume, f);
+    if (!f->ev_resume)
+        r = -ENOMEM;
     for (int i = 0; i < 2; i++) {
         if (f->udp[i] >= 0) {
             f->ev_udp[i] = event_new(d->base, f->udp[i], EV_READ | EV_PERSIST, on_udp, f);

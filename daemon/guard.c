@@ -563,8 +563,16 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
         /* Its DNS forwarder listens again at the port its rules name. */
         if (own && s->spec.dns_port && d->guard->base.dns) {
             char w[256];
-            if (dns_fwd_start(d, s, w, sizeof(w)) < 0)
-                log_error("session '%s': %s; its agent cannot resolve names now", row->id, w);
+            if (dns_fwd_start(d, s, w, sizeof(w)) < 0) {
+                /* Whoever holds the port now gets nothing (chain input lets
+                 * the session's DNS land on lyhd's sockets only); its DNS
+                 * flows are no longer rewritten either: port 53 is closed to
+                 * it, it resolves nothing. */
+                int k = nft_session_dns_del(d->guard->nft, row->cgroup_id);
+                log_error("session '%s': %s; its agent cannot resolve names now%s", row->id, w,
+                          k < 0 && k != -ENOENT ? " (and its DNS redirection could not be removed)"
+                                                : "");
+            }
         }
         if (main_alive) {
             s->pid = (pid_t)row->pid;

@@ -1020,6 +1020,16 @@ static int pick_resolvers(struct lyhd *d, struct rpc_call *call, const Lianyaohu
                         "loopback, link-local or multicast)",
                         r->dns[i]);
         d0->prefix_len = d0->family == AF_INET ? 32 : 128;
+        /* one of this machine's own addresses (tun0's, say) is answered by
+         * whatever listens here, not by the VPN's resolver */
+        int oif = 0;
+        unsigned lo = if_nametoindex("lo");
+        if (route_get_oif(d->guard->route, d0->family, d0->addr, &oif) == 0 && lo &&
+            oif == (int)lo)
+            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                        "--dns '%s' is an address of this machine: lyhd would ask a service "
+                        "here, not the VPN's resolver; name the resolver beyond the VPN",
+                        r->dns[i]);
         g->n_resolvers++;
     }
     if (g->n_resolvers) {

@@ -98,9 +98,11 @@ size_t dnscfg_parse_resolved_link(const char *text, struct nftr_dest *out, size_
     return n;
 }
 
-/* Read a small file (at most 16 KiB) as text; -errno. */
-static int read_small(int dirfd, const char *path, char *buf, size_t size) {
-    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+/* Read a small file (at most 16 KiB) as text; -errno. follow: the path may
+ * be a symlink (resolv.conf often is, into /run); records in the state
+ * directories are read only as the files they are. */
+static int read_small(int dirfd, const char *path, bool follow, char *buf, size_t size) {
+    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (follow ? 0 : O_NOFOLLOW));
     if (fd < 0)
         return -errno;
     ssize_t n = read(fd, buf, size - 1);
@@ -127,7 +129,7 @@ static size_t from_resolvconf(const char *dir, const char *iface, struct nftr_de
     for (struct dirent *e; (e = readdir(dp)) && n < max;) {
         char buf[16384];
         if (e->d_name[0] == '.' || !record_for(e->d_name, iface) ||
-            read_small(dirfd(dp), e->d_name, buf, sizeof(buf)) < 0)
+            read_small(dirfd(dp), e->d_name, false, buf, sizeof(buf)) < 0)
             continue;
         struct nftr_dest tmp[DNSCFG_MAX];
         size_t k = dnscfg_parse_resolv_conf(buf, tmp, DNSCFG_MAX);
@@ -145,7 +147,7 @@ int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, dnscf
     size_t n = 0;
 
     snprintf(path, sizeof(path), "/run/systemd/resolve/netif/%d", ifindex);
-    if (read_small(AT_FDCWD, path, buf, sizeof(buf)) == 0)
+    if (read_small(AT_FDCWD, path, false, buf, sizeof(buf)) == 0)
         n = dnscfg_parse_resolved_link(buf, out, DNSCFG_MAX);
     if (n) {
         snprintf(source, sourcelen, "systemd-resolved");
@@ -160,7 +162,7 @@ int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, dnscf
         *ret_n = n;
         return 0;
     }
-    if (resolv_conf && read_small(AT_FDCWD, resolv_conf, buf, sizeof(buf)) == 0) {
+    if (resolv_conf && read_small(AT_FDCWD, resolv_conf, true, buf, sizeof(buf)) == 0) {
         struct nftr_dest all[DNSCFG_MAX];
         size_t k = dnscfg_parse_resolv_conf(buf, all, DNSCFG_MAX);
         for (size_t i = 0; i < k; i++)

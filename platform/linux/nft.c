@@ -527,13 +527,16 @@ static struct nftnl_chain *chain_obj(const char *name) {
 static void put_chain(struct nft *n, struct batch *bt, uint16_t type, uint16_t flags,
                       const char *name, bool hook) {
     _cleanup_(chainp) struct nftnl_chain *c = chain_obj(name);
-    bool input = strcmp(name, NFTR_CHAIN_INPUT) == 0, nat = strcmp(name, NFTR_CHAIN_DNSNAT) == 0;
+    bool input = strcmp(name, NFTR_CHAIN_INPUT) == 0, nat = strcmp(name, NFTR_CHAIN_DNSNAT) == 0,
+         post = strcmp(name, NFTR_CHAIN_DNSOUT) == 0;
     if (!c || (hook && nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, nat ? "nat" : "filter") < 0)) {
         bt->err = bt->err ? bt->err : -ENOMEM;
         return;
     }
     if (hook) {
-        nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, input ? NF_INET_LOCAL_IN : NF_INET_LOCAL_OUT);
+        nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, input ? NF_INET_LOCAL_IN
+                                                    : post ? NF_INET_POST_ROUTING
+                                                           : NF_INET_LOCAL_OUT);
         nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, input ? INPUT_PRIO : nat ? NAT_PRIO : 0);
         nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
     }
@@ -824,6 +827,24 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 13, 1);
         e_bitwise(b, &synack, 1);
         e_cmp(b, NFT_CMP_EQ, &synack, 1);
+        break;
+    }
+    case NFTR_M_CT_NOT_DNAT: {
+        uint32_t bit = IPS_DST_NAT, zero = 0;
+        e_ct(b, NFT_CT_STATUS);
+        e_bitwise(b, &bit, sizeof(bit));
+        e_cmp(b, NFT_CMP_EQ, &zero, sizeof(zero));
+        break;
+    }
+    case NFTR_M_SOCK_MARK:
+    case NFTR_M_SOCK_MARK_NE: {
+        /* the receiving socket's mark; no full socket: the rule stops */
+        struct nftnl_expr *e = ex(b, "socket");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY, NFT_SOCKET_MARK);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_1);
+        }
+        e_cmp(b, m->type == NFTR_M_SOCK_MARK ? NFT_CMP_EQ : NFT_CMP_NEQ, &m->id, sizeof(m->id));
         break;
     }
     case NFTR_M_CT_ESTABLISHED: {
@@ -1605,7 +1626,8 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
     _cleanup_(chainp) struct nftnl_chain *gu = nftnl_chain_alloc();
     _cleanup_(chainp) struct nftnl_chain *in = nftnl_chain_alloc();
     _cleanup_(chainp) struct nftnl_chain *dn = nftnl_chain_alloc();
-    if (!t || !out || !gu || !in || !dn)
+    _cleanup_(chainp) struct nftnl_chain *dpo = nftnl_chain_alloc();
+    if (!t || !out || !gu || !in || !dn || !dpo)
         return -ENOMEM;
     int r = get_table(n, t);
     if (r == -ENOENT) {
@@ -1666,6 +1688,20 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
             strcmp(type, "nat") != 0)
             return 0;
     }
+    r = get_chain(n, NFTR_CHAIN_DNSOUT, dpo);
+    if (r < 0 && r != -ENOENT)
+        return r;
+    if ((r == 0) != b->params.dns)
+        return 0;
+    if (r == 0) {
+        type = nftnl_chain_get_str(dpo, NFTNL_CHAIN_TYPE);
+        if (!nftnl_chain_is_set(dpo, NFTNL_CHAIN_HOOKNUM) ||
+            nftnl_chain_get_u32(dpo, NFTNL_CHAIN_HOOKNUM) != NF_INET_POST_ROUTING ||
+            nftnl_chain_get_s32(dpo, NFTNL_CHAIN_PRIO) != 0 ||
+            nftnl_chain_get_u32(dpo, NFTNL_CHAIN_POLICY) != NF_ACCEPT || !type ||
+            strcmp(type, "filter") != 0)
+            return 0;
+    }
 
     /* each check: 1 = as expected, 0 = not (state stays BASE_BROKEN), <0 = error */
     if ((r = set_matches(n, NFTR_SET_LAN4, NFT_SET_INTERVAL, 4, false)) <= 0 ||
@@ -1692,7 +1728,8 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
         return r;
     if (r != (b->params.dns ? 1 : 0))
         return 0;
-    if (b->params.dns && (r = chain_rules_match(n, NFTR_CHAIN_DNSNAT, b->dnsnat, b->n_dnsnat)) <= 0)
+    if (b->params.dns && ((r = chain_rules_match(n, NFTR_CHAIN_DNSNAT, b->dnsnat, b->n_dnsnat)) <= 0 ||
+                          (r = chain_rules_match(n, NFTR_CHAIN_DNSOUT, b->dnsout, b->n_dnsout)) <= 0))
         return r;
     if ((r = chain_rules_match(n, NFTR_CHAIN_OUTPUT, b->output, b->n_output)) <= 0 ||
         (r = chain_rules_match(n, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded)) <= 0 ||
@@ -1724,6 +1761,7 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
     if (b->params.dns) {
         put_set(n, bt, NFTR_MAP_DNSPORT);
         put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DNSNAT, true);
+        put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DNSOUT, true);
     }
     struct {
         const char *chain;
@@ -1734,6 +1772,7 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
         { NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded },
         { NFTR_CHAIN_INPUT, b->input, b->n_input },
         { NFTR_CHAIN_DNSNAT, b->dnsnat, b->n_dnsnat },
+        { NFTR_CHAIN_DNSOUT, b->dnsout, b->n_dnsout },
     };
     for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
         for (size_t i = 0; i < lists[l].n; i++) {
@@ -2064,6 +2103,25 @@ int nft_domain_elems_del(struct nft *n, const char *set, int family, const uint8
         return r;
     }
     put_domain_elems(n, &bt, NFT_MSG_DELSETELEM, set, alen, addrs, count, 0);
+    return batch_send(n, &bt);
+}
+
+int nft_session_dns_del(struct nft *n, uint64_t cgroup_id) {
+    struct one_elem o;
+    if (cgroup_id == 0)
+        return -EINVAL;
+    int r = get_map_elem(n, NFTR_MAP_DNSPORT, &cgroup_id, sizeof(cgroup_id), &o);
+    if (r < 0)
+        return r;
+    if (!o.found)
+        return -ENOENT;
+    struct batch bt;
+    r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    put_dns_elem(n, &bt, NFT_MSG_DELSETELEM, cgroup_id, 0);
     return batch_send(n, &bt);
 }
 

@@ -144,4 +144,8 @@ int nft_domain_elems_add(struct nft *n, const char *set, int family, const uint8
 int nft_domain_elems_del(struct nft *n, const char *set, int family, const uint8_t (*addrs)[16],
                          size_t count);
 
+/* Take a session's element out of map dnsport (its DNS flows are no longer
+ * rewritten to a forwarder). -ENOENT when it has none. */
+int nft_session_dns_del(struct nft *n, uint64_t cgroup_id);
+
 #endif

@@ -537,6 +537,8 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
                 m_dport(&ms, protos[k], in->dns_port, in->dns_port);
                 struct nftr_rule *dr = rule_with(&rs, &ms);
                 if (dr) {
+                    /* chain input lets it land on lyhd's forwarder only */
+                    dr->ct_mark_set = NFTR_DNS_FLOW_MARK;
                     dr->counter = true;
                     dr->verdict = NFTR_V_ACCEPT;
                 }
@@ -761,6 +763,7 @@ void nftr_base_free(struct nftr_base *b) {
     free(b->guarded);
     free(b->input);
     free(b->dnsnat);
+    free(b->dnsout);
     free(b);
 }
 
@@ -895,6 +898,31 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
                 snprintf(r->comment, sizeof(r->comment), "%s", idc);
             }
         }
+        /* A session's DNS flow (its chain marked it) lands only on lyhd's
+         * forwarder (a socket with its mark: binding the port while lyhd
+         * restarts gets a squatter nothing), and a forwarder receives only
+         * such flows (a local user cannot use it to query through a
+         * session's VPN). */
+        if (p->dns) {
+            struct matches dm = {.n = 0};
+            m = mpush(&dm, NFTR_M_IIFNAME);
+            snprintf(m->name, sizeof(m->name), "lo");
+            mpush(&dm, NFTR_M_CT_ORIGINAL);
+            struct matches to_other = dm, not_dns = dm;
+            mpush(&to_other, NFTR_M_CT_MARK)->id = NFTR_DNS_FLOW_MARK;
+            mpush(&to_other, NFTR_M_SOCK_MARK_NE)->id = NFTR_DNS_FWD_SOCKET_MARK;
+            mpush(&not_dns, NFTR_M_SOCK_MARK)->id = NFTR_DNS_FWD_SOCKET_MARK;
+            mpush(&not_dns, NFTR_M_CT_NOT_DNAT);
+            const struct matches *dl[] = {&to_other, &not_dns};
+            for (size_t i = 0; i < ARRAY_SIZE(dl); i++) {
+                r = rule_with(&in, dl[i]);
+                if (r) {
+                    r->counter = true;
+                    r->verdict = NFTR_V_DROP;
+                    snprintf(r->comment, sizeof(r->comment), "%s", idc);
+                }
+            }
+        }
         /* Through lo: a packet of a flow a session started (its ct mark,
          * set by the session's chain in output) goes to that session's
          * chain lo-<id>, which decides where it may land. */
@@ -943,15 +971,37 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         }
     }
 
-    if (out.err || gu.err || in.err || dn.err) {
+    /* A flow chain dnsnat rewrote leaves by lo, to the forwarder; were it
+     * routed elsewhere (a socket bound to the LAN device: no route to
+     * 127.0.0.1 there, so out it goes, to the LAN) it is dropped. Output's
+     * oifname still names the device before the rewrite: only postrouting
+     * sees where it really goes. */
+    struct rules dout = { .v = NULL };
+    if (p->dns) {
+        ms.n = 0;
+        m_gids(&ms, NFTR_M_SKGID, p->guard_gid, p->guard_gid_max);
+        mpush(&ms, NFTR_M_CT_DNAT);
+        struct nftr_match *om = mpush(&ms, NFTR_M_OIFNAME_NE);
+        snprintf(om->name, sizeof(om->name), "lo");
+        r = rule_with(&dout, &ms);
+        if (r) {
+            r->counter = true;
+            r->verdict = NFTR_V_DROP;
+        }
+    }
+
+    if (out.err || gu.err || in.err || dn.err || dout.err) {
         free(out.v);
         free(gu.v);
         free(in.v);
         free(dn.v);
+        free(dout.v);
         return -ENOMEM;
     }
     b->dnsnat = dn.v;
     b->n_dnsnat = dn.n;
+    b->dnsout = dout.v;
+    b->n_dnsout = dout.n;
     b->input = in.v;
     b->n_input = in.n;
     b->output = out.v;
@@ -1106,6 +1156,14 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
         break;
     case NFTR_M_CT_ESTABLISHED:
         sb_printf(s, "ct state established,related");
+        break;
+    case NFTR_M_CT_NOT_DNAT:
+        sb_printf(s, "ct status & dnat == 0");
+        break;
+    case NFTR_M_SOCK_MARK:
+    case NFTR_M_SOCK_MARK_NE:
+        sb_printf(s, "socket mark %s0x%08" PRIx32, m->type == NFTR_M_SOCK_MARK_NE ? "!= " : "",
+                  m->id);
         break;
     }
 }
@@ -1289,10 +1347,13 @@ int nftr_base_text(const struct nftr_base *b, char **ret) {
         sb_printf(&s, "add map inet " NFTR_TABLE " " NFTR_MAP_DNSPORT
                       " { type cgroupsv2 : inet_service; }\nadd chain inet " NFTR_TABLE
                       " " NFTR_CHAIN_DNSNAT
-                      " { type nat hook output priority -100; policy accept; }\n");
+                      " { type nat hook output priority -100; policy accept; }\nadd chain inet "
+                      NFTR_TABLE " " NFTR_CHAIN_DNSOUT
+                      " { type filter hook postrouting priority 0; policy accept; }\n");
     put_rules(&s, NFTR_CHAIN_OUTPUT, b->output, b->n_output);
     put_rules(&s, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded);
     put_rules(&s, NFTR_CHAIN_INPUT, b->input, b->n_input);
     put_rules(&s, NFTR_CHAIN_DNSNAT, b->dnsnat, b->n_dnsnat);
+    put_rules(&s, NFTR_CHAIN_DNSOUT, b->dnsout, b->n_dnsout);
     return sb_finish(&s, ret);
 }

@@ -28,6 +28,8 @@
  *   chain dnsnat  (hook output, type nat, priority -100)           (with dns)
  *       meta skgid G meta nfproto ipv4|ipv6 udp|tcp dport 53
  *           dnat to 127.0.0.1|[::1] : socket cgroupv2 level L map @dnsport
+ *   chain dnsout  (hook postrouting, priority 0)                    (with dns)
+ *       meta skgid G ct status dnat oifname != "lo" drop   (a rewritten flow leaves by lo only)
  *
  * Every function returns 0 or -errno; ret_* out-parameters are set only on success.
  */
@@ -49,6 +51,7 @@
 #define NFTR_MAP_SERVED    "served"
 #define NFTR_MAP_DNSPORT   "dnsport"
 #define NFTR_CHAIN_DNSNAT  "dnsnat"
+#define NFTR_CHAIN_DNSOUT  "dnsout"
 
 /* Conntrack marks of sessions' flows through lo: bit 31 set, bit 30 the kind
  * (0: the session started the flow, 1: it serves a flow a host process
@@ -58,6 +61,12 @@
 #define NFTR_LO_MARK_SERVED 0x40000000u
 #define NFTR_LO_MARK_KIND   0xc0000000u
 #define NFTR_LO_SLOT_MAX    0x3fffffffu
+/* A session's DNS flow (chain dnsnat sent it to its forwarder): kind 0, slot
+ * 0, which no session's slot is. Chain input lets it land only on a socket
+ * with NFTR_DNS_FWD_SOCKET_MARK (lyhd's forwarders; SO_MARK needs
+ * CAP_NET_ADMIN), and lets a forwarder socket receive only such flows. */
+#define NFTR_DNS_FLOW_MARK  0x80000000u
+#define NFTR_DNS_FWD_SOCKET_MARK 0x4c594844u /* "LYHD" */
 
 #define NFTR_SESSION_CHAIN_PREFIX "s-"
 #define NFTR_UID_CHAIN_PREFIX     "LYH-"
@@ -210,6 +219,9 @@ enum nftr_match_type {
     NFTR_M_CT_MARK_ORIG, /* ct mark & 0xc0000000 == 0x80000000: a session started it */
     NFTR_M_CT_DNAT,      /* ct status dnat */
     NFTR_M_CT_ESTABLISHED, /* ct state established,related */
+    NFTR_M_CT_NOT_DNAT,  /* ct status & dnat == 0 */
+    NFTR_M_SOCK_MARK,    /* socket mark <id> (a full socket's; no socket: no match) */
+    NFTR_M_SOCK_MARK_NE, /* socket mark != <id> (likewise) */
 };
 
 struct nftr_match {
@@ -307,6 +319,8 @@ struct nftr_base {
     size_t n_input;
     struct nftr_rule *dnsnat;  /* owned, rules of chain dnsnat (params.dns) */
     size_t n_dnsnat;
+    struct nftr_rule *dnsout;  /* owned, rules of chain dnsout (params.dns) */
+    size_t n_dnsout;
 };
 
 /* The blocked destination prefixes of set lan4 (AF_INET) or lan6 (AF_INET6), in a

@@ -194,6 +194,12 @@ static const struct arg_rule arg_rules[] = {
      * process of its user). level and optname are ints: low 32 bits. */
     {"setsockopt", EPERM, 2, {MASKED(1, 0xffffffffu, SOL_SOCKET), MASKED(2, 0xffffffffu, 51)}},
     {"setsockopt", EPERM, 2, {MASKED(1, 0xffffffffu, SOL_SOCKET), MASKED(2, 0xffffffffu, 52)}},
+    /* setsockopt(SOL_SOCKET, SO_BINDTODEVICE/SO_BINDTOIFINDEX): a socket
+     * bound to the LAN device sends what the routing table would not (a
+     * rewritten DNS flow to 127.0.0.1 goes out of it, to the LAN). Chain
+     * dnsout drops that; the agent has no business choosing a device. */
+    {"setsockopt", EPERM, 2, {MASKED(1, 0xffffffffu, SOL_SOCKET), MASKED(2, 0xffffffffu, 25)}},
+    {"setsockopt", EPERM, 2, {MASKED(1, 0xffffffffu, SOL_SOCKET), MASKED(2, 0xffffffffu, 62)}},
 
     /* socketpair: AF_UNIX only (an allow-set of one: compared in full). */
     {"socketpair", EPERM, 1, {NE(0, AF_UNIX)}},
@@ -207,6 +213,10 @@ _Static_assert(SOL_SOCKET == 1, "the setsockopt rules above assume the Linux val
 #ifdef SO_ATTACH_REUSEPORT_CBPF
 _Static_assert(SO_ATTACH_REUSEPORT_CBPF == 51 && SO_ATTACH_REUSEPORT_EBPF == 52,
                "the setsockopt rules above assume the Linux values");
+#endif
+_Static_assert(SO_BINDTODEVICE == 25, "the setsockopt rules above assume the Linux value");
+#ifdef SO_BINDTOIFINDEX
+_Static_assert(SO_BINDTOIFINDEX == 62, "the setsockopt rules above assume the Linux value");
 #endif
 
 /* personality(unsigned int persona): allowed are the query 0xffffffff and

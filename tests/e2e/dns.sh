@@ -18,6 +18,12 @@
 #      "dns=none"), allowed flows' records carry their name, two sessions'
 #      sets are disjoint, and after TTL + grace a new connect is refused while
 #      an open one goes on
+#   8. what an attacker's review tried: pipelined TCP queries answered at once
+#      (a nested call per message crashed lyhd), a device-bound socket (its
+#      rewritten DNS flow went out to the LAN), a local user outside the
+#      sandbox using a session's forwarder, a squatter on a session's
+#      forwarder port while lyhd restarts, and a resolver that is an address
+#      of this machine
 #   7. the admin policy: allowed_domains is a ceiling (a name outside it is
 #      refused; without --allow-domain a session gets the ceiling),
 #      always_deny_domains wins, and a running session follows a change at
@@ -339,6 +345,89 @@ t_check "7: after it, a new connect to n20's address is refused" \
 t_check "7: ... and n20 no longer resolves" grep -qx "res n20.allowed.test gaierror" "$LYH_TMP/live.out"
 t_check "7: ... while other allowed names still work" grep -qx "conn n21.allowed.test ok" "$LYH_TMP/live.out"
 policy_set '' || t_fail "7: policy back to the default" "refused"
+
+# ---- 8. what an attacker's review tried ----------------------------------------------------
+echo "# 8. attacks"
+cat >"$LYH_HOME/proj/attack.py" <<'PY'
+import socket, struct, sys, time
+def q(name, qclass=1, i=0):
+    return struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + \
+        b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack("!HH", 1, qclass)
+op = sys.argv[1]
+if op == "pipeline":  # 300 CHAOS queries in one TCP write: each is answered at once (NOTIMP)
+    s = socket.create_connection(("8.8.8.8", 53), timeout=10)
+    m = b"".join(struct.pack("!H", len(x)) + x for x in (q("version.bind", 3, i) for i in range(300)))
+    s.sendall(m); got = 0; buf = b""
+    try:
+        while got < 300:
+            b = s.recv(65536)
+            if not b: break
+            buf += b
+            while len(buf) >= 2 and len(buf) >= 2 + struct.unpack("!H", buf[:2])[0]:
+                n = struct.unpack("!H", buf[:2])[0]; buf = buf[2 + n:]; got += 1
+    except OSError: pass
+    print("pipeline answered", got)
+elif op == "bind":
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"eth0"); print("bind allowed")
+    except PermissionError: print("bind refused")
+elif op == "ask":  # every second, a query: "ok" or "none", for N seconds
+    for i in range(int(sys.argv[2])):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.8)
+        s.sendto(q("allowed.test", 1, i), ("8.8.8.8", 53))
+        try: s.recv(512); print("ask ok", flush=True)
+        except OSError: print("ask none", flush=True)
+        time.sleep(0.2)
+PY
+chown "$LYH_UID:$LYH_GID" "$LYH_HOME/proj/attack.py"
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py pipeline)
+t_check "8: 300 pipelined TCP queries are all answered ($(grep pipeline <<<"$res"))" \
+    grep -qx "pipeline answered 300" <<<"$res"
+t_check "8: ... and lyhd still runs" lyh_alive "$LYH_DAEMON_PID"
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py bind)
+t_check "8: the agent cannot bind a socket to a device (SO_BINDTODEVICE)" grep -qx "bind refused" <<<"$res"
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.1 -- /bin/true)
+t_check "8: a resolver that is an address of this machine (tun0's) is refused" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "an address of this machine" <<<"$res"'
+
+# a session asking every second, across a restart of lyhd with a squatter on
+# its forwarder's port meanwhile
+: >"$LYH_TMP/ask.out"
+(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py ask 14 >"$LYH_TMP/ask.out") &
+ASK=$!
+lyh_wait_until 15 grep -q "^ask ok" "$LYH_TMP/ask.out"
+PORT=$(nsenter --net="/run/netns/$LYH_MAIN" ss -Hulnp 2>/dev/null | awk '/lyhd/ && $4 ~ /^127\.0\.0\.1:/ { sub(/.*:/, "", $4); print $4; exit }')
+echo "    the session's forwarder port: $PORT"
+# a local user outside the sandbox, straight at the forwarder
+res=$(LYH_CMD_TIMEOUT=20 lyh_as_user /usr/bin/python3 -c '
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+s.sendto(struct.pack("!HHHHHH", 7, 0x100, 1, 0, 0, 0) + b"\x07allowed\x04test\x00\x00\x01\x00\x01", ("127.0.0.1", int(sys.argv[1])))
+try: s.recv(512); print("answered")
+except OSError: print("nothing")' "$PORT" 2>&1)
+t_check "8: a local user outside the sandbox gets nothing from a session's forwarder" \
+    eval '[ -n "$PORT" ] && [ "$res" = nothing ]'
+lyh_daemon_stop
+lyh_as_user /usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(1); end = time.time() + float(sys.argv[2]); print("squatting", flush=True)
+while time.time() < end:
+    try: d, peer = s.recvfrom(512); print("got", len(d), flush=True)
+    except OSError: pass' "$PORT" 8 >"$LYH_TMP/squat.out" 2>&1 &
+SQ=$!
+lyh_wait_until 5 grep -q squatting "$LYH_TMP/squat.out"
+sleep 2
+lyh_daemon_start || lyh_die "lyhd restart"
+wait "$ASK" "$SQ" 2>/dev/null
+sed 's/^/    /' "$LYH_TMP/ask.out" | tr '\n' ' '; echo
+t_check "8: the squatter on the forwarder's port received none of the session's queries" \
+    eval 'grep -q squatting "$LYH_TMP/squat.out" && ! grep -q "^got" "$LYH_TMP/squat.out"'
+t_check "8: the restarted lyhd says it could not listen again" \
+    lyh_daemon_log_has "cannot listen for the session's DNS queries on port $PORT again"
+t_check "8: ... and the session's queries got no answer from anyone after that" \
+    eval '[ "$(tail -n 2 "$LYH_TMP/ask.out" | grep -c "ask none")" = 2 ]'
 
 lyh_daemon_stop
 lyh_daemon_check_log

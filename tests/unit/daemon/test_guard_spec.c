@@ -24,6 +24,36 @@ static struct gspec sample(void) {
     return g;
 }
 
+/* Field by field: padding bytes are not part of the value (a struct copy
+ * need not keep them). */
+static void dests_equal(const struct nftr_dest *a, const struct nftr_dest *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(a[i].family, b[i].family);
+        assert_memory_equal(a[i].addr, b[i].addr, 16);
+        assert_int_equal(a[i].prefix_len, b[i].prefix_len);
+        assert_int_equal(a[i].port_min, b[i].port_min);
+        assert_int_equal(a[i].port_max, b[i].port_max);
+    }
+}
+
+static void spec_equal(const struct gspec *a, const struct gspec *b) {
+    assert_string_equal(a->iface, b->iface);
+    assert_int_equal(a->deny_default, b->deny_default);
+    assert_int_equal(a->ipv6_blocked, b->ipv6_blocked);
+    assert_int_equal(a->n_lan, b->n_lan);
+    dests_equal(a->lan, b->lan, a->n_lan);
+    assert_int_equal(a->n_deny, b->n_deny);
+    dests_equal(a->deny, b->deny, a->n_deny);
+    assert_int_equal(a->n_allow, b->n_allow);
+    dests_equal(a->allow, b->allow, a->n_allow);
+    assert_int_equal(a->dns_port, b->dns_port);
+    assert_int_equal(a->n_resolvers, b->n_resolvers);
+    dests_equal(a->resolvers, b->resolvers, a->n_resolvers);
+    assert_int_equal(a->n_domains, b->n_domains);
+    assert_int_equal(a->domains_len, b->domains_len);
+    assert_memory_equal(a->domains, b->domains, a->domains_len);
+}
+
 static void test_v1_round_trip(void **state) {
     (void)state;
     struct gspec g = sample(), back;
@@ -32,7 +62,7 @@ static void test_v1_round_trip(void **state) {
     assert_int_equal(gspec_encode(&g, buf, sizeof(buf), &n), 0);
     assert_int_equal(buf[0], 1); /* no DNS: the old format, readable by an older lyhd */
     assert_int_equal(gspec_decode(buf, n, &back), 0);
-    assert_memory_equal(&g, &back, sizeof(g));
+    spec_equal(&g, &back);
 }
 
 static void test_v2_round_trip(void **state) {
@@ -48,7 +78,7 @@ static void test_v2_round_trip(void **state) {
     assert_int_equal(gspec_encode(&g, buf, sizeof(buf), &n), 0);
     assert_int_equal(buf[0], 2);
     assert_int_equal(gspec_decode(buf, n, &back), 0);
-    assert_memory_equal(&g, &back, sizeof(g));
+    spec_equal(&g, &back);
     /* every truncation refused */
     for (size_t k = 0; k < n; k++)
         assert_int_equal(gspec_decode(buf, k, &back), -EBADMSG);
@@ -86,7 +116,7 @@ static void test_v2_domains(void **state) {
     assert_int_equal(gspec_decode(buf, n, &back), 0);
     assert_int_equal(back.n_domains, 2);
     assert_memory_equal(back.domains, "api.anthropic.com\0*.npmjs.org\0", back.domains_len);
-    assert_memory_equal(&g, &back, sizeof(g));
+    spec_equal(&g, &back);
     /* a pattern that is not canonical, or not a pattern, is damage */
     uint8_t *p = memchr(buf, 'a', n);
     while (p && memcmp(p, "api.", 4) != 0)

@@ -278,6 +278,8 @@ static void child_denied_named(void) {
     CHECK(rs >= 0, "socket(AF_INET, SOCK_DGRAM)");
     int one = 1;
     EXPECT_ERR(setsockopt(rs, SOL_SOCKET, 51 /* SO_ATTACH_REUSEPORT_CBPF */, &one, sizeof(one)), EPERM);
+    EXPECT_ERR(setsockopt(rs, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3), EPERM);
+    EXPECT_ERR(setsockopt(rs, SOL_SOCKET, 62 /* SO_BINDTOIFINDEX */, &one, sizeof(one)), EPERM);
     EXPECT_ERR(setsockopt(rs, SOL_SOCKET, 52 /* SO_ATTACH_REUSEPORT_EBPF */, &one, sizeof(one)), EPERM);
     EXPECT_OK(setsockopt(rs, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
     close(rs);
