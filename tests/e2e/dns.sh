@@ -103,9 +103,13 @@ def addrs(r):
         i += ln
     return "rcode=%d %s" % (rc, ",".join(out))
 for spec in sys.argv[1:]:
-    proto, addr, name = spec.split(":", 2)
-    fam = socket.AF_INET6 if addr.startswith("[") else socket.AF_INET
-    addr = addr.strip("[]")
+    proto, rest = spec.split(":", 1)
+    if rest.startswith("["):
+        addr, name = rest[1:rest.index("]")], rest[rest.index("]") + 2:]
+        fam = socket.AF_INET6
+    else:
+        addr, name = rest.split(":", 1)
+        fam = socket.AF_INET
     try:
         if proto == "udp":
             s = socket.socket(fam, socket.SOCK_DGRAM); s.settimeout(5)
@@ -187,7 +191,7 @@ echo "# 1. whatever the agent asks, lyhd answers (through the VPN's resolver)"
 res=$(run_as --vpn tun0 --no-tui -- /usr/bin/python3 ask.py udp:192.168.77.2:allowed.test \
     udp:8.8.8.8:allowed.test udp:127.0.0.53:allowed.test udp:10.77.0.2:allowed.test \
     tcp:1.1.1.1:allowed.test tcp:192.168.77.2:allowed.test udp:8.8.8.8:nosuch.test \
-    udp:8.8.8.8:Allowed.TEST)
+    udp:8.8.8.8:Allowed.TEST 'udp:[2001:db8::53]:v6.test' 'tcp:[2001:db8::53]:allowed.test')
 echo "$res" | sed 's/^/    /'
 t_check "1: run ends 0" grep -qx "rc=0" <<<"$res"
 for spec in udp:192.168.77.2 udp:8.8.8.8 udp:127.0.0.53 udp:10.77.0.2 tcp:1.1.1.1 tcp:192.168.77.2; do
@@ -197,6 +201,9 @@ done
 t_check "1: a name the resolver does not know: NXDOMAIN" \
     grep -qx "udp:8.8.8.8:nosuch.test rcode=3 " <<<"$res"
 t_check "1: a mixed-case query is answered" grep -qx "udp:8.8.8.8:Allowed.TEST rcode=0 11.77.0.1" <<<"$res"
+t_check "1: an IPv6 resolver address is answered by lyhd too (UDP, AAAA)" \
+    grep -qx "udp:\[2001:db8::53\]:v6.test rcode=0 2a0e:77::2" <<<"$res"
+t_check "1: ... and over TCP" grep -qx "tcp:\[2001:db8::53\]:allowed.test rcode=0 11.77.0.1" <<<"$res"
 t_check "1: the LAN resolver saw no query" test ! -s "$LANLOG"
 t_check "1: the VPN's resolver saw them (UDP only, from lyhd)" \
     eval '[ "$(grep -c "^udp allowed.test 1$" "$VPNLOG")" -ge 7 ] && ! grep -q "^tcp" "$VPNLOG"'
