@@ -736,10 +736,9 @@ static void tcp_done(struct dns_tcp *t) {
     t->busy = false;
     if (t->dead)
         return;
-    if (event_add(t->ev, NULL) < 0) {
-        tcp_free(t);
-        return;
-    }
+    /* never freed here: a caller up the stack may still hold t */
+    if (event_add(t->ev, NULL) < 0)
+        t->dead = true;
     event_active(t->ev_next, EV_TIMEOUT, 0);
 }
 

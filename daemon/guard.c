@@ -44,6 +44,8 @@ void guard_free(struct guard *g, bool remove_base) {
         event_free(g->ev_watch);
     if (g->ev_check)
         event_free(g->ev_check);
+    if (g->ev_dns_retry)
+        event_free(g->ev_dns_retry);
     CLOSE_FD(g->watch_fd);
     nft_close(g->nft);
     route_close(g->route);
@@ -442,6 +444,41 @@ struct reconcile {
     unsigned adopted, reaped;
 };
 
+#define GUARD_DNS_RETRY_MS 5000
+
+/* Adopted sessions whose forwarder could not listen at its port again (see
+ * reconcile_one): tried again until it can, or the session ends. */
+static void on_dns_retry(evutil_socket_t fd, short what, void *arg);
+
+static void arm_dns_retry(struct lyhd *d) {
+    struct guard *g = d->guard;
+    struct timeval tv = {.tv_sec = GUARD_DNS_RETRY_MS / 1000};
+    if (!g->ev_dns_retry)
+        g->ev_dns_retry = evtimer_new(d->base, on_dns_retry, d);
+    if (g->ev_dns_retry && !evtimer_pending(g->ev_dns_retry, NULL))
+        evtimer_add(g->ev_dns_retry, &tv);
+}
+
+static void on_dns_retry(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct lyhd *d = arg;
+    struct session *s;
+    bool left = false;
+
+    TAILQ_FOREACH(s, &d->sessions, link) {
+        if (!s->adopted || s->dns || !s->spec.dns_port || !d->guard->base.dns)
+            continue;
+        char w[256];
+        if (dns_fwd_start(d, s, w, sizeof(w)) == 0)
+            log_info("session '%s': lyhd answers its DNS queries again (port %u)", s->row.id,
+                     s->spec.dns_port);
+        else
+            left = true;
+    }
+    if (left)
+        arm_dns_retry(d);
+}
+
 static bool chain_present(const struct reconcile *rc, const char *name) {
     for (size_t i = 0; i < rc->n_chains; i++)
         if (strcmp(rc->chains[i], name) == 0)
@@ -560,18 +597,30 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
             audit_session_chain_built(d, s);
         }
         s->adopted = true;
-        /* Its DNS forwarder listens again at the port its rules name. */
+        /* Its DNS forwarder listens again at the port its rules name, and
+         * its element of map dnsport is put back if it went missing. When
+         * the port is held by someone else, the element stays: the
+         * session's DNS flows still go there, chain input lets nothing but
+         * lyhd's sockets take them, and the agent resolves nothing (never
+         * through the VPN to a resolver of its choosing, unrecorded) until
+         * lyhd listens there again, tried every few seconds. */
         if (own && s->spec.dns_port && d->guard->base.dns) {
             char w[256];
-            if (dns_fwd_start(d, s, w, sizeof(w)) < 0) {
-                /* Whoever holds the port now gets nothing (chain input lets
-                 * the session's DNS land on lyhd's sockets only); its DNS
-                 * flows are no longer rewritten either: port 53 is closed to
-                 * it, it resolves nothing. */
-                int k = nft_session_dns_del(d->guard->nft, row->cgroup_id);
-                log_error("session '%s': %s; its agent cannot resolve names now%s", row->id, w,
-                          k < 0 && k != -ENOENT ? " (and its DNS redirection could not be removed)"
-                                                : "");
+            int k = dns_fwd_start(d, s, w, sizeof(w));
+            int e = s->row.cgroup_id ? nft_session_dns_set(d->guard->nft, s->row.cgroup_id,
+                                                           s->spec.dns_port)
+                                     : 0;
+            if (e < 0)
+                log_error("session '%s': cannot put its DNS redirection back (%s); its DNS "
+                          "flows are judged by its chain",
+                          row->id, strerror(-e));
+            else if (e > 0)
+                reap_log(d, row->chain, "rebuilt", "DNS redirection of a running session was missing");
+            if (k < 0) {
+                log_error("session '%s': %s; its agent cannot resolve names until lyhd can "
+                          "listen there again",
+                          row->id, w);
+                arm_dns_retry(d);
             }
         }
         if (main_alive) {
@@ -918,19 +967,10 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
                 .rate = NFTR_DEFAULT_LOG_RATE,
                 .burst = NFTR_DEFAULT_LOG_BURST},
     };
-    /* Did the table lyhd finds let sessions listen? (Unknown counts as yes.) */
-    char **pre = NULL;
-    size_t n_pre = 0;
-    bool had_input = true;
-    r = nft_list_chains(g->nft, &pre, &n_pre);
-    if (r == -ENOENT) {
-        had_input = false;
-    } else if (r == 0) {
-        had_input = false;
-        for (size_t i = 0; i < n_pre; i++)
-            had_input |= strcmp(pre[i], NFTR_CHAIN_INPUT) == 0;
-        nft_names_free(pre);
-    }
+    /* Did the table lyhd finds let sessions listen? Its map loopback says
+     * (chain input is there for DNS alone too). Unknown counts as yes. */
+    r = nft_set_exists(g->nft, NFTR_MAP_LOOPBACK);
+    bool had_input = r != 0;
     r = base_with_listeners(d, &flags);
     if (r == 0)
         rc.listeners_gone = had_input && !g->listeners;

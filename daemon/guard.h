@@ -42,6 +42,8 @@ struct guard {
     int watch_fd;
     struct event *ev_watch;
     struct event *ev_check;
+    /* Adopted sessions whose DNS forwarder could not listen again: retried. */
+    struct event *ev_dns_retry;
 };
 
 /* Open nft and cgroups, make sure the base table exists (rebuilding it if

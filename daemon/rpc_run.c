@@ -13,6 +13,7 @@
  *   row (cgroup id, pid, RUNNING) committed -> Started once exec succeeded.
  * Any failure before spawn undoes what was made, in reverse, and marks the row
  * ended, so nothing is left behind (no rule, cgroup, dir or fd). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -1000,6 +1001,15 @@ static bool routed_via(int family, const uint8_t *addr, void *ud) {
     return route_get_oif(rv->rs, family, addr, &oif) == 0 && oif == rv->ifindex;
 }
 
+/* One of this machine's own addresses (tun0's, say): the kernel routes it
+ * through lo, and lyhd's query would be answered by whatever listens here,
+ * not by the VPN's resolver. */
+static bool this_machine(struct lyhd *d, int family, const uint8_t *addr) {
+    int oif = 0;
+    unsigned lo = if_nametoindex("lo");
+    return route_get_oif(d->guard->route, family, addr, &oif) == 0 && lo && oif == (int)lo;
+}
+
 /* The resolvers of a session whose DNS lyhd forwards: the request's (the
  * user's --dns / network.dns), else what the system says about the
  * interface. None: refused, with the fix. */
@@ -1020,12 +1030,7 @@ static int pick_resolvers(struct lyhd *d, struct rpc_call *call, const Lianyaohu
                         "loopback, link-local or multicast)",
                         r->dns[i]);
         d0->prefix_len = d0->family == AF_INET ? 32 : 128;
-        /* one of this machine's own addresses (tun0's, say) is answered by
-         * whatever listens here, not by the VPN's resolver */
-        int oif = 0;
-        unsigned lo = if_nametoindex("lo");
-        if (route_get_oif(d->guard->route, d0->family, d0->addr, &oif) == 0 && lo &&
-            oif == (int)lo)
+        if (this_machine(d, d0->family, d0->addr))
             return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
                         "--dns '%s' is an address of this machine: lyhd would ask a service "
                         "here, not the VPN's resolver; name the resolver beyond the VPN",
@@ -1048,7 +1053,22 @@ static int pick_resolvers(struct lyhd *d, struct rpc_call *call, const Lianyaohu
                     "address inside the tunnel works) or `dns = [\"ADDRESS\"]` under "
                     "[network] in your config",
                     g->iface);
-    g->n_resolvers = n;
+    /* what the system names may be one of this machine's addresses too */
+    char mine[INET6_ADDRSTRLEN] = "";
+    g->n_resolvers = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!this_machine(d, g->resolvers[i].family, g->resolvers[i].addr))
+            g->resolvers[g->n_resolvers++] = g->resolvers[i];
+        else if (!mine[0])
+            (void)inet_ntop(g->resolvers[i].family, g->resolvers[i].addr, mine, sizeof(mine));
+    }
+    if (g->n_resolvers == 0)
+        return fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                    "the DNS resolver %s names for %s (%s) is an address of this machine: "
+                    "lyhd would ask a service here, not the VPN's resolver; name the resolver "
+                    "beyond the VPN with `--dns ADDRESS` or `dns = [\"ADDRESS\"]` under "
+                    "[network] in your config",
+                    source, g->iface, mine);
     return 0;
 }
 

@@ -829,13 +829,6 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         e_cmp(b, NFT_CMP_EQ, &synack, 1);
         break;
     }
-    case NFTR_M_CT_NOT_DNAT: {
-        uint32_t bit = IPS_DST_NAT, zero = 0;
-        e_ct(b, NFT_CT_STATUS);
-        e_bitwise(b, &bit, sizeof(bit));
-        e_cmp(b, NFT_CMP_EQ, &zero, sizeof(zero));
-        break;
-    }
     case NFTR_M_SOCK_MARK:
     case NFTR_M_SOCK_MARK_NE: {
         /* the receiving socket's mark; no full socket: the rule stops */
@@ -870,8 +863,13 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         break;
     }
     case NFTR_M_CT_MARK:
+    case NFTR_M_CT_MARK_NE:
         e_ct(b, NFT_CT_MARK);
-        e_cmp(b, NFT_CMP_EQ, &m->id, sizeof(m->id));
+        e_cmp(b, m->type == NFTR_M_CT_MARK ? NFT_CMP_EQ : NFT_CMP_NEQ, &m->id, sizeof(m->id));
+        break;
+    case NFTR_M_META_MARK_NE:
+        e_meta(b, NFT_META_MARK);
+        e_cmp(b, NFT_CMP_NEQ, &m->id, sizeof(m->id));
         break;
     case NFTR_M_CT_MARK_ORIG: {
         uint32_t kind = NFTR_LO_MARK_KIND, ours = NFTR_LO_MARK_OURS;
@@ -1620,14 +1618,33 @@ static int chain_rules_match(struct nft *n, const char *chain, const struct nftr
 
 enum { BASE_MISSING, BASE_OK, BASE_BROKEN };
 
+/* 1 if base chain `name` is present exactly when `want` and, when present,
+ * is a base chain of `type` on `hook` at `prio` with policy accept (hook -1:
+ * a regular chain); 0 if not; <0 on error. */
+static int base_chain_ok(struct nft *n, const char *name, bool want, int hook, int prio,
+                         const char *type) {
+    _cleanup_(chainp) struct nftnl_chain *c = nftnl_chain_alloc();
+    if (!c)
+        return -ENOMEM;
+    int r = get_chain(n, name, c);
+    if (r < 0 && r != -ENOENT)
+        return r;
+    if ((r == 0) != want)
+        return 0; /* missing, or present although this base has none */
+    if (r != 0)
+        return 1;
+    if (hook < 0)
+        return !nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM);
+    const char *t = nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE);
+    return nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM) &&
+           nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM) == (uint32_t)hook &&
+           nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO) == prio &&
+           nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY) == NF_ACCEPT && t && strcmp(t, type) == 0;
+}
+
 static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
     _cleanup_(tablep) struct nftnl_table *t = nftnl_table_alloc();
-    _cleanup_(chainp) struct nftnl_chain *out = nftnl_chain_alloc();
-    _cleanup_(chainp) struct nftnl_chain *gu = nftnl_chain_alloc();
-    _cleanup_(chainp) struct nftnl_chain *in = nftnl_chain_alloc();
-    _cleanup_(chainp) struct nftnl_chain *dn = nftnl_chain_alloc();
-    _cleanup_(chainp) struct nftnl_chain *dpo = nftnl_chain_alloc();
-    if (!t || !out || !gu || !in || !dn || !dpo)
+    if (!t)
         return -ENOMEM;
     int r = get_table(n, t);
     if (r == -ENOENT) {
@@ -1641,67 +1658,23 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
         (nftnl_table_get_u32(t, NFTNL_TABLE_FLAGS) & NFT_TABLE_F_DORMANT))
         return 0;
 
-    r = get_chain(n, NFTR_CHAIN_OUTPUT, out);
-    if (r == -ENOENT)
-        return 0;
-    if (r < 0)
-        return r;
-    const char *type = nftnl_chain_get_str(out, NFTNL_CHAIN_TYPE);
-    if (!nftnl_chain_is_set(out, NFTNL_CHAIN_HOOKNUM) ||
-        nftnl_chain_get_u32(out, NFTNL_CHAIN_HOOKNUM) != NF_INET_LOCAL_OUT ||
-        nftnl_chain_get_s32(out, NFTNL_CHAIN_PRIO) != 0 ||
-        nftnl_chain_get_u32(out, NFTNL_CHAIN_POLICY) != NF_ACCEPT || !type || strcmp(type, "filter") != 0)
-        return 0;
-    r = get_chain(n, NFTR_CHAIN_GUARDED, gu);
-    if (r == -ENOENT)
-        return 0;
-    if (r < 0)
-        return r;
-    if (nftnl_chain_is_set(gu, NFTNL_CHAIN_HOOKNUM))
-        return 0;
-    r = get_chain(n, NFTR_CHAIN_INPUT, in);
-    if (r < 0 && r != -ENOENT)
-        return r;
-    if ((r == 0) != b->params.inbound)
-        return 0; /* missing, or present although this base has none */
-    if (r == 0) {
-        type = nftnl_chain_get_str(in, NFTNL_CHAIN_TYPE);
-        if (!nftnl_chain_is_set(in, NFTNL_CHAIN_HOOKNUM) ||
-            nftnl_chain_get_u32(in, NFTNL_CHAIN_HOOKNUM) != NF_INET_LOCAL_IN ||
-            nftnl_chain_get_s32(in, NFTNL_CHAIN_PRIO) != INPUT_PRIO ||
-            nftnl_chain_get_u32(in, NFTNL_CHAIN_POLICY) != NF_ACCEPT || !type ||
-            strcmp(type, "filter") != 0)
-            return 0;
-    }
-
-    r = get_chain(n, NFTR_CHAIN_DNSNAT, dn);
-    if (r < 0 && r != -ENOENT)
-        return r;
-    if ((r == 0) != b->params.dns)
-        return 0;
-    if (r == 0) {
-        type = nftnl_chain_get_str(dn, NFTNL_CHAIN_TYPE);
-        if (!nftnl_chain_is_set(dn, NFTNL_CHAIN_HOOKNUM) ||
-            nftnl_chain_get_u32(dn, NFTNL_CHAIN_HOOKNUM) != NF_INET_LOCAL_OUT ||
-            nftnl_chain_get_s32(dn, NFTNL_CHAIN_PRIO) != NAT_PRIO ||
-            nftnl_chain_get_u32(dn, NFTNL_CHAIN_POLICY) != NF_ACCEPT || !type ||
-            strcmp(type, "nat") != 0)
-            return 0;
-    }
-    r = get_chain(n, NFTR_CHAIN_DNSOUT, dpo);
-    if (r < 0 && r != -ENOENT)
-        return r;
-    if ((r == 0) != b->params.dns)
-        return 0;
-    if (r == 0) {
-        type = nftnl_chain_get_str(dpo, NFTNL_CHAIN_TYPE);
-        if (!nftnl_chain_is_set(dpo, NFTNL_CHAIN_HOOKNUM) ||
-            nftnl_chain_get_u32(dpo, NFTNL_CHAIN_HOOKNUM) != NF_INET_POST_ROUTING ||
-            nftnl_chain_get_s32(dpo, NFTNL_CHAIN_PRIO) != 0 ||
-            nftnl_chain_get_u32(dpo, NFTNL_CHAIN_POLICY) != NF_ACCEPT || !type ||
-            strcmp(type, "filter") != 0)
-            return 0;
-    }
+    bool want_input = b->params.inbound || b->params.dns;
+    const struct {
+        const char *name;
+        bool want;
+        int hook, prio;
+        const char *type;
+    } chains[] = {
+        { NFTR_CHAIN_OUTPUT, true, NF_INET_LOCAL_OUT, 0, "filter" },
+        { NFTR_CHAIN_GUARDED, true, -1, 0, NULL },
+        { NFTR_CHAIN_INPUT, want_input, NF_INET_LOCAL_IN, INPUT_PRIO, "filter" },
+        { NFTR_CHAIN_DNSNAT, b->params.dns, NF_INET_LOCAL_OUT, NAT_PRIO, "nat" },
+        { NFTR_CHAIN_DNSOUT, b->params.dns, NF_INET_POST_ROUTING, 0, "filter" },
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(chains); i++)
+        if ((r = base_chain_ok(n, chains[i].name, chains[i].want, chains[i].hook, chains[i].prio,
+                               chains[i].type)) <= 0)
+            return r;
 
     /* each check: 1 = as expected, 0 = not (state stays BASE_BROKEN), <0 = error */
     if ((r = set_matches(n, NFTR_SET_LAN4, NFT_SET_INTERVAL, 4, false)) <= 0 ||
@@ -1733,8 +1706,7 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
         return r;
     if ((r = chain_rules_match(n, NFTR_CHAIN_OUTPUT, b->output, b->n_output)) <= 0 ||
         (r = chain_rules_match(n, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded)) <= 0 ||
-        (b->params.inbound &&
-         (r = chain_rules_match(n, NFTR_CHAIN_INPUT, b->input, b->n_input)) <= 0))
+        (want_input && (r = chain_rules_match(n, NFTR_CHAIN_INPUT, b->input, b->n_input)) <= 0))
         return r;
     *ret = BASE_OK;
     return 0;
@@ -1756,7 +1728,7 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
     }
     put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_OUTPUT, true);
     put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_GUARDED, false);
-    if (b->params.inbound)
+    if (b->params.inbound || b->params.dns)
         put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_INPUT, true);
     if (b->params.dns) {
         put_set(n, bt, NFTR_MAP_DNSPORT);
@@ -1866,6 +1838,8 @@ struct one_elem {
     bool found;
     uint32_t verdict;
     char chain[NFTR_NAME_MAX];
+    uint8_t data[4]; /* a map's data of at most 4 bytes (dnsport's port) */
+    uint32_t data_len;
 };
 
 static int one_elem_cb(struct nftnl_set_elem *e, void *data) {
@@ -1877,6 +1851,14 @@ static int one_elem_cb(struct nftnl_set_elem *e, void *data) {
                         ? nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN)
                         : NULL;
     snprintf(o->chain, sizeof(o->chain), "%s", c ? c : "");
+    if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_DATA)) {
+        uint32_t len = 0;
+        const void *d = nftnl_set_elem_get(e, NFTNL_SET_ELEM_DATA, &len);
+        if (d && len <= sizeof(o->data)) {
+            memcpy(o->data, d, len);
+            o->data_len = len;
+        }
+    }
     return 0;
 }
 
@@ -2106,23 +2088,35 @@ int nft_domain_elems_del(struct nft *n, const char *set, int family, const uint8
     return batch_send(n, &bt);
 }
 
-int nft_session_dns_del(struct nft *n, uint64_t cgroup_id) {
+int nft_session_dns_set(struct nft *n, uint64_t cgroup_id, uint16_t port) {
     struct one_elem o;
-    if (cgroup_id == 0)
+    if (cgroup_id == 0 || port == 0)
         return -EINVAL;
     int r = get_map_elem(n, NFTR_MAP_DNSPORT, &cgroup_id, sizeof(cgroup_id), &o);
     if (r < 0)
         return r;
-    if (!o.found)
-        return -ENOENT;
+    uint16_t be = htons(port);
+    if (o.found && o.data_len == sizeof(be) && memcmp(o.data, &be, sizeof(be)) == 0)
+        return 0;
     struct batch bt;
     r = batch_start(n, &bt, NULL);
     if (r < 0) {
         batch_free(&bt);
         return r;
     }
-    put_dns_elem(n, &bt, NFT_MSG_DELSETELEM, cgroup_id, 0);
-    return batch_send(n, &bt);
+    if (o.found)
+        put_dns_elem(n, &bt, NFT_MSG_DELSETELEM, cgroup_id, 0);
+    put_dns_elem(n, &bt, NFT_MSG_NEWSETELEM, cgroup_id, port);
+    r = batch_send(n, &bt);
+    return r < 0 ? r : 1;
+}
+
+int nft_set_exists(struct nft *n, const char *name) {
+    _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
+    if (!s)
+        return -ENOMEM;
+    int r = get_set(n, name, s);
+    return r == -ENOENT ? 0 : r < 0 ? r : 1;
 }
 
 int nft_chains_replace(struct nft *n, const struct nftr_chain *const *chains, size_t count) {

@@ -144,8 +144,12 @@ int nft_domain_elems_add(struct nft *n, const char *set, int family, const uint8
 int nft_domain_elems_del(struct nft *n, const char *set, int family, const uint8_t (*addrs)[16],
                          size_t count);
 
-/* Take a session's element out of map dnsport (its DNS flows are no longer
- * rewritten to a forwarder). -ENOENT when it has none. */
-int nft_session_dns_del(struct nft *n, uint64_t cgroup_id);
+/* Make a session's element of map dnsport send its DNS flows to port (added,
+ * or replaced when it names another port, in one transaction). 0 when it was
+ * already so, 1 when it was put there, -errno. */
+int nft_session_dns_set(struct nft *n, uint64_t cgroup_id, uint16_t port);
+
+/* 1 if set or map `name` exists in the table, 0 if not, -errno. */
+int nft_set_exists(struct nft *n, const char *name);
 
 #endif

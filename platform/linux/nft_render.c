@@ -823,6 +823,29 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
             r->verdict = NFTR_V_ACCEPT;
         }
     }
+    /* A session's DNS flow (its chain marked it when chain dnsnat had sent
+     * it to the forwarder): only the session's sockets send its original
+     * direction (a host socket that binds the agent's old address and port
+     * would otherwise follow the entry's rewrite and query through the
+     * session's VPN, as the session), and only lyhd's forwarder sockets its
+     * reply direction (a squatter on the port while lyhd is down cannot
+     * answer the agent). Packets the kernel sends for no process (an ICMP
+     * error, a reset) have no socket with a gid, so skgid stops the rule. */
+    if (p->dns) {
+        for (int dir = 0; dir < 2; dir++) {
+            ms.n = 0;
+            m_gids(&ms, NFTR_M_SKGID_NE, p->guard_gid, p->guard_gid_max);
+            mpush(&ms, dir ? NFTR_M_CT_REPLY : NFTR_M_CT_ORIGINAL);
+            mpush(&ms, NFTR_M_CT_MARK)->id = NFTR_DNS_FLOW_MARK;
+            if (dir)
+                mpush(&ms, NFTR_M_META_MARK_NE)->id = NFTR_DNS_FWD_SOCKET_MARK;
+            r = rule_with(&out, &ms);
+            if (r) {
+                r->counter = true;
+                r->verdict = NFTR_V_DROP;
+            }
+        }
+    }
     /* A flow a session started carries its mark; were a host process's
      * packet to join it (same addresses and ports: the session sent one
      * first, which chain input refused, and the entry stays), chain input
@@ -859,6 +882,30 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
     emit_reject(&gu, &lc, &ms, REJECT_ANY, NFTR_NOSESSION_PREFIX);
 
     struct rules in = { .v = NULL };
+    /* A session's DNS flow (its chain marked it) lands only on lyhd's
+     * forwarder (a socket with its mark, which takes CAP_NET_ADMIN: binding
+     * the port while lyhd restarts gets a squatter nothing), and a forwarder
+     * receives only such flows (a local user cannot use it to query through
+     * a session's VPN). On every interface: with route_localnet a packet for
+     * 127.0.0.1 may come from the LAN. Whenever DNS is forwarded, with or
+     * without listeners. */
+    if (p->dns) {
+        struct matches dm = {.n = 0};
+        mpush(&dm, NFTR_M_CT_ORIGINAL);
+        struct matches to_other = dm, not_dns = dm;
+        mpush(&to_other, NFTR_M_CT_MARK)->id = NFTR_DNS_FLOW_MARK;
+        mpush(&to_other, NFTR_M_SOCK_MARK_NE)->id = NFTR_DNS_FWD_SOCKET_MARK;
+        mpush(&not_dns, NFTR_M_SOCK_MARK)->id = NFTR_DNS_FWD_SOCKET_MARK;
+        mpush(&not_dns, NFTR_M_CT_MARK_NE)->id = NFTR_DNS_FLOW_MARK;
+        const struct matches *dl[] = {&to_other, &not_dns};
+        for (size_t i = 0; i < ARRAY_SIZE(dl); i++) {
+            r = rule_with(&in, dl[i]);
+            if (r) {
+                r->counter = true;
+                r->verdict = NFTR_V_DROP;
+            }
+        }
+    }
     if (p->inbound) {
         /* Packets for any socket of any session (its cgroup is below the
          * base, one level above the sessions) from any interface but lo:
@@ -896,31 +943,6 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
                 r->counter = true;
                 r->verdict = rows[i].v;
                 snprintf(r->comment, sizeof(r->comment), "%s", idc);
-            }
-        }
-        /* A session's DNS flow (its chain marked it) lands only on lyhd's
-         * forwarder (a socket with its mark: binding the port while lyhd
-         * restarts gets a squatter nothing), and a forwarder receives only
-         * such flows (a local user cannot use it to query through a
-         * session's VPN). */
-        if (p->dns) {
-            struct matches dm = {.n = 0};
-            m = mpush(&dm, NFTR_M_IIFNAME);
-            snprintf(m->name, sizeof(m->name), "lo");
-            mpush(&dm, NFTR_M_CT_ORIGINAL);
-            struct matches to_other = dm, not_dns = dm;
-            mpush(&to_other, NFTR_M_CT_MARK)->id = NFTR_DNS_FLOW_MARK;
-            mpush(&to_other, NFTR_M_SOCK_MARK_NE)->id = NFTR_DNS_FWD_SOCKET_MARK;
-            mpush(&not_dns, NFTR_M_SOCK_MARK)->id = NFTR_DNS_FWD_SOCKET_MARK;
-            mpush(&not_dns, NFTR_M_CT_NOT_DNAT);
-            const struct matches *dl[] = {&to_other, &not_dns};
-            for (size_t i = 0; i < ARRAY_SIZE(dl); i++) {
-                r = rule_with(&in, dl[i]);
-                if (r) {
-                    r->counter = true;
-                    r->verdict = NFTR_V_DROP;
-                    snprintf(r->comment, sizeof(r->comment), "%s", idc);
-                }
             }
         }
         /* Through lo: a packet of a flow a session started (its ct mark,
@@ -1145,7 +1167,11 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
         sb_printf(s, "iifname \"%s\"", m->name);
         break;
     case NFTR_M_CT_MARK:
-        sb_printf(s, "ct mark 0x%08" PRIx32, m->id);
+    case NFTR_M_CT_MARK_NE:
+        sb_printf(s, "ct mark %s0x%08" PRIx32, m->type == NFTR_M_CT_MARK_NE ? "!= " : "", m->id);
+        break;
+    case NFTR_M_META_MARK_NE:
+        sb_printf(s, "meta mark != 0x%08" PRIx32, m->id);
         break;
     case NFTR_M_CT_MARK_ORIG:
         sb_printf(s, "ct mark & 0x%08" PRIx32 " == 0x%08" PRIx32, NFTR_LO_MARK_KIND,
@@ -1156,9 +1182,6 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
         break;
     case NFTR_M_CT_ESTABLISHED:
         sb_printf(s, "ct state established,related");
-        break;
-    case NFTR_M_CT_NOT_DNAT:
-        sb_printf(s, "ct status & dnat == 0");
         break;
     case NFTR_M_SOCK_MARK:
     case NFTR_M_SOCK_MARK_NE:
@@ -1340,7 +1363,7 @@ int nftr_base_text(const struct nftr_base *b, char **ret) {
         sb_printf(&s, "add map inet " NFTR_TABLE " " NFTR_MAP_LOOPBACK
                       " { type mark : verdict; }\nadd map inet " NFTR_TABLE " " NFTR_MAP_SERVED
                       " { type cgroupsv2 : mark; }\n");
-    if (p->inbound)
+    if (p->inbound || p->dns)
         sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_INPUT
                       " { type filter hook input priority -10; policy accept; }\n");
     if (p->dns)

@@ -219,9 +219,10 @@ enum nftr_match_type {
     NFTR_M_CT_MARK_ORIG, /* ct mark & 0xc0000000 == 0x80000000: a session started it */
     NFTR_M_CT_DNAT,      /* ct status dnat */
     NFTR_M_CT_ESTABLISHED, /* ct state established,related */
-    NFTR_M_CT_NOT_DNAT,  /* ct status & dnat == 0 */
     NFTR_M_SOCK_MARK,    /* socket mark <id> (a full socket's; no socket: no match) */
     NFTR_M_SOCK_MARK_NE, /* socket mark != <id> (likewise) */
+    NFTR_M_CT_MARK_NE,   /* ct mark != <id> */
+    NFTR_M_META_MARK_NE, /* meta mark != <id> (a packet's own mark: its socket's SO_MARK) */
 };
 
 struct nftr_match {

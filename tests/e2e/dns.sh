@@ -21,9 +21,12 @@
 #   8. what an attacker's review tried: pipelined TCP queries answered at once
 #      (a nested call per message crashed lyhd), a device-bound socket (its
 #      rewritten DNS flow went out to the LAN), a local user outside the
-#      sandbox using a session's forwarder, a squatter on a session's
-#      forwarder port while lyhd restarts, and a resolver that is an address
-#      of this machine
+#      sandbox using a session's forwarder, or taking over a session's DNS
+#      flow (its port and destination, after the agent closed its socket), a
+#      squatter on a session's forwarder port while lyhd restarts (it gets no
+#      query, its forged answers never reach the agent, the session resolves
+#      nothing until lyhd listens there again), and a resolver that is an
+#      address of this machine
 #   7. the admin policy: allowed_domains is a ceiling (a name outside it is
 #      refused; without --allow-domain a session gets the ceiling),
 #      always_deny_domains wins, and a running session follows a change at
@@ -379,13 +382,21 @@ elif op == "bind":
     try:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"eth0"); print("bind allowed")
     except PermissionError: print("bind refused")
-elif op == "ask":  # every second, a query: "ok" or "none", for N seconds
-    for i in range(int(sys.argv[2])):
+elif op == "ask":  # a query about every second: "ok ADDR" or "none", for N seconds
+    end, i = time.time() + float(sys.argv[2]), 0
+    while time.time() < end:  # connected, as glibc's resolver is
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.8)
-        s.sendto(q("allowed.test", 1, i), ("8.8.8.8", 53))
-        try: s.recv(512); print("ask ok", flush=True)
+        s.connect(("8.8.8.8", 53)); s.send(q("allowed.test", 1, i)); i = (i + 1) % 64
+        t = time.time()
+        try: r = s.recv(512); print("ask ok", socket.inet_ntoa(r[-4:]), flush=True)
         except OSError: print("ask none", flush=True)
-        time.sleep(0.2)
+        time.sleep(max(0.2, 1 - (time.time() - t)))
+    print("ask done", flush=True)
+elif op == "fixed":  # one query from a fixed local port, then the socket is closed
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
+    s.bind(("0.0.0.0", int(sys.argv[2]))); s.sendto(q("allowed.test", 1, 1), ("8.8.8.8", 53))
+    try: r = s.recv(512); print("fixed ok", socket.inet_ntoa(r[-4:]))
+    except OSError: print("fixed none")
 PY
 chown "$LYH_UID:$LYH_GID" "$LYH_HOME/proj/attack.py"
 res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py pipeline)
@@ -398,10 +409,36 @@ res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.1 -- /bin/true)
 t_check "8: a resolver that is an address of this machine (tun0's) is refused" \
     eval 'grep -qx "rc=125" <<<"$res" && grep -q "an address of this machine" <<<"$res"'
 
+# a local user takes over a session's DNS flow: the agent asked from a fixed
+# port and closed its socket; the user binds that port and asks the same
+# address, which its conntrack entry would send on to the session's forwarder
+# (NAT rules see new flows only), as the session, through its VPN
+ctr() { # RULE-TEXT-REGEX: the packet count of that rule of chain output
+    lyh_nft list chain inet lianyaohu output 2>/dev/null |
+        sed -n "/$1/s/.* counter packets \([0-9]*\) .*/\1/p" | head -n 1
+}
+before=$(ctr 'ct direction original ct mark 0x80000000')
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py fixed 40999)
+res2=$(LYH_CMD_TIMEOUT=20 lyh_as_user /usr/bin/python3 -c '
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2); s.bind(("0.0.0.0", 40999))
+try:
+    s.sendto(struct.pack("!HHHHHH", 9, 0x100, 1, 0, 0, 0) + b"\x05exfil\x07allowed\x04test\x00\x00\x01\x00\x01", ("8.8.8.8", 53))
+    s.recv(512); print("answered")
+except OSError: print("nothing")' 2>&1)
+after=$(ctr 'ct direction original ct mark 0x80000000')
+echo "    agent: $(head -n 1 <<<"$res"); local user: $res2; drops ${before:-?} -> ${after:-?}"
+t_check "8: the agent's query from its fixed port was answered" grep -qx "fixed ok 11.77.0.1" <<<"$res"
+t_check "8: a local user reusing the agent's port and destination gets nothing" \
+    eval '[ "$res2" = nothing ] && ! grep -q "exfil" "$VPNLOG"'
+t_check "8: ... stopped by the rule for a DNS flow's original direction from a host socket" \
+    eval '[ -n "$after" ] && [ "$after" -gt "${before:-0}" ]'
+
 # a session asking every second, across a restart of lyhd with a squatter on
-# its forwarder's port meanwhile
+# its forwarder's port meanwhile; the squatter also forges answers to the
+# agent's open queries (their ports read from /proc/net/udp, ids guessed)
 : >"$LYH_TMP/ask.out"
-(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py ask 14 >"$LYH_TMP/ask.out") &
+(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py ask 30 >"$LYH_TMP/ask.out") &
 ASK=$!
 lyh_wait_until 15 grep -q "^ask ok" "$LYH_TMP/ask.out"
 PORT=$(nsenter --net="/run/netns/$LYH_MAIN" ss -Hulnp 2>/dev/null | awk '/lyhd/ && $4 ~ /^127\.0\.0\.1:/ { sub(/.*:/, "", $4); print $4; exit }')
@@ -415,26 +452,54 @@ try: s.recv(512); print("answered")
 except OSError: print("nothing")' "$PORT" 2>&1)
 t_check "8: a local user outside the sandbox gets nothing from a session's forwarder" \
     eval '[ -n "$PORT" ] && [ "$res" = nothing ]'
+forged0=$(ctr 'ct direction reply ct mark 0x80000000')
 lyh_daemon_stop
 lyh_as_user /usr/bin/python3 -c '
-import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", int(sys.argv[1])))
-s.settimeout(1); end = time.time() + float(sys.argv[2]); print("squatting", flush=True)
+import os, socket, struct, sys, time
+port = int(sys.argv[1])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", port))
+s.settimeout(0.2); end = time.time() + float(sys.argv[2]); print("squatting", flush=True)
+ans = b"\x07allowed\x04test\x00\x00\x01\x00\x01" + b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + bytes([6, 6, 6, 6])
+sent = 0
 while time.time() < end:
     try: d, peer = s.recvfrom(512); print("got", len(d), flush=True)
-    except OSError: pass' "$PORT" 8 >"$LYH_TMP/squat.out" 2>&1 &
+    except OSError: pass
+    for line in open("/proc/net/udp").read().splitlines()[1:]:
+        f = line.split()
+        lport = int(f[1].split(":")[1], 16)
+        if int(f[7]) != os.getuid() or lport == port: continue
+        for dst in ("10.77.0.1", "127.0.0.1"):
+            for i in range(40):
+                try: s.sendto(struct.pack("!HHHHHH", i, 0x8180, 1, 1, 0, 0) + ans, (dst, lport)); sent += 1
+                except OSError: pass
+print("forged", sent, flush=True)' "$PORT" 8 >"$LYH_TMP/squat.out" 2>&1 &
 SQ=$!
 lyh_wait_until 5 grep -q squatting "$LYH_TMP/squat.out"
 sleep 2
 lyh_daemon_start || lyh_die "lyhd restart"
-wait "$ASK" "$SQ" 2>/dev/null
+PORT_EL=$(lyh_nft list map inet lianyaohu dnsport 2>/dev/null | grep -c ": $PORT")
+wait "$SQ" 2>/dev/null
+forged1=$(ctr 'ct direction reply ct mark 0x80000000')
+# lyh run ends with the old lyhd; the agent goes on, writing to the file
+wait "$ASK" 2>/dev/null
+lyh_wait_until 40 grep -q "^ask done" "$LYH_TMP/ask.out"
 sed 's/^/    /' "$LYH_TMP/ask.out" | tr '\n' ' '; echo
+echo "    squatter: $(grep forged "$LYH_TMP/squat.out"); forged answers dropped ${forged0:-?} -> ${forged1:-?}"
 t_check "8: the squatter on the forwarder's port received none of the session's queries" \
     eval 'grep -q squatting "$LYH_TMP/squat.out" && ! grep -q "^got" "$LYH_TMP/squat.out"'
+t_check "8: no forged answer reached the agent" \
+    eval 'grep -q "^forged [1-9]" "$LYH_TMP/squat.out" && ! grep -q "6.6.6.6" "$LYH_TMP/ask.out"'
+t_check "8: ... stopped by the rule for a DNS flow's reply direction from a socket not lyhd's" \
+    eval '[ -n "$forged1" ] && [ "$forged1" -gt "${forged0:-0}" ]'
 t_check "8: the restarted lyhd says it could not listen again" \
     lyh_daemon_log_has "cannot listen for the session's DNS queries on port $PORT again"
-t_check "8: ... and the session's queries got no answer from anyone after that" \
-    eval '[ "$(tail -n 2 "$LYH_TMP/ask.out" | grep -c "ask none")" = 2 ]'
+t_check "8: ... and keeps the session's DNS redirection (its queries go nowhere else)" \
+    eval '[ "$PORT_EL" -ge 1 ]'
+t_check "8: once the squatter is gone, lyhd listens there again and the session resolves" \
+    eval 'lyh_daemon_log_has "lyhd answers its DNS queries again \\(port $PORT\\)" &&
+          [ "$(grep "^ask" "$LYH_TMP/ask.out" | tail -n 2 | head -n 1)" = "ask ok 11.77.0.1" ]'
+t_check "8: while it could not, the session's queries got no answer from anyone" \
+    eval 'grep -qz "ask ok 11.77.0.1.*ask none.*ask ok 11.77.0.1" "$LYH_TMP/ask.out"'
 
 lyh_daemon_stop
 lyh_daemon_check_log

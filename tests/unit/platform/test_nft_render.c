@@ -712,6 +712,53 @@ static void test_base_dns(void **state) {
         assert_int_equal(r->match[2].port_min, 53);
         assert_string_equal(r->target, NFTR_MAP_DNSPORT);
     }
+    /* a DNS flow's original direction from a host socket, its reply
+     * direction from any socket but the forwarder's: dropped in output,
+     * before the host-packet rule that would clear a session's mark */
+    size_t drops = 0, clear_at = b->n_output;
+    for (size_t i = 0; i < b->n_output; i++) {
+        const struct nftr_rule *r = &b->output[i];
+        if (r->ct_mark_clear)
+            clear_at = i;
+        if (r->verdict != NFTR_V_DROP || r->n_match < 3 || r->match[2].type != NFTR_M_CT_MARK)
+            continue;
+        assert_int_equal(r->match[0].type, NFTR_M_SKGID_NE);
+        assert_int_equal(r->match[2].id, NFTR_DNS_FLOW_MARK);
+        if (r->match[1].type == NFTR_M_CT_REPLY) {
+            assert_int_equal(r->n_match, 4);
+            assert_int_equal(r->match[3].type, NFTR_M_META_MARK_NE);
+            assert_int_equal(r->match[3].id, NFTR_DNS_FWD_SOCKET_MARK);
+        } else {
+            assert_int_equal(r->match[1].type, NFTR_M_CT_ORIGINAL);
+            assert_int_equal(r->n_match, 3);
+        }
+        assert_true(i < clear_at);
+        drops++;
+    }
+    assert_int_equal(drops, 2);
+    assert_true(clear_at < b->n_output);
+    nftr_base_free(b);
+
+    /* no listeners (an old kernel, cgroups at level 1): chain input still
+     * holds the two DNS rules, on every interface */
+    p.inbound = false;
+    p.base_cgroup_id = 0;
+    p.base_cgroup = NULL;
+    assert_int_equal(nftr_render_base(&p, &b), 0);
+    assert_int_equal(b->n_input, 2);
+    for (size_t i = 0; i < b->n_input; i++) {
+        assert_int_equal(b->input[i].verdict, NFTR_V_DROP);
+        for (size_t k = 0; k < b->input[i].n_match; k++)
+            assert_int_not_equal(b->input[i].match[k].type, NFTR_M_IIFNAME);
+    }
+    assert_int_equal(b->input[0].match[1].type, NFTR_M_CT_MARK);
+    assert_int_equal(b->input[0].match[2].type, NFTR_M_SOCK_MARK_NE);
+    assert_int_equal(b->input[1].match[1].type, NFTR_M_SOCK_MARK);
+    assert_int_equal(b->input[1].match[2].type, NFTR_M_CT_MARK_NE);
+    free(text);
+    text = NULL;
+    assert_int_equal(nftr_base_text(b, &text), 0);
+    assert_non_null(strstr(text, "add chain inet lianyaohu input"));
     nftr_base_free(b);
     p.cgroupv2 = false; /* nothing tells the sessions apart */
     p.inbound = false;
