@@ -398,8 +398,10 @@ static bool routed_via_one(int family, const uint8_t *addr, void *ud) {
 
 /* Every DNS query of a session goes to lyhd, which asks the VPN interface's
  * resolver through it: say, per VPN interface, which resolver a launch will
- * find (the same search as lyhd's), or that it will refuse. */
-static void check_resolver(struct doctor *dr, const struct vpn_if *v, size_t nv) {
+ * find (the same search as lyhd's: the admin's dns_resolvers routed through
+ * it when the policy names any, else the system's), or that it will refuse. */
+static void check_resolver(struct doctor *dr, const struct vpn_if *v, size_t nv,
+                           const struct nftr_dest *adm, size_t nadm) {
     char detail[900] = "";
     size_t used = 0, missing = 0;
     const char *fix = NULL;
@@ -412,10 +414,16 @@ static void check_resolver(struct doctor *dr, const struct vpn_if *v, size_t nv)
         unsigned ifindex = if_nametoindex(v[i].name);
         if (!v[i].up || !v[i].addressed)
             continue;
-        if (ifindex == 0 || dnscfg_system(v[i].name, (int)ifindex, "/etc/resolv.conf",
-                                          routed_via_one, &ro, res, &n, source,
-                                          sizeof(source)) < 0)
+        if (nadm) {
+            for (size_t k = 0; k < nadm && n < DNSCFG_MAX; k++)
+                if (routed_via_one(adm[k].family, adm[k].addr, &ro))
+                    res[n++] = adm[k];
+            snprintf(source, sizeof(source), "the admin policy");
+        } else if (ifindex == 0 ||
+                   dnscfg_system(v[i].name, (int)ifindex, "/etc/resolv.conf", routed_via_one, &ro,
+                                 res, &n, source, sizeof(source)) < 0) {
             n = 0;
+        }
         for (size_t k = 0; k < n; k++) {
             char a[INET6_ADDRSTRLEN];
             size_t l = strlen(list);
@@ -434,7 +442,10 @@ static void check_resolver(struct doctor *dr, const struct vpn_if *v, size_t nv)
         if (k > 0 && (size_t)k < sizeof(detail) - used)
             used += (size_t)k;
     }
-    if (missing)
+    if (missing && nadm)
+        fix = "none of the admin's resolvers (dns_resolvers, lyh policy get) is behind it: ask "
+              "the admin, or use the interface they are behind";
+    else if (missing)
         fix = "name the VPN's DNS server: lyh run --dns ADDRESS, or dns = [\"ADDRESS\"] under "
               "[network] in your config (a private address inside the tunnel works)";
     if (used == 0)
@@ -564,8 +575,25 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
         add(dr, "vpn", ST_FAIL, "see the vpn:IFACE lines; bring the VPN up with its default routes",
             "VPN interfaces: %s; none would be accepted by lyh run", names);
 
-    /* 3. The resolver, as a session would see it. */
-    check_resolver(dr, vpn, nv);
+    /* 3. The resolver, as a session would see it (the admin's, if any). */
+    struct nftr_dest adm[8];
+    size_t nadm = 0;
+    if (reachable) {
+        memset(req, 0, sizeof(*req));
+        req->which_method = lianyaohu_v1_Request_policy_get_tag;
+        if (call(c, req, resp) == 0 && resp->code == lianyaohu_v1_Code_OK &&
+            resp->which_result == lianyaohu_v1_Response_policy_tag) {
+            const lianyaohu_v1_Policy *pm = &resp->result.policy.policy;
+            for (pb_size_t k = 0; k < pm->dns_resolvers_count && nadm < ARRAY_SIZE(adm); k++) {
+                struct nftr_dest *a = &adm[nadm];
+                memset(a, 0, sizeof(*a));
+                a->family = strchr(pm->dns_resolvers[k], ':') ? AF_INET6 : AF_INET;
+                if (inet_pton(a->family, pm->dns_resolvers[k], a->addr) == 1)
+                    nadm++;
+            }
+        }
+    }
+    check_resolver(dr, vpn, nv, adm, nadm);
 
     lyh_client_close(c);
     bool ok = print(dr, json);

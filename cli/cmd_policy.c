@@ -34,6 +34,16 @@ static void dest_text(const lianyaohu_v1_DestRule *d, char *buf, size_t len) {
         snprintf(buf, len, "(invalid)");
 }
 
+
+/* "  name<pad> = a b c" then `none` or `some` (by whether count is 0);
+ * entries lie stride bytes apart from base, each printed after prefix. */
+static void print_list(const char *name, const char *base, size_t stride, pb_size_t count,
+                       const char *prefix, const char *none, const char *some) {
+    printf("  %-30s =", name);
+    for (pb_size_t i = 0; i < count; i++)
+        printf(" %s%s", prefix, base + (size_t)i * stride);
+    printf("%s\n", count ? some : none);
+}
 static void print_text(const lianyaohu_v1_PolicyReply *p) {
     const lianyaohu_v1_Policy *m = &p->policy;
     char buf[DR_FORMAT_MAX];
@@ -64,30 +74,19 @@ static void print_text(const lianyaohu_v1_PolicyReply *p) {
         dest_text(&m->always_deny[i], buf, sizeof(buf));
         printf(" %s", buf);
     }
-    printf("%s\n  extra_env_block                =", m->always_deny_count ? "" : " (none)");
-    for (pb_size_t i = 0; i < m->extra_env_block_count; i++)
-        printf(" %s", m->extra_env_block[i]);
-    printf("%s\n  writable_prefixes              =", m->extra_env_block_count ? "" : " (none)");
-    for (pb_size_t i = 0; i < m->writable_prefixes_count; i++)
-        printf(" %s", m->writable_prefixes[i]);
-    printf("%s\n", m->writable_prefixes_count ? "" : " (no prefix rule)");
-    printf("  protect_paths                  =");
-    for (pb_size_t i = 0; i < m->protect_paths_count; i++)
-        printf(" ~/%s", m->protect_paths[i]);
-    printf("%s\n", m->protect_paths_count ? " (and the built-in list)" : " (the built-in list)");
+    printf("%s\n", m->always_deny_count ? "" : " (none)");
+#define LIST(field, prefix, none) \
+    print_list(#field, &m->field[0][0], sizeof(m->field[0]), m->field##_count, prefix, none, "")
+    LIST(extra_env_block, "", " (none)");
+    LIST(writable_prefixes, "", " (no prefix rule)");
+    print_list("protect_paths", &m->protect_paths[0][0], sizeof(m->protect_paths[0]),
+               m->protect_paths_count, "~/", " (the built-in list)", " (and the built-in list)");
     printf("  forbid_allow_socket            = %s\n", m->forbid_allow_socket ? "yes" : "no");
-    printf("  allow_socket_patterns          =");
-    for (pb_size_t i = 0; i < m->allow_socket_patterns_count; i++)
-        printf(" %s", m->allow_socket_patterns[i]);
-    printf("%s\n", m->allow_socket_patterns_count ? "" : " (any path)");
-    printf("  allowed_domains                =");
-    for (pb_size_t i = 0; i < m->allowed_domains_count; i++)
-        printf(" %s", m->allowed_domains[i]);
-    printf("%s\n", m->allowed_domains_count ? "" : " (no ceiling)");
-    printf("  always_deny_domains            =");
-    for (pb_size_t i = 0; i < m->always_deny_domains_count; i++)
-        printf(" %s", m->always_deny_domains[i]);
-    printf("%s\n", m->always_deny_domains_count ? "" : " (none)");
+    LIST(allow_socket_patterns, "", " (any path)");
+    LIST(allowed_domains, "", " (no ceiling)");
+    LIST(always_deny_domains, "", " (none)");
+    LIST(dns_resolvers, "", " (the system's, or the user's --dns)");
+#undef LIST
     printf("  log_allowed_flows              = %s\n", m->log_allowed_flows ? "yes" : "no");
     if (m->max_sessions_per_uid)
         printf("  max_sessions_per_uid           = %u\n", m->max_sessions_per_uid);
@@ -152,6 +151,8 @@ static void print_json(const lianyaohu_v1_PolicyReply *p) {
     printf(",\"always_deny_domains\":");
     json_strings(&m->always_deny_domains[0][0], sizeof(m->always_deny_domains[0]),
                  m->always_deny_domains_count);
+    printf(",\"dns_resolvers\":");
+    json_strings(&m->dns_resolvers[0][0], sizeof(m->dns_resolvers[0]), m->dns_resolvers_count);
     printf(",\"log_allowed_flows\":%s,\"max_sessions_per_uid\":%u,\"audit_retention_days\":%u,"
            "\"audit_max_bytes\":%" PRIu64 ",\"min_landlock_abi\":%u}}\n",
            m->log_allowed_flows ? "true" : "false", m->max_sessions_per_uid,

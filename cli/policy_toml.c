@@ -201,6 +201,9 @@ int policy_from_toml(const char *name, const char *buf, size_t len, lianyaohu_v1
             r = get_strings(&c, v, key, &p.always_deny_domains[0][0],
                             sizeof(p.always_deny_domains[0]), ARRAY_SIZE(p.always_deny_domains),
                             &p.always_deny_domains_count);
+        else if (strcmp(key, "dns_resolvers") == 0)
+            r = get_strings(&c, v, key, &p.dns_resolvers[0][0], sizeof(p.dns_resolvers[0]),
+                            ARRAY_SIZE(p.dns_resolvers), &p.dns_resolvers_count);
         else if (strcmp(key, "protect_paths") == 0)
             r = get_strings(&c, v, key, &p.protect_paths[0][0], sizeof(p.protect_paths[0]),
                             ARRAY_SIZE(p.protect_paths), &p.protect_paths_count);
@@ -284,6 +287,8 @@ void policy_print_toml(FILE *f, const lianyaohu_v1_Policy *p) {
                   p->allowed_domains_count);
     print_strings(f, "always_deny_domains", &p->always_deny_domains[0][0],
                   sizeof(p->always_deny_domains[0]), p->always_deny_domains_count);
+    print_strings(f, "dns_resolvers", &p->dns_resolvers[0][0], sizeof(p->dns_resolvers[0]),
+                  p->dns_resolvers_count);
     fprintf(f, "log_allowed_flows = %s\n", p->log_allowed_flows ? "true" : "false");
     fprintf(f, "max_sessions_per_uid = %" PRIu32 "\n", p->max_sessions_per_uid);
     fprintf(f, "audit_retention_days = %" PRIu32 "\n", p->audit_retention_days);

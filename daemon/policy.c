@@ -23,6 +23,7 @@
 #include "daemon/lyhd.h"
 #include "daemon/policy.h"
 
+#include "common/dns_addr.h"
 #include "common/dns_name.h"
 #include "storage/store.h"
 
@@ -290,6 +291,20 @@ int policy_from_msg(const Lianyaohu__V1__Policy *m, struct policy *ret, char *wh
         }
         *dl[l].ret_n = dl[l].n;
     }
+    if (m->n_dns_resolvers > POLICY_MAX_RESOLVERS)
+        return bad(why, whylen, "dns_resolvers: %zu entries (at most %d)", m->n_dns_resolvers,
+                   POLICY_MAX_RESOLVERS);
+    for (size_t i = 0; i < m->n_dns_resolvers; i++) {
+        struct nftr_dest *rd = &p->resolvers[i];
+        memset(rd, 0, sizeof(*rd));
+        if (dns_addr_parse(m->dns_resolvers[i], &rd->family, rd->addr, p->resolver_text[i]) < 0)
+            return bad(why, whylen,
+                       "dns_resolvers[%zu]: '%.60s' is not a resolver's address (an IPv4 or IPv6 "
+                       "address, not loopback, link-local or multicast)",
+                       i, m->dns_resolvers[i]);
+        rd->prefix_len = rd->family == AF_INET ? 32 : 128;
+    }
+    p->n_resolvers = m->n_dns_resolvers;
     p->log_allowed_flows = m->log_allowed_flows;
     if (m->max_sessions_per_uid > POLICY_MAX_SESSIONS)
         return bad(why, whylen, "max_sessions_per_uid: %u is above %u (0 = no limit)",
@@ -373,6 +388,10 @@ void policy_to_msg(const struct policy *p, struct policy_msg *h) {
         h->ddeny[i] = (char *)p->deny_domains[i];
     h->m.n_always_deny_domains = p->n_deny_domains;
     h->m.always_deny_domains = h->ddeny;
+    for (size_t i = 0; i < p->n_resolvers; i++)
+        h->res[i] = (char *)p->resolver_text[i];
+    h->m.n_dns_resolvers = p->n_resolvers;
+    h->m.dns_resolvers = h->res;
     h->m.log_allowed_flows = p->log_allowed_flows;
     h->m.max_sessions_per_uid = p->max_sessions_per_uid;
     h->m.audit_retention_days = p->audit_retention_days;

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/dns_addr.h"
 #include "common/home_entry.h"
 #include "daemon/wire.h"
 #include "platform/linux/nft_render.h"
@@ -35,6 +36,7 @@ struct lyhd;
 #define POLICY_SOCKET_PATTERN_MAX  511
 #define POLICY_PREFIX_MAX       511
 #define POLICY_MAX_DOMAINS      32  /* allowed_domains, always_deny_domains */
+#define POLICY_MAX_RESOLVERS    8   /* dns_resolvers */
 #define POLICY_DOMAIN_MAX       127 /* characters of a pattern */
 #define POLICY_MAX_SESSIONS     4096u
 /* Built-in default of max_sessions_per_uid: far above one user's real work,
@@ -74,6 +76,9 @@ struct policy {
     size_t n_domain_ceiling;
     char deny_domains[POLICY_MAX_DOMAINS][POLICY_DOMAIN_MAX + 1];   /* canonical */
     size_t n_deny_domains;
+    struct nftr_dest resolvers[POLICY_MAX_RESOLVERS]; /* empty: the system's or the user's */
+    char resolver_text[POLICY_MAX_RESOLVERS][DNS_ADDR_TEXT_MAX]; /* canonical */
+    size_t n_resolvers;
     bool log_allowed_flows;
     uint32_t max_sessions_per_uid; /* 0: no limit */
     uint32_t min_landlock_abi;     /* 0: POLICY_DEFAULT_MIN_LANDLOCK_ABI */
@@ -101,6 +106,7 @@ struct policy_msg {
     char *sockpat[POLICY_MAX_SOCKET_PATTERNS];
     char *dceil[POLICY_MAX_DOMAINS];
     char *ddeny[POLICY_MAX_DOMAINS];
+    char *res[POLICY_MAX_RESOLVERS];
 };
 void policy_to_msg(const struct policy *p, struct policy_msg *ret);
 

@@ -1011,11 +1011,15 @@ static bool this_machine(struct lyhd *d, int family, const uint8_t *addr) {
 }
 
 /* The resolvers of a session whose DNS lyhd forwards: the request's (the
- * user's --dns / network.dns), else what the system says about the
- * interface. None: refused, with the fix. */
+ * user's --dns / network.dns; under an admin's dns_resolvers, each one of
+ * them), else the admin's that are routed through the interface, else what
+ * the system says about the interface. None: refused, with the fix. */
 static int pick_resolvers(struct lyhd *d, struct rpc_call *call, const Lianyaohu__V1__RunRequest *r,
-                          struct session *s, char *source, size_t sourcelen) {
+                          const struct policy *pol, struct session *s, char *source,
+                          size_t sourcelen) {
     struct gspec *g = &s->spec;
+    unsigned ifindex = if_nametoindex(g->iface);
+    struct routed_via rv = {.rs = d->guard->route, .ifindex = (int)ifindex};
 
     g->n_resolvers = 0;
     if (r->n_dns > GSPEC_MAX_RESOLVERS)
@@ -1035,15 +1039,37 @@ static int pick_resolvers(struct lyhd *d, struct rpc_call *call, const Lianyaohu
                         "--dns '%s' is an address of this machine: lyhd would ask a service "
                         "here, not the VPN's resolver; name the resolver beyond the VPN",
                         r->dns[i]);
+        bool listed = pol->n_resolvers == 0;
+        for (size_t k = 0; k < pol->n_resolvers && !listed; k++)
+            listed = pol->resolvers[k].family == d0->family &&
+                     memcmp(pol->resolvers[k].addr, d0->addr, 16) == 0;
+        if (!listed)
+            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                        "policy: --dns '%s' is not one of the resolvers the admin allows "
+                        "(dns_resolvers, policy version %llu; `lyh policy get` shows them); "
+                        "leave --dns out to use theirs",
+                        r->dns[i], (unsigned long long)pol->version);
         g->n_resolvers++;
     }
     if (g->n_resolvers) {
         snprintf(source, sourcelen, "--dns");
         return 0;
     }
-    unsigned ifindex = if_nametoindex(g->iface);
+    if (pol->n_resolvers) {
+        for (size_t k = 0; k < pol->n_resolvers && g->n_resolvers < GSPEC_MAX_RESOLVERS; k++)
+            if (ifindex && routed_via(pol->resolvers[k].family, pol->resolvers[k].addr, &rv))
+                g->resolvers[g->n_resolvers++] = pol->resolvers[k];
+        if (g->n_resolvers == 0)
+            return fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                        "none of the resolvers the admin names (dns_resolvers, policy version "
+                        "%llu) is reached through %s, so the agent could not resolve names "
+                        "through it: ask the admin, or pick the interface their resolvers are "
+                        "behind",
+                        (unsigned long long)pol->version, g->iface);
+        snprintf(source, sourcelen, "the admin policy");
+        return 0;
+    }
     size_t n = 0;
-    struct routed_via rv = {.rs = d->guard->route, .ifindex = (int)ifindex};
     if (ifindex == 0 || dnscfg_system(g->iface, (int)ifindex, d->cfg.resolv_conf, routed_via, &rv,
                                       g->resolvers, &n, source, sourcelen) < 0 ||
         n == 0)
@@ -1271,7 +1297,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
          * these resolvers through the interface. */
         if (s->row.chain[0] && d->guard->base.dns) {
             char source[80];
-            if (pick_resolvers(d, call, r, s, source, sizeof(source)) < 0 ||
+            if (pick_resolvers(d, call, r, pol, s, source, sizeof(source)) < 0 ||
                 pick_domains(call, r, pol, s) < 0)
                 goto out;
             s->wants_dns = true;

@@ -354,6 +354,40 @@ t_check "7: after it, a new connect to n20's address is refused" \
     grep -qx "direct 11.77.1.20 refused" "$LYH_TMP/live.out"
 t_check "7: ... and n20 no longer resolves" grep -qx "res n20.allowed.test gaierror" "$LYH_TMP/live.out"
 t_check "7: ... while other allowed names still work" grep -qx "conn n21.allowed.test ok" "$LYH_TMP/live.out"
+
+# the admin's resolvers: a second resolver beyond tun0 (11.77.2.53) that
+# answers allowed.test differently, so an answer says who was asked
+ADMLOG=$LYH_TMP/adm-dns.log
+: >"$ADMLOG"
+ip -n "$LYH_EXIT" addr add 11.77.2.53/32 dev lo || lyh_die "admin resolver address"
+ip netns exec "$LYH_EXIT" /usr/bin/python3 "$HERE/dns_server.py" 11.77.2.53 53 "$ADMLOG" \
+    allowed.test=11.77.0.33 </dev/null >/dev/null 2>&1 &
+lyh_track_pid "$!"
+lyh_wait_until 5 eval 'ip netns exec "$LYH_EXIT" ss -Huln | grep -q "11.77.2.53:53"'
+printf 'dns_resolvers = ["127.0.0.1"]\n' >"$LYH_TMP/pol.toml"
+res=$(lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/pol.toml" 2>&1; echo "rc=$?")
+t_check "7: a loopback address as the admin's resolver is refused, naming the field" \
+    eval '! grep -qx "rc=0" <<<"$res" && grep -q "dns_resolvers\[0\]" <<<"$res"'
+policy_set 'dns_resolvers = ["192.168.77.2", "11.77.2.53"]' || t_fail "7: policy set (4)" "refused"
+res=$(run_as --vpn tun0 --no-tui -- /usr/bin/python3 ask.py udp:8.8.8.8:allowed.test)
+echo "$res" | sed 's/^/    /'
+t_check "7: the admin's resolver routed through tun0 is asked, not the system's" \
+    eval 'grep -qx "udp:8.8.8.8:allowed.test rcode=0 11.77.0.33" <<<"$res" &&
+          grep -q "^udp allowed.test 1$" "$ADMLOG" && test ! -s "$LANLOG"'
+res=$(LYH_CMD_TIMEOUT=60 lyh_as_user "$LYH_LYH" --socket "$LYH_SOCK" doctor 2>&1)
+t_check "7: lyh doctor names the admin's resolver for tun0" \
+    grep -q "tun0: lyhd asks 11.77.2.53 (from the admin policy)" <<<"$res"
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /bin/true)
+t_check "7: --dns naming a resolver outside the admin's list is refused (125, says why)" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "not one of the resolvers the admin allows" <<<"$res"'
+res=$(run_as --vpn tun0 --no-tui --dns 11.77.2.53 -- /usr/bin/python3 ask.py udp:8.8.8.8:allowed.test)
+t_check "7: --dns naming one of them is fine" grep -qx "udp:8.8.8.8:allowed.test rcode=0 11.77.0.33" <<<"$res"
+policy_set 'dns_resolvers = ["192.168.77.2"]' || t_fail "7: policy set (5)" "refused"
+res=$(run_as --vpn tun0 --no-tui -- /bin/true)
+t_check "7: none of the admin's resolvers behind tun0: refused (125, says why)" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "none of the resolvers the admin names" <<<"$res" &&
+          test ! -s "$LANLOG"'
+policy_set '' || t_fail "7: policy reset" "refused"
 policy_set '' || t_fail "7: policy back to the default" "refused"
 
 # ---- 8. what an attacker's review tried ----------------------------------------------------

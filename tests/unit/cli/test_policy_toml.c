@@ -90,9 +90,12 @@ static void test_round_trip(void **state) {
     char *text = NULL;
     size_t len = 0;
     assert_int_equal(parse("always_deny = [\"[fd00::/8]:80-90\"]\nmax_sessions_per_uid = 2\n"
-                           "extra_env_block = [\"A\\\"B\"]\n",
+                           "extra_env_block = [\"A\\\"B\"]\n"
+                           "dns_resolvers = [\"10.8.0.1\", \"fd00::53\"]\n",
                            &p),
                      0);
+    assert_int_equal(p.dns_resolvers_count, 2);
+    assert_string_equal(p.dns_resolvers[1], "fd00::53");
     FILE *f = open_memstream(&text, &len);
     assert_non_null(f);
     policy_print_toml(f, &p);
