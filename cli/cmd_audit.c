@@ -19,6 +19,7 @@
 
 #include "cli/audit_fmt.h"
 #include "cli/cli.h"
+#include "cli/audit_names.h"
 #include "common/dns_name.h"
 #include "common/macros.h"
 
@@ -47,6 +48,7 @@ enum {
     OPT_CSV = 1u << 11,
     OPT_HELP = 1u << 12,
     OPT_NAME = 1u << 13,
+    OPT_BY_NAME = 1u << 14,
 };
 #define OPT_FILTERS                                                                           \
     (OPT_SINCE | OPT_UNTIL | OPT_SESSION | OPT_UID | OPT_VERDICT | OPT_DST | OPT_PORT |      \
@@ -87,6 +89,9 @@ static const struct {
     {OPT_NAME, "  --name NAME|*.NAME    DNS queries of that name and flows to what it resolved\n"
                "                        to (applied by lyh to what lyhd sends: with --limit, the\n"
                "                        newest N records before this filter)\n"},
+    {OPT_BY_NAME, "  --by-name             count per DNS name (queries, and flows to what it\n"
+                  "                        resolved to) instead of per destination; --name NAME\n"
+                  "                        or *.NAME counts only those names\n"},
     {OPT_LIMIT, "  --limit N             only the newest N matching records (oldest first)\n"},
     {OPT_JSON, "  --json                JSON Lines, one object per record\n"},
     {OPT_CSV, "  --csv                 CSV (RFC 4180) with a header row\n"},
@@ -111,10 +116,13 @@ static const struct sub subs[] = {
      "lyh audit follow [FILTERS] [--limit N] [--json]",
      "Print the newest matching records (10; with --since all since then; --limit N: N;\n"
      "--limit 0: none), then each new one as it is logged, until interrupted (Ctrl-C).\n"},
-    {"summary", (OPT_FILTERS & ~OPT_KIND) | OPT_JSON | OPT_HELP, run_summary,
-     "lyh audit summary [FILTERS] [--json]",
+    {"summary", (OPT_FILTERS & ~OPT_KIND) | OPT_BY_NAME | OPT_NAME | OPT_JSON | OPT_HELP,
+     run_summary, "lyh audit summary [FILTERS] [--by-name [--name NAME|*.NAME]] [--json]",
      "Count flow records per destination (address, port, protocol), allowed and denied,\n"
-     "busiest first. At most 100000 distinct destinations are listed.\n"},
+     "busiest first. At most 100000 distinct destinations are listed. With --by-name:\n"
+     "per DNS name, its queries (denied: refused by the allowlist or policy; failed: no\n"
+     "answer from the resolver) and the flows to what it resolved to; at most 20000\n"
+     "names are listed.\n"},
     {"export", OPT_FILTERS | OPT_JSON | OPT_HELP, run_export,
      "lyh audit export --since WHEN [FILTERS]",
      "Write every matching record as JSON Lines (the --json format) to stdout. --since\n"
@@ -193,6 +201,7 @@ static int parse_opts(struct cli *cli, const struct sub *s, int argc, char **arg
         {{"proto", required_argument, NULL, 0}, OPT_PROTO},
         {{"kind", required_argument, NULL, 0}, OPT_KIND},
         {{"name", required_argument, NULL, 0}, OPT_NAME},
+        {{"by-name", no_argument, NULL, 0}, OPT_BY_NAME},
         {{"limit", required_argument, NULL, 0}, OPT_LIMIT},
         {{"json", no_argument, NULL, 0}, OPT_JSON},
         {{"csv", no_argument, NULL, 0}, OPT_CSV},
@@ -279,6 +288,7 @@ static int parse_opts(struct cli *cli, const struct sub *s, int argc, char **arg
             break;
         case OPT_JSON: o->out = OUT_JSON; break;
         case OPT_CSV: o->out = OUT_CSV; break;
+        case OPT_BY_NAME: break;
         }
         if (r < 0) {
             fprintf(stderr, "%s audit %s: --%s '", cli->prog, s->name, flag);
@@ -290,6 +300,10 @@ static int parse_opts(struct cli *cli, const struct sub *s, int argc, char **arg
     if (optind < argc) {
         fprintf(stderr, "%s audit %s: unexpected argument '%s'\n", cli->prog, s->name,
                 argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (s->run == run_summary && (o->given & OPT_NAME) && !(o->given & OPT_BY_NAME)) {
+        fprintf(stderr, "%s audit summary: --name counts per name: add --by-name\n", cli->prog);
         return EXIT_USAGE;
     }
     if ((o->given & OPT_JSON) && (o->given & OPT_CSV)) {
@@ -549,7 +563,79 @@ static int gap_event(const lianyaohu_v1_AuditEvent *ev, void *ud) {
     return EXIT_OK;
 }
 
+/* ---- summary per name ---------------------------------------------------------------------- */
+
+struct names_ctx {
+    struct cli *cli;
+    struct audit_names t;
+    const char *pattern;
+};
+
+static int names_event(const lianyaohu_v1_AuditEvent *ev, void *ud) {
+    struct names_ctx *n = ud;
+    if (audit_names_add(&n->t, ev, n->pattern) < 0) {
+        fprintf(stderr, "%s audit summary: out of memory after %zu names\n", n->cli->prog, n->t.n);
+        return EXIT_DAEMON_ERROR;
+    }
+    return EXIT_OK;
+}
+
+static int run_summary_names(struct cli *cli, struct audit_opts *o) {
+    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    char line[512];
+    struct names_ctx n = {.cli = cli, .pattern = o->name[0] ? o->name : NULL};
+    struct lyh_client *c = NULL;
+    bool json = o->out == OUT_JSON;
+    int rc = EXIT_OK;
+
+    if (!req || !resp || audit_names_init(&n.t, AUDIT_NAMES_MAX) < 0) {
+        fprintf(stderr, "%s audit summary: out of memory\n", cli->prog);
+        return EXIT_DAEMON_ERROR;
+    }
+    rc = cli_connect(cli, &c);
+    /* the queries (kind dns), then the flows (their records carry names=) */
+    static const lianyaohu_v1_EventKind kinds[] = {lianyaohu_v1_EventKind_EVENT_KIND_DNS,
+                                                   lianyaohu_v1_EventKind_EVENT_KIND_FLOW};
+    for (size_t k = 0; k < ARRAY_SIZE(kinds) && rc == EXIT_OK; k++) {
+        memset(req, 0, sizeof(*req));
+        req->which_method = lianyaohu_v1_Request_audit_query_tag;
+        req->method.audit_query = o->q;
+        req->method.audit_query.kind = kinds[k];
+        rc = audit_stream(cli, "summary", c, req, resp, AUDIT_RECV_TIMEOUT_MS, names_event, &n);
+    }
+    if (rc == EXIT_OK) {
+        const struct audit_name *v;
+        size_t cnt;
+        audit_names_sort(&n.t, &v, &cnt);
+        if (!json)
+            printf("%s\n", audit_names_header());
+        for (size_t i = 0; i < cnt; i++)
+            if ((json ? audit_names_json_line(&v[i], line, sizeof(line))
+                      : audit_names_table_line(&v[i], line, sizeof(line))) == 0)
+                printf("%s\n", line);
+        FILE *notes = json ? stderr : stdout;
+        if (!json)
+            printf("%llu dns records, %llu flow records with names, %zu names\n",
+                   (unsigned long long)n.t.dns, (unsigned long long)n.t.flows, cnt);
+        if (n.t.overflow)
+            fprintf(notes, "note: more than %u distinct names; %llu counts for further names "
+                           "are not listed\n",
+                    AUDIT_NAMES_MAX, (unsigned long long)n.t.overflow);
+        if (fflush(stdout) != 0) {
+            fprintf(stderr, "%s audit summary: writing to stdout failed: %s\n", cli->prog,
+                    strerror(errno));
+            rc = EXIT_DAEMON_ERROR;
+        }
+    }
+    lyh_client_close(c);
+    audit_names_done(&n.t);
+    return rc;
+}
+
 static int run_summary(struct cli *cli, struct audit_opts *o) {
+    if (o->given & OPT_BY_NAME)
+        return run_summary_names(cli, o);
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
     _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
     _cleanup_free_ char *line = malloc(AUDIT_FMT_LINE_MAX);

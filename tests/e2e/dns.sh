@@ -297,6 +297,16 @@ t_check "6: the refused one says no name resolved to it" \
     eval 'grep "11.77.0.1" <<<"$aud" | grep -q "dns=none"'
 aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --kind dns --verdict denied 2>&1)
 t_check "6: the denied query is recorded" grep -q "denied.test" <<<"$aud"
+aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit summary --by-name 2>&1)
+grep -E "^(NAME|exact.test|denied.test|n7.allowed.test) " <<<"$aud" | sed 's/^/    /'
+t_check "6: audit summary --by-name counts a name's queries and its flows" \
+    eval 'grep -Eq "^exact.test +[1-9][0-9]* +0 +0 +[1-9][0-9]* +0$" <<<"$aud"'
+t_check "6: ... and a denied name's refused queries" \
+    eval 'grep -Eq "^denied.test +([1-9][0-9]*) +\1 +0 +0 +0$" <<<"$aud"'
+aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit summary --by-name --name "*.allowed.test" --json 2>&1)
+t_check "6: ... --name keeps to the pattern (JSON, one object per name)" \
+    eval '[ "$(grep -c "^{\"name\":\"n[0-9]*.allowed.test\"" <<<"$aud")" -ge 100 ] &&
+          ! grep -q "exact.test" <<<"$aud"'
 
 echo "# 6b. two sessions' sets are disjoint"
 (run_as "${AL[@]}" -- /usr/bin/python3 conn.py conn n5.allowed.test sleep 6 >"$LYH_TMP/s1.out") &
