@@ -140,13 +140,28 @@ static size_t from_resolvconf(const char *dir, const char *iface, struct nftr_de
     return n;
 }
 
-int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, dnscfg_routed_fn routed,
-                  void *ud, struct nftr_dest out[static DNSCFG_MAX], size_t *ret_n, char *source,
-                  size_t sourcelen) {
-    char buf[16384], path[64];
+/* resolv.conf-form files, nameservers routed through the interface. */
+static size_t routed_from(const char *path, bool follow, dnscfg_routed_fn routed, void *ud,
+                          struct nftr_dest out[static DNSCFG_MAX]) {
+    char buf[16384];
+    size_t n = 0;
+    if (read_small(AT_FDCWD, path, follow, buf, sizeof(buf)) == 0) {
+        struct nftr_dest all[DNSCFG_MAX];
+        size_t k = dnscfg_parse_resolv_conf(buf, all, DNSCFG_MAX);
+        for (size_t i = 0; i < k; i++)
+            if (routed(all[i].family, all[i].addr, ud))
+                n = add_unique(out, n, DNSCFG_MAX, &all[i]);
+    }
+    return n;
+}
+
+int dnscfg_system_at(const char *root, const char *iface, int ifindex, const char *resolv_conf,
+                     dnscfg_routed_fn routed, void *ud, struct nftr_dest out[static DNSCFG_MAX],
+                     size_t *ret_n, char *source, size_t sourcelen) {
+    char buf[16384], path[4096];
     size_t n = 0;
 
-    snprintf(path, sizeof(path), "/run/systemd/resolve/netif/%d", ifindex);
+    snprintf(path, sizeof(path), "%s/run/systemd/resolve/netif/%d", root, ifindex);
     if (read_small(AT_FDCWD, path, false, buf, sizeof(buf)) == 0)
         n = dnscfg_parse_resolved_link(buf, out, DNSCFG_MAX);
     if (n) {
@@ -154,23 +169,34 @@ int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, dnscf
         *ret_n = n;
         return 0;
     }
-    n = from_resolvconf("/run/resolvconf/interface", iface, out, DNSCFG_MAX);
-    if (!n)
-        n = from_resolvconf("/run/resolvconf/interfaces", iface, out, DNSCFG_MAX);
+    static const char *const rc_dirs[] = {"/run/resolvconf/interface", "/run/resolvconf/interfaces"};
+    for (size_t i = 0; i < ARRAY_SIZE(rc_dirs) && !n; i++) {
+        snprintf(path, sizeof(path), "%s%s", root, rc_dirs[i]);
+        n = from_resolvconf(path, iface, out, DNSCFG_MAX);
+    }
     if (n) {
         snprintf(source, sourcelen, "resolvconf");
         *ret_n = n;
         return 0;
     }
-    if (resolv_conf && read_small(AT_FDCWD, resolv_conf, true, buf, sizeof(buf)) == 0) {
-        struct nftr_dest all[DNSCFG_MAX];
-        size_t k = dnscfg_parse_resolv_conf(buf, all, DNSCFG_MAX);
-        for (size_t i = 0; i < k; i++)
-            if (routed(all[i].family, all[i].addr, ud))
-                n = add_unique(out, n, DNSCFG_MAX, &all[i]);
-    }
-    if (n)
+    if (resolv_conf && (n = routed_from(resolv_conf, true, routed, ud, out)) > 0)
         snprintf(source, sourcelen, "%s", resolv_conf);
+    /* A local stub's resolv.conf (127.0.0.53, dnsmasq's 127.0.1.1) names no
+     * resolver beyond it; the upstream lists beside it do. */
+    static const char *const upstream[] = {"/run/NetworkManager/no-stub-resolv.conf",
+                                           "/run/systemd/resolve/resolv.conf"};
+    for (size_t i = 0; i < ARRAY_SIZE(upstream) && !n; i++) {
+        snprintf(path, sizeof(path), "%s%s", root, upstream[i]);
+        if ((n = routed_from(path, false, routed, ud, out)) > 0)
+            snprintf(source, sourcelen, "%s", upstream[i]);
+    }
     *ret_n = n;
     return 0;
+}
+
+int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, dnscfg_routed_fn routed,
+                  void *ud, struct nftr_dest out[static DNSCFG_MAX], size_t *ret_n, char *source,
+                  size_t sourcelen) {
+    return dnscfg_system_at("", iface, ifindex, resolv_conf, routed, ud, out, ret_n, source,
+                            sourcelen);
 }

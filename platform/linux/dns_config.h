@@ -10,7 +10,11 @@
  *      "tun.<iface>" (wg-quick);
  *   3. the nameservers of resolv.conf whose route goes through the interface
  *      (a resolver the routing table would send elsewhere, such as a LAN
- *      router or a loopback stub, is never taken: lyhd asks through the VPN).
+ *      router or a loopback stub, is never taken: lyhd asks through the VPN);
+ *   4. where resolv.conf names only a local stub: the upstream lists beside
+ *      it, NetworkManager's /run/NetworkManager/no-stub-resolv.conf, then
+ *      systemd-resolved's /run/systemd/resolve/resolv.conf, each filtered
+ *      by the route as in 3.
  * The parsers are pure; dnscfg_system() does the reading. lyhd and lyh doctor
  * share it (library lyh_dnscfg), so doctor says what a launch will find.
  * 0 or -errno. */
@@ -53,5 +57,10 @@ size_t dnscfg_parse_resolved_link(const char *text, struct nftr_dest *out, size_
 int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, dnscfg_routed_fn routed,
                   void *ud, struct nftr_dest out[static DNSCFG_MAX], size_t *ret_n, char *source,
                   size_t sourcelen);
+/* The same with the /run paths under root ("" for the real ones; tests give
+ * a directory of their own). resolv_conf is taken as given. */
+int dnscfg_system_at(const char *root, const char *iface, int ifindex, const char *resolv_conf,
+                     dnscfg_routed_fn routed, void *ud, struct nftr_dest out[static DNSCFG_MAX],
+                     size_t *ret_n, char *source, size_t sourcelen);
 
 #endif
