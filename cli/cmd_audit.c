@@ -87,8 +87,7 @@ static const struct {
     {OPT_PROTO, "  --proto P             tcp, udp, icmp, icmpv6, sctp, udplite or 1-255\n"},
     {OPT_KIND, "  --kind K              flow, session, policy, request, gap, guard or dns\n"},
     {OPT_NAME, "  --name NAME|*.NAME    DNS queries of that name and flows to what it resolved\n"
-               "                        to (applied by lyh to what lyhd sends: with --limit, the\n"
-               "                        newest N records before this filter)\n"},
+               "                        to (*.NAME: names below NAME, not NAME itself)\n"},
     {OPT_BY_NAME, "  --by-name             count per DNS name (queries, and flows to what it\n"
                   "                        resolved to) instead of per destination; --name NAME\n"
                   "                        or *.NAME counts only those names\n"},
@@ -278,7 +277,12 @@ static int parse_opts(struct cli *cli, const struct sub *s, int argc, char **arg
         case OPT_PORT: r = audit_fmt_parse_port(optarg, &port_min, &port_max, why, sizeof(why)); break;
         case OPT_PROTO: r = audit_fmt_parse_proto(optarg, &o->q.protocol, why, sizeof(why)); break;
         case OPT_KIND: r = audit_fmt_parse_kind(optarg, &o->q.kind, why, sizeof(why)); break;
-        case OPT_NAME: r = dn_pattern_check(optarg, o->name, why, sizeof(why)); break;
+        case OPT_NAME:
+            /* lyhd filters (so --limit counts matches); lyh again, for an
+             * older lyhd that does not know the field */
+            r = dn_pattern_check(optarg, o->name, why, sizeof(why));
+            snprintf(o->q.name, sizeof(o->q.name), "%s", r == 0 ? o->name : "");
+            break;
         case OPT_LIMIT:
             /* follow --limit 0: no backlog, only what is logged from now on. */
             if (s->run == run_follow && strcmp(optarg, "0") == 0)

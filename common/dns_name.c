@@ -55,6 +55,33 @@ int dn_pattern_check(const char *text, char *canon, char *why, size_t whylen) {
     return 0;
 }
 
+bool dn_detail_has(const char *detail, const char *pattern) {
+    for (const char *p = detail; p && *p;) {
+        const char *end = strchr(p, ' ');
+        size_t len = end ? (size_t)(end - p) : strlen(p), k = 0;
+        if (len > 5 && strncmp(p, "name=", 5) == 0)
+            k = 5;
+        else if (len > 6 && strncmp(p, "names=", 6) == 0)
+            k = 6;
+        /* each comma-separated value of the pair */
+        for (size_t i = k; k && i < len;) {
+            size_t j = i;
+            while (j < len && p[j] != ',')
+                j++;
+            char name[254];
+            if (j - i < sizeof(name)) {
+                memcpy(name, p + i, j - i);
+                name[j - i] = '\0';
+                if (dn_match(pattern, name))
+                    return true;
+            }
+            i = j + 1;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
 bool dn_match(const char *pattern, const char *name) {
     if (strncmp(pattern, "*.", 2) != 0)
         return strcmp(pattern, name) == 0;

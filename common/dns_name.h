@@ -21,4 +21,9 @@ int dn_pattern_check(const char *text, char *canon, char *why, size_t whylen);
 /* Does the normalised name match the canonical pattern? */
 bool dn_match(const char *pattern, const char *name);
 
+/* Does an audit record's detail ("k=v k=v ...") name a match of pattern: the
+ * name= of a dns record, or one of the comma-separated names= of a flow
+ * record? Names longer than 253 bytes never match. */
+bool dn_detail_has(const char *detail, const char *pattern);
+
 #endif

@@ -3,11 +3,13 @@
  * streams the records (daemon/audit.c). Nothing here edits or deletes a
  * record: the RPC surface of the audit log is read-only. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/dest_rule.h"
+#include "common/dns_name.h"
 #include "common/macros.h"
 #include "storage/store.h"
 
@@ -114,6 +116,14 @@ static int to_filter(struct rpc_call *call, const Lianyaohu__V1__AuditQueryReque
         f->port_max = (uint16_t)(dr->port_max ? dr->port_max : dr->port_min);
     }
     f->after_id = q->after_id;
+    if (q->name && q->name[0]) {
+        char canon[DNS_PATTERN_MAX], why[160];
+        if (dn_pattern_check(q->name, canon, why, sizeof(why)) < 0) {
+            rpc_fail(call, bad, "name filter '%.60s': %s", q->name, why);
+            return -EINVAL;
+        }
+        snprintf(f->name, sizeof(f->name), "%s", canon);
+    }
 
 narrow:
     /* A user sees the records about them; root and the admin group see all. */

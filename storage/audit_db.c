@@ -153,6 +153,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/dns_name.h"
 #include "common/macros.h"
 #include "storage/audit_db.h"
 #include "storage/store_int.h" /* store_errno and the statement cleanup helpers */
@@ -471,7 +472,8 @@ enum {
     Q_DST_HOST = 1u << 8,   /* a whole address: dst = ? */
     Q_DST_NET = 1u << 9,    /* a shorter prefix: a BLOB range */
     Q_PORT = 1u << 10,
-    Q__SHAPES = 1u << 11,
+    Q_NAME = 1u << 11,      /* a DNS name pattern in the detail (lyh_has_name) */
+    Q__SHAPES = 1u << 12,
 };
 
 /* What a shape's statement answers. */
@@ -505,6 +507,7 @@ static const struct query_term {
     { Q_PORT, -1, NULL, "+dport BETWEEN :port_min AND :port_max" },
     { Q_SINCE, -1, NULL, "+time_us >= :since" },
     { Q_UNTIL, -1, NULL, "+time_us < :until" },
+    { Q_NAME, -1, NULL, "lyh_has_name(detail, :name)" },
 };
 
 struct audit_db {
@@ -704,6 +707,15 @@ static int prepare_file(struct audit_db *db, int dirfd, const char *base) {
 }
 
 /* ---- opening ----------------------------------------------------------------------------- */
+
+/* lyh_has_name(detail, pattern): 1 when the detail names a match. */
+static void sql_has_name(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    const unsigned char *detail = sqlite3_value_text(argv[0]);
+    const unsigned char *pattern = sqlite3_value_text(argv[1]);
+    sqlite3_result_int(ctx, detail && pattern &&
+                                dn_detail_has((const char *)detail, (const char *)pattern));
+}
 
 static int open_conn(struct audit_db *db, sqlite3 **ret, bool readonly) {
     static const struct {
@@ -974,6 +986,13 @@ static int open_internal(struct audit_db *db, const char *path, bool *ret_was_cl
     r = open_conn(db, &db->r, true);
     if (r < 0)
         return r;
+    /* the reader's name filter (Q_NAME): C, not LIKE, so it matches exactly
+     * as lyh's --name does (common/dns_name.c) */
+    int rc = sqlite3_create_function_v2(db->r, "lyh_has_name", 2,
+                                        SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                        NULL, sql_has_name, NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return adb_sql_fail(db, db->r, rc, "register lyh_has_name");
     r = prepare_statements(db);
     if (r < 0)
         return r;
@@ -1415,7 +1434,14 @@ static const char *filter_problem(const struct audit_filter *f) {
     if (!f->has_uid && f->uid != 0)
         return "uid given without has_uid";
     if (f->kind > AUDIT_KIND_DNS)
-        return "kind is not 0..6";
+        return "kind is not 0..7";
+    if (!terminated(f->name, sizeof f->name))
+        return "name is not NUL-terminated";
+    if (f->name[0]) {
+        char canon[DNS_PATTERN_MAX], why[160];
+        if (dn_pattern_check(f->name, canon, why, sizeof(why)) < 0 || strcmp(canon, f->name) != 0)
+            return "name is not a canonical name pattern";
+    }
     if (f->verdict > AUDIT_VERDICT_DENIED)
         return "verdict is not 0..2";
     if (f->dst_len != 0 && f->dst_len != 4 && f->dst_len != 16)
@@ -1453,6 +1479,8 @@ static unsigned filter_shape(const struct audit_filter *f) {
         s |= f->dst_prefix == f->dst_len * 8 ? Q_DST_HOST : Q_DST_NET;
     if (f->port_min || f->port_max)
         s |= Q_PORT;
+    if (f->name[0])
+        s |= Q_NAME;
     return s;
 }
 
@@ -1629,6 +1657,12 @@ static int bind_filter(struct audit_db *db, sqlite3_stmt *st, const struct audit
         rc = sqlite3_bind_text(st, i, f->session, -1, SQLITE_TRANSIENT);
         if (rc != SQLITE_OK)
             return adb_sql_fail(db, db->r, rc, "bind :session");
+    }
+    i = sqlite3_bind_parameter_index(st, ":name");
+    if (i > 0) {
+        rc = sqlite3_bind_text(st, i, f->name, -1, SQLITE_TRANSIENT);
+        if (rc != SQLITE_OK)
+            return adb_sql_fail(db, db->r, rc, "bind :name");
     }
     r = bind_named_blob(db, st, ":dst", lo, f->dst_len);
     if (r < 0)

@@ -86,6 +86,8 @@ struct audit_filter {
     uint16_t port_min;      /* dport in [port_min, port_max]; 0: any */
     uint16_t port_max;
     uint64_t after_id;      /* id > after_id */
+    char name[256];         /* a canonical name pattern (dn_pattern_check) its detail
+                             * names (dn_detail_has); "": any */
 };
 
 /* Open or create path (0600, parent must exist and be root-only like the

@@ -291,6 +291,10 @@ t_check "6: audit query --name finds the query and the flow of that name, nothin
 aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --name "*.allowed.test" --kind dns 2>&1)
 t_check "6: ... and a wildcard, all the zone's queries" \
     eval '[ "$(grep -c "name=n[0-9]*.allowed.test" <<<"$aud")" -ge 100 ]'
+aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --name exact.test --limit 1 2>&1)
+echo "$aud" | sed "s/^/    /"
+t_check "6: ... lyhd filters by name, so --limit counts matches (the newest exact.test record)" \
+    eval '[ "$(grep -c . <<<"$aud")" = 1 ] && grep -q "names=exact.test" <<<"$aud"'
 aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --kind flow --verdict denied 2>&1)
 echo "$aud" | grep "11.77" | head -5 | sed 's/^/    /'
 t_check "6: the refused one says no name resolved to it" \

@@ -99,10 +99,35 @@ static void test_reply_addrs(void **state) {
     assert_int_equal(a.n_addrs, 0);
 }
 
+/* An audit record's detail: a dns record's name=, a flow's names=a,b. */
+static void test_detail(void **state) {
+    (void)state;
+    assert_true(dn_detail_has("name=api.github.com type=A rcode=NOERROR", "api.github.com"));
+    assert_true(dn_detail_has("name=api.github.com type=A", "*.github.com"));
+    assert_false(dn_detail_has("name=github.com type=A", "*.github.com"));
+    assert_true(dn_detail_has("names=a.test,b.example.com", "b.example.com"));
+    assert_true(dn_detail_has("dns=expired names=x.test,a.example.com expired_s_ago=3",
+                              "*.example.com"));
+    assert_false(dn_detail_has("names=a.test,b.test", "c.test"));
+    /* other keys that end in name, values that merely contain it */
+    assert_false(dn_detail_has("hostname=a.test", "a.test"));
+    assert_false(dn_detail_has("via=tun0 resolver=a.test", "a.test"));
+    assert_false(dn_detail_has("names=xa.test", "a.test"));
+    assert_false(dn_detail_has("name= names=", "a.test"));
+    assert_false(dn_detail_has("", "a.test"));
+    assert_true(dn_detail_has("names=,,a.test,", "a.test"));
+    /* a value longer than any name never matches, and nothing overflows */
+    char big[600] = "names=";
+    memset(big + 6, 'a', 500);
+    big[506] = '\0';
+    assert_false(dn_detail_has(big, "*.a"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_patterns),
         cmocka_unit_test(test_match),
+        cmocka_unit_test(test_detail),
         cmocka_unit_test(test_reply_addrs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -760,6 +760,11 @@ static void test_filter_check(void **state) {
     GOOD((q.port_min = 100, q.port_max = 0));        /* port_max 0: just 100 */
     GOOD((q.port_min = 0, q.port_max = 100));
     GOOD((q.since_us = 10, q.until_us = 5));         /* empty, not wrong */
+    BAD(snprintf(q.name, sizeof q.name, "Example.COM")); /* not canonical */
+    BAD(snprintf(q.name, sizeof q.name, "*"));
+    BAD(snprintf(q.name, sizeof q.name, "a..b"));
+    BAD(memset(q.name, 'a', sizeof q.name));
+    GOOD(snprintf(q.name, sizeof q.name, "*.example.com"));
 #undef BAD
 #undef GOOD
     assert_int_equal(audit_db_page(f->a, &q, 10, NULL, NULL), -EINVAL);
@@ -769,6 +774,46 @@ static int count_cb(const struct audit_rec *r, void *ud) {
     (void)r;
     (*(size_t *)ud)++;
     return 0;
+}
+
+/* --name: a dns record's name=, a flow's names=, matched as lyh matches. */
+static void test_name_filter(void **state) {
+    struct fx *f = *state;
+    struct audit_rec recs[6];
+    static const char *const details[] = {
+        "name=a.example.com type=A rcode=NOERROR", "names=b.test,a.example.com",
+        "names=c.test", "name=example.com type=A", "dns=none",
+        "via=a.example.com hostname=a.example.com",
+    };
+    for (int i = 0; i < 6; i++) {
+        recs[i] = mk_flow(1000 + i, "s-1", 1000, 0, 1, 443);
+        recs[i].detail = details[i];
+    }
+    recs[0].kind = recs[3].kind = AUDIT_KIND_DNS;
+    assert_int_equal(audit_db_append(f->a, recs, 6), 0);
+    static const struct {
+        const char *pattern;
+        size_t want;
+    } cases[] = {
+        {"*.example.com", 2}, {"example.com", 1}, {"c.test", 1}, {"b.test", 1},
+        {"d.test", 0}, {"a.example.com", 2},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        struct audit_filter q = { 0 };
+        size_t n = 0;
+        snprintf(q.name, sizeof q.name, "%s", cases[i].pattern);
+        assert_int_equal(audit_db_page(f->a, &q, 100, count_cb, &n), (int)cases[i].want);
+        assert_int_equal(n, cases[i].want);
+    }
+    /* with the kind, and the newest one only (the tail counts matches) */
+    struct audit_filter q = { .kind = AUDIT_KIND_DNS };
+    size_t n = 0;
+    uint64_t after = 0;
+    snprintf(q.name, sizeof q.name, "*.example.com");
+    assert_int_equal(audit_db_page(f->a, &q, 100, count_cb, &n), 1);
+    q.kind = 0;
+    assert_int_equal(audit_db_tail_start(f->a, &q, 1, &after), 0);
+    assert_int_equal(after, 1); /* id 2 is the newest match: the walk starts after id 1 */
 }
 
 static void test_page_and_tail(void **state) {
@@ -1975,6 +2020,7 @@ static void test_million_events(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_open_new_close_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_name_filter, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_crash_is_not_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandon_is_not_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuse_insecure_file, setup, teardown),
