@@ -17,7 +17,8 @@
 #      address no allowed name resolved to is refused (and its record says
 #      "dns=none"), allowed flows' records carry their name, two sessions'
 #      sets are disjoint, and after TTL + grace a new connect is refused while
-#      an open one goes on
+#      an open one goes on; a shorter TTL later never shortens an address's
+#      time; TXT, HTTPS and MX get an empty answer and are never sent on
 #   8. what an attacker's review tried: pipelined TCP queries answered at once
 #      (a nested call per message crashed lyhd), a device-bound socket (its
 #      rewritten DNS flow went out to the LAN), a local user outside the
@@ -56,6 +57,7 @@ VPNLOG=$LYH_TMP/vpn-dns.log LANLOG=$LYH_TMP/lan-dns.log
 ip netns exec "$LYH_EXIT" /usr/bin/python3 "$HERE/dns_server.py" 10.77.0.2 53 "$VPNLOG" \
     allowed.test=11.77.0.1 v6.test=2a0e:77::2 exact.test=11.77.1.150 \
     priv.allowed.test=192.168.77.2,11.77.1.151 short.allowed.test=11.77.1.152/1 \
+    long.allowed.test=11.77.1.160/60 shrt.allowed.test=11.77.1.160/1 \
     '*.allowed.test=11.77.1.{n}' </dev/null >/dev/null 2>&1 &
 lyh_track_pid "$!"
 ip netns exec "$LYH_LAN" /usr/bin/python3 "$HERE/dns_server.py" 192.168.77.2 53 "$LANLOG" \
@@ -188,6 +190,57 @@ run_as() { # ARGS...: lyh run as the user from its project; output and "rc=N" la
         run "$@" </dev/null 2>&1
     echo "rc=$?"
 }
+
+# attack.py: queries made by hand (sections 6 and 8)
+cat >"$LYH_HOME/proj/attack.py" <<'PY'
+import socket, struct, sys, time
+def q(name, qclass=1, i=0):
+    return struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + \
+        b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack("!HH", 1, qclass)
+op = sys.argv[1]
+if op == "pipeline":  # 300 CHAOS queries in one TCP write: each is answered at once (NOTIMP)
+    s = socket.create_connection(("8.8.8.8", 53), timeout=10)
+    m = b"".join(struct.pack("!H", len(x)) + x for x in (q("version.bind", 3, i) for i in range(300)))
+    s.sendall(m); got = 0; buf = b""
+    try:
+        while got < 300:
+            b = s.recv(65536)
+            if not b: break
+            buf += b
+            while len(buf) >= 2 and len(buf) >= 2 + struct.unpack("!H", buf[:2])[0]:
+                n = struct.unpack("!H", buf[:2])[0]; buf = buf[2 + n:]; got += 1
+    except OSError: pass
+    print("pipeline answered", got)
+elif op == "bind":
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"eth0"); print("bind allowed")
+    except PermissionError: print("bind refused")
+elif op == "ask":  # a query about every second: "ok ADDR" or "none", for N seconds
+    end, i = time.time() + float(sys.argv[2]), 0
+    while time.time() < end:  # connected, as glibc's resolver is
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.8)
+        s.connect(("8.8.8.8", 53)); s.send(q("allowed.test", 1, i)); i = (i + 1) % 64
+        t = time.time()
+        try: r = s.recv(512); print("ask ok", socket.inet_ntoa(r[-4:]), flush=True)
+        except OSError: print("ask none", flush=True)
+        time.sleep(max(0.2, 1 - (time.time() - t)))
+    print("ask done", flush=True)
+elif op == "qtype":  # NAME TYPE...: one query each, "qtype T rcode=R an=N"
+    name = sys.argv[2]
+    for t in sys.argv[3:]:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5); s.connect(("8.8.8.8", 53))
+        s.send(struct.pack("!HHHHHH", 5, 0x0100, 1, 0, 0, 0) +
+               b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack("!HH", int(t), 1))
+        try: r = s.recv(4096); print("qtype", t, "rcode=%d" % (r[3] & 15), "an=%d" % struct.unpack("!H", r[6:8])[0])
+        except OSError: print("qtype", t, "none")
+elif op == "fixed":  # one query from a fixed local port, then the socket is closed
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
+    s.bind(("0.0.0.0", int(sys.argv[2]))); s.sendto(q("allowed.test", 1, 1), ("8.8.8.8", 53))
+    try: r = s.recv(512); print("fixed ok", socket.inet_ntoa(r[-4:]))
+    except OSError: print("fixed none")
+PY
+chown "$LYH_UID:$LYH_GID" "$LYH_HOME/proj/attack.py"
 
 # ---- 1. every query goes to lyhd ---------------------------------------------------------
 echo "# 1. whatever the agent asks, lyhd answers (through the VPN's resolver)"
@@ -332,6 +385,20 @@ t_check "6c: a new connect is refused then" grep -qx "hold new refused" <<<"$res
 aud=$(LYH_CMD_TIMEOUT=30 lyh_cli audit query --kind flow --verdict denied 2>&1)
 t_check "6c: its record says the mapping expired" \
     eval 'grep "11.77.1.152" <<<"$aud" | grep -q "dns=expired"'
+res=$(run_as "${AL[@]}" -- /usr/bin/python3 conn.py res long.allowed.test res shrt.allowed.test \
+    sleep 5 direct 11.77.1.160)
+echo "$res" | sed 's/^/    /'
+t_check "6c: a shorter TTL for the same address later never shortens its time (60 s, then 1 s)" \
+    grep -qx "direct 11.77.1.160 ok" <<<"$res"
+# other query types than A and AAAA: an empty answer, never asked upstream
+: >"$VPNLOG"
+res=$(run_as "${AL[@]}" -- /usr/bin/python3 attack.py qtype n5.allowed.test 16 65 15 28)
+echo "$res" | sed 's/^/    /'
+t_check "6c: TXT, HTTPS and MX of an allowed name: NOERROR with no records" \
+    eval 'grep -qx "qtype 16 rcode=0 an=0" <<<"$res" && grep -qx "qtype 65 rcode=0 an=0" <<<"$res" &&
+          grep -qx "qtype 15 rcode=0 an=0" <<<"$res"'
+t_check "6c: ... never asked of the resolver (AAAA is)" \
+    eval '! grep -Eq " (16|65|15)$" "$VPNLOG" && grep -q "n5.allowed.test 28$" "$VPNLOG"'
 t_check "6: no set of an ended session is left" \
     eval '! lyh_nft list sets inet lianyaohu 2>/dev/null | grep -Eq "a[46]-"'
 
@@ -406,47 +473,6 @@ policy_set '' || t_fail "7: policy back to the default" "refused"
 
 # ---- 8. what an attacker's review tried ----------------------------------------------------
 echo "# 8. attacks"
-cat >"$LYH_HOME/proj/attack.py" <<'PY'
-import socket, struct, sys, time
-def q(name, qclass=1, i=0):
-    return struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + \
-        b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack("!HH", 1, qclass)
-op = sys.argv[1]
-if op == "pipeline":  # 300 CHAOS queries in one TCP write: each is answered at once (NOTIMP)
-    s = socket.create_connection(("8.8.8.8", 53), timeout=10)
-    m = b"".join(struct.pack("!H", len(x)) + x for x in (q("version.bind", 3, i) for i in range(300)))
-    s.sendall(m); got = 0; buf = b""
-    try:
-        while got < 300:
-            b = s.recv(65536)
-            if not b: break
-            buf += b
-            while len(buf) >= 2 and len(buf) >= 2 + struct.unpack("!H", buf[:2])[0]:
-                n = struct.unpack("!H", buf[:2])[0]; buf = buf[2 + n:]; got += 1
-    except OSError: pass
-    print("pipeline answered", got)
-elif op == "bind":
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"eth0"); print("bind allowed")
-    except PermissionError: print("bind refused")
-elif op == "ask":  # a query about every second: "ok ADDR" or "none", for N seconds
-    end, i = time.time() + float(sys.argv[2]), 0
-    while time.time() < end:  # connected, as glibc's resolver is
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.8)
-        s.connect(("8.8.8.8", 53)); s.send(q("allowed.test", 1, i)); i = (i + 1) % 64
-        t = time.time()
-        try: r = s.recv(512); print("ask ok", socket.inet_ntoa(r[-4:]), flush=True)
-        except OSError: print("ask none", flush=True)
-        time.sleep(max(0.2, 1 - (time.time() - t)))
-    print("ask done", flush=True)
-elif op == "fixed":  # one query from a fixed local port, then the socket is closed
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
-    s.bind(("0.0.0.0", int(sys.argv[2]))); s.sendto(q("allowed.test", 1, 1), ("8.8.8.8", 53))
-    try: r = s.recv(512); print("fixed ok", socket.inet_ntoa(r[-4:]))
-    except OSError: print("fixed none")
-PY
-chown "$LYH_UID:$LYH_GID" "$LYH_HOME/proj/attack.py"
 res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py pipeline)
 t_check "8: 300 pipelined TCP queries are all answered ($(grep pipeline <<<"$res"))" \
     grep -qx "pipeline answered 300" <<<"$res"
