@@ -8,15 +8,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "common/dns_name.h"
 
 #define MIN_SLOTS 256u
+/* The names come from agents: a crafted set that shares its hash's low bits
+ * would make one long cluster. The hash is seeded at random and mixed, and a
+ * probe gives up after MAX_PROBE slots (that name counts as overflow), so
+ * the cost stays bounded whatever the names. */
+#define MAX_PROBE 64u
 
 int audit_names_init(struct audit_names *t, size_t max_names) {
     if (max_names == 0 || max_names > SIZE_MAX / 4 / sizeof(struct audit_name))
         return -EINVAL;
     *t = (struct audit_names){.max_names = max_names};
+    if (getrandom(&t->seed, sizeof(t->seed), GRND_NONBLOCK) != sizeof(t->seed))
+        t->seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)t;
     t->slots = calloc(MIN_SLOTS, sizeof(*t->slots));
     if (!t->slots)
         return -ENOMEM;
@@ -32,19 +41,29 @@ void audit_names_done(struct audit_names *t) {
     t->n_slots = t->n = 0;
 }
 
-/* FNV-1a */
-static uint64_t name_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull;
+/* FNV-1a from a random start, then a full avalanche (splitmix64's), so the
+ * index bits depend on every bit of the name and of the seed */
+static uint64_t name_hash(uint64_t seed, const char *s) {
+    uint64_t h = 1469598103934665603ull ^ seed;
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
 }
 
-/* The slot holding name, or the free slot where it belongs. */
-static struct audit_name *find(struct audit_name *slots, size_t n_slots, const char *name) {
-    size_t i = (size_t)name_hash(name) & (n_slots - 1);
-    while (slots[i].name[0] && strcmp(slots[i].name, name) != 0)
+/* The slot holding name, or the free slot where it belongs; NULL when that
+ * is more than max_probe slots on (max_probe 0: no bound). */
+static struct audit_name *find(struct audit_name *slots, size_t n_slots, uint64_t seed,
+                               const char *name, size_t max_probe) {
+    size_t i = (size_t)name_hash(seed, name) & (n_slots - 1);
+    for (size_t k = 0; slots[i].name[0] && strcmp(slots[i].name, name) != 0; k++) {
+        if (max_probe && k >= max_probe)
+            return NULL;
         i = (i + 1) & (n_slots - 1);
+    }
     return &slots[i];
 }
 
@@ -55,7 +74,7 @@ static int grow(struct audit_names *t) {
         return -ENOMEM;
     for (size_t i = 0; i < t->n_slots; i++)
         if (t->slots[i].name[0])
-            *find(slots, n, t->slots[i].name) = t->slots[i];
+            *find(slots, n, t->seed, t->slots[i].name, 0) = t->slots[i];
     free(t->slots);
     t->slots = slots;
     t->n_slots = n;
@@ -82,10 +101,10 @@ static bool name_ok(const char *s, size_t len) {
 /* The entry of name, made if new; NULL when over max_names (counted) or out
  * of memory (*err). */
 static struct audit_name *entry(struct audit_names *t, const char *name, int *err) {
-    struct audit_name *e = find(t->slots, t->n_slots, name);
-    if (e->name[0])
+    struct audit_name *e = find(t->slots, t->n_slots, t->seed, name, MAX_PROBE);
+    if (e && e->name[0])
         return e;
-    if (t->n >= t->max_names) {
+    if (!e || t->n >= t->max_names) {
         t->overflow++;
         return NULL;
     }
@@ -93,7 +112,11 @@ static struct audit_name *entry(struct audit_names *t, const char *name, int *er
         *err = grow(t);
         if (*err < 0)
             return NULL;
-        e = find(t->slots, t->n_slots, name);
+        e = find(t->slots, t->n_slots, t->seed, name, MAX_PROBE);
+        if (!e) {
+            t->overflow++;
+            return NULL;
+        }
     }
     snprintf(e->name, sizeof(e->name), "%s", name);
     t->n++;

@@ -31,8 +31,9 @@ struct audit_names {
     size_t n;                 /* distinct names stored */
     size_t max_names;
     uint64_t dns, flows;      /* records counted (a flow without names: not counted) */
-    uint64_t overflow;        /* records about names beyond max_names */
+    uint64_t overflow;        /* counts for names beyond max_names (or a crafted cluster) */
     uint64_t odd;             /* names that are not DNS names (not counted) */
+    uint64_t seed;            /* of the hash (random) */
 };
 
 /* -ENOMEM, -EINVAL (max_names 0). */

@@ -111,6 +111,9 @@ struct dns_fwd {
      * when full, the entry that expired first goes. */
     struct dns_map *maps;
     size_t n_maps;
+    /* An open-addressing index over maps (slot: its position + 1, 0 empty):
+     * every flow record looks its address up. */
+    uint16_t *map_index;
 };
 
 struct dns_map {
@@ -249,11 +252,32 @@ static void reply_empty(struct dns_query_ctx *c, uint8_t rcode, const char *acti
 
 /* ---- what names resolved to -------------------------------------------------------- */
 
+#define DNS_FWD_MAP_SLOTS (2 * DNS_FWD_MAPS) /* a power of two: at most half full */
+
+static size_t map_slot(int family, const uint8_t *addr) {
+    size_t len = family == AF_INET ? 4 : 16;
+    uint32_t h = 2166136261u ^ (uint32_t)family; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ addr[i]) * 16777619u;
+    return h & (DNS_FWD_MAP_SLOTS - 1);
+}
+
+static void index_put(struct dns_fwd *f, size_t pos) {
+    size_t i = map_slot(f->maps[pos].family, f->maps[pos].addr);
+    while (f->map_index[i])
+        i = (i + 1) & (DNS_FWD_MAP_SLOTS - 1);
+    f->map_index[i] = (uint16_t)(pos + 1);
+}
+
 static struct dns_map *map_find(struct dns_fwd *f, int family, const uint8_t *addr) {
     size_t len = family == AF_INET ? 4 : 16;
-    for (size_t i = 0; i < f->n_maps; i++)
-        if (f->maps[i].family == family && memcmp(f->maps[i].addr, addr, len) == 0)
-            return &f->maps[i];
+    if (!f->map_index)
+        return NULL;
+    for (size_t i = map_slot(family, addr); f->map_index[i]; i = (i + 1) & (DNS_FWD_MAP_SLOTS - 1)) {
+        struct dns_map *m = &f->maps[f->map_index[i] - 1];
+        if (m->family == family && memcmp(m->addr, addr, len) == 0)
+            return m;
+    }
     return NULL;
 }
 
@@ -264,10 +288,17 @@ static struct dns_map *map_get(struct dns_fwd *f, int family, const uint8_t *add
         return m;
     if (!f->maps) {
         f->maps = calloc(DNS_FWD_MAPS, sizeof(*f->maps));
-        if (!f->maps)
+        f->map_index = calloc(DNS_FWD_MAP_SLOTS, sizeof(*f->map_index));
+        if (!f->maps || !f->map_index) {
+            free(f->maps);
+            free(f->map_index);
+            f->maps = NULL;
+            f->map_index = NULL;
             return NULL;
+        }
     }
-    if (f->n_maps < DNS_FWD_MAPS) {
+    bool evict = f->n_maps >= DNS_FWD_MAPS;
+    if (!evict) {
         m = &f->maps[f->n_maps++];
     } else {
         m = &f->maps[0];
@@ -278,6 +309,13 @@ static struct dns_map *map_get(struct dns_fwd *f, int family, const uint8_t *add
     memset(m, 0, sizeof(*m));
     m->family = family;
     memcpy(m->addr, addr, family == AF_INET ? 4 : 16);
+    if (evict) { /* the old address leaves the index: build it again (as rare as full) */
+        memset(f->map_index, 0, DNS_FWD_MAP_SLOTS * sizeof(*f->map_index));
+        for (size_t i = 0; i < f->n_maps; i++)
+            index_put(f, i);
+    } else {
+        index_put(f, (size_t)(m - f->maps));
+    }
     return m;
 }
 
@@ -812,8 +850,9 @@ static int bind_all(struct dns_fwd *f, uint16_t port, uint16_t *ret_port) {
             uint32_t mark = NFTR_DNS_FWD_SOCKET_MARK;
             if (fam)
                 (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-            /* The mark (settable only with CAP_NET_ADMIN) is how chain input
-             * tells lyhd's forwarder from anyone else's socket at that port;
+            /* The mark (settable with CAP_NET_ADMIN, or CAP_NET_RAW since
+             * Linux 5.17) is how chain input tells lyhd's forwarder from
+             * anyone else's socket at that port;
              * the listener binds again past its own TIME_WAIT connections
              * after a restart (UDP does not need it, and must not share). */
             if (setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0 ||
@@ -875,6 +914,7 @@ void dns_fwd_free(struct dns_fwd *f) {
     if (f->ev_resume)
         event_free(f->ev_resume);
     free(f->maps);
+    free(f->map_index);
     free(f);
 }
 
@@ -888,6 +928,14 @@ unsigned dns_fwd_fds(const struct dns_fwd *f) {
     TAILQ_FOREACH(c, &f->queries, link)
         n += c->up_fd >= 0;
     return n;
+}
+
+static bool port_named_by_other(struct lyhd *d, const struct session *s, uint16_t port) {
+    const struct session *o;
+    TAILQ_FOREACH(o, &d->sessions, link)
+        if (o != s && o->spec.dns_port == port)
+            return true;
+    return false;
 }
 
 int dns_fwd_start(struct lyhd *d, struct session *s, char *why, size_t whylen) {
@@ -905,6 +953,13 @@ int dns_fwd_start(struct lyhd *d, struct session *s, char *why, size_t whylen) {
     for (int i = 0; i < (s->spec.dns_port ? 1 : DNS_FWD_PORT_TRIES) && r == -EADDRINUSE; i++) {
         close_all(f);
         r = bind_all(f, s->spec.dns_port, &port);
+        /* A port another session's rules name (its forwarder could not
+         * listen there again after a restart, and waits for it) is never
+         * given to this one: that session's DNS flows would land here. A
+         * local user can steer the kernel's pick by holding every other
+         * port while lyhd restarts. */
+        if (r == 0 && !s->spec.dns_port && port_named_by_other(d, s, port))
+            r = -EADDRINUSE;
     }
     if (r < 0) {
         if (s->spec.dns_port)

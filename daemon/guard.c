@@ -466,9 +466,16 @@ static void on_dns_retry(evutil_socket_t fd, short what, void *arg) {
     bool left = false;
 
     TAILQ_FOREACH(s, &d->sessions, link) {
-        if (!s->adopted || s->dns || !s->spec.dns_port || !d->guard->base.dns)
+        if (!s->adopted || !s->spec.dns_port || !d->guard->base.dns)
             continue;
+        if (s->dns_elem_lost) {
+            s->dns_elem_lost = nft_session_dns_set(d->guard->nft, s->row.cgroup_id,
+                                                   s->spec.dns_port) < 0;
+            left |= s->dns_elem_lost;
+        }
         char w[256];
+        if (s->dns)
+            continue;
         if (dns_fwd_start(d, s, w, sizeof(w)) == 0)
             log_info("session '%s': lyhd answers its DNS queries again (port %u)", s->row.id,
                      s->spec.dns_port);
@@ -611,17 +618,18 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
                                                            s->spec.dns_port)
                                      : 0;
             if (e < 0)
-                log_error("session '%s': cannot put its DNS redirection back (%s); its DNS "
-                          "flows are judged by its chain",
+                log_error("session '%s': cannot put its DNS redirection back (%s); its chain "
+                          "refuses port 53, so it resolves nothing until lyhd can",
                           row->id, strerror(-e));
             else if (e > 0)
                 reap_log(d, row->chain, "rebuilt", "DNS redirection of a running session was missing");
-            if (k < 0) {
+            s->dns_elem_lost = e < 0;
+            if (k < 0)
                 log_error("session '%s': %s; its agent cannot resolve names until lyhd can "
                           "listen there again",
                           row->id, w);
+            if (k < 0 || e < 0)
                 arm_dns_retry(d);
-            }
         }
         if (main_alive) {
             s->pid = (pid_t)row->pid;

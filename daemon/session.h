@@ -40,6 +40,7 @@ struct session {
     bool exec_ok;
     bool exited;
     bool adopted;             /* found alive at startup: no client, no exit status */
+    bool dns_elem_lost;       /* adopted, its dnsport element could not be put back: retried */
     bool monitor;             /* Run asked for its refused flows (RunEvent.flow) */
     bool accept_unlogged;     /* its chain counts allowed flows without logging them
                                * (Policy.log_allowed_flows = false when it was built) */

@@ -543,6 +543,16 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
                     dr->verdict = NFTR_V_ACCEPT;
                 }
             }
+        /* A port-53 flow that was not rewritten (the session's element of
+         * map dnsport went missing, or an old flow from before it) would
+         * ask a resolver of the agent's choosing, unrecorded: refused, so
+         * that a lost redirection fails closed. */
+        for (size_t k = 0; k < ARRAY_SIZE(protos); k++) {
+            ms.n = 0;
+            m_dport(&ms, protos[k], 53, 53);
+            emit_reject(&rs, &lc, &ms, protos[k] == IPPROTO_TCP ? REJECT_TCP : REJECT_UDP,
+                        lc.reject_prefix);
+        }
     }
     /* (1) loopback. The shared-user scope covers a user's own unsandboxed
      * programs: loopback addresses, any port. */
@@ -883,20 +893,24 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
 
     struct rules in = { .v = NULL };
     /* A session's DNS flow (its chain marked it) lands only on lyhd's
-     * forwarder (a socket with its mark, which takes CAP_NET_ADMIN: binding
-     * the port while lyhd restarts gets a squatter nothing), and a forwarder
+     * forwarder (a socket with its mark, which takes CAP_NET_ADMIN or
+     * CAP_NET_RAW: binding the port while lyhd restarts gets a squatter
+     * nothing), and a forwarder
      * receives only such flows (a local user cannot use it to query through
      * a session's VPN). On every interface: with route_localnet a packet for
      * 127.0.0.1 may come from the LAN. Whenever DNS is forwarded, with or
-     * without listeners. */
-    if (p->dns) {
+     * without listeners. Only packets for loopback addresses (where the
+     * forwarders listen) come to the socket lookup, and it is the last
+     * match: most packets never pay for it. */
+    for (int fam = 0; p->dns && fam < 2; fam++) {
         struct matches dm = {.n = 0};
         mpush(&dm, NFTR_M_CT_ORIGINAL);
+        m_daddr(&dm, fam ? &lo6 : &lo4);
         struct matches to_other = dm, not_dns = dm;
         mpush(&to_other, NFTR_M_CT_MARK)->id = NFTR_DNS_FLOW_MARK;
         mpush(&to_other, NFTR_M_SOCK_MARK_NE)->id = NFTR_DNS_FWD_SOCKET_MARK;
-        mpush(&not_dns, NFTR_M_SOCK_MARK)->id = NFTR_DNS_FWD_SOCKET_MARK;
         mpush(&not_dns, NFTR_M_CT_MARK_NE)->id = NFTR_DNS_FLOW_MARK;
+        mpush(&not_dns, NFTR_M_SOCK_MARK)->id = NFTR_DNS_FWD_SOCKET_MARK;
         const struct matches *dl[] = {&to_other, &not_dns};
         for (size_t i = 0; i < ARRAY_SIZE(dl); i++) {
             r = rule_with(&in, dl[i]);

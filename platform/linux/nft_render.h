@@ -64,7 +64,8 @@
 /* A session's DNS flow (chain dnsnat sent it to its forwarder): kind 0, slot
  * 0, which no session's slot is. Chain input lets it land only on a socket
  * with NFTR_DNS_FWD_SOCKET_MARK (lyhd's forwarders; SO_MARK needs
- * CAP_NET_ADMIN), and lets a forwarder socket receive only such flows. */
+ * CAP_NET_ADMIN or, since Linux 5.17, CAP_NET_RAW), and lets a forwarder
+ * socket receive only such flows. */
 #define NFTR_DNS_FLOW_MARK  0x80000000u
 #define NFTR_DNS_FWD_SOCKET_MARK 0x4c594844u /* "LYHD" */
 

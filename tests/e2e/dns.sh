@@ -219,10 +219,11 @@ elif op == "bind":
 elif op == "ask":  # a query about every second: "ok ADDR" or "none", for N seconds
     end, i = time.time() + float(sys.argv[2]), 0
     while time.time() < end:  # connected, as glibc's resolver is
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.8)
-        s.connect(("8.8.8.8", 53)); s.send(q("allowed.test", 1, i)); i = (i + 1) % 64
         t = time.time()
-        try: r = s.recv(512); print("ask ok", socket.inet_ntoa(r[-4:]), flush=True)
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.8)
+            s.connect(("8.8.8.8", 53)); s.send(q("allowed.test", 1, i)); i = (i + 1) % 64
+            r = s.recv(512); print("ask ok", socket.inet_ntoa(r[-4:]), flush=True)
         except OSError: print("ask none", flush=True)
         time.sleep(max(0.2, 1 - (time.time() - t)))
     print("ask done", flush=True)
@@ -570,9 +571,46 @@ t_check "8: ... and keeps the session's DNS redirection (its queries go nowhere 
     eval '[ "$PORT_EL" -ge 1 ]'
 t_check "8: once the squatter is gone, lyhd listens there again and the session resolves" \
     eval 'lyh_daemon_log_has "lyhd answers its DNS queries again \\(port $PORT\\)" &&
+          grep -q "^ask done" "$LYH_TMP/ask.out" &&
           [ "$(grep "^ask" "$LYH_TMP/ask.out" | tail -n 2 | head -n 1)" = "ask ok 11.77.0.1" ]'
 t_check "8: while it could not, the session's queries got no answer from anyone" \
     eval 'grep -qz "ask ok 11.77.0.1.*ask none.*ask ok 11.77.0.1" "$LYH_TMP/ask.out"'
+
+# a new session must never get the port another session's rules still name
+# (its forwarder waits for it after a restart): a local user who holds the
+# port across the restart and then leaves the kernel only that port to pick
+# would otherwise have the new session's forwarder answer the old one's DNS
+echo "# 8b. a waiting session's port is never given to a new session"
+: >"$LYH_TMP/askA.out"
+(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py ask 25 >"$LYH_TMP/askA.out") &
+ASKA=$!
+lyh_wait_until 15 grep -q "^ask ok" "$LYH_TMP/askA.out"
+PA=$(nsenter --net="/run/netns/$LYH_MAIN" ss -Hulnp 2>/dev/null | awk '/lyhd/ && $4 ~ /^127\.0\.0\.1:/ { sub(/.*:/, "", $4); print $4; exit }')
+echo "    session A's forwarder port: $PA"
+lyh_daemon_stop
+lyh_as_user /usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", int(sys.argv[1])))
+print("holding", flush=True); time.sleep(float(sys.argv[2]))' "$PA" 1.5 >"$LYH_TMP/hold.out" 2>&1 &
+HOLD=$!
+lyh_wait_until 5 grep -q holding "$LYH_TMP/hold.out"
+lyh_daemon_start || lyh_die "lyhd restart (8b)"
+RANGE=$(nsenter --net="/run/netns/$LYH_MAIN" cat /proc/sys/net/ipv4/ip_local_port_range)
+nsenter --net="/run/netns/$LYH_MAIN" sh -c "echo '$PA $PA' >/proc/sys/net/ipv4/ip_local_port_range"
+wait "$HOLD" 2>/dev/null
+again_before=$(grep -c "lyhd answers its DNS queries again" "$LYH_DAEMON_LOG")
+res=$(run_as --vpn tun0 --no-tui --dns 11.77.2.53 -- /bin/true)
+nsenter --net="/run/netns/$LYH_MAIN" sh -c "echo '$RANGE' >/proc/sys/net/ipv4/ip_local_port_range"
+echo "    session B: $(grep -v "^rc=" <<<"$res" | tail -n 1) ($(tail -n 1 <<<"$res")); A had its port back before: $again_before"
+wait "$ASKA" 2>/dev/null
+lyh_wait_until 30 grep -q "^ask done" "$LYH_TMP/askA.out"
+t_check "8b: the new session does not get the port (its launch is refused, with only that port free)" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "cannot listen for the session.s DNS queries" <<<"$res"'
+t_check "8b: session A's queries were never answered by another session's resolver" \
+    eval 'grep -q "^ask ok 11.77.0.1" "$LYH_TMP/askA.out" && ! grep -q "11.77.0.33" "$LYH_TMP/askA.out"'
+t_check "8b: ... and A resolves again once lyhd has its port" \
+    eval 'grep -q "^ask done" "$LYH_TMP/askA.out" &&
+          [ "$(grep "^ask" "$LYH_TMP/askA.out" | tail -n 2 | head -n 1)" = "ask ok 11.77.0.1" ]'
 
 lyh_daemon_stop
 lyh_daemon_check_log

@@ -100,6 +100,17 @@ static void check_invariants(const struct nftr_chain *c) {
         assert_int_equal(r->verdict, NFTR_V_ACCEPT);
     }
     assert_true(first == 0 || first == 4);
+    /* then port 53 that was not rewritten: logged and refused, udp and tcp */
+    size_t dns_rejects = 0;
+    for (; first > 0 && first < c->n_rules && c->rules[first].match[0].type == NFTR_M_DPORT;
+         first++, dns_rejects++) {
+        const struct nftr_rule *r = &c->rules[first];
+        assert_int_equal(r->match[0].port_min, 53);
+        assert_int_equal(r->match[0].port_max, 53);
+        assert_true(r->verdict == NFTR_V_CONTINUE || r->verdict == NFTR_V_REJECT_ADMIN ||
+                    r->verdict == NFTR_V_REJECT_TCP_RESET);
+    }
+    assert_int_equal(dns_rejects, first ? 4 : 0);
     assert_int_equal(c->rules[first].match[0].type, NFTR_M_OIFNAME);
     assert_string_equal(c->rules[first].match[0].name, "lo");
     /* lo is accepted only towards 127.0.0.0/8 and ::1, never towards the
@@ -745,16 +756,18 @@ static void test_base_dns(void **state) {
     p.base_cgroup_id = 0;
     p.base_cgroup = NULL;
     assert_int_equal(nftr_render_base(&p, &b), 0);
-    assert_int_equal(b->n_input, 2);
+    assert_int_equal(b->n_input, 4); /* two per family */
     for (size_t i = 0; i < b->n_input; i++) {
-        assert_int_equal(b->input[i].verdict, NFTR_V_DROP);
-        for (size_t k = 0; k < b->input[i].n_match; k++)
-            assert_int_not_equal(b->input[i].match[k].type, NFTR_M_IIFNAME);
+        const struct nftr_rule *r = &b->input[i];
+        assert_int_equal(r->verdict, NFTR_V_DROP);
+        for (size_t k = 0; k < r->n_match; k++)
+            assert_int_not_equal(r->match[k].type, NFTR_M_IIFNAME);
+        assert_int_equal(r->match[1].type, NFTR_M_DADDR); /* loopback only */
+        /* the socket lookup last */
+        assert_true(r->match[r->n_match - 1].type == NFTR_M_SOCK_MARK ||
+                    r->match[r->n_match - 1].type == NFTR_M_SOCK_MARK_NE);
+        assert_int_equal(r->match[2].type, i % 2 ? NFTR_M_CT_MARK_NE : NFTR_M_CT_MARK);
     }
-    assert_int_equal(b->input[0].match[1].type, NFTR_M_CT_MARK);
-    assert_int_equal(b->input[0].match[2].type, NFTR_M_SOCK_MARK_NE);
-    assert_int_equal(b->input[1].match[1].type, NFTR_M_SOCK_MARK);
-    assert_int_equal(b->input[1].match[2].type, NFTR_M_CT_MARK_NE);
     free(text);
     text = NULL;
     assert_int_equal(nftr_base_text(b, &text), 0);
@@ -786,11 +799,14 @@ static void test_session_dns(void **state) {
         assert_int_equal(r->match[2].port_min, 40053);
         assert_int_equal(r->verdict, NFTR_V_ACCEPT);
     }
-    /* nothing else opens port 53: not in the session chain, not in lo-<id> */
+    /* nothing else opens port 53 (it is refused right after, where dnsnat
+     * did not rewrite it): not in the session chain, not in lo-<id> */
     for (size_t i = 4; i < c->n_rules; i++)
         for (size_t k = 0; k < c->rules[i].n_match; k++)
             assert_false(c->rules[i].match[k].type == NFTR_M_DPORT &&
-                         c->rules[i].match[k].port_min <= 53 && c->rules[i].match[k].port_max >= 53);
+                         c->rules[i].match[k].port_min <= 53 &&
+                         c->rules[i].match[k].port_max >= 53 &&
+                         c->rules[i].verdict == NFTR_V_ACCEPT);
     for (size_t i = 0; i < c->n_lo_rules; i++)
         for (size_t k = 0; k < c->lo_rules[i].n_match; k++)
             assert_false(c->lo_rules[i].match[k].type == NFTR_M_DPORT &&
@@ -804,7 +820,8 @@ static void test_session_dns(void **state) {
     for (size_t i = 4; i < c->n_rules; i++)
         for (size_t k = 0; k < c->rules[i].n_match; k++)
             assert_false(c->rules[i].match[k].type == NFTR_M_DPORT &&
-                         c->rules[i].match[k].port_min == 53);
+                         c->rules[i].match[k].port_min == 53 &&
+                         c->rules[i].verdict == NFTR_V_ACCEPT);
     nftr_chain_free(c);
     /* a domain allowlist: new flows on the VPN only to the session's sets,
      * established ones go on; nothing else opens the VPN */
