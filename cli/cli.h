@@ -54,6 +54,10 @@ int cli_json_only(struct cli *cli, int argc, char **argv, const char *name, void
 int cli_add_rule(const char *opt, const char *text, lianyaohu_v1_DestRule *arr, pb_size_t *count,
                  size_t max);
 
+/* The candidate closest to word (a typo: at most 2 edits, or word is the
+ * start of it), or NULL. For "did you mean". */
+const char *cli_closest(const char *word, const char *const *cands, size_t n);
+
 /* Print s as a JSON string literal (with quotes). */
 void json_string(FILE *f, const char *s);
 
@@ -67,6 +71,8 @@ int cmd_run(struct cli *cli, int argc, char **argv);
 void usage_run(FILE *f);
 int cmd_sessions(struct cli *cli, int argc, char **argv);
 void usage_sessions(FILE *f);
+int cmd_stop(struct cli *cli, int argc, char **argv);
+void usage_stop(FILE *f);
 int cmd_audit(struct cli *cli, int argc, char **argv);
 void usage_audit(FILE *f);
 int cmd_policy(struct cli *cli, int argc, char **argv);

@@ -575,7 +575,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     enum {
         O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN, O_HOSTPORT, O_SOCKET, O_DNS, O_DOMAIN,
         O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_MONITOR, O_HELP,
-        O_CONFIG, O_NOCONFIG, O_TRUSTPROJ,
+        O_CONFIG, O_NOCONFIG, O_TRUSTPROJ, O_SOCKPATH,
     };
     static const struct option opts[] = {
         {"vpn", required_argument, NULL, O_VPN},
@@ -602,6 +602,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         {"config", required_argument, NULL, O_CONFIG},
         {"no-config", no_argument, NULL, O_NOCONFIG},
         {"trust-project", no_argument, NULL, O_TRUSTPROJ},
+        {"socket", required_argument, NULL, O_SOCKPATH}, /* lyh's, also after `run` */
         {0},
     };
     struct run_opts o = {0};
@@ -623,6 +624,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         int k = 0;
         switch (c) {
         case O_VPN: o.vpn = optarg; break;
+        case O_SOCKPATH: cli->socket_path = lyh_client_socket_path(optarg); break;
         case O_CWD: o.cwd = optarg; break;
         case O_ENV:
             if (o.n_env >= RUN_MAX_ENV) {

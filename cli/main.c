@@ -18,6 +18,7 @@ static const struct cli_command commands[] = {
     {"uninstall", "drop a reference on your shared firewall", cmd_uninstall, usage_uninstall},
     {"sessions", "your running sessions (all of them for an admin)", cmd_sessions,
      usage_sessions},
+    {"stop", "end one of your sessions: SIGTERM, then SIGKILL", cmd_stop, usage_stop},
     {"status", "daemon uptime, connections, sessions and guards", cmd_status, usage_status},
     {"doctor", "check what a guarded run needs, and what to fix", cmd_doctor, usage_doctor},
     {"audit", "query, follow, summarize and export the audit log", cmd_audit, usage_audit},
@@ -25,9 +26,34 @@ static const struct cli_command commands[] = {
     {"config", "your config files: show, path, trust, revoke (docs/config.md)", cmd_config, usage_config},
 };
 
+/* Take "--socket PATH" / "--socket=PATH" out of a subcommand's arguments
+ * (before a "--", which ends lyh's), the last one winning. -1: no value. */
+static int take_socket(int *argc, char **argv, const char **ret) {
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            while (i < *argc)
+                argv[out++] = argv[i++];
+            break;
+        }
+        if (strcmp(argv[i], "--socket") == 0) {
+            if (i + 1 >= *argc)
+                return -1;
+            *ret = argv[++i];
+        } else if (strncmp(argv[i], "--socket=", 9) == 0) {
+            *ret = argv[i] + 9;
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
+}
+
 static void usage(FILE *f) {
     fprintf(f,
-            "Usage: lyh [--socket PATH] COMMAND [ARGS]\n"
+            "Usage: lyh [--socket PATH] COMMAND [ARGS]   (--socket may follow COMMAND too)\n"
             "Run code agents that can reach the network only through your VPN.\n\n"
             "Commands:\n");
     for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
@@ -68,17 +94,31 @@ int main(int argc, char **argv) {
         usage(stderr);
         return EXIT_USAGE;
     }
-    cli.socket_path = lyh_client_socket_path(socket_opt);
     const char *name = argv[optind];
     for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
         if (strcmp(commands[i].name, name) == 0) {
             int sub_argc = argc - optind;
             char **sub_argv = argv + optind;
+            /* --socket may follow the command too (lyh status --socket X).
+             * lyh run takes it among its own options: what follows them is
+             * the agent's command line, never lyh's. */
+            if (strcmp(name, "run") != 0 && take_socket(&sub_argc, sub_argv, &socket_opt) < 0) {
+                fprintf(stderr, "lyh %s: option '--socket' needs a value\n", name);
+                return EXIT_USAGE;
+            }
+            cli.socket_path = lyh_client_socket_path(socket_opt);
             optind = 1; /* restart getopt for the subcommand */
             return commands[i].run(&cli, sub_argc, sub_argv);
         }
     }
-    fprintf(stderr, "lyh: unknown command '%s'\n\n", name);
+    const char *names[ARRAY_SIZE(commands)];
+    for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+        names[i] = commands[i].name;
+    const char *near = cli_closest(name, names, ARRAY_SIZE(names));
+    if (near)
+        fprintf(stderr, "lyh: unknown command '%s'; did you mean '%s'?\n\n", name, near);
+    else
+        fprintf(stderr, "lyh: unknown command '%s'\n\n", name);
     usage(stderr);
     return EXIT_USAGE;
 }

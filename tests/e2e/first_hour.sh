@@ -5,6 +5,9 @@
 #      refusals are said in plain words, without gRPC status names
 #   2. with two VPN interfaces up and stdin not a terminal, lyh never
 #      prompts (stdin is the agent's): it refuses and lists --vpn choices
+#   3. everyday commands: lyh stop ID (a unique prefix; SIGTERM, then
+#      SIGKILL after --grace; an ambiguous prefix lists the candidates),
+#      --socket after the command, "did you mean" for a mistyped command
 #
 # usage: first_hour.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Safety: everything happens in the namespaces lib.sh makes.
@@ -70,5 +73,63 @@ t_check "2: ... and nothing of stdin was read as an answer (no agent ran)" eval 
 res=$(printf 'hello\n' | LYH_CMD_TIMEOUT=30 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" \
     --socket "$LYH_SOCK" run --vpn tun0 -- cat 2>/dev/null; echo "rc=$?")
 t_check "2: with --vpn, the agent gets all of stdin" eval 'grep -qx hello <<<"$res" && grep -qx "rc=0" <<<"$res"'
+
+# ---- 3. everyday commands ------------------------------------------------------------------
+echo "# 3. lyh stop, options after the command, did you mean"
+lyh_u() { # ARGS...: lyh as the user, with its socket given after the command
+    local cmd=$1
+    shift
+    LYH_CMD_TIMEOUT=60 lyh_as_user "$LYH_LYH" "$cmd" --socket "$LYH_SOCK" "$@" </dev/null 2>&1
+}
+ids() { lyh_u sessions --json | sed -n 's/^{"id":"\([0-9a-f]*\)".*/\1/p'; }
+# 17 sessions: two of them share their first digit (16 values)
+RUNS=()
+for i in $(seq 1 17); do
+    (run_rc --vpn tun0 --no-tui -- /bin/sleep 300 >"$LYH_TMP/s$i.out") &
+    RUNS+=("$!")
+done
+lyh_wait_until 60 eval '[ "$(ids | wc -l)" -ge 17 ]'
+all=$(ids)
+t_check "3: --socket after the command (lyh sessions --socket S): 17 running" \
+    eval '[ "$(wc -l <<<"$all")" = 17 ]'
+dup=$(cut -c1 <<<"$all" | sort | uniq -d | head -n 1)
+res=$(lyh_u stop "$dup"; echo "rc=$?")
+t_check "3: an ambiguous prefix ('$dup'): usage error listing the candidates" \
+    eval 'grep -qx "rc=2" <<<"$res" && grep -q "names [0-9]* sessions" <<<"$res" &&
+          [ "$(grep -o "\b$dup[0-9a-f]\{15\}\b" <<<"$res" | wc -l)" -ge 2 ]'
+one=$(head -n 1 <<<"$all")
+pre=$one
+for k in $(seq 1 16); do # its shortest unique prefix
+    [ "$(grep -c "^${one:0:$k}" <<<"$all")" = 1 ] && { pre=${one:0:$k}; break; }
+done
+res=$(lyh_u stop "$pre"; echo "rc=$?")
+t_check "3: lyh stop '$pre' (a unique prefix) ends that session with SIGTERM" \
+    eval 'grep -qx "session $one ended (SIGTERM)" <<<"$res" && grep -qx "rc=0" <<<"$res" &&
+          ! ids | grep -qx "$one"'
+res=$(lyh_u stop "$pre"; echo "rc=$?")
+t_check "3: ... stopping it again: no such running session (2)" \
+    eval 'grep -qx "rc=2" <<<"$res" && grep -q "no running session of yours is" <<<"$res"'
+res=$(lyh_u stop "not-an-id"; echo "rc=$?")
+t_check "3: an id that is not hex: usage error" \
+    eval 'grep -qx "rc=2" <<<"$res" && grep -q "is not a session id" <<<"$res"'
+# an agent that ignores SIGTERM: SIGKILL after the grace
+(run_rc --vpn tun0 --no-tui -- /bin/sh -c 'trap "" TERM; while :; do sleep 0.2; done' >"$LYH_TMP/ign.out") &
+RUNS+=("$!")
+lyh_wait_until 30 eval '[ "$(ids | wc -l)" -ge 17 ]'
+ign=$(comm -13 <(sort <<<"$all") <(ids | sort) | head -n 1)
+res=$(lyh_u stop --grace 1 "$ign"; echo "rc=$?")
+t_check "3: an agent that ignores SIGTERM is killed after --grace 1" \
+    eval 'grep -qx "session $ign ended (SIGKILL)" <<<"$res" && grep -qx "rc=0" <<<"$res"'
+for id in $(ids); do
+    lyh_u stop --grace 0 "$id" >/dev/null
+done
+lyh_wait_until 30 eval '[ -z "$(ids)" ]'
+t_check "3: lyh stop --grace 0 ends every other one at once" eval '[ -z "$(ids)" ]'
+wait "${RUNS[@]}"
+t_check "3: ... and their lyh run ended with the agent's signal (143 SIGTERM, 137 SIGKILL)" \
+    eval 'grep -qx "rc=143" "$LYH_TMP/s1.out" || grep -qx "rc=137" "$LYH_TMP/s1.out"'
+res=$(LYH_CMD_TIMEOUT=20 lyh_as_user "$LYH_LYH" stauts 2>&1; echo "rc=$?")
+t_check "3: a mistyped command: did you mean (2)" \
+    eval 'grep -q "unknown command .stauts.; did you mean .status.?" <<<"$res" && grep -qx "rc=2" <<<"$res"'
 lyh_daemon_stop
 t_done
