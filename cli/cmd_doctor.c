@@ -28,6 +28,7 @@
 #include "common/dest_rule.h"
 #include "common/lyh_limits.h"
 #include "common/macros.h"
+#include "common/vpn_names.h"
 
 #define DOCTOR_MAX_CHECKS 32
 #define DOCTOR_MAX_IFACES 8
@@ -224,10 +225,11 @@ static void check_status(struct doctor *dr, const lianyaohu_v1_StatusReply *st) 
 /* ---- VPN interfaces -------------------------------------------------------------- */
 
 static bool vpn_name(const char *n) {
-    return strncmp(n, "tun", 3) == 0 || strncmp(n, "wg", 2) == 0;
+    return lyh_vpn_name_default(n);
 }
 
-/* tun* and wg* of this network namespace (getifaddrs asks the kernel; the
+/* VPN-named interfaces (common/vpn_names.h) of this network namespace
+ * (getifaddrs asks the kernel; the
  * /sys/class/net of our mount namespace may show another one). */
 static size_t list_vpns(struct vpn_if *out, size_t max) {
     struct ifaddrs *ifa = NULL;
@@ -561,7 +563,8 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
     if (nv == 0)
         add(dr, "vpn", ST_FAIL, "connect your VPN (OpenVPN, WireGuard, ...), then run lyh doctor "
                                 "again",
-            "no VPN interface (tun*, wg*) in this network namespace");
+            "no VPN interface (tun*, wg*, tailscale*, nordlynx, proton*, mullvad-*, ppp*) in "
+            "this network namespace");
     else if (usable_any)
         add(dr, "vpn", ST_OK, NULL, "VPN interfaces: %s", names);
     else if (!reachable)

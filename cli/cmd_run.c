@@ -58,7 +58,8 @@ void usage_run(FILE *f) {
     fprintf(f,
             "Usage: lyh run [OPTIONS] [-- COMMAND [ARGS...]]\n"
             "Start COMMAND (default: claude) so it reaches the network only through a VPN.\n\n"
-            "  --vpn NAME                 the VPN interface (tun*, wg*); else picked\n"
+            "  --vpn NAME                 the VPN interface (one the admin policy allows:\n"
+            "                             tun*, wg*, tailscale*, ... by default); else picked\n"
             "  --cwd PATH                 working directory (default: the current one)\n"
             "  --env NAME=VALUE           set a variable for the agent (repeatable)\n"
             "  --allow-dest RULE          with a deny-default policy: allow this destination\n"

@@ -15,6 +15,7 @@
 #include "cli/toml.h"
 #include "common/dest_rule.h"
 #include "common/macros.h"
+#include "common/vpn_names.h"
 
 struct ctx {
     const char *name;
@@ -51,9 +52,10 @@ static void dest_from_rule(const struct dr_rule *r, lianyaohu_v1_DestRule *d) {
  * define it: a key the file leaves out keeps this value. */
 static void policy_builtin(lianyaohu_v1_Policy *p) {
     memset(p, 0, sizeof(*p));
-    snprintf(p->allowed_interface_patterns[0], sizeof(p->allowed_interface_patterns[0]), "tun*");
-    snprintf(p->allowed_interface_patterns[1], sizeof(p->allowed_interface_patterns[1]), "wg*");
-    p->allowed_interface_patterns_count = 2;
+    for (size_t i = 0; i < LYH_VPN_NAME_DEFAULTS; i++)
+        snprintf(p->allowed_interface_patterns[i], sizeof(p->allowed_interface_patterns[i]), "%s",
+                 lyh_vpn_name_defaults[i]);
+    p->allowed_interface_patterns_count = LYH_VPN_NAME_DEFAULTS;
     p->permit_allow_non_default_route = true;
     p->permit_no_firewall = true;
     p->permit_shared_user_firewall = true;

@@ -1,5 +1,6 @@
-/* Candidate VPN interfaces: tun* and wg* that are up and have an address
- * other than link-local (a veth or tun gets fe80:: the moment it is up).
+/* Candidate VPN interfaces: those named like the common VPN clients'
+ * (common/vpn_names.h: tun*, wg*, tailscale*, ...) that are up and have an
+ * address other than link-local (a veth or tun gets fe80:: the moment it is up).
  * Listing uses getifaddrs; nothing here needs privileges. */
 #include "cli/vpn_pick.h"
 
@@ -17,6 +18,7 @@
 
 #include "cli/cli.h"
 #include "common/macros.h"
+#include "common/vpn_names.h"
 
 #define PICK_MAX 16
 
@@ -147,7 +149,7 @@ static int pick_tui(const struct cand *c, size_t n) {
 }
 
 static bool vpn_name(const char *n) {
-    return strncmp(n, "tun", 3) == 0 || strncmp(n, "wg", 2) == 0;
+    return lyh_vpn_name_default(n);
 }
 
 static bool link_local(const struct sockaddr *sa) {
@@ -205,9 +207,11 @@ int vpn_pick(const char *explicit_name, bool interactive, char *out, size_t outl
     char line[32];
 
     if (explicit_name) {
-        if (!vpn_name(explicit_name) || strlen(explicit_name) >= IF_NAMESIZE) {
-            fprintf(stderr, "lyh: '%s' is not a VPN interface name (tun*, wg*)\n",
-                    explicit_name);
+        /* Any name: the admin policy (allowed_interface_patterns) decides,
+         * in lyhd, which says what it allows. */
+        if (!explicit_name[0] || strlen(explicit_name) >= IF_NAMESIZE) {
+            fprintf(stderr, "lyh: '%s' is not an interface name (1 to %d characters)\n",
+                    explicit_name, IF_NAMESIZE - 1);
             return EXIT_USAGE;
         }
         snprintf(out, outlen, "%s", explicit_name);
@@ -216,7 +220,8 @@ int vpn_pick(const char *explicit_name, bool interactive, char *out, size_t outl
     n = list_candidates(c, PICK_MAX);
     mark_defaults(c, n);
     if (n == 0) {
-        fprintf(stderr, "lyh: no VPN interface (tun*, wg*) is up and addressed.\n"
+        fprintf(stderr, "lyh: no VPN interface (tun*, wg*, tailscale*, nordlynx, proton*, "
+                        "mullvad-*, ppp*) is up and addressed.\n"
                         "Start your VPN, then run lyh again (or name one with --vpn).\n");
         return EXIT_DAEMON_ERROR;
     }

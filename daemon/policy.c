@@ -19,6 +19,7 @@
 #include "common/dest_rule.h"
 #include "common/env_policy.h"
 #include "common/macros.h"
+#include "common/vpn_names.h"
 #include "daemon/guard_spec.h"
 #include "daemon/lyhd.h"
 #include "daemon/policy.h"
@@ -56,10 +57,10 @@ static void rule_of(const struct nftr_dest *d, struct dr_rule *r) {
 
 void policy_default(struct policy *p) {
     memset(p, 0, sizeof(*p));
-    /* The interfaces platform/ifaces.c accepts as VPNs today. */
-    snprintf(p->if_patterns[0], sizeof(p->if_patterns[0]), "tun*");
-    snprintf(p->if_patterns[1], sizeof(p->if_patterns[1]), "wg*");
-    p->n_if_patterns = 2;
+    /* The common VPN clients' interface names (common/vpn_names.h). */
+    for (size_t i = 0; i < LYH_VPN_NAME_DEFAULTS; i++)
+        snprintf(p->if_patterns[i], sizeof(p->if_patterns[i]), "%s", lyh_vpn_name_defaults[i]);
+    p->n_if_patterns = LYH_VPN_NAME_DEFAULTS;
     /* Today's behaviour: each is the user's own choice and none widens what
      * the agent can reach beyond what the user can reach themselves. */
     p->permit_non_default_route = true;

@@ -340,8 +340,10 @@ int ifc_name_check_for(enum ifc_os os, const char *name, char *why, size_t whyle
         set_why(why, whylen, "no VPN interface rule for this platform");
         return -EINVAL;
     }
-    if (strncmp(name, "tun", 3) != 0 && strncmp(name, "wg", 2) != 0) {
-        set_why(why, whylen, "'%s' is not a supported VPN interface name (tun* or wg*)", shown);
+    /* Which names are VPNs is the admin policy's word
+     * (allowed_interface_patterns); loopback never is. */
+    if (strcmp(name, "lo") == 0) {
+        set_why(why, whylen, "'lo' is the loopback interface, not a VPN");
         return -EINVAL;
     }
     return 0;

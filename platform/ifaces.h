@@ -88,9 +88,10 @@ enum ifc_os {
 enum ifc_os ifc_os_native(void);
 
 /* Check a name against the rules for a VPN interface: 1..15 characters of
- * [A-Za-z0-9_.-], not "." or "..", and then Linux: starting with "tun" or
- * "wg"; Darwin: "utun" and 1..5 digits (pf_render.h, pfr_iface_valid).
- * -EINVAL with the reason in why otherwise. Pure. */
+ * [A-Za-z0-9_.-], not "." or "..", and then Linux: not "lo" (which names
+ * are VPNs is the admin policy's allowed_interface_patterns); Darwin: "utun"
+ * and 1..5 digits (pf_render.h, pfr_iface_valid). -EINVAL with the reason in
+ * why otherwise. Pure. */
 int ifc_name_check_for(enum ifc_os os, const char *name, char *why, size_t whylen);
 /* ifc_name_check_for(ifc_os_native(), ...) */
 int ifc_name_check(const char *name, char *why, size_t whylen);

@@ -8,6 +8,9 @@
 #   3. everyday commands: lyh stop ID (a unique prefix; SIGTERM, then
 #      SIGKILL after --grace; an ambiguous prefix lists the candidates),
 #      --socket after the command, "did you mean" for a mistyped command
+#   4. interface names: the admin policy decides which are VPNs; by default
+#      the common clients' (tailscale0 works), not eth*, and an admin can
+#      allow another
 #
 # usage: first_hour.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Safety: everything happens in the namespaces lib.sh makes.
@@ -131,5 +134,39 @@ t_check "3: ... and their lyh run ended with the agent's signal (143 SIGTERM, 13
 res=$(LYH_CMD_TIMEOUT=20 lyh_as_user "$LYH_LYH" stauts 2>&1; echo "rc=$?")
 t_check "3: a mistyped command: did you mean (2)" \
     eval 'grep -q "unknown command .stauts.; did you mean .status.?" <<<"$res" && grep -qx "rc=2" <<<"$res"'
+
+# ---- 4. interface names --------------------------------------------------------------------
+echo "# 4. which interfaces are VPNs: the policy's word"
+for ifn in tailscale0:10.89.0.1 eth9:10.90.0.1; do
+    n=${ifn%%:*} a=${ifn#*:}
+    ip -n "$LYH_MAIN" link add "$n" type veth peer name "p$n" netns "$LYH_EXIT" &&
+        ip -n "$LYH_MAIN" addr add "$a/30" dev "$n" && ip -n "$LYH_MAIN" link set "$n" up &&
+        ip -n "$LYH_EXIT" link set "p$n" up || lyh_die "interface $n"
+done
+res=$(run_rc --vpn tailscale0 --allow-non-default-route --dns 10.89.0.2 --no-tui -- /bin/true)
+echo "$res" | sed "s/^/    /"
+t_check "4: tailscale0 is a VPN by default (runs, 0)" grep -qx "rc=0" <<<"$res"
+res=$(run_rc --vpn eth9 --allow-non-default-route --dns 10.90.0.2 --no-tui -- /bin/true)
+t_check "4: eth9 is not: refused (125), naming the patterns" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "eth9.*allowed_interface_patterns (tun\*, wg\*, tailscale\*" <<<"$res"'
+res=$(run_rc --vpn lo --allow-non-default-route --no-tui -- /bin/true)
+echo "$res" | sed "s/^/    /"
+t_check "4: lo never is (125)" eval 'grep -qx "rc=125" <<<"$res" && grep -Eq "loopback|does not match" <<<"$res"'
+printf 'allowed_interface_patterns = ["eth9"]\n' >"$LYH_TMP/pol.toml"
+lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/pol.toml" >/dev/null 2>&1 ||
+    t_fail "4: policy set" "refused"
+res=$(run_rc --vpn eth9 --allow-non-default-route --dns 10.90.0.2 --no-tui -- /bin/true)
+t_check "4: an admin who allows eth9: it runs (0)" grep -qx "rc=0" <<<"$res"
+res=$(run_rc --vpn tun0 --no-tui -- /bin/true)
+t_check "4: ... and then tun0 is refused (125)" grep -qx "rc=125" <<<"$res"
+printf 'allowed_interface_patterns = ["*"]\n' >"$LYH_TMP/pol.toml"
+lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/pol.toml" >/dev/null 2>&1 ||
+    t_fail "4: policy set (2)" "refused"
+res=$(run_rc --vpn lo --allow-non-default-route --dns 10.77.0.2 --no-tui -- /bin/true)
+t_check "4: even a policy of '*' never makes lo a VPN (125, says why)" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "loopback interface, not a VPN" <<<"$res"'
+: >"$LYH_TMP/pol.toml"
+lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/pol.toml" >/dev/null 2>&1 ||
+    t_fail "4: policy reset" "refused"
 lyh_daemon_stop
 t_done

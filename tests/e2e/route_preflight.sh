@@ -244,8 +244,8 @@ run_case "(i1) index of another interface (rename race) refused" -- "4:default $
 # --- validate_vpn ----------------------------------------------------------------------
 reset_routes
 expect "(g1) validate addressed tun0 ok" validate tun0 --ok
-expect "(g2) validate eth0 refused by name" validate eth0 --error EINVAL \
-    --why "'eth0' is not a supported VPN interface name (tun* or wg*)"
+expect "(g2) validate lo refused by name" validate lo --error EINVAL \
+    --why "'lo' is the loopback interface, not a VPN"
 expect "(g3) validate missing tun9" validate tun9 --error ENODEV --why "interface 'tun9' does not exist"
 
 m addr flush dev tun0
