@@ -87,6 +87,7 @@ void usage_run(FILE *f) {
             "  --print-policy             print the effective policy, then exit\n"
             "  --no-tui                   no pty and no picker, even on a terminal\n"
             "  --monitor                  print each refused flow on stderr as it happens\n"
+            "  --quiet                    no notes at start (errors and --monitor still print)\n"
             "  --config PATH              the global config file to use (docs/config.md)\n"
             "  --no-config                read no config file at all\n"
             "  --trust-project            apply the project file's widenings this once\n"
@@ -163,15 +164,29 @@ static int add_path(const char *opt, const char *path, char (*arr)[1024], pb_siz
     return 0;
 }
 
+/* What lyh says once the session started (unless --quiet): the variables of
+ * the caller's environment the allowlist kept from the agent, by name. */
+static char env_note[768];
+static bool quiet;
+
+/* Add name to the note's list (at most 12 names shown, then a count). */
+static void note_dropped(const char *name, size_t *count) {
+    size_t used = strlen(env_note);
+    if (*count < 12 && used + strlen(name) + 3 < sizeof(env_note))
+        snprintf(env_note + used, sizeof(env_note) - used, "%s%s", used ? ", " : "", name);
+    (*count)++;
+}
+
 /* The environment to send: what the allowlist lets through from ours, then
  * --env (refused early here when the daemon would refuse it anyway). */
 static int build_env(const struct run_opts *o, struct envv *ret) {
-    size_t cap = RUN_MAX_ENV, n = 0;
+    size_t cap = RUN_MAX_ENV, n = 0, dropped = 0;
     lianyaohu_v1_EnvVar *v = calloc(cap, sizeof(*v));
     char why[ENVP_WHY_MAX];
 
     if (!v)
         return -ENOMEM;
+    env_note[0] = '\0';
     for (char **e = environ; e && *e; e++) {
         const char *eq = strchr(*e, '=');
         char name[ENVP_NAME_MAX + 1];
@@ -179,8 +194,18 @@ static int build_env(const struct run_opts *o, struct envv *ret) {
             continue;
         memcpy(name, *e, (size_t)(eq - *e));
         name[eq - *e] = '\0';
-        if (!envp_inherit_ok(name) || envp_is_forced(name))
+        if (envp_is_forced(name))
             continue;
+        if (!envp_inherit_ok(name)) {
+            /* names only, never values; a name --env gives again is passed */
+            bool asked = false;
+            for (size_t i = 0; i < o->n_env && !asked; i++)
+                asked = strncmp(o->env[i], name, strlen(name)) == 0 &&
+                        o->env[i][strlen(name)] == '=';
+            if (!asked)
+                note_dropped(name, &dropped);
+            continue;
+        }
         if (strlen(eq + 1) >= sizeof(v[0].value) || n >= cap) {
             fprintf(stderr, "lyh run: note: not passing %s (too long or too many variables)\n",
                     name);
@@ -191,6 +216,15 @@ static int build_env(const struct run_opts *o, struct envv *ret) {
         memcpy(v[n].name, name, strlen(name) + 1);
         memcpy(v[n].value, eq + 1, strlen(eq + 1) + 1);
         n++;
+    }
+    if (dropped) {
+        char all[sizeof(env_note)];
+        snprintf(all, sizeof(all), "%s", env_note);
+        size_t shown = dropped < 12 ? dropped : 12;
+        snprintf(env_note, sizeof(env_note),
+                 "%zu of your environment variables are not passed to the agent (not on the "
+                 "allowlist; --env NAME=VALUE passes one): %.500s%s",
+                 dropped, all, dropped > shown ? ", ..." : "");
     }
     for (size_t i = 0; i < o->n_env; i++) {
         const char *eq = strchr(o->env[i], '=');
@@ -335,8 +369,10 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
             ipv6_blocked = ev->event.started.ipv6_blocked;
             if (relay)
                 pty_relay_set_session(relay, c, session_id);
-            for (pb_size_t i = 0; i < ev->event.started.notes_count; i++)
+            for (pb_size_t i = 0; !quiet && i < ev->event.started.notes_count; i++)
                 fprintf(stderr, "lyh: %s\r\n", ev->event.started.notes[i]);
+            if (!quiet && env_note[0])
+                fprintf(stderr, "lyh: %s\r\n", env_note);
             break;
         case lianyaohu_v1_RunEvent_flow_tag: {
             /* --monitor: one line on stderr; "\r\n" because a pty relay may have
@@ -566,6 +602,7 @@ static int run_main(struct cli *cli, int argc, char **argv);
  * 127 it was not found. */
 int cmd_run(struct cli *cli, int argc, char **argv) {
     agent_status = false;
+    quiet = false;
     int rc = run_main(cli, argc, argv);
     if (agent_status || rc == EXIT_OK || rc == EXIT_RUN_CANNOT || rc == EXIT_RUN_NOT_FOUND)
         return rc;
@@ -576,7 +613,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     enum {
         O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN, O_HOSTPORT, O_SOCKET, O_DNS, O_DOMAIN,
         O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_MONITOR, O_HELP,
-        O_CONFIG, O_NOCONFIG, O_TRUSTPROJ, O_SOCKPATH,
+        O_CONFIG, O_NOCONFIG, O_TRUSTPROJ, O_SOCKPATH, O_QUIET,
     };
     static const struct option opts[] = {
         {"vpn", required_argument, NULL, O_VPN},
@@ -604,6 +641,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         {"no-config", no_argument, NULL, O_NOCONFIG},
         {"trust-project", no_argument, NULL, O_TRUSTPROJ},
         {"socket", required_argument, NULL, O_SOCKPATH}, /* lyh's, also after `run` */
+        {"quiet", no_argument, NULL, O_QUIET},
         {0},
     };
     struct run_opts o = {0};
@@ -659,6 +697,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         case O_MONITOR: rr->monitor = true; break;
         case O_PRINTPOL: o.print_policy = true; break;
         case O_NOTUI: o.no_tui = true; break;
+        case O_QUIET: quiet = true; break;
         case O_HELP: usage_run(stdout); return EXIT_OK;
         default: usage_run(stderr); return EXIT_USAGE;
         }

@@ -11,6 +11,8 @@
 #   4. interface names: the admin policy decides which are VPNs; by default
 #      the common clients' (tailscale0 works), not eth*, and an admin can
 #      allow another
+#   5. the variables the allowlist keeps from the agent are named once at
+#      start (never their values); --quiet prints no notes
 #
 # usage: first_hour.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Safety: everything happens in the namespaces lib.sh makes.
@@ -168,5 +170,26 @@ t_check "4: even a policy of '*' never makes lo a VPN (125, says why)" \
 : >"$LYH_TMP/pol.toml"
 lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/pol.toml" >/dev/null 2>&1 ||
     t_fail "4: policy reset" "refused"
+
+# ---- 5. dropped variables, --quiet -----------------------------------------------------------
+echo "# 5. what the agent does not get, said once; --quiet"
+run_env() { # ARGS...: lyh run with two variables the allowlist does not pass
+    LYH_CMD_TIMEOUT=60 lyh_as_user sh -c 'cd proj && exec env GITHUB_TOKEN=topsecret-lyh \
+        LYH_TEST_UNLISTED=alsosecret "$@"' sh "$LYH_LYH" --socket "$LYH_SOCK" run "$@" </dev/null
+}
+aout=$(run_env --vpn tun0 --no-tui -- /usr/bin/env 2>"$LYH_TMP/err5")
+err=$(cat "$LYH_TMP/err5")
+echo "$err" | sed 's/^/    /'
+t_check "5: the note names them, with the count" \
+    eval 'grep -q "^lyh: [0-9]* of your environment variables are not passed to the agent.*GITHUB_TOKEN" <<<"$err" &&
+          grep -q "LYH_TEST_UNLISTED" <<<"$err"'
+t_check "5: ... never their values, and the agent has neither" \
+    eval '! grep -q "secret" <<<"$err" && ! grep -q "secret" <<<"$aout" && grep -q "^HOME=" <<<"$aout"'
+aout=$(run_env --vpn tun0 --no-tui --env GITHUB_TOKEN=given -- /usr/bin/env 2>"$LYH_TMP/err5")
+t_check "5: a variable given with --env is passed and not listed as dropped" \
+    eval 'grep -qx "GITHUB_TOKEN=given" <<<"$aout" && ! grep -q "GITHUB_TOKEN" "$LYH_TMP/err5"'
+aout=$(run_env --vpn tun0 --no-tui --quiet -- /bin/echo agent-ran 2>"$LYH_TMP/err5")
+t_check "5: --quiet: the agent runs and lyh prints nothing" \
+    eval 'grep -qx "agent-ran" <<<"$aout" && [ ! -s "$LYH_TMP/err5" ]'
 lyh_daemon_stop
 t_done
