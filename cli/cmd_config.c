@@ -251,12 +251,38 @@ static int config_trust(int argc, char **argv, bool approve) {
         fprintf(stderr, "lyh config trust: %s\n", err.msg);
         return EXIT_USAGE;
     }
+    /* what the approval lets the file do: its widenings, read as they are
+     * now (untrusted, asking nothing) */
+    char widens[512] = "";
+    if (approve) {
+        struct cfg_cli cli = CFG_CLI_INIT;
+        _cleanup_(cfg_freep) struct cfg *c = NULL;
+        struct cfg_ctx lctx = ctx;
+        lctx.ask = NULL;
+        lctx.note = NULL;
+        if (argc == 2)
+            lctx.cwd = dir;
+        if (cfg_load(&lctx, &cli, &c, &err) < 0) {
+            fprintf(stderr, "lyh config trust: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+        for (size_t i = 0; c && i < c->ignored.n; i++) {
+            size_t used = strlen(widens);
+            if (used + strlen(c->ignored.v[i].value) + 8 >= sizeof(widens)) {
+                snprintf(widens + used, sizeof(widens) - used, ", ...");
+                break;
+            }
+            snprintf(widens + used, sizeof(widens) - used, "%s%s", used ? ", " : "",
+                     c->ignored.v[i].value);
+        }
+    }
     if ((r = cfg_trust_set(tpath, dir, approve ? hex : NULL, &err)) < 0) {
         fprintf(stderr, "lyh config %s: %s\n", verb, err.msg[0] ? err.msg : strerror(-r));
         return r == -ENOENT ? EXIT_USAGE : EXIT_DAEMON_ERROR;
     }
     if (approve)
-        printf("approved %s (sha256 %s); any edit makes the approval stale\n", path, hex);
+        printf("approved %s (sha256 %s); it widens: %s; any edit makes the approval stale\n",
+               path, hex, widens[0] ? widens : "nothing (only tightenings, or approved before)");
     else
         printf("revoked the approval for %s\n", dir);
     return EXIT_OK;

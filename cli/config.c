@@ -1129,6 +1129,17 @@ static int load_file(const struct cfg_ctx *ctx, const struct cfg_cli *cli, struc
             r = apply_doc(&a, doc);
             a.c = c;
             bool widens = dry->ignored.n > 0;
+            /* what it would widen, named before the question */
+            char keys[512] = "";
+            for (size_t i = 0; i < dry->ignored.n; i++) {
+                size_t used = strlen(keys);
+                if (used + strlen(dry->ignored.v[i].value) + 8 >= sizeof(keys)) {
+                    snprintf(keys + used, sizeof(keys) - used, ", ...");
+                    break;
+                }
+                snprintf(keys + used, sizeof(keys) - used, "%s%s", used ? ", " : "",
+                         dry->ignored.v[i].value);
+            }
             cfg_free(dry);
             if (r < 0) {
                 toml_free(doc);
@@ -1136,9 +1147,10 @@ static int load_file(const struct cfg_ctx *ctx, const struct cfg_cli *cli, struc
             }
             if (widens && ctx->ask) {
                 _cleanup_free_ char *q = NULL;
-                if (asprintf(&q, "%s%s widens the sandbox; trust this file? [y/N] ", path,
+                if (asprintf(&q, "%s%s widens the sandbox (%s); trust this file? [y/N] ", path,
                              c->trust == CFG_TRUST_STALE ? " changed since it was approved and"
-                                                         : "") < 0) {
+                                                         : "",
+                             keys) < 0) {
                     toml_free(doc);
                     return -ENOMEM;
                 }

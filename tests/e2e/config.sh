@@ -74,6 +74,12 @@ t_check "2: network.deny from the untrusted project applies (refused)" grep -q '
 t_check "2: the ignored widening is named (paths.writable)" grep -q 'paths.writable' <<<"$out"
 out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui -- "$PROBE" probe tcp 11.77.0.1 "$LYH_PORT" 3000 2>&1)
 t_check "2: outside the project the destination works" grep -q '^ok ' <<<"$out"
+tres=$(LYH_CMD_TIMEOUT=30 lyh_as_user "$LYH_LYH" config trust "$LYH_HOME/proj" 2>&1)
+echo "$tres" | sed 's/^/    /'
+t_check "2: lyh config trust names what the approval lets the file widen" \
+    grep -q "^approved .*/proj/.lianyaohu.toml (sha256 [0-9a-f]*); it widens: paths.writable;" <<<"$tres"
+LYH_CMD_TIMEOUT=30 lyh_as_user "$LYH_LYH" config revoke "$LYH_HOME/proj" >/dev/null 2>&1 ||
+    t_fail "2: config revoke" "failed"
 
 # ---- 3. whose home: lyh started with someone else's environment ---------------------------
 

@@ -36,12 +36,13 @@ struct env {
     FILE *note;
     int asked;
     bool answer;
+    char question[1024]; /* the last one asked */
 };
 
 static bool ask_cb(void *data, const char *q) {
     struct env *e = data;
-    (void)q;
     e->asked++;
+    snprintf(e->question, sizeof(e->question), "%s", q);
     return e->answer;
 }
 
@@ -368,6 +369,8 @@ static void test_trust_ask(void **state) {
     {
         _cleanup_(cfg_freep) struct cfg *c = load_ok(e, &cli);
         assert_int_equal(e->asked, 1);
+        /* the question names what the file would widen */
+        assert_non_null(strstr(e->question, "widens the sandbox (network.allow); trust"));
         assert_int_equal(c->allow.n, 0);
         assert_int_equal(access(e->trust, F_OK), -1);
     }
