@@ -266,15 +266,7 @@ static int config_trust(int argc, char **argv, bool approve) {
             fprintf(stderr, "lyh config trust: %s\n", err.msg);
             return EXIT_USAGE;
         }
-        for (size_t i = 0; c && i < c->ignored.n; i++) {
-            size_t used = strlen(widens);
-            if (used + strlen(c->ignored.v[i].value) + 8 >= sizeof(widens)) {
-                snprintf(widens + used, sizeof(widens) - used, ", ...");
-                break;
-            }
-            snprintf(widens + used, sizeof(widens) - used, "%s%s", used ? ", " : "",
-                     c->ignored.v[i].value);
-        }
+        cfg_ignored_keys(c, widens, sizeof(widens));
     }
     if ((r = cfg_trust_set(tpath, dir, approve ? hex : NULL, &err)) < 0) {
         fprintf(stderr, "lyh config %s: %s\n", verb, err.msg[0] ? err.msg : strerror(-r));

@@ -1130,16 +1130,8 @@ static int load_file(const struct cfg_ctx *ctx, const struct cfg_cli *cli, struc
             a.c = c;
             bool widens = dry->ignored.n > 0;
             /* what it would widen, named before the question */
-            char keys[512] = "";
-            for (size_t i = 0; i < dry->ignored.n; i++) {
-                size_t used = strlen(keys);
-                if (used + strlen(dry->ignored.v[i].value) + 8 >= sizeof(keys)) {
-                    snprintf(keys + used, sizeof(keys) - used, ", ...");
-                    break;
-                }
-                snprintf(keys + used, sizeof(keys) - used, "%s%s", used ? ", " : "",
-                         dry->ignored.v[i].value);
-            }
+            char keys[512];
+            cfg_ignored_keys(dry, keys, sizeof(keys));
             cfg_free(dry);
             if (r < 0) {
                 toml_free(doc);
@@ -1176,6 +1168,18 @@ static int load_file(const struct cfg_ctx *ctx, const struct cfg_cli *cli, struc
         note(ctx, "\nlyh: approve it with `lyh config trust %s` (or --trust-project)\n", dir);
     }
     return r;
+}
+
+void cfg_ignored_keys(const struct cfg *c, char *buf, size_t len) {
+    buf[0] = '\0';
+    for (size_t i = 0; c && i < c->ignored.n; i++) {
+        size_t used = strlen(buf);
+        if (used + strlen(c->ignored.v[i].value) + 8 >= len) {
+            snprintf(buf + used, len - used, ", ...");
+            break;
+        }
+        snprintf(buf + used, len - used, "%s%s", used ? ", " : "", c->ignored.v[i].value);
+    }
 }
 
 int cfg_load(const struct cfg_ctx *ctx, const struct cfg_cli *cli, struct cfg **ret,

@@ -199,6 +199,10 @@ int cfg_hash_file(const char *path, char ret_hex[CFG_SHA256_HEX], struct cfg_err
 /* Record (sha256_hex not NULL) or remove (NULL) the approval for dir in the
  * trust file, written 0600 by temp file + rename, its directory created 0700.
  * Removing an absent approval is -ENOENT. */
+/* The keys of c's ignored widenings, ", "-joined into buf (len > 8 bytes;
+ * ", ..." when they do not all fit); "" for none. */
+void cfg_ignored_keys(const struct cfg *c, char *buf, size_t len);
+
 int cfg_trust_set(const char *trust_path, const char *dir, const char *sha256_hex,
                   struct cfg_error *err);
 /* The approved hash for dir: 0 with *ret (malloc'd), -ENOENT if none. */
