@@ -563,7 +563,7 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
     if (nv == 0)
         add(dr, "vpn", ST_FAIL, "connect your VPN (OpenVPN, WireGuard, ...), then run lyh doctor "
                                 "again",
-            "no VPN interface (tun*, wg*, tailscale*, nordlynx, proton*, mullvad-*, ppp*) in "
+            "no VPN interface (tun*, wg*, tailscale*, nordlynx, proton*, mullvad-*) in "
             "this network namespace");
     else if (usable_any)
         add(dr, "vpn", ST_OK, NULL, "VPN interfaces: %s", names);

@@ -87,7 +87,8 @@ void usage_run(FILE *f) {
             "  --print-policy             print the effective policy, then exit\n"
             "  --no-tui                   no pty and no picker, even on a terminal\n"
             "  --monitor                  print each refused flow on stderr as it happens\n"
-            "  --quiet                    no notes at start (errors and --monitor still print)\n"
+            "  --quiet                    fewer notes at start (warnings, errors and --monitor\n"
+            "                             still print)\n"
             "  --config PATH              the global config file to use (docs/config.md)\n"
             "  --no-config                read no config file at all\n"
             "  --trust-project            apply the project file's widenings this once\n"
@@ -167,26 +168,50 @@ static int add_path(const char *opt, const char *path, char (*arr)[1024], pb_siz
 /* What lyh says once the session started (unless --quiet): the variables of
  * the caller's environment the allowlist kept from the agent, by name. */
 static char env_note[768];
+static char env_names[480]; /* the names for it, ", "-joined */
 static bool quiet;
 
-/* Add name to the note's list (at most 12 names shown, then a count). */
-static void note_dropped(const char *name, size_t *count) {
-    size_t used = strlen(env_note);
-    if (*count < 12 && used + strlen(name) + 3 < sizeof(env_note))
-        snprintf(env_note + used, sizeof(env_note) - used, "%s%s", used ? ", " : "", name);
+/* --quiet leaves out the notes that describe (IPv6, DNS); every other one,
+ * a warning about what is weaker than usual among them (an old Landlock ABI,
+ * let-through sockets, no listeners), still prints, as new ones will. */
+static bool note_informational(const char *note) {
+    return strncmp(note, "IPv6 is blocked for this session", 32) == 0 ||
+           strncmp(note, "DNS: lyhd answers", 17) == 0;
+}
+
+/* Add name to the note's list (at most 12 names shown). A name that is not
+ * a plain one ([A-Za-z0-9_]) is shown as '?'s: it goes to a terminal. */
+static void note_dropped(const char *name, size_t *count, size_t *shown) {
+    size_t used = strlen(env_names), len = strlen(name);
+    if (*shown < 12 && used + len + 3 < sizeof(env_names)) {
+        char *p = env_names + used;
+        if (used) {
+            memcpy(p, ", ", 2);
+            p += 2;
+        }
+        for (size_t i = 0; i < len; i++) {
+            char ch = name[i];
+            *p++ = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                           (ch >= '0' && ch <= '9') || ch == '_'
+                       ? ch
+                       : '?';
+        }
+        *p = '\0';
+        (*shown)++;
+    }
     (*count)++;
 }
 
 /* The environment to send: what the allowlist lets through from ours, then
  * --env (refused early here when the daemon would refuse it anyway). */
 static int build_env(const struct run_opts *o, struct envv *ret) {
-    size_t cap = RUN_MAX_ENV, n = 0, dropped = 0;
+    size_t cap = RUN_MAX_ENV, n = 0, dropped = 0, shown = 0;
     lianyaohu_v1_EnvVar *v = calloc(cap, sizeof(*v));
     char why[ENVP_WHY_MAX];
 
     if (!v)
         return -ENOMEM;
-    env_note[0] = '\0';
+    env_note[0] = env_names[0] = '\0';
     for (char **e = environ; e && *e; e++) {
         const char *eq = strchr(*e, '=');
         char name[ENVP_NAME_MAX + 1];
@@ -203,7 +228,7 @@ static int build_env(const struct run_opts *o, struct envv *ret) {
                 asked = strncmp(o->env[i], name, strlen(name)) == 0 &&
                         o->env[i][strlen(name)] == '=';
             if (!asked)
-                note_dropped(name, &dropped);
+                note_dropped(name, &dropped, &shown);
             continue;
         }
         if (strlen(eq + 1) >= sizeof(v[0].value) || n >= cap) {
@@ -217,15 +242,11 @@ static int build_env(const struct run_opts *o, struct envv *ret) {
         memcpy(v[n].value, eq + 1, strlen(eq + 1) + 1);
         n++;
     }
-    if (dropped) {
-        char all[sizeof(env_note)];
-        snprintf(all, sizeof(all), "%s", env_note);
-        size_t shown = dropped < 12 ? dropped : 12;
+    if (dropped)
         snprintf(env_note, sizeof(env_note),
                  "%zu of your environment variables are not passed to the agent (not on the "
-                 "allowlist; --env NAME=VALUE passes one): %.500s%s",
-                 dropped, all, dropped > shown ? ", ..." : "");
-    }
+                 "allowlist; --env NAME=VALUE passes one): %s%s",
+                 dropped, env_names, dropped > shown ? ", ..." : "");
     for (size_t i = 0; i < o->n_env; i++) {
         const char *eq = strchr(o->env[i], '=');
         char name[ENVP_NAME_MAX + 1];
@@ -369,8 +390,9 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
             ipv6_blocked = ev->event.started.ipv6_blocked;
             if (relay)
                 pty_relay_set_session(relay, c, session_id);
-            for (pb_size_t i = 0; !quiet && i < ev->event.started.notes_count; i++)
-                fprintf(stderr, "lyh: %s\r\n", ev->event.started.notes[i]);
+            for (pb_size_t i = 0; i < ev->event.started.notes_count; i++)
+                if (!quiet || !note_informational(ev->event.started.notes[i]))
+                    fprintf(stderr, "lyh: %s\r\n", ev->event.started.notes[i]);
             if (!quiet && env_note[0])
                 fprintf(stderr, "lyh: %s\r\n", env_note);
             break;

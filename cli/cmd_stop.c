@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/macros.h"
@@ -24,7 +25,8 @@ void usage_stop(FILE *f) {
     fprintf(f, "Usage: lyh stop [--grace SECONDS] ID\n"
                "End one of your running sessions: SIGTERM to the agent, then SIGKILL after\n"
                "the grace period (default %d s; 0: at once). ID is a session id or a unique\n"
-               "prefix of one, as `lyh sessions` shows them.\n"
+               "prefix of one of yours, as `lyh sessions` shows them (another user's\n"
+               "session, for an admin: its whole id).\n"
                "Exit codes: 0 the session ended, 1 lyhd refused or it did not end,\n"
                "2 usage (an ID that matches no running session, or several), 69 no lyhd.\n",
                STOP_DEFAULT_GRACE_S);
@@ -39,7 +41,8 @@ static uint64_t now_ms(void) {
 /* The ids of the running sessions lyhd shows this user, into ids (at most
  * max). 0, or an exit code with the reason printed. */
 static int list_ids(struct cli *cli, struct lyh_client *c, lianyaohu_v1_Request *req,
-                    lianyaohu_v1_Response *resp, char (*ids)[17], size_t max, size_t *ret_n) {
+                    lianyaohu_v1_Response *resp, char (*ids)[17], uint32_t *uids, size_t max,
+                    size_t *ret_n) {
     uint64_t call;
     size_t n = 0;
 
@@ -63,8 +66,11 @@ static int list_ids(struct cli *cli, struct lyh_client *c, lianyaohu_v1_Request 
             return EXIT_DAEMON_ERROR;
         }
         if (resp->which_result == lianyaohu_v1_Response_sessions_tag &&
-            resp->result.sessions.has_session && n < max)
+            resp->result.sessions.has_session && n < max) {
+            if (uids)
+                uids[n] = resp->result.sessions.session.uid;
             snprintf(ids[n++], sizeof(ids[0]), "%.16s", resp->result.sessions.session.id);
+        }
         if (resp->end_of_stream)
             break;
     }
@@ -106,7 +112,7 @@ static int wait_gone(struct cli *cli, struct lyh_client *c, lianyaohu_v1_Request
     uint64_t end = now_ms() + ms;
     for (;;) {
         size_t n = 0;
-        int rc = list_ids(cli, c, req, resp, ids, STOP_MAX_SESSIONS, &n);
+        int rc = list_ids(cli, c, req, resp, ids, NULL, STOP_MAX_SESSIONS, &n);
         if (rc != EXIT_OK)
             return -rc;
         if (!listed(ids, n, id))
@@ -179,11 +185,20 @@ int cmd_stop(struct cli *cli, int argc, char **argv) {
     if (rc != EXIT_OK)
         return rc;
 
-    /* the one running session the prefix names */
+    /* the one running session the prefix names: among the caller's own (an
+     * admin sees every user's sessions; another user's is stopped only by
+     * its whole id) */
+    _cleanup_free_ uint32_t *uids = calloc(STOP_MAX_SESSIONS, sizeof(*uids));
+    if (!uids) {
+        lyh_client_close(cl);
+        return EXIT_DAEMON_ERROR;
+    }
     size_t n = 0, hits = 0, hit = 0;
-    rc = list_ids(cli, cl, req, resp, ids, STOP_MAX_SESSIONS, &n);
+    uint32_t me = (uint32_t)getuid();
+    rc = list_ids(cli, cl, req, resp, ids, uids, STOP_MAX_SESSIONS, &n);
+#define CANDIDATE(i) (strncmp(ids[i], prefix, wl) == 0 && (wl == 16 || uids[i] == me))
     for (size_t i = 0; rc == EXIT_OK && i < n; i++)
-        if (strncmp(ids[i], prefix, wl) == 0)
+        if (CANDIDATE(i))
             hits++, hit = i;
     if (rc == EXIT_OK && hits != 1) {
         if (hits == 0)
@@ -194,16 +209,22 @@ int cmd_stop(struct cli *cli, int argc, char **argv) {
             fprintf(stderr, "%s stop: '%s' names %zu sessions; give more digits:", cli->prog,
                     prefix, hits);
             for (size_t i = 0; i < n; i++)
-                if (strncmp(ids[i], prefix, wl) == 0)
+                if (CANDIDATE(i))
                     fprintf(stderr, " %s", ids[i]);
             fputc('\n', stderr);
         }
         rc = EXIT_USAGE;
     }
+#undef CANDIDATE
     char id[17];
     if (rc == EXIT_OK) {
         snprintf(id, sizeof(id), "%s", ids[hit]);
+        if (uids[hit] != me)
+            printf("session %s is uid %u's\n", id, uids[hit]);
         rc = send_signal(cli, cl, req, resp, id, grace ? SIGTERM : SIGKILL);
+        /* an agent stopped with ^Z would sleep through the grace period */
+        if (rc == EXIT_OK && grace)
+            rc = send_signal(cli, cl, req, resp, id, SIGCONT);
     }
     int gone = 0;
     if (rc == EXIT_OK) {

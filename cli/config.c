@@ -1171,15 +1171,28 @@ static int load_file(const struct cfg_ctx *ctx, const struct cfg_cli *cli, struc
 }
 
 void cfg_ignored_keys(const struct cfg *c, char *buf, size_t len) {
+    /* The schema's keys first (a handful: they always fit), then the [env]
+     * entries as one count, so a file cannot hide a key such as
+     * paths.allow_sockets behind many long variable names. */
+    size_t envs = 0;
     buf[0] = '\0';
     for (size_t i = 0; c && i < c->ignored.n; i++) {
-        size_t used = strlen(buf);
-        if (used + strlen(c->ignored.v[i].value) + 8 >= len) {
-            snprintf(buf + used, len - used, ", ...");
-            break;
+        const char *k = c->ignored.v[i].value;
+        if (strncmp(k, "env.", 4) == 0) {
+            envs++;
+            continue;
         }
-        snprintf(buf + used, len - used, "%s%s", used ? ", " : "", c->ignored.v[i].value);
+        size_t used = strlen(buf);
+        if (used + strlen(k) + 8 >= len) {
+            snprintf(buf + used, len - used, ", ...");
+            return;
+        }
+        snprintf(buf + used, len - used, "%s%s", used ? ", " : "", k);
     }
+    size_t used = strlen(buf);
+    if (envs)
+        snprintf(buf + used, len - used, "%senv (%zu variable%s)", used ? ", " : "", envs,
+                 envs == 1 ? "" : "s");
 }
 
 int cfg_load(const struct cfg_ctx *ctx, const struct cfg_cli *cli, struct cfg **ret,

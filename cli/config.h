@@ -196,13 +196,12 @@ int cfg_host_port_parse(const char *s, uint16_t *ret_min, uint16_t *ret_max, cha
 int cfg_find_project(const struct cfg_ctx *ctx, char **ret_path);
 /* SHA-256 (hex) of the exact bytes of path (at most CFG_MAX_FILE). */
 int cfg_hash_file(const char *path, char ret_hex[CFG_SHA256_HEX], struct cfg_error *err);
+/* The keys of c's ignored widenings, ", "-joined into buf (len > 8 bytes),
+ * the [env] ones as one count ("env (3 variables)"); "" for none. */
+void cfg_ignored_keys(const struct cfg *c, char *buf, size_t len);
 /* Record (sha256_hex not NULL) or remove (NULL) the approval for dir in the
  * trust file, written 0600 by temp file + rename, its directory created 0700.
  * Removing an absent approval is -ENOENT. */
-/* The keys of c's ignored widenings, ", "-joined into buf (len > 8 bytes;
- * ", ..." when they do not all fit); "" for none. */
-void cfg_ignored_keys(const struct cfg *c, char *buf, size_t len);
-
 int cfg_trust_set(const char *trust_path, const char *dir, const char *sha256_hex,
                   struct cfg_error *err);
 /* The approved hash for dir: 0 with *ret (malloc'd), -ENOENT if none. */

@@ -221,7 +221,7 @@ int vpn_pick(const char *explicit_name, bool interactive, char *out, size_t outl
     mark_defaults(c, n);
     if (n == 0) {
         fprintf(stderr, "lyh: no VPN interface (tun*, wg*, tailscale*, nordlynx, proton*, "
-                        "mullvad-*, ppp*) is up and addressed.\n"
+                        "mullvad-*) is up and addressed.\n"
                         "Start your VPN, then run lyh again (or name one with --vpn).\n");
         return EXIT_DAEMON_ERROR;
     }

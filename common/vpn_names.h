@@ -3,8 +3,9 @@
  * and the names lyh's picker and lyh doctor offer. fnmatch(3) patterns.
  * OpenVPN and most clients: tun*; WireGuard (wg-quick, NetworkManager):
  * wg*; Tailscale: tailscale*; NordVPN: nordlynx; Proton VPN: proton*;
- * Mullvad: mullvad-*; PPP-based (L2TP, PPTP, some IPsec): ppp*. An admin
- * widens or narrows the list with the policy; lyhd decides by the policy. */
+ * Mullvad: mullvad-*. Not ppp*: on a DSL or mobile-broadband host ppp0 is
+ * the ISP uplink itself (an admin whose L2TP/PPTP VPN is ppp* adds it). An
+ * admin widens or narrows the list with the policy; lyhd decides by it. */
 #ifndef LYH_COMMON_VPN_NAMES_H
 #define LYH_COMMON_VPN_NAMES_H
 
@@ -13,7 +14,7 @@
 #include <stddef.h>
 
 static const char *const lyh_vpn_name_defaults[] = {
-    "tun*", "wg*", "tailscale*", "nordlynx", "proton*", "mullvad-*", "ppp*",
+    "tun*", "wg*", "tailscale*", "nordlynx", "proton*", "mullvad-*",
 };
 #define LYH_VPN_NAME_DEFAULTS (sizeof(lyh_vpn_name_defaults) / sizeof(lyh_vpn_name_defaults[0]))
 

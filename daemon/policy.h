@@ -122,7 +122,7 @@ bool policy_socket_ok(const struct policy *p, const char *path, char *why, size_
 bool policy_iface_ok(const struct policy *p, const char *iface);
 /* The lowest Landlock ABI Run accepts (min_landlock_abi, or the built-in 6). */
 unsigned policy_min_landlock_abi(const struct policy *p);
-/* "tun*, wg*" (for messages). */
+/* "tun*, wg*, ..." (for messages). */
 void policy_patterns_text(const struct policy *p, char *buf, size_t len);
 /* Is the LAN exception d allowed: inside one lan_allow_ceiling entry and
  * overlapping no always_deny entry? why says which key refuses it. */

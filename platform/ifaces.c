@@ -365,6 +365,10 @@ int ifc_validate_vpn(const struct ifc_list *l, const char *name, char *why, size
         set_why(why, whylen, "interface '%s' does not exist", name);
         return -ENODEV;
     }
+    if (i->loopback) { /* whatever its name */
+        set_why(why, whylen, "'%s' is a loopback interface, not a VPN", name);
+        return -EINVAL;
+    }
     if (!i->up) {
         set_why(why, whylen, "interface '%s' is down", name);
         return -ENETDOWN;

@@ -1,7 +1,8 @@
 /* Network interfaces of the current network namespace, as plain data, and
  * the rules for which of them may serve as a session's VPN interface. One
- * interface for both platforms: Linux (tun*, wg*; links from AF_PACKET
- * entries) and Darwin (utun<N>; links from AF_LINK entries).
+ * interface for both platforms: Linux (any plain name but lo, the admin
+ * policy deciding which are VPNs; links from AF_PACKET entries) and Darwin
+ * (utun<N>; links from AF_LINK entries).
  *
  * Return convention: 0 or -errno. ret_* out-parameters are written only on
  * success. Nothing here logs. `why`/`whylen` receive one human sentence

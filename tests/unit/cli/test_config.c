@@ -387,6 +387,19 @@ static void test_trust_ask(void **state) {
         assert_int_equal(e->asked, 2);
         assert_int_equal(c->allow.n, 1);
     }
+    /* many long [env] names cannot push a key out of the question */
+    e->answer = false;
+    {
+        char text[2048] = "[paths]\nallow_sockets = [\"/run/x.sock\"]\n[env]\n";
+        for (int i = 0; i < 8; i++) {
+            size_t used = strlen(text);
+            snprintf(text + used, sizeof(text) - used, "V%d%0120d = \"x\"\n", i, 0);
+        }
+        proj_file(e, text);
+        _cleanup_(cfg_freep) struct cfg *c = load_ok(e, &cli);
+        assert_int_equal(e->asked, 3);
+        assert_non_null(strstr(e->question, "(paths.allow_sockets, env (8 variables))"));
+    }
 }
 
 static void test_trust_project_flag(void **state) {

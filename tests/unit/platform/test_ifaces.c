@@ -131,8 +131,10 @@ static void build_host(void) {
     add_link("tun2", 6, IFF_UP | TUNF);         /* up, no carrier, addressed */
     add_link("tun3", 7, UPRUN | TUNF);          /* up, no address */
     add_link("tun4", 8, UPRUN | IFF_BROADCAST); /* up, link-local only */
+    add_link("tun5", 9, UPRUN | IFF_LOOPBACK);  /* a loopback by another name */
     add_v4("lo", IFF_UP | IFF_LOOPBACK, "127.0.0.1", "255.0.0.0", NULL);
     add_v4("eth0", UPRUN | IFF_BROADCAST, "192.168.1.10", "255.255.255.0", NULL);
+    add_v4("tun5", UPRUN | IFF_LOOPBACK, "127.0.0.2", "255.0.0.0", NULL);
     add_v4("eth0:1", UPRUN | IFF_BROADCAST, "192.168.1.11", "255.255.255.0", NULL);
     add_v4("tun0", UPRUN | TUNF, "10.8.0.2", "255.255.255.255", "10.8.0.1");
     add_v4("wg0", IFF_UP | IFF_RUNNING | IFF_POINTOPOINT, "10.66.0.2", NULL, NULL);
@@ -238,7 +240,7 @@ static void test_parse_host(void **state) {
 
     build_host();
     assert_int_equal(ifc_list_from_ifaddrs(head, &l), 0);
-    assert_int_equal(l.n, 8);
+    assert_int_equal(l.n, 9);
     assert_string_equal(l.items[0].name, "lo");
     assert_string_equal(l.items[7].name, "tun4");
 
@@ -420,6 +422,7 @@ static void test_validate(void **state) {
     expect_validate(&l, "tun4", -EADDRNOTAVAIL,
                     "interface 'tun4' has no address (only link-local)");
     expect_validate(&l, "lo", -EINVAL, "'lo' is the loopback interface, not a VPN");
+    expect_validate(&l, "tun5", -EINVAL, "'tun5' is a loopback interface, not a VPN");
     expect_validate(&l, "..", -EINVAL, "interface name '..' is not allowed");
     expect_validate(&l, "", -EINVAL, "empty interface name");
     ifc_list_free(&l);
