@@ -53,7 +53,7 @@ echo "# 1. version 0: the built-in default"
 out=$(lyh_cli policy get 2>&1)
 t_check "1: lyh policy get (non-admin) says version 0" grep -q '^version 0 ' <<<"$out"
 t_check "1: default interface patterns: the common VPN clients' names" \
-    grep -qE 'allowed_interface_patterns += tun\* wg\* tailscale\* nordlynx proton\* mullvad-\* ppp\*$' <<<"$out"
+    grep -qE 'allowed_interface_patterns += tun\* wg\* tailscale\* nordlynx proton\* mullvad-\*$' <<<"$out"
 out=$(lyh_cli policy get --json 2>&1)
 t_check "1: --json is one object with version 0" grep -q '^{"version":0,' <<<"$out"
 out=$(lyh_cli policy history 2>&1)

@@ -68,11 +68,11 @@ static void test_defaults(void **state) {
     (void)state;
     assert_int_equal(parse("always_deny = [\"198.51.100.0/24\"]\n", &p), 0);
     /* the common VPN clients' names (common/vpn_names.h) */
-    assert_int_equal(p.allowed_interface_patterns_count, 7);
+    assert_int_equal(p.allowed_interface_patterns_count, 6);
     assert_string_equal(p.allowed_interface_patterns[0], "tun*");
     assert_string_equal(p.allowed_interface_patterns[1], "wg*");
     assert_string_equal(p.allowed_interface_patterns[2], "tailscale*");
-    assert_string_equal(p.allowed_interface_patterns[6], "ppp*");
+    assert_string_equal(p.allowed_interface_patterns[5], "mullvad-*"); /* not ppp*: an uplink */
     assert_true(p.permit_allow_non_default_route);
     assert_true(p.permit_no_firewall);
     assert_true(p.permit_shared_user_firewall);
