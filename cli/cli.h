@@ -58,6 +58,12 @@ int cli_add_rule(const char *opt, const char *text, lianyaohu_v1_DestRule *arr, 
  * start of it), or NULL. For "did you mean". */
 const char *cli_closest(const char *word, const char *const *cands, size_t n);
 
+/* For an unknown long option arg ("--vnp", "--vnp=x"): "; did you mean
+ * '--vpn'?" into buf when one of opts (ended by a zero entry) is close, else
+ * "". */
+struct option;
+void cli_option_hint(const char *arg, const struct option *opts, char *buf, size_t len);
+
 /* Print s as a JSON string literal (with quotes). */
 void json_string(FILE *f, const char *s);
 

@@ -222,8 +222,10 @@ static int parse_opts(struct cli *cli, const struct sub *s, int argc, char **arg
     optind = 1;
     while ((idx = -1, c = getopt_long(argc, argv, "+:", longopts, &idx)) != -1) {
         if (c == '?') {
-            fprintf(stderr, "%s audit %s: unknown option '%s' (see lyh audit %s --help)\n",
-                    cli->prog, s->name, argv[optind - 1], s->name);
+            char hint[96];
+            cli_option_hint(argv[optind - 1], longopts, hint, sizeof(hint));
+            fprintf(stderr, "%s audit %s: unknown option '%s'%s (see lyh audit %s --help)\n",
+                    cli->prog, s->name, argv[optind - 1], hint, s->name);
             return EXIT_USAGE;
         }
         if (c == ':') {

@@ -681,7 +681,8 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         return EXIT_DAEMON_ERROR;
     rr = &req->method.run;
     req->which_method = lianyaohu_v1_Request_run_tag;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
         int k = 0;
         switch (c) {
         case O_VPN: o.vpn = optarg; break;
@@ -721,7 +722,16 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         case O_NOTUI: o.no_tui = true; break;
         case O_QUIET: quiet = true; break;
         case O_HELP: usage_run(stdout); return EXIT_OK;
-        default: usage_run(stderr); return EXIT_USAGE;
+        case ':':
+            fprintf(stderr, "lyh run: option '%s' needs a value\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        default: {
+            char hint[96];
+            cli_option_hint(argv[optind - 1], opts, hint, sizeof(hint));
+            fprintf(stderr, "lyh run: unknown option '%s'%s (see lyh run --help)\n",
+                    argv[optind - 1], hint);
+            return EXIT_USAGE;
+        }
         }
         if (k < 0)
             return EXIT_USAGE;

@@ -192,3 +192,19 @@ const char *cli_closest(const char *word, const char *const *cands, size_t n) {
     }
     return best;
 }
+
+void cli_option_hint(const char *arg, const struct option *opts, char *buf, size_t len) {
+    buf[0] = '\0';
+    if (!arg || strncmp(arg, "--", 2) != 0)
+        return;
+    char word[64];
+    snprintf(word, sizeof(word), "%s", arg + 2);
+    word[strcspn(word, "=")] = '\0';
+    const char *names[128];
+    size_t n = 0;
+    for (; opts[n].name && n < 128; n++)
+        names[n] = opts[n].name;
+    const char *near = cli_closest(word, names, n);
+    if (near)
+        snprintf(buf, len, "; did you mean '--%s'?", near);
+}

@@ -2,11 +2,12 @@
 # shellcheck disable=SC2207 # COMPREPLY=($(compgen ...)) with IFS set to a newline
 # Installed as share/bash-completion/completions/lyh.
 
-# VPN interfaces: /sys/class/net entries named tun* or wg* (_LYH_SYS_NET
-# overrides the directory, for tests).
+# VPN interfaces: /sys/class/net entries named like the common VPN clients'
+# (common/vpn_names.h; _LYH_SYS_NET overrides the directory, for tests).
 _lyh_vpn_ifaces() {
     local d n net=${_LYH_SYS_NET:-/sys/class/net}
-    for d in "$net"/tun* "$net"/wg*; do
+    for d in "$net"/tun* "$net"/wg* "$net"/tailscale* "$net"/nordlynx "$net"/proton* \
+        "$net"/mullvad-*; do
         [[ -e $d ]] || continue
         n=${d##*/}
         printf '%s\n' "$n"
@@ -48,7 +49,7 @@ _lyh() {
 
     local _lyh_prog=${COMP_WORDS[0]}
     local -a _lyh_global=()
-    local commands="run install uninstall sessions status capabilities doctor audit policy config"
+    local commands="run install uninstall sessions stop status capabilities doctor audit policy config"
     local global_opts="--socket --version --help"
 
     # Find the command (skipping global options) and the subcommand.
@@ -93,7 +94,7 @@ _lyh() {
         _lyh_compgen_words "$(_lyh_session_ids)" "$cur"
         return 0
         ;;
-    --cwd | --writable | --read-only)
+    --cwd | --writable | --read-only | --allow-socket)
         _lyh_compgen_files -d "$cur"
         return 0
         ;;
@@ -110,7 +111,7 @@ _lyh() {
         return 0
         ;;
     --kind)
-        _lyh_compgen_words "flow session policy request gap guard" "$cur"
+        _lyh_compgen_words "flow session policy request gap guard dns" "$cur"
         return 0
         ;;
     --uid)
@@ -118,7 +119,8 @@ _lyh() {
         return 0
         ;;
     --env | --allow-dest | --deny-dest | --lan-allow | --since | --until | --dst | --port | \
-        --limit | --expect-version)
+        --limit | --expect-version | --dns | --allow-domain | --allow-host-port | --name | \
+        --grace)
         return 0
         ;;
     esac
@@ -138,12 +140,21 @@ _lyh() {
     run)
         opts="--vpn --cwd --env --allow-dest --deny-dest --lan-allow --writable --read-only
               --narrow-home --allow-non-default-route --no-firewall --shared-user-firewall
-              --print-firewall --print-policy --no-tui --monitor --config --no-config
-              --trust-project --help --"
+              --print-firewall --print-policy --no-tui --monitor --quiet --config --no-config
+              --trust-project --dns --allow-domain --allow-host-port --allow-socket --socket
+              --help --"
         ;;
     install) opts="--vpn --lan-allow --allow-non-default-route --help" ;;
     uninstall) opts="--help" ;;
     sessions | status | capabilities | doctor) opts="--json --help" ;;
+    stop)
+        if [[ $cur == -* ]]; then
+            opts="--grace --help"
+        else
+            _lyh_compgen_words "$(_lyh_session_ids)" "$cur"
+            return 0
+        fi
+        ;;
     audit)
         if [[ -z $sub ]]; then
             if [[ $cur == -* ]]; then
@@ -154,9 +165,9 @@ _lyh() {
             return 0
         fi
         case $sub in
-        query) opts="$audit_filters --limit --json --csv --help" ;;
-        follow) opts="${audit_filters/--until /} --limit --json --help" ;;
-        summary) opts="${audit_filters/ --kind/} --json --help" ;;
+        query) opts="$audit_filters --name --limit --json --csv --help" ;;
+        follow) opts="${audit_filters/--until /} --name --limit --json --help" ;;
+        summary) opts="${audit_filters/ --kind/} --by-name --name --json --help" ;;
         export) opts="$audit_filters --json --help" ;;
         esac
         ;;

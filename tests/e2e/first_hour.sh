@@ -56,6 +56,9 @@ res=$(run_rc --vpn 'no such' --no-tui -- /bin/true)
 t_check "1: a bad --vpn: 125" grep -qx "rc=125" <<<"$res"
 res=$(run_rc --no-such-option -- /bin/true)
 t_check "1: an unknown option: 125" grep -qx "rc=125" <<<"$res"
+res=$(run_rc --vnp tun0 -- /bin/true)
+t_check "1: a mistyped option: did you mean (125)" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "unknown option .--vnp.; did you mean .--vpn.?" <<<"$res"'
 res=$(run_rc --vpn tun0 --no-tui --writable /nonexistent-lyh -- /bin/true)
 t_check "1: a request lyhd refuses: 125" grep -qx "rc=125" <<<"$res"
 t_check "1: ... said in plain words, without a status name ($(head -n 1 <<<"$res"))" \
@@ -136,6 +139,9 @@ t_check "3: ... and their lyh run ended with the agent's signal (143 SIGTERM, 13
 res=$(LYH_CMD_TIMEOUT=20 lyh_as_user "$LYH_LYH" stauts 2>&1; echo "rc=$?")
 t_check "3: a mistyped command: did you mean (2)" \
     eval 'grep -q "unknown command .stauts.; did you mean .status.?" <<<"$res" && grep -qx "rc=2" <<<"$res"'
+res=$(LYH_CMD_TIMEOUT=20 lyh_as_user "$LYH_LYH" audit query --sesion 12 2>&1; echo "rc=$?")
+t_check "3: ... and a mistyped audit option (2)" \
+    eval 'grep -q "did you mean .--session.?" <<<"$res" && grep -qx "rc=2" <<<"$res"'
 
 # ---- 4. interface names --------------------------------------------------------------------
 echo "# 4. which interfaces are VPNs: the policy's word"

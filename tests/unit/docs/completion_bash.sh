@@ -51,12 +51,15 @@ expect "audit" lyh au
 expect "query" lyh audit q
 expect "--vpn" lyh run --v
 expect "--socket" lyh --so
-expect "status" lyh --socket /x st
+expect "stop status" lyh --socket /x st
 expect "tun0 wg1" lyh run --vpn ""
 expect "wg1" lyh install --vpn w
 expect "--uid" lyh audit follow --u
 expect "" lyh audit follow --unt
 expect "" lyh audit summary --ki
+expect "--by-name" lyh audit summary --b
+expect "--grace --help" lyh stop --
+expect "--quiet" lyh run --qu
 expect "--json --toml --help" lyh policy get --
 expect "--csv" lyh audit query --c
 expect "get" lyh policy g

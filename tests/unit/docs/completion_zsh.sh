@@ -126,18 +126,20 @@ expect() {
     fi
 }
 
-expect "audit capabilities config doctor install policy run sessions status uninstall" "lyh "
+expect "audit capabilities config doctor install policy run sessions status stop uninstall" "lyh "
 expect "audit" "lyh au"
 expect "query" "lyh audit q"
 expect "export follow query summary" "lyh audit "
 expect "--vpn" "lyh run --v"
 expect "--socket" "lyh --so"
-expect "status" "lyh --socket /x st"
+expect "status stop" "lyh --socket /x st"
 expect "tun0 wg1" "lyh run --vpn "
 expect "wg1" "lyh install --vpn w"
 expect "--uid" "lyh audit follow --u"
 expect "--help --json --toml" "lyh policy get --"
 expect "--csv" "lyh audit query --c"
+expect "--by-name" "lyh audit summary --b"
+expect "--grace --help" "lyh stop --"
 expect "get" "lyh policy g"
 expect "trust" "lyh config tr"
 expect "--origin" "lyh config show --o"
