@@ -399,6 +399,7 @@ static void test_trust_ask(void **state) {
         _cleanup_(cfg_freep) struct cfg *c = load_ok(e, &cli);
         assert_int_equal(e->asked, 3);
         assert_non_null(strstr(e->question, "(paths.allow_sockets, env (8 variables))"));
+        assert_int_equal(c->env.n, 0); /* answered no: none applied */
     }
 }
 
