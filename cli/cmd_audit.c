@@ -419,29 +419,11 @@ struct printer {
     char line[AUDIT_FMT_LINE_MAX];
 };
 
-/* Does one of the names in ev's detail (a dns record's name=, a flow's
- * names=a,b) match the pattern? */
-static bool event_has_name(const lianyaohu_v1_AuditEvent *ev, const char *pattern) {
-    char d[sizeof(ev->detail)];
-    snprintf(d, sizeof(d), "%s", ev->detail);
-    for (char *save = NULL, *kv = strtok_r(d, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
-        char *v = NULL;
-        if (strncmp(kv, "name=", 5) == 0)
-            v = kv + 5;
-        else if (strncmp(kv, "names=", 6) == 0)
-            v = kv + 6;
-        for (char *s2 = NULL, *n = v ? strtok_r(v, ",", &s2) : NULL; n; n = strtok_r(NULL, ",", &s2))
-            if (dn_match(pattern, n))
-                return true;
-    }
-    return false;
-}
-
 static int print_event(const lianyaohu_v1_AuditEvent *ev, void *ud) {
     struct printer *p = ud;
     int r;
 
-    if (p->name && !event_has_name(ev, p->name))
+    if (p->name && !dn_detail_has(ev->detail, p->name))
         return EXIT_OK;
 
     switch (p->out) {
