@@ -1,29 +1,39 @@
-/* The per-session DNS forwarder (see dns_fwd.h).
+/* The per-session DNS forwarder, its privileged half (see dns_fwd.h).
  *
- * Sockets: a UDP socket and a TCP listener on 127.0.0.1:P, and on [::1]:P
- * when the host has IPv6 loopback. Per query in flight: one upstream UDP
- * socket, bound to the VPN interface and connected to the resolver (a fresh
- * source port each time), one timer. Bounds: DNS_FWD_INFLIGHT queries per
- * session (more: SERVFAIL at once), DNS_FWD_TCP_CLIENTS TCP connections
- * (more: closed), a TCP client idle DNS_FWD_TCP_IDLE_MS is closed.
+ * The parent keeps what needs privilege or must not be forged: the listening
+ * sockets (127.0.0.1:P and [::1]:P, UDP and TCP, marked with SO_MARK, which
+ * needs CAP_NET_ADMIN: chain input knows lyhd's forwarder by it), the
+ * session's nft sets, and the audit records. It never reads a query or an
+ * answer: the protocol process (dns_relay.c) does, on duplicates of these
+ * sockets handed over in PMSG_DNS_START, and tells the parent what it found
+ * in PMSG_DNS_ANSWER and PMSG_DNS_RECORD. The parent keeps its own copies of
+ * the sockets, so a protocol process that dies and is started again gets
+ * them back at the same port, and nothing an agent sent in between is lost
+ * beyond what the socket buffers could not hold.
  *
- * A resolver that does not answer in DNS_FWD_TRY_MS is asked again, then the
- * next one; after DNS_FWD_TRIES tries the agent gets SERVFAIL. An answer that
- * does not match the question (id, name, type) is ignored, as a spoofed one
- * would be; a malformed one fails the try. An answer with TC set is SERVFAIL
- * (the upstream side speaks UDP only, with an EDNS size of 1232 bytes). */
+ * What the protocol process says is checked as if an attacker said it: an
+ * answer is for a live session with a forwarder; with an allowlist, its name
+ * must be one the session's allowlist and the admin policy allow (the same
+ * check the relay made) and none of its addresses may lie in the ranges
+ * chain s-<id> refuses (LAN, loopback, CGN, ...). The worst a compromised
+ * protocol process can do here is put public addresses in an allowlisted
+ * session's set under an allowed name (the allowlist then narrows less),
+ * forge DNS records of sessions, or answer nothing: docs/security-model.md.
+ *
+ * Records are rate-limited here, per session: 500/s, bursts of 2000; what is
+ * over is counted and said in one record (action "unrecorded") when
+ * recording resumes and at the end, so the log stays bounded and nothing
+ * vanishes silently. */
 #include "daemon/dns_fwd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <event2/event.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,78 +42,27 @@
 #include "common/dns_name.h"
 #include "common/macros.h"
 #include "daemon/audit.h"
+#include "daemon/guard.h"
 #include "daemon/log.h"
-#include "daemon/policy.h"
 #include "daemon/lyhd.h"
+#include "daemon/pmsg.h"
+#include "daemon/policy.h"
+#include "daemon/pproc.h"
 #include "daemon/session.h"
 #include "platform/linux/nft.h"
-#include "daemon/guard.h"
 
-#define DNS_FWD_INFLIGHT    256
-#define DNS_FWD_TCP_CLIENTS 16
-#define DNS_FWD_TCP_IDLE_MS 10000
-#define DNS_FWD_TRY_MS      2000
-#define DNS_FWD_TRIES       3
 #define DNS_FWD_PORT_TRIES  16
 #define DNS_FWD_MAPS        4096
-/* audit records per session: 500/s, bursts of 2000; what is over is counted
- * and said in one record (action "unrecorded") when recording resumes and at
- * the end, so the log stays bounded and nothing vanishes silently */
 #define DNS_FWD_REC_RATE    500
 #define DNS_FWD_REC_BURST   2000
 #define DNS_MAP_NAMES       256
 
-struct dns_fwd;
-
-/* A TCP client: 2-byte length, message; one query at a time. */
-struct dns_tcp {
-    struct dns_fwd *f;
-    int fd;
-    struct event *ev;
-    struct event *ev_idle;
-    struct event *ev_next; /* the next buffered message, on a later loop turn */
-    bool dead;             /* to be closed on that turn (never freed under a caller) */
-    uint8_t buf[2 + DNS_MSG_MAX];
-    size_t have;
-    bool busy; /* a query of it is in flight */
-    TAILQ_ENTRY(dns_tcp) link;
-};
-
-struct dns_query_ctx {
-    struct dns_fwd *f;
-    struct dns_query q;
-    /* the agent's header and question (copied back into every reply); the
-     * rest of its query is not needed after parsing */
-    uint8_t raw[DNS_HEADER_BYTES + DNS_NAME_MAX + 6];
-    size_t raw_len;
-    bool via_tcp;
-    /* the reply goes to: a UDP peer on listener fd (udp_fd >= 0), or tcp */
-    int udp_fd;
-    struct sockaddr_storage peer;
-    socklen_t peer_len;
-    struct dns_tcp *tcp;
-    uint16_t up_id;
-    int up_fd;
-    struct event *ev_up;
-    struct event *ev_timer;
-    unsigned tries;
-    size_t resolver;
-    size_t n_dropped; /* answer addresses kept out (private, loopback, ...) */
-    uint64_t start_ms;
-    TAILQ_ENTRY(dns_query_ctx) link;
-};
-
 struct dns_fwd {
     struct lyhd *d;
     struct session *s;
-    int udp[2], tcp[2]; /* v4, v6 (-1: none) */
-    struct event *ev_udp[2], *ev_tcp[2];
-    struct event *ev_resume; /* accepting again after EMFILE */
-    TAILQ_HEAD(, dns_query_ctx) queries;
-    TAILQ_HEAD(, dns_tcp) clients;
-    unsigned n_queries, n_clients;
-    uint64_t n_dropped; /* queries refused at the in-flight bound */
-    uint64_t n_unrecorded; /* queries the record rate limit left out */
+    int udp[2], tcp[2]; /* v4, v6 (-1: none); the protocol process reads duplicates */
+    uint64_t n_dropped; /* queries the relay refused at its in-flight bound */
+    uint64_t n_unrecorded; /* queries the record rate limit (or a full queue) left out */
     double rec_tokens;
     uint64_t rec_ms;
     /* What names resolved to for this session: address -> names, expiry
@@ -123,10 +82,6 @@ struct dns_map {
     uint64_t expiry_ms;        /* monotonic */
 };
 
-static void query_free(struct dns_query_ctx *c);
-static void tcp_free(struct dns_tcp *t);
-static void tcp_done(struct dns_tcp *t);
-
 /* addr (AF_INET: 4 bytes, AF_INET6: 16) and port into a sockaddr; its length. */
 static socklen_t sockaddr_of(int family, const void *addr, uint16_t port,
                              struct sockaddr_storage *ss) {
@@ -145,7 +100,7 @@ static socklen_t sockaddr_of(int family, const void *addr, uint16_t port,
     return sizeof(*in6);
 }
 
-/* ---- replies ------------------------------------------------------------------------- */
+/* ---- records ------------------------------------------------------------------------- */
 
 /* Say what the limits left out: queries not recorded, queries dropped at the
  * in-flight bound. */
@@ -179,75 +134,58 @@ static bool record_allowed(struct dns_fwd *f) {
     return true;
 }
 
-static void record(struct dns_query_ctx *c, const char *action, uint8_t rcode,
-                   const struct dns_answer *a) {
-    struct session *s = c->f->s;
-    if (!record_allowed(c->f))
-        return;
+void dns_fwd_on_record(struct lyhd *d, const struct pmsg_dns_record *m) {
+    static const char *const actions[] = {
+        [PDNS_ANSWERED] = "answered", [PDNS_DENIED] = "denied", [PDNS_NODATA] = "nodata",
+        [PDNS_FAILED] = "failed",     [PDNS_REFUSED] = "refused",
+    };
+    static const char *const rcodes[] = {"NOERROR",  "FORMERR", "SERVFAIL",
+                                         "NXDOMAIN", "NOTIMP",  "REFUSED"};
+    struct session *s = session_find(d, m->session);
+    struct dns_fwd *f = s ? s->dns : NULL;
     char kv[1600] = "", tbuf[16], rc[24], addrs[1100] = "";
-    const char *rcodes[] = {"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"};
 
-    audit_kv(kv, sizeof(kv), "name", c->q.name[0] ? c->q.name : ".");
-    audit_kv(kv, sizeof(kv), "type", dns_type_name(c->q.qtype, tbuf, sizeof(tbuf)));
-    if (rcode < ARRAY_SIZE(rcodes))
-        audit_kv(kv, sizeof(kv), "rcode", rcodes[rcode]);
+    if (!f)
+        return; /* ended since: its end is on record already */
+    f->n_dropped += m->dropped_inflight;
+    f->n_unrecorded += m->unsent;
+    if (m->action == PDNS_NONE) {
+        record_gaps(f);
+        return;
+    }
+    if (!record_allowed(f))
+        return;
+    audit_kv(kv, sizeof(kv), "name", m->name[0] ? m->name : ".");
+    audit_kv(kv, sizeof(kv), "type", dns_type_name(m->qtype, tbuf, sizeof(tbuf)));
+    if (m->rcode < ARRAY_SIZE(rcodes))
+        audit_kv(kv, sizeof(kv), "rcode", rcodes[m->rcode]);
     else {
-        snprintf(rc, sizeof(rc), "%u", rcode);
+        snprintf(rc, sizeof(rc), "%u", m->rcode);
         audit_kv(kv, sizeof(kv), "rcode", rc);
     }
-    for (size_t i = 0; a && i < a->n_addrs; i++) {
+    for (size_t i = 0; i < m->n_addrs; i++) {
         char ab[INET6_ADDRSTRLEN];
         size_t len = strlen(addrs);
-        if (inet_ntop(a->addrs[i].family, a->addrs[i].addr, ab, sizeof(ab)))
+        if (inet_ntop(m->addrs[i].family, m->addrs[i].addr, ab, sizeof(ab)))
             snprintf(addrs + len, sizeof(addrs) - len, "%s%s", len ? "," : "", ab);
     }
     if (addrs[0])
         audit_kv(kv, sizeof(kv), "answers", addrs);
-    if (a && a->n_addrs)
-        snprintf(rc, sizeof(rc), "%u", a->min_ttl > 9999999 ? 9999999 : a->min_ttl),
+    if (m->n_addrs)
+        snprintf(rc, sizeof(rc), "%u", m->ttl > 9999999 ? 9999999 : m->ttl),
             audit_kv(kv, sizeof(kv), "ttl", rc);
-    audit_kv(kv, sizeof(kv), "via", c->via_tcp ? "tcp" : "udp");
-    if (c->f->s->spec.n_resolvers && c->tries) {
-        const struct nftr_dest *r = &s->spec.resolvers[c->resolver % s->spec.n_resolvers];
+    audit_kv(kv, sizeof(kv), "via", m->via_tcp ? "tcp" : "udp");
+    if (m->resolver < s->spec.n_resolvers) {
+        const struct nftr_dest *r = &s->spec.resolvers[m->resolver];
         char ab[INET6_ADDRSTRLEN];
         if (inet_ntop(r->family, r->addr, ab, sizeof(ab)))
             audit_kv(kv, sizeof(kv), "resolver", ab);
     }
-    if (c->n_dropped) {
-        snprintf(rc, sizeof(rc), "%zu", c->n_dropped);
+    if (m->n_kept_out) {
+        snprintf(rc, sizeof(rc), "%u", m->n_kept_out);
         audit_kv(kv, sizeof(kv), "dropped", rc); /* private and such: rebinding */
     }
-    audit_dns(c->f->d, s, strcmp(action, "denied") == 0, action, kv);
-}
-
-static void send_reply(struct dns_query_ctx *c, const uint8_t *msg, size_t len) {
-    if (c->udp_fd >= 0) {
-        /* a full socket buffer drops it, as the network would */
-        (void)sendto(c->udp_fd, msg, len, MSG_DONTWAIT, (struct sockaddr *)&c->peer, c->peer_len);
-        return;
-    }
-    struct dns_tcp *t = c->tcp;
-    if (!t)
-        return;
-    uint8_t hdr[2] = {(uint8_t)(len >> 8), (uint8_t)len};
-    struct iovec iov[2] = {{hdr, 2}, {(void *)msg, len}};
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-    ssize_t n = sendmsg(t->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-    c->tcp = NULL;
-    if (n != (ssize_t)(len + 2)) { /* a client that does not read its answer is dropped */
-        t->dead = true;
-        event_active(t->ev_next, EV_TIMEOUT, 0);
-    } else {
-        tcp_done(t);
-    }
-}
-
-static void reply_empty(struct dns_query_ctx *c, uint8_t rcode, const char *action) {
-    uint8_t out[DNS_UDP_MAX + 64];
-    size_t len;
-    if (dns_build_reply_empty(&c->q, c->raw, c->raw_len, rcode, out, sizeof(out), &len) == 0)
-        send_reply(c, out, len);
-    record(c, action, rcode, NULL);
+    audit_dns(d, s, m->action == PDNS_DENIED, actions[m->action], kv);
 }
 
 /* ---- what names resolved to -------------------------------------------------------- */
@@ -424,8 +362,8 @@ static bool addr_blocked(const struct dns_addr *a) {
  * of max(ttl, the floor) + grace, before the answer goes out (an immediate
  * connect finds it). An element's timeout only grows. -errno: nothing is
  * answered (SERVFAIL). */
-static int fill_sets(struct dns_query_ctx *c, const struct dns_addr *addrs, size_t n, uint32_t ttl) {
-    struct dns_fwd *f = c->f;
+static int fill_sets(struct dns_fwd *f, const char *name, int family, const struct pmsg_addr *addrs,
+                     size_t n, uint32_t ttl) {
     struct lyhd *d = f->d;
     uint64_t now = lyhd_mono_ms();
     uint64_t secs = (uint64_t)(ttl > d->cfg.dns_min_ttl_s ? ttl : d->cfg.dns_min_ttl_s);
@@ -434,7 +372,6 @@ static int fill_sets(struct dns_query_ctx *c, const struct dns_addr *addrs, size
     uint64_t timeout_ms = (secs + d->cfg.dns_grace_s) * 1000, expiry = now + timeout_ms;
     uint8_t add[DNS_ANSWER_ADDRS][16], refresh[DNS_ANSWER_ADDRS][16];
     size_t n_add = 0, n_refresh = 0;
-    int family = c->q.qtype == DNS_TYPE_A ? AF_INET : AF_INET6;
     char set[NFTR_NAME_MAX];
 
     snprintf(set, sizeof(set), "%s%s", family == AF_INET ? NFTR_DOMAIN_SET4_PREFIX : NFTR_DOMAIN_SET6_PREFIX,
@@ -457,7 +394,7 @@ static int fill_sets(struct dns_query_ctx *c, const struct dns_addr *addrs, size
                                  n_refresh, timeout_ms, true);
     if (r < 0) {
         log_warn("session '%s': cannot add what '%s' resolved to to set %s: %s", f->s->row.id,
-                 c->q.name, set, strerror(-r));
+                 name, set, strerror(-r));
         return r;
     }
     for (size_t i = 0; i < n; i++) {
@@ -466,372 +403,56 @@ static int fill_sets(struct dns_query_ctx *c, const struct dns_addr *addrs, size
             continue;
         if (m->expiry_ms < expiry)
             m->expiry_ms = expiry;
-        map_name(m, c->q.name);
+        map_name(m, name);
     }
     return 0;
 }
 
-/* Without an allowlist: only remember the names, for the flow records. */
-static void note_names(struct dns_query_ctx *c, const struct dns_answer *a) {
-    uint64_t expiry = lyhd_mono_ms() + (uint64_t)(a->min_ttl > 86400 ? 86400 : a->min_ttl) * 1000;
-    for (size_t i = 0; i < a->n_addrs; i++) {
-        struct dns_map *m = map_get(c->f, a->addrs[i].family, a->addrs[i].addr);
-        if (!m)
-            continue;
-        if (m->expiry_ms < expiry)
-            m->expiry_ms = expiry;
-        map_name(m, c->q.name);
-    }
-}
+int dns_fwd_on_answer(struct lyhd *d, const struct pmsg_dns_answer *m) {
+    struct session *s = session_find(d, m->session);
+    struct dns_fwd *f = s ? s->dns : NULL;
+    int family = m->qtype == DNS_TYPE_A ? AF_INET : AF_INET6;
 
-/* The answer for a session with an allowlist: only the addresses an allowed
- * name may open, put in its set first; the CNAME chain flattened under the
- * name asked. */
-static int answer_allowlisted(struct dns_query_ctx *c, const struct dns_answer *a, uint8_t *out,
-                              size_t cap, size_t *ret_len) {
-    size_t limit = c->udp_fd >= 0 ? c->q.udp_size : DNS_MSG_MAX;
-    struct dns_addr keep[DNS_ANSWER_ADDRS];
-    size_t n = 0;
-
-    if (a->rcode != DNS_RCODE_NOERROR)
-        return dns_build_reply_empty(&c->q, c->raw, c->raw_len, a->rcode, out, cap, ret_len);
-    for (size_t i = 0; i < a->n_addrs; i++) {
-        if (addr_blocked(&a->addrs[i]))
-            c->n_dropped++;
-        else
-            keep[n++] = a->addrs[i];
-    }
-    if (n) {
-        int r = fill_sets(c, keep, n, a->min_ttl);
-        if (r < 0)
-            return r;
-    }
-    return dns_build_reply_addrs(&c->q, c->raw, c->raw_len, keep, n, a->min_ttl, limit, out, cap,
-                                 ret_len);
-}
-
-/* ---- upstream ------------------------------------------------------------------------ */
-
-static int try_upstream(struct dns_query_ctx *c);
-
-static void on_up_timer(evutil_socket_t fd, short what, void *arg) {
-    (void)fd, (void)what;
-    struct dns_query_ctx *c = arg;
-    if (try_upstream(c) < 0) {
-        reply_empty(c, DNS_RCODE_SERVFAIL, "failed");
-        query_free(c);
-    }
-}
-
-static void on_up_read(evutil_socket_t fd, short what, void *arg) {
-    (void)what;
-    struct dns_query_ctx *c = arg;
-    uint8_t buf[DNS_MSG_MAX];
-
-    for (int i = 0; i < 8; i++) {
-        ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                return;
-            /* ECONNREFUSED and the like: this try failed, try again later */
-            break;
+    if (!f)
+        return -ENOENT;
+    if (!s->spec.n_domains) {
+        /* no allowlist: only remember the names, for the flow records */
+        uint64_t expiry = lyhd_mono_ms() + (uint64_t)(m->ttl > 86400 ? 86400 : m->ttl) * 1000;
+        for (size_t i = 0; i < m->n_addrs; i++) {
+            struct dns_map *e = map_get(f, family, m->addrs[i].addr);
+            if (!e)
+                continue;
+            if (e->expiry_ms < expiry)
+                e->expiry_ms = expiry;
+            map_name(e, m->name);
         }
-        struct dns_answer a;
-        int r = dns_parse_answer(buf, (size_t)n, c->up_id, c->q.qtype, c->q.name, &a);
-        if (r == -ESRCH || r == -EINVAL)
-            continue; /* not ours (or not an answer): keep waiting */
-        if (r < 0 || a.tc) {
-            log_debug("session '%s': resolver's answer for '%s' %s", c->f->s->row.id, c->q.name,
-                      r < 0 ? "is malformed" : "was truncated");
-            break;
-        }
-        uint8_t out[DNS_MSG_MAX];
-        size_t len;
-        size_t limit = c->udp_fd >= 0 ? c->q.udp_size : DNS_MSG_MAX;
-        if (c->f->s->spec.n_domains) {
-            r = answer_allowlisted(c, &a, out, sizeof(out), &len);
-        } else {
-            r = dns_build_reply_from(&c->q, c->raw, c->raw_len, &a, buf, (size_t)n, limit, out,
-                                     sizeof(out), &len);
-            if (r == 0)
-                note_names(c, &a);
-        }
-        if (r < 0)
-            break;
-        send_reply(c, out, len);
-        record(c, "answered", a.rcode, &a);
-        query_free(c);
-        return;
-    }
-    /* failed try: the next resolver at once */
-    event_del(c->ev_timer);
-    on_up_timer(-1, 0, c);
-}
-
-/* Send the query to the next resolver; -errno when out of tries. */
-static int try_upstream(struct dns_query_ctx *c) {
-    struct session *s = c->f->s;
-
-    if (c->ev_up) {
-        event_free(c->ev_up);
-        c->ev_up = NULL;
-    }
-    CLOSE_FD(c->up_fd);
-    while (c->tries < DNS_FWD_TRIES * s->spec.n_resolvers && c->tries < 8) {
-        c->resolver = c->tries % s->spec.n_resolvers;
-        c->tries++;
-        const struct nftr_dest *r = &s->spec.resolvers[c->resolver];
-        struct sockaddr_storage ss;
-        socklen_t sl = sockaddr_of(r->family, r->addr, 53, &ss);
-        uint8_t msg[DNS_UDP_MAX];
-        size_t len;
-        if (getrandom(&c->up_id, sizeof(c->up_id), 0) != sizeof(c->up_id) ||
-            dns_build_query(c->up_id, c->q.name, c->q.qtype, msg, sizeof(msg), &len) < 0)
-            return -EIO;
-        int fd = socket(r->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            return -errno;
-        /* out through the VPN interface only: no route through it, no send */
-        if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, s->spec.iface, strlen(s->spec.iface)) <
-                0 ||
-            connect(fd, (struct sockaddr *)&ss, sl) < 0 || send(fd, msg, len, MSG_DONTWAIT) < 0) {
-            log_debug("session '%s': resolver try %u: %s", s->row.id, c->tries, strerror(errno));
-            close(fd);
-            continue;
-        }
-        c->up_fd = fd;
-        c->ev_up = event_new(c->f->d->base, fd, EV_READ | EV_PERSIST, on_up_read, c);
-        if (!c->ev_up || event_add(c->ev_up, NULL) < 0)
-            return -ENOMEM;
-        struct timeval tv = {DNS_FWD_TRY_MS / 1000, (DNS_FWD_TRY_MS % 1000) * 1000};
-        if (evtimer_add(c->ev_timer, &tv) < 0)
-            return -ENOMEM;
         return 0;
     }
-    return -ETIMEDOUT;
-}
-
-static void query_free(struct dns_query_ctx *c) {
-    if (!c)
-        return;
-    if (c->ev_up)
-        event_free(c->ev_up);
-    if (c->ev_timer)
-        event_free(c->ev_timer);
-    CLOSE_FD(c->up_fd);
-    TAILQ_REMOVE(&c->f->queries, c, link);
-    c->f->n_queries--;
-    struct dns_tcp *t = c->tcp;
-    free(c);
-    if (t)
-        tcp_done(t);
-}
-
-/* One query from the agent: answer it or send it on. */
-static void handle(struct dns_fwd *f, const uint8_t *msg, size_t len, int udp_fd,
-                   const struct sockaddr_storage *peer, socklen_t peer_len, struct dns_tcp *tcp) {
-    struct dns_query q;
-    int r = dns_parse_query(msg, len, &q);
-    if (r == -EINVAL || r == -EBADMSG) {
-        log_debug("session '%s': malformed DNS query (%zu bytes) dropped", f->s->row.id, len);
-        return;
+    /* An allowlist: the relay checked all of this; so do we, since it parses
+     * what agents and resolvers send and may not be what it was. Its
+     * addresses are only ever given once the parent said so. */
+    if (!m->want_reply)
+        return -EPROTO;
+    if (!name_allowed(s, m->name)) {
+        log_warn("session '%s': the protocol process asked to open addresses for '%s', "
+                 "which the session may not resolve; refused",
+                 s->row.id, m->name);
+        return -EPERM;
     }
-    if (f->n_queries >= DNS_FWD_INFLIGHT) {
-        f->n_dropped++;
-        return;
-    }
-    struct dns_query_ctx *c = calloc(1, sizeof(*c));
-    if (!c)
-        return;
-    c->f = f;
-    c->q = q;
-    c->up_fd = -1;
-    c->udp_fd = udp_fd;
-    c->tcp = tcp;
-    size_t keep = DNS_HEADER_BYTES + q.question_len;
-    if (keep > sizeof(c->raw) || keep > len) { /* cannot be: the parser bounds a question */
-        free(c);
-        return;
-    }
-    memcpy(c->raw, msg, keep);
-    c->raw_len = keep;
-    c->via_tcp = tcp != NULL;
-    if (peer) {
-        c->peer = *peer;
-        c->peer_len = peer_len;
-    }
-    c->start_ms = lyhd_mono_ms();
-    TAILQ_INSERT_TAIL(&f->queries, c, link);
-    f->n_queries++;
-    if (tcp) {
-        tcp->busy = true; /* one at a time: the next waits in the socket */
-        event_del(tcp->ev);
-    }
-    if (r == -EPROTONOSUPPORT) {
-        reply_empty(c, DNS_RCODE_NOTIMP, "refused");
-        query_free(c);
-        return;
-    }
-    /* An allowlist: a name it does not allow is never sent upstream (no DNS
-     * exfiltration); other types than A and AAAA have no data (no TXT
-     * tunnel, no HTTPS records with ECH keys or address hints). */
-    if (!name_allowed(f->s, q.name)) {
-        reply_empty(c, DNS_RCODE_NXDOMAIN, "denied");
-        query_free(c);
-        return;
-    }
-    if (f->s->spec.n_domains && q.qtype != DNS_TYPE_A && q.qtype != DNS_TYPE_AAAA) {
-        reply_empty(c, DNS_RCODE_NOERROR, "nodata");
-        query_free(c);
-        return;
-    }
-    c->ev_timer = evtimer_new(f->d->base, on_up_timer, c);
-    if (!c->ev_timer || try_upstream(c) < 0) {
-        reply_empty(c, DNS_RCODE_SERVFAIL, "failed");
-        query_free(c);
-    }
-}
-
-/* ---- listeners ----------------------------------------------------------------------- */
-
-static void on_udp(evutil_socket_t fd, short what, void *arg) {
-    (void)what;
-    struct dns_fwd *f = arg;
-    uint8_t buf[DNS_MSG_MAX];
-    for (int i = 0; i < 64; i++) {
-        struct sockaddr_storage peer;
-        socklen_t pl = sizeof(peer);
-        ssize_t n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&peer, &pl);
-        if (n < 0)
-            return;
-        handle(f, buf, (size_t)n, fd, &peer, pl, NULL);
-    }
-}
-
-static void tcp_free(struct dns_tcp *t) {
-    if (!t)
-        return;
-    struct dns_query_ctx *c;
-    TAILQ_FOREACH(c, &t->f->queries, link)
-        if (c->tcp == t)
-            c->tcp = NULL; /* its answer has nowhere to go */
-    if (t->ev)
-        event_free(t->ev);
-    if (t->ev_idle)
-        event_free(t->ev_idle);
-    if (t->ev_next)
-        event_free(t->ev_next);
-    CLOSE_FD(t->fd);
-    TAILQ_REMOVE(&t->f->clients, t, link);
-    t->f->n_clients--;
-    free(t);
-}
-
-static void on_tcp_idle(evutil_socket_t fd, short what, void *arg) {
-    (void)fd, (void)what;
-    struct dns_tcp *t = arg;
-    if (t->busy) {
-        struct timeval tv = {DNS_FWD_TCP_IDLE_MS / 1000, 0};
-        evtimer_add(t->ev_idle, &tv);
-        return;
-    }
-    tcp_free(t);
-}
-
-/* A whole message in the buffer and none in flight: handle it. */
-static void tcp_next(struct dns_tcp *t) {
-    if (t->busy || t->dead || t->have < 2)
-        return;
-    size_t len = (size_t)t->buf[0] << 8 | t->buf[1];
-    if (len < DNS_HEADER_BYTES) {
-        tcp_free(t);
-        return;
-    }
-    if (t->have < 2 + len)
-        return;
-    /* handle() copies what it keeps (the header and question), and it may
-     * answer at once and so come back here through tcp_done, which only
-     * schedules: parsed in place, consumed after */
-    handle(t->f, t->buf + 2, len, -1, NULL, 0, t);
-    memmove(t->buf, t->buf + 2 + len, t->have - 2 - len);
-    t->have -= 2 + len;
-}
-
-static void on_tcp_next(evutil_socket_t fd, short what, void *arg) {
-    (void)fd, (void)what;
-    struct dns_tcp *t = arg;
-    if (t->dead)
-        tcp_free(t);
-    else
-        tcp_next(t);
-}
-
-/* Its query was answered (or dropped): read on. The next buffered message is
- * handled on a later turn of the loop, never from inside this answer (a
- * client pipelining queries that are answered at once would otherwise nest
- * one call per message). */
-static void tcp_done(struct dns_tcp *t) {
-    t->busy = false;
-    if (t->dead)
-        return;
-    /* never freed here: a caller up the stack may still hold t */
-    if (event_add(t->ev, NULL) < 0)
-        t->dead = true;
-    event_active(t->ev_next, EV_TIMEOUT, 0);
-}
-
-static void on_tcp_read(evutil_socket_t fd, short what, void *arg) {
-    (void)what;
-    struct dns_tcp *t = arg;
-    ssize_t n = recv(fd, t->buf + t->have, sizeof(t->buf) - t->have, MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        tcp_free(t);
-        return;
-    }
-    if (n < 0)
-        return;
-    t->have += (size_t)n;
-    struct timeval tv = {DNS_FWD_TCP_IDLE_MS / 1000, 0};
-    evtimer_add(t->ev_idle, &tv);
-    tcp_next(t);
-}
-
-static void on_accept(evutil_socket_t lfd, short what, void *arg) {
-    (void)what;
-    struct dns_fwd *f = arg;
-    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-            /* out of fds: stop accepting for a second instead of spinning */
-            for (int i = 0; i < 2; i++)
-                if (f->ev_tcp[i])
-                    event_del(f->ev_tcp[i]);
-            struct timeval tv = {1, 0};
-            evtimer_add(f->ev_resume, &tv);
+    for (size_t i = 0; i < m->n_addrs; i++) {
+        struct dns_addr a = {.family = m->addrs[i].family};
+        memcpy(a.addr, m->addrs[i].addr, 16);
+        if (addr_blocked(&a)) {
+            log_warn("session '%s': the protocol process asked to open a blocked address for '%s'; "
+                     "refused",
+                     s->row.id, m->name);
+            return -EPERM;
         }
-        return;
     }
-    if (f->n_clients >= DNS_FWD_TCP_CLIENTS) {
-        close(fd);
-        return;
-    }
-    struct dns_tcp *t = calloc(1, sizeof(*t));
-    if (!t) {
-        close(fd);
-        return;
-    }
-    t->f = f;
-    t->fd = fd;
-    TAILQ_INSERT_TAIL(&f->clients, t, link);
-    f->n_clients++;
-    t->ev = event_new(f->d->base, fd, EV_READ | EV_PERSIST, on_tcp_read, t);
-    t->ev_idle = evtimer_new(f->d->base, on_tcp_idle, t);
-    t->ev_next = evtimer_new(f->d->base, on_tcp_next, t);
-    struct timeval tv = {DNS_FWD_TCP_IDLE_MS / 1000, 0};
-    if (!t->ev || !t->ev_idle || !t->ev_next || event_add(t->ev, NULL) < 0 ||
-        evtimer_add(t->ev_idle, &tv) < 0)
-        tcp_free(t);
+    return m->n_addrs ? fill_sets(f, m->name, family, m->addrs, m->n_addrs, m->ttl) : 0;
 }
+
+/* ---- the listening sockets -------------------------------------------------------------- */
 
 /* Bind the four sockets on port (0: the kernel's pick for the first, the
  * same for the rest). -EADDRINUSE when one of them is taken. */
@@ -882,37 +503,95 @@ static int bind_all(struct dns_fwd *f, uint16_t port, uint16_t *ret_port) {
     return 0;
 }
 
-static void on_resume(evutil_socket_t fd, short what, void *arg) {
-    (void)fd, (void)what;
-    struct dns_fwd *f = arg;
-    for (int i = 0; i < 2; i++)
-        if (f->ev_tcp[i])
-            event_add(f->ev_tcp[i], NULL);
+/* A session id into a message's field (exactly PMSG_ID_LEN characters). */
+static int copy_id(char out[PMSG_ID_LEN + 1], const char *id) {
+    if (strnlen(id, PMSG_ID_LEN + 1) != PMSG_ID_LEN)
+        return -EINVAL;
+    memcpy(out, id, PMSG_ID_LEN + 1);
+    return 0;
 }
 
 static void close_all(struct dns_fwd *f) {
     for (int i = 0; i < 2; i++) {
-        if (f->ev_udp[i])
-            event_free(f->ev_udp[i]);
-        if (f->ev_tcp[i])
-            event_free(f->ev_tcp[i]);
-        f->ev_udp[i] = f->ev_tcp[i] = NULL;
         CLOSE_FD(f->udp[i]);
         CLOSE_FD(f->tcp[i]);
     }
 }
 
+int dns_fwd_announce(struct lyhd *d, struct session *s) {
+    struct dns_fwd *f = s->dns;
+    struct pmsg_dns_start m;
+    uint8_t buf[PMSG_MAX_BYTES];
+    int fds[4];
+    size_t len, nfds = 0;
+    int r;
+
+    if (!f || !pproc_ready(d))
+        return 0; /* said to the protocol process when it is (re)started */
+    memset(&m, 0, sizeof(m));
+    if (copy_id(m.session, s->row.id) < 0)
+        return -EINVAL;
+    snprintf(m.iface, sizeof(m.iface), "%s", s->spec.iface);
+    const int order[4] = {f->udp[0], f->tcp[0], f->udp[1], f->tcp[1]};
+    for (int i = 0; i < 4; i++)
+        if (order[i] >= 0) {
+            m.fd_mask |= (uint8_t)(1u << i);
+            fds[nfds++] = order[i];
+        }
+    for (size_t i = 0; i < s->spec.n_resolvers && i < PMSG_RESOLVERS; i++) {
+        m.resolvers[i].family = s->spec.resolvers[i].family;
+        memcpy(m.resolvers[i].addr, s->spec.resolvers[i].addr, 16);
+        m.n_resolvers++;
+    }
+    m.n_domains = (uint8_t)s->spec.n_domains;
+    memcpy(m.domains, s->spec.domains, s->spec.domains_len);
+    m.domains_len = s->spec.domains_len;
+    if ((r = pmsg_encode_dns_start(&m, buf, sizeof(buf), &len)) < 0) {
+        log_error("session '%s': cannot describe its DNS to the protocol process: %s", s->row.id,
+                  strerror(-r));
+        return r;
+    }
+    return pproc_send(d, buf, len, fds, nfds);
+}
+
+void dns_fwd_announce_all(struct lyhd *d) {
+    struct session *s;
+    TAILQ_FOREACH(s, &d->sessions, link)
+        if (s->dns)
+            (void)dns_fwd_announce(d, s);
+}
+
+int dns_fwd_send_policy(struct lyhd *d) {
+    const struct policy *p = policy_current(d);
+    struct pmsg_dns_policy m;
+    uint8_t buf[PMSG_MAX_BYTES];
+    size_t len;
+    int r;
+
+    if (!pproc_ready(d))
+        return 0;
+    memset(&m, 0, sizeof(m));
+    for (size_t i = 0; i < p->n_deny_domains && i < PMSG_POLICY_DOMAINS; i++)
+        snprintf(m.deny[m.n_deny++], PMSG_PATTERN_MAX, "%s", p->deny_domains[i]);
+    for (size_t i = 0; i < p->n_domain_ceiling && i < PMSG_POLICY_DOMAINS; i++)
+        snprintf(m.ceiling[m.n_ceiling++], PMSG_PATTERN_MAX, "%s", p->domain_ceiling[i]);
+    if ((r = pmsg_encode_dns_policy(&m, buf, sizeof(buf), &len)) < 0)
+        return r;
+    return pproc_send(d, buf, len, NULL, 0);
+}
+
 void dns_fwd_free(struct dns_fwd *f) {
     if (!f)
         return;
+    if (pproc_ready(f->d)) {
+        struct pmsg_dns_stop m;
+        uint8_t buf[64];
+        size_t len;
+        if (copy_id(m.session, f->s->row.id) == 0 && pmsg_encode_dns_stop(&m, buf, sizeof(buf), &len) == 0)
+            (void)pproc_send(f->d, buf, len, NULL, 0);
+    }
     record_gaps(f);
-    while (!TAILQ_EMPTY(&f->queries))
-        query_free(TAILQ_FIRST(&f->queries));
-    while (!TAILQ_EMPTY(&f->clients))
-        tcp_free(TAILQ_FIRST(&f->clients));
     close_all(f);
-    if (f->ev_resume)
-        event_free(f->ev_resume);
     free(f->maps);
     free(f->map_index);
     free(f);
@@ -921,12 +600,9 @@ void dns_fwd_free(struct dns_fwd *f) {
 unsigned dns_fwd_fds(const struct dns_fwd *f) {
     if (!f)
         return 0;
-    unsigned n = f->n_clients;
-    const struct dns_query_ctx *c;
+    unsigned n = 0;
     for (int i = 0; i < 2; i++)
         n += (f->udp[i] >= 0) + (f->tcp[i] >= 0);
-    TAILQ_FOREACH(c, &f->queries, link)
-        n += c->up_fd >= 0;
     return n;
 }
 
@@ -948,8 +624,6 @@ int dns_fwd_start(struct lyhd *d, struct session *s, char *why, size_t whylen) {
     f->d = d;
     f->s = s;
     f->udp[0] = f->udp[1] = f->tcp[0] = f->tcp[1] = -1;
-    TAILQ_INIT(&f->queries);
-    TAILQ_INIT(&f->clients);
     for (int i = 0; i < (s->spec.dns_port ? 1 : DNS_FWD_PORT_TRIES) && r == -EADDRINUSE; i++) {
         close_all(f);
         r = bind_all(f, s->spec.dns_port, &port);
@@ -967,30 +641,15 @@ int dns_fwd_start(struct lyhd *d, struct session *s, char *why, size_t whylen) {
                      s->spec.dns_port, strerror(-r));
         else
             snprintf(why, whylen, "cannot listen for the session's DNS queries: %s", strerror(-r));
-        dns_fwd_free(f);
-        return r;
-    }
-    f->ev_resume = evtimer_new(d->base, on_resume, f);
-    if (!f->ev_resume)
-        r = -ENOMEM;
-    for (int i = 0; i < 2; i++) {
-        if (f->udp[i] >= 0) {
-            f->ev_udp[i] = event_new(d->base, f->udp[i], EV_READ | EV_PERSIST, on_udp, f);
-            if (!f->ev_udp[i] || event_add(f->ev_udp[i], NULL) < 0)
-                r = -ENOMEM;
-        }
-        if (f->tcp[i] >= 0) {
-            f->ev_tcp[i] = event_new(d->base, f->tcp[i], EV_READ | EV_PERSIST, on_accept, f);
-            if (!f->ev_tcp[i] || event_add(f->ev_tcp[i], NULL) < 0)
-                r = -ENOMEM;
-        }
-    }
-    if (r < 0) {
-        snprintf(why, whylen, "cannot watch the DNS forwarder's sockets: %s", strerror(-r));
-        dns_fwd_free(f);
+        close_all(f);
+        free(f);
         return r;
     }
     s->spec.dns_port = port;
     s->dns = f;
+    /* The relay in the protocol process serves it from now on (or, if that
+     * process is being started again, once it is: the sockets hold what
+     * comes meanwhile). */
+    (void)dns_fwd_announce(d, s);
     return 0;
 }

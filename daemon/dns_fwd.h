@@ -1,4 +1,5 @@
-/* dns_fwd: a session's DNS forwarder.
+/* dns_fwd: a session's DNS forwarder (its privileged half; the queries and
+ * answers themselves are read in the protocol process, dns_relay.c).
  *
  * Chain dnsnat sends every port-53 flow of a session (UDP and TCP, to any
  * address: a LAN router, a public resolver, 127.0.0.53) to 127.0.0.1:P or
@@ -21,13 +22,30 @@
 struct lyhd;
 struct session;
 struct dns_fwd;
+struct pmsg_dns_answer;
+struct pmsg_dns_record;
 
 /* Start the forwarder of s (s->spec: iface, resolvers). port 0: pick a free
  * one (then set s->spec.dns_port); else listen on that port (a restarted lyhd
  * taking its sessions back). why says what failed. */
 int dns_fwd_start(struct lyhd *d, struct session *s, char *why, size_t whylen);
 
-/* Stop listening, drop every query in flight, free. Accepts NULL. */
+/* Tell the protocol process to serve s (its sockets go along). Nothing when
+ * that process is not running: it hears of every session when it starts. */
+int dns_fwd_announce(struct lyhd *d, struct session *s);
+/* Every session with a forwarder (the protocol process just started). */
+void dns_fwd_announce_all(struct lyhd *d);
+/* The admin policy's domain lists, to the protocol process. */
+int dns_fwd_send_policy(struct lyhd *d);
+
+/* The protocol process's word, checked again (see dns_fwd.c): the addresses
+ * an answer gave (with an allowlist put in the session's set; -EPERM for a
+ * name or address the session may not have, -ENOENT for no such session),
+ * and a query's outcome for the audit log. */
+int dns_fwd_on_answer(struct lyhd *d, const struct pmsg_dns_answer *m);
+void dns_fwd_on_record(struct lyhd *d, const struct pmsg_dns_record *m);
+
+/* Stop listening (the protocol process is told), free. Accepts NULL. */
 void dns_fwd_free(struct dns_fwd *f);
 
 /* For a flow record of the session to addr: "names=a.example,b.example"

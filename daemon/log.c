@@ -21,13 +21,22 @@
 static struct {
     bool syslog;
     bool verbose;
-} log_cfg;
+    const char *process; /* "" for the parent, else which of its processes */
+} log_cfg = {.process = ""};
 
 void log_init(bool use_syslog, bool verbose) {
     log_cfg.syslog = use_syslog;
     log_cfg.verbose = verbose;
     if (use_syslog)
         openlog("lyhd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+void log_set_process(const char *name) {
+    log_cfg.process = name;
+    if (log_cfg.syslog) {
+        closelog();
+        openlog("lyhd-protocol", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+    }
 }
 
 /* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if there is
@@ -98,8 +107,8 @@ static void vlog(int prio, const char *tag, const char *fmt, va_list ap) {
     log_escape(raw, line, sizeof(line));
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    fprintf(stderr, "%02d:%02d:%02d.%03ld lyhd %s: %s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
-            ts.tv_nsec / 1000000, tag, line);
+    fprintf(stderr, "%02d:%02d:%02d.%03ld lyhd%s%s %s: %s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
+            ts.tv_nsec / 1000000, log_cfg.process[0] ? "-" : "", log_cfg.process, tag, line);
     if (log_cfg.syslog)
         syslog(prio, "%s", line);
 }

@@ -20,6 +20,7 @@ struct sc_program;
 struct audit;
 struct policy;
 struct closer;
+struct pproc;
 
 struct lyhd_config {
     const char *socket_path;
@@ -63,6 +64,7 @@ struct lyhd {
     TAILQ_HEAD(tmpdir_jobs, tmpdir_job) tmpdir_jobs;
     struct sc_program *seccomp;  /* built once at startup, installed by each child */
     struct closer *closer;       /* closes client fds off the loop; NULL: inline (tests) */
+    struct pproc *pproc;         /* the unprivileged protocol process (pproc.h); NULL: none */
     int landlock_abi;            /* 0: Landlock missing, Run refuses */
     unsigned fd_limit;           /* RLIMIT_NOFILE after raising it to the hard limit */
     unsigned fd_base;            /* fds lyhd itself held when it started serving */

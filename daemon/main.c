@@ -31,6 +31,8 @@
 #include "daemon/guard.h"
 #include "daemon/rpc.h"
 #include "daemon/session.h"
+#include "daemon/pproc.h"
+#include "daemon/proto.h"
 #include "platform/linux/landlock.h"
 #include "platform/linux/seccomp.h"
 #include "daemon/server.h"
@@ -471,6 +473,9 @@ int main(int argc, char **argv) {
     char why[512];
     int r;
 
+    /* lyhd's own unprivileged half, started by the parent (proto_main.c) */
+    if (argc > 1 && strcmp(argv[1], "--protocol-process") == 0)
+        return proto_main(argc, argv);
     r = parse_args(argc, argv, &d.cfg);
     if (r != 0)
         return r > 0 ? 0 : 2;
@@ -534,6 +539,11 @@ int main(int argc, char **argv) {
     }
     if (seccomp_init_prog(&d) < 0)
         goto fail;
+    r = pproc_start(&d, why, sizeof(why));
+    if (r < 0) {
+        log_error("%s", why);
+        goto fail;
+    }
     (void)session_sweep_tmpdirs(&d);
     r = closer_start(&d.closer);
     if (r < 0) {
@@ -574,6 +584,7 @@ int main(int argc, char **argv) {
     d.server = NULL;
     /* Run once more so deferred connection releases happen before exit. */
     event_base_loop(d.base, EVLOOP_NONBLOCK);
+    pproc_stop(&d);
     audit_stop(&d);
     for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
         if (ev_sig[i])
@@ -593,6 +604,7 @@ int main(int argc, char **argv) {
 fail:
     (void)sessions_shutdown(&d);
     server_free(d.server);
+    pproc_stop(&d);
     audit_stop(&d);
     for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
         if (ev_sig[i])

@@ -514,6 +514,12 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
         if (gone)
             log_info("policy version %" PRIu64 ": %zu address(es) left sessions' domain sets",
                      version, gone);
+        /* the relays' own check of names follows the new lists (the parent
+         * checks an allowlisted answer again anyway) */
+        int k = dns_fwd_send_policy(d);
+        if (k < 0 && k != -ENOTCONN)
+            log_error("policy version %" PRIu64 ": cannot tell the protocol process: %s",
+                      version, strerror(-k));
     }
     call->state = d;
     call->on_disconnect = update_undo;

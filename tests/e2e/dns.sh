@@ -612,6 +612,57 @@ t_check "8b: ... and A resolves again once lyhd has its port" \
     eval 'grep -q "^ask done" "$LYH_TMP/askA.out" &&
           [ "$(grep "^ask" "$LYH_TMP/askA.out" | tail -n 2 | head -n 1)" = "ask ok 11.77.0.1" ]'
 
+# ---- 9. the protocol process ------------------------------------------------------------
+# Queries and answers are parsed by lyhd's unprivileged protocol process; the
+# parent (root) keeps the sockets, the sets and the audit log.
+echo "# 9. the protocol process"
+proto_pid() { # the protocol process of the current lyhd (its child running --protocol-process)
+    local p
+    for p in /proc/[0-9]*; do
+        [ "$(awk '/^PPid:/ { print $2 }' "$p/status" 2>/dev/null)" = "$LYH_DAEMON_PID" ] || continue
+        tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "--protocol-process" && { echo "${p#/proc/}"; return 0; }
+    done
+    return 1
+}
+field() { awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$1/status"; }
+lyh_wait_until 10 proto_pid >/dev/null || t_fail "9: a protocol process runs" "none found"
+PP=$(proto_pid)
+PUID=$(id -u _lyhd 2>/dev/null)
+echo "    protocol process $PP: Uid $(field "$PP" Uid), CapEff $(field "$PP" CapEff), Seccomp $(field "$PP" Seccomp), NoNewPrivs $(field "$PP" NoNewPrivs)"
+t_check "9: it runs as _lyhd (uid $PUID), real, effective, saved and fs uid" \
+    eval '[ -n "$PUID" ] && [ "$PUID" != 0 ] && [ "$(field "$PP" Uid)" = "$PUID $PUID $PUID $PUID" ]'
+t_check "9: ... with no capabilities (CapEff, CapPrm, CapBnd of nothing it could use)" \
+    eval '[ "$(field "$PP" CapEff)" = 0000000000000000 ] && [ "$(field "$PP" CapPrm)" = 0000000000000000 ]'
+t_check "9: ... under a seccomp filter (mode 2) and no_new_privs" \
+    eval '[ "$(field "$PP" Seccomp)" = 2 ] && [ "$(field "$PP" NoNewPrivs)" = 1 ]'
+t_check "9: ... in no supplementary group" eval '[ -z "$(field "$PP" Groups)" ]'
+
+# a session asking every second while the protocol process is killed: the
+# parent starts another, which takes the session's sockets over
+: >"$LYH_TMP/ask9.out"
+(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py ask 14 >"$LYH_TMP/ask9.out") &
+ASK9=$!
+lyh_wait_until 15 grep -q "^ask ok" "$LYH_TMP/ask9.out"
+PORT9=$(nsenter --net="/run/netns/$LYH_MAIN" ss -Hulnp 2>/dev/null | awk '$4 ~ /^127\.0\.0\.1:/ && /pid='"$PP"',/ { sub(/.*:/, "", $4); print $4; exit }')
+t_check "9: the session's DNS socket is read by the protocol process (port ${PORT9:-none})" \
+    eval '[ -n "$PORT9" ]'
+PP=$(proto_pid)
+kill -KILL "$PP"
+lyh_wait_until 10 eval '[ -n "$(proto_pid)" ] && [ "$(proto_pid)" != "$PP" ]'
+PP2=$(proto_pid)
+echo "    killed $PP; the new one: ${PP2:-none}"
+wait "$ASK9" 2>/dev/null
+sed 's/^/    /' "$LYH_TMP/ask9.out" | tr '\n' ' '; echo
+t_check "9: kill -9 of the protocol process: lyhd starts a new one" \
+    eval '[ -n "$PP2" ] && [ "$PP2" != "$PP" ] && lyh_daemon_log_has "protocol process $PP was killed by signal 9"'
+t_check "9: ... the session runs on, and resolves again through the new one" \
+    eval 'grep -qx "rc=0" "$LYH_TMP/ask9.out" && grep -q "^ask done" "$LYH_TMP/ask9.out" &&
+          [ "$(grep "^ask" "$LYH_TMP/ask9.out" | tail -n 2 | head -n 1)" = "ask ok 11.77.0.1" ]'
+t_check "9: ... its end is on record" \
+    eval '"$LYH_LYH" --socket "$LYH_SOCK" audit query --kind guard --json 2>/dev/null | grep -q "protocol_exit"'
+t_check "9: lyhd itself still runs" lyh_alive "$LYH_DAEMON_PID"
+
 lyh_daemon_stop
+t_check "9: lyhd's stop ends its protocol process too" eval '! kill -0 "$PP2" 2>/dev/null'
 lyh_daemon_check_log
 t_done

@@ -100,6 +100,7 @@ done
 before_prefix=$(tree "$T/prefix")
 before_units=$(tree "$T/etc")
 group_before=$(getent group _lianyaohu || true)
+puser_before=$(getent passwd _lyhd || true)
 lyh_layout_up "lyhi$$" || lyh_die "network layout failed"
 if out=$("$src/scripts/install" "${opts[@]}" --netns "$LYH_MAIN" 2>&1); then
     t_pass "c: scripts/install"
@@ -220,6 +221,7 @@ t_check "d: cgroup gone" test ! -e "$CG"
 t_eq "d: prefix as before" "$(tree "$T/prefix")" "$before_prefix"
 t_eq "d: unit dir as before" "$(tree "$T/etc")" "$before_units"
 t_eq "d: group as before" "$(getent group _lianyaohu || true)" "$group_before"
+t_eq "d: the protocol process's user as before" "$(getent passwd _lyhd || true)" "$puser_before"
 t_check "d: state dir kept (no --purge)" test -f "$STATE/state.db"
 if out=$("$src/scripts/uninstall" "${uopts[@]}" --purge 2>&1); then
     t_pass "d: scripts/uninstall again (--purge)"

@@ -66,6 +66,7 @@ _LYH_NETNS=()     # namespaces we created
 _LYH_USERS=()     # users we created
 _LYH_DIRS=()      # temp dirs to remove (rm -rf)
 _LYH_GROUP_EXISTED=1 # did _lianyaohu exist before this run (set by lyh_init)
+_LYH_PUSER_EXISTED=1 # did _lyhd (the protocol process's user) exist before this run
 _LYH_CGDIRS=()    # cgroup dirs we created (removed deepest first)
 _LYH_HOOKS=()     # functions to call first in cleanup
 _LYH_CLEANED=0
@@ -213,6 +214,7 @@ lyh_init() {
     [ -n "$LYH_CGMNT" ] || lyh_skip "no cgroup2 mount"
 
     getent group _lianyaohu >/dev/null 2>&1 || _LYH_GROUP_EXISTED=0
+    getent passwd _lyhd >/dev/null 2>&1 || _LYH_PUSER_EXISTED=0
     trap _lyh_cleanup EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
@@ -670,4 +672,9 @@ _lyh_cleanup() {
     done
     # 5. lyhd creates its guard group when missing: remove it if we caused that
     [ "$_LYH_GROUP_EXISTED" = 1 ] || groupdel _lianyaohu 2>/dev/null
+    # ... and the protocol process's user
+    if [ "$_LYH_PUSER_EXISTED" = 0 ] && getent passwd _lyhd >/dev/null 2>&1; then
+        userdel _lyhd 2>/dev/null
+        getent group _lyhd >/dev/null 2>&1 && groupdel _lyhd 2>/dev/null
+    fi
 }

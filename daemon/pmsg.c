@@ -1,0 +1,517 @@
+/* The internal messages' codec and socket I/O (see pmsg.h).
+ *
+ * Owns the byte layout of every message between the two lyhd processes. It
+ * must never trust a length it has not checked, never accept a field out of
+ * range, and never leave bytes unread: the parent runs these decoders on
+ * what a possibly compromised protocol process sent. fuzz/fuzz_pmsg.c feeds
+ * every decoder arbitrary bytes and encodes what they accept again. */
+#include "daemon/pmsg.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/dns_name.h"
+#include "common/macros.h"
+
+/* ---- writing ------------------------------------------------------------------------- */
+
+struct wbuf {
+    uint8_t *p;
+    size_t cap, off;
+    bool bad;
+};
+
+static void put(struct wbuf *w, const void *src, size_t n) {
+    if (w->bad || n > w->cap - w->off) {
+        w->bad = true;
+        return;
+    }
+    memcpy(w->p + w->off, src, n);
+    w->off += n;
+}
+static void put8(struct wbuf *w, uint8_t v) { put(w, &v, 1); }
+static void put16(struct wbuf *w, uint16_t v) {
+    uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+    put(w, b, 2);
+}
+static void put32(struct wbuf *w, uint32_t v) {
+    uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    put(w, b, 4);
+}
+/* A string of at most max-1 bytes (so that it fits max with its NUL). */
+static int put_str(struct wbuf *w, const char *s, size_t max) {
+    size_t n = strnlen(s, max);
+    if (n >= max || n > 255)
+        return -EINVAL;
+    put8(w, (uint8_t)n);
+    put(w, s, n);
+    return 0;
+}
+static int put_addr(struct wbuf *w, const struct pmsg_addr *a) {
+    if (a->family != AF_INET && a->family != AF_INET6)
+        return -EINVAL;
+    put8(w, a->family == AF_INET ? 4 : 6);
+    put(w, a->addr, a->family == AF_INET ? 4 : 16);
+    return 0;
+}
+
+static void begin(struct wbuf *w, uint8_t *buf, size_t cap, uint16_t type) {
+    *w = (struct wbuf){.p = buf, .cap = cap};
+    put16(w, type);
+    put16(w, PMSG_VERSION);
+    put32(w, 0); /* the payload's length, set by finish */
+}
+
+static int finish(struct wbuf *w, int r, size_t *ret_len) {
+    if (r < 0)
+        return r;
+    if (w->bad || w->off > PMSG_MAX_BYTES)
+        return -ENOBUFS;
+    uint32_t n = (uint32_t)(w->off - PMSG_HDR_BYTES);
+    w->p[4] = (uint8_t)(n >> 24), w->p[5] = (uint8_t)(n >> 16), w->p[6] = (uint8_t)(n >> 8),
+    w->p[7] = (uint8_t)n;
+    *ret_len = w->off;
+    return 0;
+}
+
+/* ---- reading ------------------------------------------------------------------------- */
+
+struct rbuf {
+    const uint8_t *p;
+    size_t len, off;
+    bool bad;
+};
+
+static const uint8_t *get(struct rbuf *r, size_t n) {
+    if (r->bad || n > r->len - r->off) {
+        r->bad = true;
+        return NULL;
+    }
+    const uint8_t *at = r->p + r->off;
+    r->off += n;
+    return at;
+}
+static uint8_t get8(struct rbuf *r) {
+    const uint8_t *b = get(r, 1);
+    return b ? b[0] : 0;
+}
+static uint16_t get16(struct rbuf *r) {
+    const uint8_t *b = get(r, 2);
+    return b ? (uint16_t)(b[0] << 8 | b[1]) : 0;
+}
+static uint32_t get32(struct rbuf *r) {
+    const uint8_t *b = get(r, 4);
+    return b ? (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3] : 0;
+}
+/* A string into out (max bytes with the NUL): no NUL inside, not longer. */
+static void get_str(struct rbuf *r, char *out, size_t max) {
+    uint8_t n = get8(r);
+    const uint8_t *b = get(r, n);
+    out[0] = '\0';
+    if (!b || n >= max || memchr(b, '\0', n)) {
+        r->bad = true;
+        return;
+    }
+    memcpy(out, b, n);
+    out[n] = '\0';
+}
+static void get_bool(struct rbuf *r, bool *out) {
+    uint8_t v = get8(r);
+    if (v > 1)
+        r->bad = true;
+    *out = v == 1;
+}
+static void get_addr(struct rbuf *r, struct pmsg_addr *a) {
+    uint8_t f = get8(r);
+    memset(a, 0, sizeof(*a));
+    if (f != 4 && f != 6) {
+        r->bad = true;
+        return;
+    }
+    a->family = f == 4 ? AF_INET : AF_INET6;
+    const uint8_t *b = get(r, f == 4 ? 4 : 16);
+    if (b)
+        memcpy(a->addr, b, f == 4 ? 4 : 16);
+}
+static void get_id(struct rbuf *r, char out[PMSG_ID_LEN + 1]) {
+    get_str(r, out, PMSG_ID_LEN + 1);
+    if (!r->bad && !pmsg_id_ok(out))
+        r->bad = true;
+}
+static int done(const struct rbuf *r) { return r->bad || r->off != r->len ? -EBADMSG : 0; }
+
+bool pmsg_id_ok(const char *s) {
+    for (size_t i = 0; i < PMSG_ID_LEN; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return s[PMSG_ID_LEN] == '\0';
+}
+
+/* A DNS name as dns_msg.h keeps it: [a-z0-9_-] labels joined by single
+ * dots, no dot at either end ("" is the root). */
+static bool name_ok(const char *n) {
+    size_t len = strlen(n);
+    if (len == 0)
+        return true;
+    if (len >= DNS_NAME_MAX || n[0] == '.' || n[len - 1] == '.')
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = n[i];
+        if (c == '.' ? n[i + 1] == '.'
+                     : !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+int pmsg_header(const uint8_t *buf, size_t len, uint16_t *ret_type, const uint8_t **ret_payload,
+                size_t *ret_payload_len) {
+    struct rbuf r = {.p = buf, .len = len};
+    uint16_t type = get16(&r), version = get16(&r);
+    uint32_t n = get32(&r);
+    if (r.bad || len > PMSG_MAX_BYTES || version != PMSG_VERSION || n != len - PMSG_HDR_BYTES)
+        return -EBADMSG;
+    *ret_type = type;
+    *ret_payload = buf + PMSG_HDR_BYTES;
+    *ret_payload_len = n;
+    return 0;
+}
+
+/* ---- the messages -------------------------------------------------------------------- */
+
+int pmsg_encode_ready(const struct pmsg_ready *m, uint8_t *buf, size_t cap, size_t *ret_len) {
+    struct wbuf w;
+    begin(&w, buf, cap, PMSG_READY);
+    put32(&w, m->pid);
+    return finish(&w, 0, ret_len);
+}
+
+int pmsg_decode_ready(const uint8_t *p, size_t len, struct pmsg_ready *ret) {
+    struct rbuf r = {.p = p, .len = len};
+    struct pmsg_ready m = {.pid = get32(&r)};
+    if (done(&r) < 0)
+        return -EBADMSG;
+    *ret = m;
+    return 0;
+}
+
+static int family_of(uint16_t qtype) {
+    return qtype == DNS_TYPE_A ? AF_INET : qtype == DNS_TYPE_AAAA ? AF_INET6 : -1;
+}
+
+int pmsg_encode_dns_answer(const struct pmsg_dns_answer *m, uint8_t *buf, size_t cap,
+                           size_t *ret_len) {
+    struct wbuf w;
+    int r = 0;
+    if (!pmsg_id_ok(m->session) || !name_ok(m->name) || family_of(m->qtype) < 0 ||
+        m->n_addrs > DNS_ANSWER_ADDRS)
+        return -EINVAL;
+    begin(&w, buf, cap, PMSG_DNS_ANSWER);
+    put32(&w, m->req);
+    put_str(&w, m->session, PMSG_ID_LEN + 1);
+    put_str(&w, m->name, DNS_NAME_MAX);
+    put8(&w, m->want_reply);
+    put16(&w, m->qtype);
+    put32(&w, m->ttl);
+    put8(&w, m->n_addrs);
+    for (size_t i = 0; i < m->n_addrs && r == 0; i++)
+        r = m->addrs[i].family == family_of(m->qtype) ? put_addr(&w, &m->addrs[i]) : -EINVAL;
+    return finish(&w, r, ret_len);
+}
+
+int pmsg_decode_dns_answer(const uint8_t *p, size_t len, struct pmsg_dns_answer *ret) {
+    struct rbuf r = {.p = p, .len = len};
+    struct pmsg_dns_answer m;
+    memset(&m, 0, sizeof(m));
+    m.req = get32(&r);
+    get_id(&r, m.session);
+    get_str(&r, m.name, DNS_NAME_MAX);
+    get_bool(&r, &m.want_reply);
+    m.qtype = get16(&r);
+    m.ttl = get32(&r);
+    m.n_addrs = get8(&r);
+    if (r.bad || !name_ok(m.name) || family_of(m.qtype) < 0 || m.n_addrs > DNS_ANSWER_ADDRS)
+        return -EBADMSG;
+    for (size_t i = 0; i < m.n_addrs; i++) {
+        get_addr(&r, &m.addrs[i]);
+        if (!r.bad && m.addrs[i].family != family_of(m.qtype))
+            return -EBADMSG;
+    }
+    if (done(&r) < 0)
+        return -EBADMSG;
+    *ret = m;
+    return 0;
+}
+
+int pmsg_encode_dns_record(const struct pmsg_dns_record *m, uint8_t *buf, size_t cap,
+                           size_t *ret_len) {
+    struct wbuf w;
+    int r = 0;
+    if (!pmsg_id_ok(m->session) || m->action > PDNS_ACTION_MAX || !name_ok(m->name) ||
+        m->n_addrs > DNS_ANSWER_ADDRS)
+        return -EINVAL;
+    begin(&w, buf, cap, PMSG_DNS_RECORD);
+    put_str(&w, m->session, PMSG_ID_LEN + 1);
+    put8(&w, m->action);
+    put8(&w, m->rcode);
+    put16(&w, m->qtype);
+    put8(&w, m->via_tcp);
+    put8(&w, m->resolver);
+    put16(&w, m->n_kept_out);
+    put32(&w, m->ttl);
+    put32(&w, m->dropped_inflight);
+    put32(&w, m->unsent);
+    put_str(&w, m->name, DNS_NAME_MAX);
+    put8(&w, m->n_addrs);
+    for (size_t i = 0; i < m->n_addrs && r == 0; i++)
+        r = put_addr(&w, &m->addrs[i]);
+    return finish(&w, r, ret_len);
+}
+
+int pmsg_decode_dns_record(const uint8_t *p, size_t len, struct pmsg_dns_record *ret) {
+    struct rbuf r = {.p = p, .len = len};
+    struct pmsg_dns_record m;
+    memset(&m, 0, sizeof(m));
+    get_id(&r, m.session);
+    m.action = get8(&r);
+    m.rcode = get8(&r);
+    m.qtype = get16(&r);
+    get_bool(&r, &m.via_tcp);
+    m.resolver = get8(&r);
+    m.n_kept_out = get16(&r);
+    m.ttl = get32(&r);
+    m.dropped_inflight = get32(&r);
+    m.unsent = get32(&r);
+    get_str(&r, m.name, DNS_NAME_MAX);
+    m.n_addrs = get8(&r);
+    if (r.bad || m.action > PDNS_ACTION_MAX || m.rcode > 15 || !name_ok(m.name) ||
+        m.n_addrs > DNS_ANSWER_ADDRS || (m.resolver >= PMSG_RESOLVERS && m.resolver != 0xff))
+        return -EBADMSG;
+    for (size_t i = 0; i < m.n_addrs; i++)
+        get_addr(&r, &m.addrs[i]);
+    if (done(&r) < 0)
+        return -EBADMSG;
+    *ret = m;
+    return 0;
+}
+
+/* n NUL-terminated patterns packed in buf (len bytes), each shorter than max. */
+static bool packed_ok(const char *buf, size_t len, size_t n, size_t max) {
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *end = memchr(buf + off, '\0', len - off);
+        if (!end || (size_t)(end - (buf + off)) + 1 > max || end == buf + off)
+            return false;
+        off = (size_t)(end - buf) + 1;
+    }
+    return off == len;
+}
+
+static bool iface_ok(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n >= PMSG_IFNAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] == '/' || s[i] == ':' || (unsigned char)s[i] >= 0x7f)
+            return false;
+    return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+int pmsg_encode_dns_start(const struct pmsg_dns_start *m, uint8_t *buf, size_t cap,
+                          size_t *ret_len) {
+    struct wbuf w;
+    int r = 0;
+    if (!pmsg_id_ok(m->session) || !iface_ok(m->iface) || m->fd_mask > 15 ||
+        m->n_resolvers == 0 || m->n_resolvers > PMSG_RESOLVERS || m->n_domains > PMSG_DOMAINS ||
+        m->domains_len > PMSG_DOMAIN_BYTES ||
+        !packed_ok(m->domains, m->domains_len, m->n_domains, DNS_PATTERN_MAX))
+        return -EINVAL;
+    begin(&w, buf, cap, PMSG_DNS_START);
+    put_str(&w, m->session, PMSG_ID_LEN + 1);
+    put_str(&w, m->iface, PMSG_IFNAME_MAX);
+    put8(&w, m->fd_mask);
+    put8(&w, m->n_resolvers);
+    for (size_t i = 0; i < m->n_resolvers && r == 0; i++)
+        r = put_addr(&w, &m->resolvers[i]);
+    put8(&w, m->n_domains);
+    put16(&w, (uint16_t)m->domains_len);
+    put(&w, m->domains, m->domains_len);
+    return finish(&w, r, ret_len);
+}
+
+int pmsg_decode_dns_start(const uint8_t *p, size_t len, struct pmsg_dns_start *ret) {
+    struct rbuf r = {.p = p, .len = len};
+    struct pmsg_dns_start m;
+    memset(&m, 0, sizeof(m));
+    get_id(&r, m.session);
+    get_str(&r, m.iface, PMSG_IFNAME_MAX);
+    m.fd_mask = get8(&r);
+    m.n_resolvers = get8(&r);
+    if (r.bad || !iface_ok(m.iface) || m.fd_mask > 15 || m.n_resolvers == 0 ||
+        m.n_resolvers > PMSG_RESOLVERS)
+        return -EBADMSG;
+    for (size_t i = 0; i < m.n_resolvers; i++)
+        get_addr(&r, &m.resolvers[i]);
+    m.n_domains = get8(&r);
+    m.domains_len = get16(&r);
+    if (r.bad || m.n_domains > PMSG_DOMAINS || m.domains_len > PMSG_DOMAIN_BYTES)
+        return -EBADMSG;
+    const uint8_t *d = get(&r, m.domains_len);
+    if (!d)
+        return -EBADMSG;
+    memcpy(m.domains, d, m.domains_len);
+    if (!packed_ok(m.domains, m.domains_len, m.n_domains, DNS_PATTERN_MAX) || done(&r) < 0)
+        return -EBADMSG;
+    *ret = m;
+    return 0;
+}
+
+int pmsg_encode_dns_stop(const struct pmsg_dns_stop *m, uint8_t *buf, size_t cap,
+                         size_t *ret_len) {
+    struct wbuf w;
+    if (!pmsg_id_ok(m->session))
+        return -EINVAL;
+    begin(&w, buf, cap, PMSG_DNS_STOP);
+    put_str(&w, m->session, PMSG_ID_LEN + 1);
+    return finish(&w, 0, ret_len);
+}
+
+int pmsg_decode_dns_stop(const uint8_t *p, size_t len, struct pmsg_dns_stop *ret) {
+    struct rbuf r = {.p = p, .len = len};
+    struct pmsg_dns_stop m;
+    get_id(&r, m.session);
+    if (done(&r) < 0)
+        return -EBADMSG;
+    *ret = m;
+    return 0;
+}
+
+int pmsg_encode_dns_policy(const struct pmsg_dns_policy *m, uint8_t *buf, size_t cap,
+                           size_t *ret_len) {
+    struct wbuf w;
+    int r = 0;
+    if (m->n_deny > PMSG_POLICY_DOMAINS || m->n_ceiling > PMSG_POLICY_DOMAINS)
+        return -EINVAL;
+    begin(&w, buf, cap, PMSG_DNS_POLICY);
+    put8(&w, m->n_deny);
+    for (size_t i = 0; i < m->n_deny && r == 0; i++)
+        r = m->deny[i][0] ? put_str(&w, m->deny[i], PMSG_PATTERN_MAX) : -EINVAL;
+    put8(&w, m->n_ceiling);
+    for (size_t i = 0; i < m->n_ceiling && r == 0; i++)
+        r = m->ceiling[i][0] ? put_str(&w, m->ceiling[i], PMSG_PATTERN_MAX) : -EINVAL;
+    return finish(&w, r, ret_len);
+}
+
+int pmsg_decode_dns_policy(const uint8_t *p, size_t len, struct pmsg_dns_policy *ret) {
+    struct rbuf r = {.p = p, .len = len};
+    struct pmsg_dns_policy *m = ret, tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    tmp.n_deny = get8(&r);
+    if (tmp.n_deny > PMSG_POLICY_DOMAINS)
+        return -EBADMSG;
+    for (size_t i = 0; i < tmp.n_deny && !r.bad; i++)
+        get_str(&r, tmp.deny[i], PMSG_PATTERN_MAX), r.bad |= !tmp.deny[i][0];
+    tmp.n_ceiling = get8(&r);
+    if (tmp.n_ceiling > PMSG_POLICY_DOMAINS)
+        return -EBADMSG;
+    for (size_t i = 0; i < tmp.n_ceiling && !r.bad; i++)
+        get_str(&r, tmp.ceiling[i], PMSG_PATTERN_MAX), r.bad |= !tmp.ceiling[i][0];
+    if (done(&r) < 0)
+        return -EBADMSG;
+    *m = tmp;
+    return 0;
+}
+
+int pmsg_encode_dns_answered(const struct pmsg_dns_answered *m, uint8_t *buf, size_t cap,
+                             size_t *ret_len) {
+    struct wbuf w;
+    if (m->status > 0)
+        return -EINVAL;
+    begin(&w, buf, cap, PMSG_DNS_ANSWERED);
+    put32(&w, m->req);
+    put32(&w, (uint32_t)m->status);
+    return finish(&w, 0, ret_len);
+}
+
+int pmsg_decode_dns_answered(const uint8_t *p, size_t len, struct pmsg_dns_answered *ret) {
+    struct rbuf r = {.p = p, .len = len};
+    struct pmsg_dns_answered m = {.req = get32(&r)};
+    m.status = (int32_t)get32(&r);
+    if (done(&r) < 0 || m.status > 0)
+        return -EBADMSG;
+    *ret = m;
+    return 0;
+}
+
+/* ---- the socket ---------------------------------------------------------------------- */
+
+int pmsg_send(int sock, const uint8_t *buf, size_t len, const int *fds, size_t nfds) {
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int) * PMSG_MAX_FDS)];
+    } c;
+    struct iovec iov = {(void *)buf, len};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+    if (nfds > PMSG_MAX_FDS || len > PMSG_MAX_BYTES)
+        return -EINVAL;
+    if (nfds) {
+        memset(&c, 0, sizeof(c));
+        mh.msg_control = c.b;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(h), fds, sizeof(int) * nfds);
+    }
+    for (;;) {
+        ssize_t n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n == (ssize_t)len)
+            return 0;
+        if (n >= 0)
+            return -EIO; /* a seqpacket datagram is sent whole or not at all */
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+int pmsg_recv(int sock, uint8_t *buf, size_t cap, size_t *ret_len, int *fds, size_t *ret_nfds) {
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int) * (PMSG_MAX_FDS + 4))];
+    } c;
+    struct iovec iov = {buf, cap};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.b,
+                        .msg_controllen = sizeof(c.b)};
+    ssize_t n;
+    size_t got = 0;
+    int tmp[PMSG_MAX_FDS + 4];
+
+    do
+        n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k && got < ARRAY_SIZE(tmp); i++)
+            memcpy(&tmp[got++], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+    }
+    if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || got > PMSG_MAX_FDS) {
+        for (size_t i = 0; i < got; i++)
+            close(tmp[i]);
+        return -EBADMSG;
+    }
+    if (n == 0 && got == 0)
+        return -EPIPE;
+    memcpy(fds, tmp, got * sizeof(int));
+    *ret_nfds = got;
+    *ret_len = (size_t)n;
+    return 0;
+}

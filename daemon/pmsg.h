@@ -1,0 +1,171 @@
+/* pmsg: the messages between lyhd's privileged parent and its unprivileged
+ * protocol process (docs/architecture.md, "Two processes").
+ *
+ * They travel over a SOCK_SEQPACKET socketpair: one message per datagram, its
+ * file descriptors in the same sendmsg. A message is an 8-byte header (u16
+ * type, u16 PMSG_VERSION, u32 payload length, all big-endian) and a payload
+ * of fixed layout: integers big-endian, strings as a u8 length and that many
+ * bytes (no NUL inside), lists as a u8 count and that many entries. The
+ * decoders are strict: every length is checked before it is read, every
+ * field against its range, and bytes left over are an error. The parent
+ * decodes what the protocol process sends as it would an attacker's bytes:
+ * that process parses what agents and clients send, and may be compromised.
+ *
+ * Pure but for pmsg_send and pmsg_recv (the socket I/O). 0 or -errno;
+ * ret_* are set only on success. */
+#ifndef LYHD_PMSG_H
+#define LYHD_PMSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/dns_msg.h"
+
+#define PMSG_VERSION     1
+#define PMSG_HDR_BYTES   8
+#define PMSG_MAX_BYTES   16384 /* a whole datagram, header included */
+#define PMSG_MAX_FDS     4
+#define PMSG_ID_LEN      16    /* a session id: lowercase hex */
+#define PMSG_IFNAME_MAX  16    /* IFNAMSIZ, with the NUL */
+#define PMSG_RESOLVERS   4
+#define PMSG_DOMAINS     128   /* a session's allowlist */
+#define PMSG_DOMAIN_BYTES 3072 /* its patterns, each with its NUL */
+#define PMSG_POLICY_DOMAINS 32 /* each list of the admin policy */
+#define PMSG_PATTERN_MAX 128   /* a policy pattern, with its NUL */
+
+enum pmsg_type {
+    /* protocol process -> parent */
+    PMSG_READY = 1,      /* it runs confined and takes requests */
+    PMSG_DNS_ANSWER = 2, /* what an allowed name resolved to (reply: DNS_ANSWERED) */
+    PMSG_DNS_RECORD = 3, /* a query's outcome, for the audit log */
+    /* parent -> protocol process */
+    PMSG_DNS_START = 64,    /* serve a session's DNS (its listening sockets come along) */
+    PMSG_DNS_STOP = 65,     /* stop serving it */
+    PMSG_DNS_POLICY = 66,   /* the admin policy's domain lists */
+    PMSG_DNS_ANSWERED = 67, /* the addresses of a DNS_ANSWER are in place (or not) */
+};
+
+struct pmsg_ready {
+    uint32_t pid; /* its own view; the parent knows the real one */
+};
+
+struct pmsg_addr {
+    int family; /* AF_INET or AF_INET6 */
+    uint8_t addr[16];
+};
+
+/* An answer to an A or AAAA query of a session: the addresses the protocol
+ * process will give the agent. With want_reply the agent waits until the
+ * parent said they are in the session's set (an allowlist); without, they
+ * only name flows in the audit log. */
+struct pmsg_dns_answer {
+    uint32_t req;
+    char session[PMSG_ID_LEN + 1];
+    char name[DNS_NAME_MAX];
+    bool want_reply;
+    uint16_t qtype; /* DNS_TYPE_A or DNS_TYPE_AAAA: the family of every address */
+    uint32_t ttl;
+    uint8_t n_addrs; /* 0..DNS_ANSWER_ADDRS */
+    struct pmsg_addr addrs[DNS_ANSWER_ADDRS];
+};
+
+enum pmsg_dns_action {
+    PDNS_NONE = 0, /* no query: only the counts below */
+    PDNS_ANSWERED,
+    PDNS_DENIED,
+    PDNS_NODATA,
+    PDNS_FAILED,
+    PDNS_REFUSED,
+    PDNS_ACTION_MAX = PDNS_REFUSED,
+};
+
+struct pmsg_dns_record {
+    char session[PMSG_ID_LEN + 1];
+    uint8_t action; /* enum pmsg_dns_action */
+    uint8_t rcode;
+    uint16_t qtype;
+    bool via_tcp;
+    uint8_t resolver;   /* index of the resolver asked; 0xff: none */
+    uint16_t n_kept_out; /* answer addresses kept from the agent (private ones) */
+    uint32_t ttl;
+    uint32_t dropped_inflight; /* queries refused at the in-flight bound since the last record */
+    uint32_t unsent;           /* records it could not send since the last one */
+    char name[DNS_NAME_MAX];
+    uint8_t n_addrs;
+    struct pmsg_addr addrs[DNS_ANSWER_ADDRS];
+};
+
+/* Listening sockets that come with DNS_START, in this order, those in mask. */
+enum { PMSG_FD_UDP4 = 1, PMSG_FD_TCP4 = 2, PMSG_FD_UDP6 = 4, PMSG_FD_TCP6 = 8 };
+
+struct pmsg_dns_start {
+    char session[PMSG_ID_LEN + 1];
+    char iface[PMSG_IFNAME_MAX];
+    uint8_t fd_mask;
+    uint8_t n_resolvers; /* 1..PMSG_RESOLVERS */
+    struct pmsg_addr resolvers[PMSG_RESOLVERS];
+    uint8_t n_domains;   /* 0: no allowlist */
+    char domains[PMSG_DOMAIN_BYTES]; /* n_domains NUL-terminated patterns */
+    size_t domains_len;
+};
+
+struct pmsg_dns_stop {
+    char session[PMSG_ID_LEN + 1];
+};
+
+struct pmsg_dns_policy {
+    uint8_t n_deny, n_ceiling;
+    char deny[PMSG_POLICY_DOMAINS][PMSG_PATTERN_MAX];
+    char ceiling[PMSG_POLICY_DOMAINS][PMSG_PATTERN_MAX];
+};
+
+struct pmsg_dns_answered {
+    uint32_t req;
+    int32_t status; /* 0, or -errno: the agent gets SERVFAIL */
+};
+
+/* Encoders: the whole datagram (header and payload) into buf. -ENOBUFS when
+ * it does not fit, -EINVAL for a field out of range. */
+int pmsg_encode_ready(const struct pmsg_ready *m, uint8_t *buf, size_t cap, size_t *ret_len);
+int pmsg_encode_dns_answer(const struct pmsg_dns_answer *m, uint8_t *buf, size_t cap,
+                           size_t *ret_len);
+int pmsg_encode_dns_record(const struct pmsg_dns_record *m, uint8_t *buf, size_t cap,
+                           size_t *ret_len);
+int pmsg_encode_dns_start(const struct pmsg_dns_start *m, uint8_t *buf, size_t cap,
+                          size_t *ret_len);
+int pmsg_encode_dns_stop(const struct pmsg_dns_stop *m, uint8_t *buf, size_t cap,
+                         size_t *ret_len);
+int pmsg_encode_dns_policy(const struct pmsg_dns_policy *m, uint8_t *buf, size_t cap,
+                           size_t *ret_len);
+int pmsg_encode_dns_answered(const struct pmsg_dns_answered *m, uint8_t *buf, size_t cap,
+                             size_t *ret_len);
+
+/* The header of a datagram: its type, and where its payload is. -EBADMSG
+ * for a short datagram, another version, or a length that disagrees. */
+int pmsg_header(const uint8_t *buf, size_t len, uint16_t *ret_type, const uint8_t **ret_payload,
+                size_t *ret_payload_len);
+
+/* Decoders of a payload (from pmsg_header): -EBADMSG for anything malformed. */
+int pmsg_decode_ready(const uint8_t *p, size_t len, struct pmsg_ready *ret);
+int pmsg_decode_dns_answer(const uint8_t *p, size_t len, struct pmsg_dns_answer *ret);
+int pmsg_decode_dns_record(const uint8_t *p, size_t len, struct pmsg_dns_record *ret);
+int pmsg_decode_dns_start(const uint8_t *p, size_t len, struct pmsg_dns_start *ret);
+int pmsg_decode_dns_stop(const uint8_t *p, size_t len, struct pmsg_dns_stop *ret);
+int pmsg_decode_dns_policy(const uint8_t *p, size_t len, struct pmsg_dns_policy *ret);
+int pmsg_decode_dns_answered(const uint8_t *p, size_t len, struct pmsg_dns_answered *ret);
+
+/* Is s a session id: PMSG_ID_LEN lowercase hex characters? */
+bool pmsg_id_ok(const char *s);
+
+/* Send one datagram with nfds (<= PMSG_MAX_FDS) fds. Never blocks:
+ * -EAGAIN when the peer's queue is full. */
+int pmsg_send(int sock, const uint8_t *buf, size_t len, const int *fds, size_t nfds);
+
+/* Receive one datagram into buf (PMSG_MAX_BYTES) and its fds (close-on-exec,
+ * up to PMSG_MAX_FDS). A datagram that was cut, or more fds than that:
+ * whatever came is closed, -EBADMSG. 0 bytes: the peer is gone (-EPIPE).
+ * -EAGAIN when none is waiting. */
+int pmsg_recv(int sock, uint8_t *buf, size_t cap, size_t *ret_len, int *fds, size_t *ret_nfds);
+
+#endif

@@ -1,0 +1,384 @@
+/* The protocol process, seen from the parent (see pproc.h).
+ *
+ * Owns: the system user the process runs as (created like the guard group
+ * when missing), the fd of lyhd's own binary (opened once at start, so a
+ * package upgrade that replaces the file on disk never pairs a new protocol
+ * process with an old parent), the socketpair, the process's pidfd, and the
+ * restart timer with its back-off. It must never decode a message but with
+ * pmsg.c, never act on one before checking who may send it, and never wait
+ * on the process from the event loop (but for 1 s at shutdown).
+ *
+ * Why a fresh exec: a fork alone would hand the protocol process a copy of
+ * the parent's memory (the admin policy, every session's state, the nft
+ * socket's buffers) and the parent's address-space layout; after execveat it
+ * has only its arguments and what the parent chooses to send. */
+#include "daemon/pproc.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/macros.h"
+#include "daemon/audit.h"
+#include "daemon/dns_fwd.h"
+#include "daemon/log.h"
+#include "daemon/lyhd.h"
+#include "daemon/pmsg.h"
+#include "storage/audit_db.h"
+
+#define PPROC_BACKOFF_MIN_MS 250
+#define PPROC_BACKOFF_MAX_MS 30000
+#define PPROC_STABLE_MS      30000 /* alive this long: the next death starts the back-off over */
+#define PPROC_SNDBUF         (1 << 20)
+
+extern char **environ;
+
+struct pproc {
+    int exe_fd;
+    uid_t uid;
+    gid_t gid;
+    int sock; /* -1: no process */
+    pid_t pid;
+    int pidfd;
+    struct event *ev_sock, *ev_exit, *ev_restart;
+    bool ready;
+    uint64_t started_ms;
+    unsigned backoff_ms;
+};
+
+static int spawn(struct lyhd *d);
+
+bool pproc_ready(const struct lyhd *d) { return d->pproc && d->pproc->ready && d->pproc->sock >= 0; }
+
+pid_t pproc_pid(const struct lyhd *d) { return d->pproc ? d->pproc->pid : 0; }
+
+/* End the process (SIGKILL through its pidfd: never another process that
+ * got its pid); its exit event then starts a new one. */
+static void end_process(struct lyhd *d, const char *why) {
+    struct pproc *p = d->pproc;
+    if (!p || p->pidfd < 0)
+        return;
+    log_error("protocol process %d: %s; ending it, a new one starts", p->pid, why);
+    p->ready = false;
+    (void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+}
+
+int pproc_send(struct lyhd *d, const uint8_t *buf, size_t len, const int *fds, size_t nfds) {
+    if (!pproc_ready(d))
+        return -ENOTCONN;
+    int r = pmsg_send(d->pproc->sock, buf, len, fds, nfds);
+    if (r == -EAGAIN)
+        end_process(d, "it does not read its messages");
+    else if (r < 0)
+        d->pproc->ready = false; /* gone: its exit event follows */
+    return r;
+}
+
+int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) {
+    uint16_t type;
+    const uint8_t *pl;
+    size_t pl_len;
+    bool ready = pproc_ready(d);
+    int r;
+
+    /* it never sends fds; every message but READY comes after READY */
+    if (pmsg_header(buf, len, &type, &pl, &pl_len) < 0 || nfds ||
+        (type != PMSG_READY && !ready))
+        return -EBADMSG;
+    switch (type) {
+    case PMSG_READY: {
+        struct pmsg_ready m;
+        if (ready || !d->pproc || pmsg_decode_ready(pl, pl_len, &m) < 0)
+            return -EBADMSG;
+        d->pproc->ready = true;
+        log_info("protocol process %d ready (uid %u, no capabilities, seccomp, Landlock)",
+                 d->pproc->pid, (unsigned)d->pproc->uid);
+        if ((r = dns_fwd_send_policy(d)) < 0 && r != -ENOTCONN)
+            log_error("cannot send the admin policy's domains to the protocol process: %s",
+                      strerror(-r));
+        dns_fwd_announce_all(d);
+        return 0;
+    }
+    case PMSG_DNS_ANSWER: {
+        struct pmsg_dns_answer m;
+        if (pmsg_decode_dns_answer(pl, pl_len, &m) < 0 || (m.want_reply && m.req == 0))
+            return -EBADMSG;
+        r = dns_fwd_on_answer(d, &m);
+        if (m.want_reply) {
+            struct pmsg_dns_answered a = {.req = m.req, .status = r < 0 ? r : 0};
+            uint8_t out[32];
+            size_t n;
+            if (pmsg_encode_dns_answered(&a, out, sizeof(out), &n) == 0)
+                (void)pproc_send(d, out, n, NULL, 0);
+        }
+        return 0;
+    }
+    case PMSG_DNS_RECORD: {
+        struct pmsg_dns_record m;
+        if (pmsg_decode_dns_record(pl, pl_len, &m) < 0)
+            return -EBADMSG;
+        dns_fwd_on_record(d, &m);
+        return 0;
+    }
+    default:
+        return -EBADMSG;
+    }
+}
+
+static void on_sock(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct lyhd *d = arg;
+    struct pproc *p = d->pproc;
+    static uint8_t buf[PMSG_MAX_BYTES];
+
+    for (int i = 0; i < 64 && p->sock >= 0; i++) {
+        int fds[PMSG_MAX_FDS];
+        size_t len, nfds = 0;
+        int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
+        if (r == -EAGAIN)
+            return;
+        if (r == -EPIPE || r == -ECONNRESET) {
+            /* gone: its exit event does the rest */
+            p->ready = false;
+            event_del(p->ev_sock);
+            return;
+        }
+        for (size_t k = 0; k < nfds; k++)
+            close(fds[k]);
+        if (r < 0 || pproc_dispatch(d, buf, len, nfds) < 0) {
+            end_process(d, "it sent a message that makes no sense");
+            event_del(p->ev_sock);
+            return;
+        }
+    }
+}
+
+static void on_restart(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct lyhd *d = arg;
+    int r = spawn(d);
+    if (r < 0) {
+        struct pproc *p = d->pproc;
+        p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : PPROC_BACKOFF_MIN_MS;
+        if (p->backoff_ms > PPROC_BACKOFF_MAX_MS)
+            p->backoff_ms = PPROC_BACKOFF_MAX_MS;
+        log_error("cannot start the protocol process: %s; trying again in %u ms", strerror(-r),
+                  p->backoff_ms);
+        struct timeval tv = {p->backoff_ms / 1000, (p->backoff_ms % 1000) * 1000};
+        evtimer_add(p->ev_restart, &tv);
+    }
+}
+
+static void close_process(struct pproc *p) {
+    if (p->ev_sock)
+        event_free(p->ev_sock);
+    if (p->ev_exit)
+        event_free(p->ev_exit);
+    p->ev_sock = p->ev_exit = NULL;
+    CLOSE_FD(p->sock);
+    CLOSE_FD(p->pidfd);
+    p->pid = 0;
+    p->ready = false;
+}
+
+static void on_exit_event(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct lyhd *d = arg;
+    struct pproc *p = d->pproc;
+    int status = 0;
+    pid_t pid = p->pid;
+    char how[64];
+
+    if (waitpid(pid, &status, WNOHANG) != pid)
+        return; /* not yet (cannot be: the pidfd said so) */
+    if (WIFSIGNALED(status))
+        snprintf(how, sizeof(how), "was killed by signal %d%s", WTERMSIG(status),
+                 WTERMSIG(status) == SIGSYS ? " (a system call outside its filter)" : "");
+    else
+        snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
+    close_process(p);
+    uint64_t now = lyhd_mono_ms();
+    if (now - p->started_ms >= PPROC_STABLE_MS)
+        p->backoff_ms = PPROC_BACKOFF_MIN_MS;
+    else
+        p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : PPROC_BACKOFF_MIN_MS;
+    if (p->backoff_ms > PPROC_BACKOFF_MAX_MS)
+        p->backoff_ms = PPROC_BACKOFF_MAX_MS;
+    log_warn("protocol process %d %s; sessions stay guarded, a new one starts in %u ms", pid, how,
+             p->backoff_ms);
+    char kv[160] = "", pidbuf[16];
+    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+    audit_kv(kv, sizeof(kv), "pid", pidbuf);
+    audit_kv(kv, sizeof(kv), "how", how);
+    audit_note(d, AUDIT_KIND_GUARD, NULL, false, 0, "protocol_exit", "%s",
+               kv + (kv[0] == ' '));
+    struct timeval tv = {p->backoff_ms / 1000, (p->backoff_ms % 1000) * 1000};
+    evtimer_add(p->ev_restart, &tv);
+}
+
+static int spawn(struct lyhd *d) {
+    struct pproc *p = d->pproc;
+    int sv[2];
+    char a_uid[16], a_gid[16], a_flags[4];
+    char *argv[] = {(char *)"lyhd", (char *)"--protocol-process", (char *)"3", a_uid, a_gid,
+                    a_flags, NULL};
+    int buf = PPROC_SNDBUF;
+
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
+        return -errno;
+    (void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    (void)setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    snprintf(a_uid, sizeof(a_uid), "%u", (unsigned)p->uid);
+    snprintf(a_gid, sizeof(a_gid), "%u", (unsigned)p->gid);
+    snprintf(a_flags, sizeof(a_flags), "%u", (d->cfg.verbose ? 1u : 0u) | (d->cfg.use_syslog ? 2u : 0u));
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = -errno;
+        close(sv[0]);
+        close(sv[1]);
+        return e;
+    }
+    if (pid == 0) {
+        /* Between fork and exec: async-signal-safe calls only (the closer's
+         * threads may hold locks). Its end of the pair becomes fd 3, every
+         * other fd above 2 closes at exec, its own session (no signal from
+         * lyhd's terminal), no signal blocked. */
+        sigset_t none;
+        if ((sv[1] == 3 ? fcntl(3, F_SETFD, 0) : dup2(sv[1], 3)) < 0)
+            _exit(127);
+        (void)syscall(SYS_close_range, 4u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
+        (void)setsid();
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        syscall(SYS_execveat, p->exe_fd, "", argv, environ, AT_EMPTY_PATH);
+        _exit(127);
+    }
+    close(sv[1]);
+    p->sock = sv[0];
+    p->pid = pid;
+    p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    p->started_ms = lyhd_mono_ms();
+    p->ev_sock = event_new(d->base, p->sock, EV_READ | EV_PERSIST, on_sock, d);
+    p->ev_exit = p->pidfd >= 0 ? event_new(d->base, p->pidfd, EV_READ, on_exit_event, d) : NULL;
+    if (!p->ev_sock || !p->ev_exit || event_add(p->ev_sock, NULL) < 0 ||
+        event_add(p->ev_exit, NULL) < 0) {
+        int e = p->pidfd < 0 ? -errno : -ENOMEM;
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close_process(p);
+        return e ? e : -ENOMEM;
+    }
+    log_debug("protocol process %d started", pid);
+    return 0;
+}
+
+/* The user _lyhd: found, or created (no home, no shell, its own group). It
+ * must not be root, nor share the guard gids. */
+static int find_user(struct lyhd *d, uid_t *ret_uid, gid_t *ret_gid, char *why, size_t whylen) {
+    struct passwd *pw = getpwnam(LYHD_PROTO_USER);
+    if (!pw) {
+        char *argv[] = {(char *)"useradd", (char *)"--system", (char *)"--no-create-home",
+                        (char *)"--home-dir", (char *)"/nonexistent", (char *)"--shell",
+                        (char *)"/usr/sbin/nologin", (char *)"--user-group",
+                        (char *)LYHD_PROTO_USER, NULL};
+        const char *tool =
+            access("/usr/sbin/useradd", X_OK) == 0 ? "/usr/sbin/useradd" : "/sbin/useradd";
+        pid_t pid;
+        int status = 0;
+        bool ok = posix_spawn(&pid, tool, NULL, NULL, argv, (char *[]){NULL}) == 0 &&
+                  waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+                  WEXITSTATUS(status) == 0;
+        /* another lyhd may have created it meanwhile: fine too */
+        pw = getpwnam(LYHD_PROTO_USER);
+        if (!pw) {
+            snprintf(why, whylen,
+                     "cannot create user %s for the protocol process; create it with `useradd "
+                     "--system --no-create-home --shell /usr/sbin/nologin --user-group %s`",
+                     LYHD_PROTO_USER, LYHD_PROTO_USER);
+            return -EIO;
+        }
+        if (ok)
+            log_info("created user %s (uid %u) for the protocol process", LYHD_PROTO_USER,
+                     (unsigned)pw->pw_uid);
+    }
+    if (pw->pw_uid == 0 || pw->pw_gid == 0 || lyhd_guard_gid(&d->cfg, pw->pw_gid)) {
+        snprintf(why, whylen,
+                 "user %s has uid %u gid %u: the protocol process needs an unprivileged user of "
+                 "its own, outside the guard gids",
+                 LYHD_PROTO_USER, (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
+        return -EPERM;
+    }
+    *ret_uid = pw->pw_uid;
+    *ret_gid = pw->pw_gid;
+    return 0;
+}
+
+int pproc_start(struct lyhd *d, char *why, size_t whylen) {
+    struct pproc *p = calloc(1, sizeof(*p));
+    int r;
+
+    if (!p) {
+        snprintf(why, whylen, "out of memory");
+        return -ENOMEM;
+    }
+    p->sock = p->pidfd = -1;
+    p->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    d->pproc = p;
+    if (p->exe_fd < 0) {
+        r = -errno;
+        snprintf(why, whylen, "cannot open lyhd's own binary (/proc/self/exe): %s", strerror(-r));
+        return r;
+    }
+    if ((r = find_user(d, &p->uid, &p->gid, why, whylen)) < 0)
+        return r;
+    p->ev_restart = evtimer_new(d->base, on_restart, d);
+    if (!p->ev_restart) {
+        snprintf(why, whylen, "out of memory");
+        return -ENOMEM;
+    }
+    if ((r = spawn(d)) < 0) {
+        snprintf(why, whylen, "cannot start the protocol process: %s", strerror(-r));
+        return r;
+    }
+    return 0;
+}
+
+void pproc_stop(struct lyhd *d) {
+    struct pproc *p = d->pproc;
+    if (!p)
+        return;
+    if (p->pid > 0) {
+        pid_t pid = p->pid;
+        int pidfd = TAKE_FD(p->pidfd);
+        CLOSE_FD(p->sock); /* end of file: it exits */
+        bool gone = false;
+        for (int i = 0; i < 20 && !gone; i++) {
+            gone = waitpid(pid, NULL, WNOHANG) == pid;
+            if (!gone)
+                usleep(50 * 1000);
+        }
+        if (!gone) {
+            if (pidfd >= 0)
+                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+            waitpid(pid, NULL, 0);
+        }
+        CLOSE_FD(pidfd);
+    }
+    close_process(p);
+    if (p->ev_restart)
+        event_free(p->ev_restart);
+    CLOSE_FD(p->exe_fd);
+    free(p);
+    d->pproc = NULL;
+}

@@ -1,0 +1,45 @@
+/* pproc: the parent's side of the protocol process (proto.h): starting it,
+ * starting it again when it dies, and its messages.
+ *
+ * The parent reads what that process sends as it would an attacker's bytes
+ * (pmsg.c decodes strictly; dns_fwd.c checks the content). A message that
+ * does not decode, or one that is not the protocol process's to send, ends
+ * the process (SIGKILL) and a new one is started: the parent never tries to
+ * make sense of a confused peer. Either way no session loses its guard: the
+ * firewall does not depend on the protocol process at all. */
+#ifndef LYHD_PPROC_H
+#define LYHD_PPROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct lyhd;
+
+#define LYHD_PROTO_USER "_lyhd"
+
+/* Find (or create, as useradd --system) the protocol process's user, then
+ * start the process; it is ready when it says so (pproc_ready). why says
+ * what failed. */
+int pproc_start(struct lyhd *d, char *why, size_t whylen);
+/* At shutdown: close the socket (the process exits on end of file), reap it
+ * (SIGKILL after 1 s). Accepts a daemon whose pproc never started. */
+void pproc_stop(struct lyhd *d);
+
+/* Is the protocol process up and confined (it said READY)? */
+bool pproc_ready(const struct lyhd *d);
+/* Its pid (0: none). */
+pid_t pproc_pid(const struct lyhd *d);
+
+/* Send one encoded message with nfds fds (duplicated into the receiver; the
+ * caller keeps its own). -ENOTCONN when the process is not ready; a full
+ * queue (-EAGAIN: it does not read) ends the process, to be started again. */
+int pproc_send(struct lyhd *d, const uint8_t *buf, size_t len, const int *fds, size_t nfds);
+
+/* The parent's handling of one datagram from the protocol process (decode,
+ * check, act). Exposed for tests and fuzz/fuzz_pmsg.c. -EBADMSG: malformed
+ * or not its to send (the caller then ends the process). */
+int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds);
+
+#endif

@@ -1,0 +1,48 @@
+/* The unprivileged protocol process: its context (see proto_main.c).
+ *
+ * lyhd's parent starts it (a fresh exec of lyhd as `--protocol-process`) as
+ * the system user _lyhd, with no capabilities, no file system access and a
+ * seccomp allowlist; it parses what agents send (their DNS queries) and what
+ * resolvers answer, and asks the parent, in pmsg messages, for the little
+ * that needs privilege. Nothing here includes lyhd.h: this process holds none
+ * of the parent's state. */
+#ifndef LYHD_PROTO_H
+#define LYHD_PROTO_H
+
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "daemon/pmsg.h"
+
+struct event_base;
+struct event;
+struct relay;
+
+struct proto {
+    struct event_base *base;
+    int sock; /* to the parent */
+    struct event *ev_sock;
+    struct pmsg_dns_policy policy; /* the admin policy's domain lists */
+    TAILQ_HEAD(relay_list, relay) relays;
+    uint32_t next_req;
+};
+
+/* Send one message to the parent (encoded by the caller). -errno. */
+int proto_send(struct proto *p, const uint8_t *buf, size_t len);
+
+/* Entry point of `lyhd --protocol-process FD UID GID FLAGS`: does not
+ * return to main's daemon path; its result is the exit status. */
+int proto_main(int argc, char **argv);
+
+/* dns_relay.c: one relay per session whose DNS lyhd forwards. */
+/* Serve m->session on the listening sockets fds (taken, in the order of
+ * m->fd_mask's bits; nfds of them). A session served already is replaced. */
+int relay_start(struct proto *p, const struct pmsg_dns_start *m, int *fds, size_t nfds);
+/* Stop serving a session (queries in flight are dropped). Unknown: nothing. */
+void relay_stop(struct proto *p, const char *session);
+/* The parent put (or could not put) an answer's addresses in place. */
+void relay_answered(struct proto *p, const struct pmsg_dns_answered *m);
+/* Every relay, at exit. */
+void relay_free_all(struct proto *p);
+
+#endif

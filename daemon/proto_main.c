@@ -1,0 +1,223 @@
+/* The protocol process (proto.h): start-up, confinement, and its messages.
+ *
+ * The parent runs `lyhd --protocol-process FD UID GID FLAGS` through a fresh
+ * exec of its own binary (nothing of the parent's memory is inherited) with
+ * FD a SOCK_SEQPACKET socket to it. Before it reads a byte from anyone this
+ * process, in order:
+ *   1. becomes UID:GID with no supplementary groups (the parent's system user
+ *      _lyhd), checks that the change cannot be undone, and so holds no
+ *      capability;
+ *   2. sets no_new_privs and makes itself not dumpable (no ptrace, no core
+ *      file from a process that held secrets of other users' sessions);
+ *   3. gives up the file system entirely (Landlock: every right handled,
+ *      none granted) and, where the kernel has Landlock's scopes, signals to
+ *      and abstract sockets of processes outside it;
+ *   4. installs its seccomp allowlist (platform/linux/seccomp_self.c).
+ * Then it says PMSG_READY and serves. The parent gone (end of file on FD)
+ * means exit. Everything it learns comes from the parent's messages; what
+ * it sends back the parent checks again (pmsg.h).
+ *
+ * It exits with _exit: under a sanitizer build, LeakSanitizer's exit-time
+ * check needs ptrace, which the filter (rightly) kills. */
+#include "daemon/proto.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/macros.h"
+#include "daemon/log.h"
+#include "platform/linux/landlock.h"
+#include "platform/linux/seccomp_self.h"
+
+int proto_send(struct proto *p, const uint8_t *buf, size_t len) {
+    return pmsg_send(p->sock, buf, len, NULL, 0);
+}
+
+static void close_fds(int *fds, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+}
+
+/* One message from the parent. -EBADMSG: it makes no sense (fatal). */
+static int dispatch(struct proto *p, const uint8_t *buf, size_t len, int *fds, size_t nfds) {
+    uint16_t type;
+    const uint8_t *pl;
+    size_t pl_len;
+    int r = pmsg_header(buf, len, &type, &pl, &pl_len);
+
+    if (r == 0 && type == PMSG_DNS_START) {
+        struct pmsg_dns_start m;
+        if ((r = pmsg_decode_dns_start(pl, pl_len, &m)) < 0)
+            goto bad;
+        r = relay_start(p, &m, fds, nfds);
+        if (r < 0)
+            log_error("cannot serve the DNS of session '%s': %s", m.session, strerror(-r));
+        return r == -EBADMSG ? r : 0;
+    }
+    if (r == 0 && nfds)
+        r = -EBADMSG; /* fds with a message that takes none */
+    if (r < 0)
+        goto bad;
+    switch (type) {
+    case PMSG_DNS_STOP: {
+        struct pmsg_dns_stop m;
+        if ((r = pmsg_decode_dns_stop(pl, pl_len, &m)) < 0)
+            return r;
+        relay_stop(p, m.session);
+        return 0;
+    }
+    case PMSG_DNS_POLICY: {
+        struct pmsg_dns_policy m;
+        if ((r = pmsg_decode_dns_policy(pl, pl_len, &m)) < 0)
+            return r;
+        p->policy = m;
+        return 0;
+    }
+    case PMSG_DNS_ANSWERED: {
+        struct pmsg_dns_answered m;
+        if ((r = pmsg_decode_dns_answered(pl, pl_len, &m)) < 0)
+            return r;
+        relay_answered(p, &m);
+        return 0;
+    }
+    default:
+        return -EBADMSG;
+    }
+bad:
+    close_fds(fds, nfds);
+    return -EBADMSG;
+}
+
+static void on_parent(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct proto *p = arg;
+    static uint8_t buf[PMSG_MAX_BYTES];
+
+    for (int i = 0; i < 64; i++) {
+        int fds[PMSG_MAX_FDS];
+        size_t len, nfds = 0;
+        int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
+        if (r == -EAGAIN)
+            return;
+        if (r == -EPIPE || r == -ECONNRESET) { /* the parent is gone: so are we */
+            event_base_loopbreak(p->base);
+            return;
+        }
+        if (r < 0 || dispatch(p, buf, len, fds, nfds) < 0) {
+            log_error("a message from lyhd makes no sense (%s): exiting",
+                      r < 0 ? strerror(-r) : "malformed");
+            event_base_loopbreak(p->base);
+            return;
+        }
+    }
+}
+
+/* Steps 1 to 4 of the top of this file. why says which failed. */
+static int confine(uid_t uid, gid_t gid, char *why, size_t whylen) {
+    uid_t ru, eu, su;
+    gid_t rg, eg, sg;
+    int abi = 0, r;
+
+    if (uid == 0 || gid == 0) {
+        snprintf(why, whylen, "will not run as root (uid %u, gid %u)", (unsigned)uid, (unsigned)gid);
+        return -EPERM;
+    }
+    if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0) {
+        r = -errno;
+        snprintf(why, whylen, "cannot become uid %u gid %u: %s", (unsigned)uid, (unsigned)gid,
+                 strerror(-r));
+        return r;
+    }
+    if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != uid || eu != uid ||
+        su != uid || rg != gid || eg != gid || sg != gid || setuid(0) == 0 || setgid(0) == 0) {
+        snprintf(why, whylen, "the change to uid %u could be undone", (unsigned)uid);
+        return -EPERM;
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+        r = -errno;
+        snprintf(why, whylen, "prctl: %s", strerror(-r));
+        return r;
+    }
+    if (ll_probe(&abi) == 0) {
+        struct ll_policy none = {0};
+        struct ll_report rep = {0};
+        int fd = -1;
+        char lw[256] = "";
+        r = ll_ruleset_build(&none, abi, &fd, &rep, lw, sizeof(lw));
+        if (r == 0)
+            r = ll_restrict_self(fd);
+        CLOSE_FD(fd);
+        ll_report_free(&rep);
+        if (r < 0) {
+            snprintf(why, whylen, "Landlock: %s", lw[0] ? lw : strerror(-r));
+            return r;
+        }
+    } else {
+        log_warn("no Landlock on this kernel: the protocol process keeps file system access");
+    }
+    if ((r = sc_confine_protocol_self()) < 0) {
+        snprintf(why, whylen, "seccomp: %s", strerror(-r));
+        return r;
+    }
+    return 0;
+}
+
+static int parse_num(const char *s, unsigned long max, unsigned long *ret) {
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || !*s || *end || v > max || s[0] == '-' || s[0] == '+')
+        return -EINVAL;
+    *ret = v;
+    return 0;
+}
+
+int proto_main(int argc, char **argv) {
+    struct proto p = {.sock = -1};
+    unsigned long fd, uid, gid, flags;
+    char why[300];
+    int type = 0;
+    socklen_t tl = sizeof(type);
+
+    if (argc != 6 || parse_num(argv[2], 1024, &fd) < 0 || parse_num(argv[3], 0xfffffffe, &uid) < 0 ||
+        parse_num(argv[4], 0xfffffffe, &gid) < 0 || parse_num(argv[5], 3, &flags) < 0) {
+        fprintf(stderr, "lyhd: --protocol-process is started by lyhd itself\n");
+        return 2;
+    }
+    log_init((flags & 2) != 0, (flags & 1) != 0);
+    log_set_process("protocol");
+    p.sock = (int)fd;
+    if (getsockopt(p.sock, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET) {
+        log_error("fd %lu is not the socket to lyhd", fd);
+        _exit(1);
+    }
+    TAILQ_INIT(&p.relays);
+    p.base = event_base_new();
+    p.ev_sock = p.base ? event_new(p.base, p.sock, EV_READ | EV_PERSIST, on_parent, &p) : NULL;
+    if (!p.ev_sock || event_add(p.ev_sock, NULL) < 0) {
+        log_error("cannot set up the event loop");
+        _exit(1);
+    }
+    if (confine((uid_t)uid, (gid_t)gid, why, sizeof(why)) < 0) {
+        log_error("cannot confine the protocol process: %s", why);
+        _exit(1);
+    }
+    uint8_t buf[64];
+    size_t len;
+    struct pmsg_ready ready = {.pid = (uint32_t)getpid()};
+    if (pmsg_encode_ready(&ready, buf, sizeof(buf), &len) < 0 || proto_send(&p, buf, len) < 0) {
+        log_error("cannot reach lyhd");
+        _exit(1);
+    }
+    log_debug("protocol process %d ready (uid %lu)", getpid(), uid);
+    event_base_dispatch(p.base);
+    relay_free_all(&p);
+    _exit(0);
+}

@@ -1,0 +1,87 @@
+/* The protocol process's seccomp allowlist (see seccomp_self.h).
+ *
+ * Unlike the agent's filter (seccomp.c, a denylist: an agent is any program),
+ * this one confines our own code, whose system calls we know: a libevent
+ * loop (epoll) over sockets the parent handed over or that it makes itself
+ * (UDP to a session's resolvers), its log on stderr and syslog, memory,
+ * clocks and getrandom. It opens no file, executes nothing, creates no
+ * process, changes no identity, touches no other process. A call outside the
+ * list kills the process (SIGSYS): it is either our bug, which the parent
+ * logs and answers by starting a new one, or an attacker who got code
+ * execution, who must get no further. A foreign syscall ABI kills it too.
+ *
+ * Argument rules: socket() only for AF_INET/AF_INET6 datagram sockets (the
+ * upstream queries) and AF_UNIX datagram (syslog's /dev/log); ioctl() only
+ * TCGETS (isatty on stderr) and FIONREAD. Compared on the low 32 bits, as the
+ * kernel reads an int (see seccomp.c). */
+#include "platform/linux/seccomp_self.h"
+
+#include <errno.h>
+#include <seccomp.h>
+#include <stddef.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <termios.h>
+
+#include "common/macros.h"
+
+static const char *const allowed[] = {
+    /* I/O on the descriptors it holds */
+    "read", "write", "readv", "writev", "close", "recvfrom", "recvmsg", "sendto", "sendmsg",
+    "sendmmsg", "recvmmsg", "accept4", "accept", "shutdown", "getsockname", "getpeername",
+    "getsockopt", "setsockopt", "connect", "fcntl", "fstat", "newfstatat", "lseek", "dup",
+    /* the event loop */
+    "epoll_wait", "epoll_pwait", "epoll_pwait2", "epoll_ctl", "epoll_create1", "poll", "ppoll",
+    "eventfd2", "pipe2",
+    /* memory */
+    "brk", "mmap", "munmap", "mremap", "mprotect", "madvise",
+    /* time, randomness, identity of itself */
+    "clock_gettime", "clock_nanosleep", "nanosleep", "gettimeofday", "time", "getrandom",
+    "getpid", "gettid", "getuid", "geteuid", "getgid", "getegid",
+    /* signals to itself and their return; futexes (libc locks) */
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "tgkill", "futex",
+    "restart_syscall", "sched_yield", "prlimit64",
+    "exit", "exit_group",
+};
+
+static void ctx_releasep(scmp_filter_ctx *c) {
+    if (*c)
+        seccomp_release(*c);
+}
+
+int sc_confine_protocol_self(void) {
+    _cleanup_(ctx_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+    int r;
+
+    if (!ctx)
+        return -ENOMEM;
+    if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS)) < 0)
+        return r;
+    for (size_t i = 0; i < ARRAY_SIZE(allowed); i++) {
+        int nr = seccomp_syscall_resolve_name(allowed[i]);
+        if (nr == __NR_SCMP_ERROR)
+            continue; /* not on this architecture (e.g. epoll_pwait2 on an old libseccomp) */
+        if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) < 0)
+            return r;
+    }
+    /* socket(domain, type, ...): the type's low bits without the flags */
+    const int type_mask = ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const struct {
+        int domain, type;
+    } sockets[] = {{AF_INET, SOCK_DGRAM}, {AF_INET6, SOCK_DGRAM}, {AF_UNIX, SOCK_DGRAM}};
+    for (size_t i = 0; i < ARRAY_SIZE(sockets); i++) {
+        struct scmp_arg_cmp c[2] = {
+            SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)sockets[i].domain),
+            SCMP_A1_32(SCMP_CMP_MASKED_EQ, (uint32_t)type_mask, (uint32_t)sockets[i].type),
+        };
+        if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, c)) < 0)
+            return r;
+    }
+    const unsigned long ioctls[] = {TCGETS, FIONREAD};
+    for (size_t i = 0; i < ARRAY_SIZE(ioctls); i++) {
+        struct scmp_arg_cmp c = SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)ioctls[i]);
+        if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, &c)) < 0)
+            return r;
+    }
+    return seccomp_load(ctx);
+}

@@ -1,0 +1,318 @@
+/* The messages between lyhd's two processes (daemon/pmsg.c): each one round
+ * trips; every cut, every extra byte, every field out of range is refused
+ * (the parent decodes what a possibly compromised process sent); the socket
+ * I/O carries fds and refuses a datagram with more than it may. */
+#include <setjmp.h> /* cmocka needs these first */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon/pmsg.h"
+
+static uint8_t buf[PMSG_MAX_BYTES];
+
+/* Every prefix of a valid datagram is refused, and so is one byte more. */
+typedef int (*decode_fn)(const uint8_t *, size_t, void *);
+
+static void refuses_cuts(const uint8_t *msg, size_t len, decode_fn dec, void *out) {
+    uint16_t type;
+    const uint8_t *pl;
+    size_t pl_len;
+    uint8_t longer[PMSG_MAX_BYTES + 1];
+
+    assert_int_equal(pmsg_header(msg, len, &type, &pl, &pl_len), 0);
+    assert_int_equal(dec(pl, pl_len, out), 0);
+    for (size_t cut = 0; cut < pl_len; cut++)
+        assert_int_equal(dec(pl, cut, out), -EBADMSG);
+    memcpy(longer, pl, pl_len);
+    longer[pl_len] = 0;
+    assert_int_equal(dec(longer, pl_len + 1, out), -EBADMSG);
+    /* the header must agree with the datagram's length */
+    for (size_t cut = 0; cut < len; cut++)
+        assert_int_equal(pmsg_header(msg, cut, &type, &pl, &pl_len), -EBADMSG);
+}
+
+static struct pmsg_dns_answer sample_answer(void) {
+    struct pmsg_dns_answer m;
+    memset(&m, 0, sizeof(m));
+    m.req = 7;
+    strcpy(m.session, "0123456789abcdef");
+    strcpy(m.name, "n1.allowed.test");
+    m.want_reply = true;
+    m.qtype = 1;
+    m.ttl = 300;
+    m.n_addrs = 2;
+    m.addrs[0] = (struct pmsg_addr){.family = AF_INET, .addr = {11, 77, 0, 1}};
+    m.addrs[1] = (struct pmsg_addr){.family = AF_INET, .addr = {11, 77, 0, 2}};
+    return m;
+}
+
+static void test_answer(void **state) {
+    (void)state;
+    struct pmsg_dns_answer m = sample_answer(), got;
+    size_t len;
+    uint16_t type;
+    const uint8_t *pl;
+    size_t pl_len;
+
+    assert_int_equal(pmsg_encode_dns_answer(&m, buf, sizeof(buf), &len), 0);
+    assert_int_equal(pmsg_header(buf, len, &type, &pl, &pl_len), 0);
+    assert_int_equal(type, PMSG_DNS_ANSWER);
+    assert_int_equal(pmsg_decode_dns_answer(pl, pl_len, &got), 0);
+    assert_int_equal(got.req, 7);
+    assert_string_equal(got.session, m.session);
+    assert_string_equal(got.name, m.name);
+    assert_true(got.want_reply);
+    assert_int_equal(got.n_addrs, 2);
+    assert_memory_equal(got.addrs[1].addr, m.addrs[1].addr, 4);
+    refuses_cuts(buf, len, (decode_fn)pmsg_decode_dns_answer, &got);
+
+    /* out of range: the encoder refuses, and so does the decoder on bytes
+     * that say the same */
+    struct pmsg_dns_answer bad = m;
+    strcpy(bad.session, "0123456789ABCDEF");
+    assert_int_equal(pmsg_encode_dns_answer(&bad, buf, sizeof(buf), &len), -EINVAL);
+    bad = m;
+    strcpy(bad.name, "a..b");
+    assert_int_equal(pmsg_encode_dns_answer(&bad, buf, sizeof(buf), &len), -EINVAL);
+    bad = m;
+    strcpy(bad.name, "Upper.test");
+    assert_int_equal(pmsg_encode_dns_answer(&bad, buf, sizeof(buf), &len), -EINVAL);
+    bad = m;
+    bad.addrs[1].family = AF_INET6; /* an AAAA address in an A answer */
+    assert_int_equal(pmsg_encode_dns_answer(&bad, buf, sizeof(buf), &len), -EINVAL);
+    bad = m;
+    bad.qtype = 16; /* TXT */
+    assert_int_equal(pmsg_encode_dns_answer(&bad, buf, sizeof(buf), &len), -EINVAL);
+
+    /* byte patches of a valid message */
+    assert_int_equal(pmsg_encode_dns_answer(&m, buf, sizeof(buf), &len), 0);
+    pl = buf + PMSG_HDR_BYTES;
+    pl_len = len - PMSG_HDR_BYTES;
+    uint8_t c[PMSG_MAX_BYTES];
+    size_t want_reply_at = 4 + 1 + 16 + 1 + strlen(m.name);
+    memcpy(c, pl, pl_len);
+    c[want_reply_at] = 2; /* a bool that is neither */
+    assert_int_equal(pmsg_decode_dns_answer(c, pl_len, &got), -EBADMSG);
+    memcpy(c, pl, pl_len);
+    c[want_reply_at + 1 + 2 + 4] = 17; /* more addresses than an answer keeps */
+    assert_int_equal(pmsg_decode_dns_answer(c, pl_len, &got), -EBADMSG);
+    memcpy(c, pl, pl_len);
+    c[want_reply_at + 1 + 2 + 4 + 1] = 6; /* an IPv6 address in an A answer */
+    assert_int_equal(pmsg_decode_dns_answer(c, pl_len, &got), -EBADMSG);
+    memcpy(c, pl, pl_len);
+    c[5] = 0; /* a NUL inside the session id */
+    assert_int_equal(pmsg_decode_dns_answer(c, pl_len, &got), -EBADMSG);
+
+    /* another version in the header */
+    assert_int_equal(pmsg_encode_dns_answer(&m, buf, sizeof(buf), &len), 0);
+    buf[3] ^= 1;
+    assert_int_equal(pmsg_header(buf, len, &type, &pl, &pl_len), -EBADMSG);
+}
+
+static void test_record(void **state) {
+    (void)state;
+    struct pmsg_dns_record m, got;
+    size_t len;
+    uint16_t type;
+    const uint8_t *pl;
+    size_t pl_len;
+
+    memset(&m, 0, sizeof(m));
+    strcpy(m.session, "fedcba9876543210");
+    m.action = PDNS_DENIED;
+    m.rcode = 3;
+    m.qtype = 16;
+    m.resolver = 0xff;
+    m.dropped_inflight = 5;
+    strcpy(m.name, "exfil.example");
+    assert_int_equal(pmsg_encode_dns_record(&m, buf, sizeof(buf), &len), 0);
+    assert_int_equal(pmsg_header(buf, len, &type, &pl, &pl_len), 0);
+    assert_int_equal(type, PMSG_DNS_RECORD);
+    assert_int_equal(pmsg_decode_dns_record(pl, pl_len, &got), 0);
+    assert_int_equal(got.action, PDNS_DENIED);
+    assert_int_equal(got.dropped_inflight, 5);
+    assert_string_equal(got.name, "exfil.example");
+    refuses_cuts(buf, len, (decode_fn)pmsg_decode_dns_record, &got);
+
+    m.action = PDNS_ACTION_MAX + 1;
+    assert_int_equal(pmsg_encode_dns_record(&m, buf, sizeof(buf), &len), -EINVAL);
+    m.action = PDNS_ANSWERED;
+    m.resolver = PMSG_RESOLVERS; /* no such resolver: the decoder refuses it */
+    assert_int_equal(pmsg_encode_dns_record(&m, buf, sizeof(buf), &len), 0);
+    assert_int_equal(pmsg_header(buf, len, &type, &pl, &pl_len), 0);
+    assert_int_equal(pmsg_decode_dns_record(pl, pl_len, &got), -EBADMSG);
+    /* the root name is a name */
+    m.resolver = 0;
+    m.name[0] = '\0';
+    assert_int_equal(pmsg_encode_dns_record(&m, buf, sizeof(buf), &len), 0);
+}
+
+static void test_start(void **state) {
+    (void)state;
+    struct pmsg_dns_start m, got;
+    size_t len;
+    uint16_t type;
+    const uint8_t *pl;
+    size_t pl_len;
+
+    memset(&m, 0, sizeof(m));
+    strcpy(m.session, "00000000000000ff");
+    strcpy(m.iface, "tun0");
+    m.fd_mask = PMSG_FD_UDP4 | PMSG_FD_TCP4;
+    m.n_resolvers = 1;
+    m.resolvers[0] = (struct pmsg_addr){.family = AF_INET6, .addr = {0x20, 0x01, [15] = 0x53}};
+    memcpy(m.domains, "allowed.test\0*.example.org\0", 27);
+    m.domains_len = 27;
+    m.n_domains = 2;
+    assert_int_equal(pmsg_encode_dns_start(&m, buf, sizeof(buf), &len), 0);
+    assert_int_equal(pmsg_header(buf, len, &type, &pl, &pl_len), 0);
+    assert_int_equal(type, PMSG_DNS_START);
+    assert_int_equal(pmsg_decode_dns_start(pl, pl_len, &got), 0);
+    assert_string_equal(got.iface, "tun0");
+    assert_int_equal(got.n_domains, 2);
+    assert_memory_equal(got.domains, m.domains, 27);
+    refuses_cuts(buf, len, (decode_fn)pmsg_decode_dns_start, &got);
+
+    struct pmsg_dns_start bad = m;
+    bad.n_domains = 3; /* more than the bytes hold */
+    assert_int_equal(pmsg_encode_dns_start(&bad, buf, sizeof(buf), &len), -EINVAL);
+    bad = m;
+    bad.n_resolvers = 0;
+    assert_int_equal(pmsg_encode_dns_start(&bad, buf, sizeof(buf), &len), -EINVAL);
+    bad = m;
+    strcpy(bad.iface, "../x");
+    assert_int_equal(pmsg_encode_dns_start(&bad, buf, sizeof(buf), &len), -EINVAL);
+    bad = m;
+    bad.fd_mask = 16;
+    assert_int_equal(pmsg_encode_dns_start(&bad, buf, sizeof(buf), &len), -EINVAL);
+}
+
+static void test_small_ones(void **state) {
+    (void)state;
+    size_t len;
+    uint16_t type;
+    const uint8_t *pl;
+    size_t pl_len;
+
+    struct pmsg_ready r = {.pid = 42}, rg;
+    assert_int_equal(pmsg_encode_ready(&r, buf, sizeof(buf), &len), 0);
+    refuses_cuts(buf, len, (decode_fn)pmsg_decode_ready, &rg);
+    assert_int_equal(rg.pid, 42);
+
+    struct pmsg_dns_stop s = {.session = "0123456789abcdef"}, sg;
+    assert_int_equal(pmsg_encode_dns_stop(&s, buf, sizeof(buf), &len), 0);
+    refuses_cuts(buf, len, (decode_fn)pmsg_decode_dns_stop, &sg);
+    assert_string_equal(sg.session, s.session);
+
+    struct pmsg_dns_answered a = {.req = 9, .status = -EPERM}, ag;
+    assert_int_equal(pmsg_encode_dns_answered(&a, buf, sizeof(buf), &len), 0);
+    refuses_cuts(buf, len, (decode_fn)pmsg_decode_dns_answered, &ag);
+    assert_int_equal(ag.status, -EPERM);
+    a.status = 1; /* a positive status is no status */
+    assert_int_equal(pmsg_encode_dns_answered(&a, buf, sizeof(buf), &len), -EINVAL);
+
+    static struct pmsg_dns_policy p, pg;
+    memset(&p, 0, sizeof(p));
+    p.n_deny = 1;
+    strcpy(p.deny[0], "*.evil.test");
+    p.n_ceiling = 2;
+    strcpy(p.ceiling[0], "*.example.org");
+    strcpy(p.ceiling[1], "allowed.test");
+    assert_int_equal(pmsg_encode_dns_policy(&p, buf, sizeof(buf), &len), 0);
+    refuses_cuts(buf, len, (decode_fn)pmsg_decode_dns_policy, &pg);
+    assert_string_equal(pg.ceiling[1], "allowed.test");
+    p.deny[0][0] = '\0'; /* an empty pattern */
+    assert_int_equal(pmsg_encode_dns_policy(&p, buf, sizeof(buf), &len), -EINVAL);
+
+    /* a type the receiver does not know still has a valid header: the
+     * dispatchers refuse it (not the codec's business) */
+    assert_int_equal(pmsg_encode_ready(&r, buf, sizeof(buf), &len), 0);
+    buf[1] = 200;
+    assert_int_equal(pmsg_header(buf, len, &type, &pl, &pl_len), 0);
+    assert_int_equal(type, 200);
+}
+
+static unsigned open_fds(void) {
+    unsigned n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+static void test_socket(void **state) {
+    (void)state;
+    int sv[2], fds[PMSG_MAX_FDS + 2], got[PMSG_MAX_FDS];
+    size_t len, n, nfds;
+    struct pmsg_ready r = {.pid = 1};
+
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    for (size_t i = 0; i < (size_t)(PMSG_MAX_FDS + 2); i++)
+        fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_int_equal(pmsg_encode_ready(&r, buf, sizeof(buf), &len), 0);
+
+    /* two fds arrive with the datagram, close-on-exec */
+    assert_int_equal(pmsg_send(sv[0], buf, len, fds, 2), 0);
+    uint8_t in[PMSG_MAX_BYTES];
+    assert_int_equal(pmsg_recv(sv[1], in, sizeof(in), &n, got, &nfds), 0);
+    assert_int_equal(n, len);
+    assert_int_equal(nfds, 2);
+    assert_true(fcntl(got[0], F_GETFD) & FD_CLOEXEC);
+    close(got[0]);
+    close(got[1]);
+
+    /* more fds than a message may carry: refused, and none is left open */
+    assert_int_equal(pmsg_send(sv[0], buf, len, fds, PMSG_MAX_FDS + 1), -EINVAL);
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int) * (PMSG_MAX_FDS + 1))];
+    } c;
+    memset(&c, 0, sizeof(c));
+    struct iovec iov = {buf, len};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.b,
+                        .msg_controllen = sizeof(c.b)};
+    struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(sizeof(int) * (PMSG_MAX_FDS + 1));
+    memcpy(CMSG_DATA(h), fds, sizeof(int) * (PMSG_MAX_FDS + 1));
+    assert_int_equal(sendmsg(sv[0], &mh, 0), (ssize_t)len);
+    unsigned before = open_fds();
+    assert_int_equal(pmsg_recv(sv[1], in, sizeof(in), &n, got, &nfds), -EBADMSG);
+    assert_int_equal(open_fds(), before);
+
+    /* a datagram longer than the buffer: cut, refused */
+    assert_int_equal(pmsg_send(sv[0], buf, len, NULL, 0), 0);
+    assert_int_equal(pmsg_recv(sv[1], in, 4, &n, got, &nfds), -EBADMSG);
+
+    /* nothing waiting, then the peer gone */
+    assert_int_equal(pmsg_recv(sv[1], in, sizeof(in), &n, got, &nfds), -EAGAIN);
+    close(sv[0]);
+    assert_int_equal(pmsg_recv(sv[1], in, sizeof(in), &n, got, &nfds), -EPIPE);
+    close(sv[1]);
+    for (size_t i = 0; i < (size_t)(PMSG_MAX_FDS + 2); i++)
+        close(fds[i]);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_answer),
+        cmocka_unit_test(test_record),
+        cmocka_unit_test(test_start),
+        cmocka_unit_test(test_small_ones),
+        cmocka_unit_test(test_socket),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
