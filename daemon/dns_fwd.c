@@ -443,10 +443,11 @@ int dns_fwd_on_answer(struct lyhd *d, const struct pmsg_dns_answer *m) {
         struct dns_addr a = {.family = m->addrs[i].family};
         memcpy(a.addr, m->addrs[i].addr, 16);
         if (addr_blocked(&a)) {
-            log_warn("session '%s': the protocol process asked to open a blocked address for '%s'; "
-                     "refused",
-                     s->row.id, m->name);
-            return -EPERM;
+            /* the relay keeps these out itself: only a compromised process asks */
+            log_error("session '%s': the protocol process asked to open a blocked address for "
+                      "'%s'; refused",
+                      s->row.id, m->name);
+            return -EBADMSG;
         }
     }
     return m->n_addrs ? fill_sets(f, m->name, family, m->addrs, m->n_addrs, m->ttl) : 0;

@@ -40,7 +40,9 @@ int dns_fwd_send_policy(struct lyhd *d);
 
 /* The protocol process's word, checked again (see dns_fwd.c): the addresses
  * an answer gave (with an allowlist put in the session's set; -EPERM for a
- * name or address the session may not have, -ENOENT for no such session),
+ * name the session may not resolve, -ENOENT for no such session, -EBADMSG
+ * for an address in the ranges chain s-<id> refuses: the relay keeps those
+ * out itself, so only a compromised protocol process asks),
  * and a query's outcome for the audit log. */
 int dns_fwd_on_answer(struct lyhd *d, const struct pmsg_dns_answer *m);
 void dns_fwd_on_record(struct lyhd *d, const struct pmsg_dns_record *m);

@@ -115,6 +115,8 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) 
         if (pmsg_decode_dns_answer(pl, pl_len, &m) < 0 || (m.want_reply && m.req == 0))
             return -EBADMSG;
         r = dns_fwd_on_answer(d, &m);
+        if (r == -EBADMSG)
+            return r;
         if (m.want_reply) {
             struct pmsg_dns_answered a = {.req = m.req, .status = r < 0 ? r : 0};
             uint8_t out[32];
@@ -351,6 +353,17 @@ int pproc_start(struct lyhd *d, char *why, size_t whylen) {
         snprintf(why, whylen, "cannot start the protocol process: %s", strerror(-r));
         return r;
     }
+    return 0;
+}
+
+int pproc_attach_for_test(struct lyhd *d, int sock) {
+    struct pproc *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    p->sock = sock;
+    p->pidfd = p->exe_fd = -1;
+    p->ready = true;
+    d->pproc = p;
     return 0;
 }
 

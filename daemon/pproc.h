@@ -37,6 +37,10 @@ pid_t pproc_pid(const struct lyhd *d);
  * queue (-EAGAIN: it does not read) ends the process, to be started again. */
 int pproc_send(struct lyhd *d, const uint8_t *buf, size_t len, const int *fds, size_t nfds);
 
+/* Tests: take sock as the socket of a protocol process that said READY
+ * (no process behind it; pproc_stop closes sock). */
+int pproc_attach_for_test(struct lyhd *d, int sock);
+
 /* The parent's handling of one datagram from the protocol process (decode,
  * check, act). Exposed for tests and fuzz/fuzz_pmsg.c. -EBADMSG: malformed
  * or not its to send (the caller then ends the process). */

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <seccomp.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <termios.h>
@@ -44,6 +45,11 @@ static const char *const allowed[] = {
     "exit", "exit_group",
 };
 
+/* (arg i & m) == v, on the low 32 bits only (an int argument) */
+#define MASKED32(i, m, v)                                                                     \
+    ((struct scmp_arg_cmp){.arg = (i), .op = SCMP_CMP_MASKED_EQ,                            \
+                           .datum_a = (uint32_t)(m), .datum_b = (uint32_t)(v)})
+
 static void ctx_releasep(scmp_filter_ctx *c) {
     if (*c)
         seccomp_release(*c);
@@ -65,21 +71,21 @@ int sc_confine_protocol_self(void) {
             return r;
     }
     /* socket(domain, type, ...): the type's low bits without the flags */
-    const int type_mask = ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const uint32_t type_mask = ~(uint32_t)(SOCK_NONBLOCK | SOCK_CLOEXEC);
     const struct {
         int domain, type;
     } sockets[] = {{AF_INET, SOCK_DGRAM}, {AF_INET6, SOCK_DGRAM}, {AF_UNIX, SOCK_DGRAM}};
     for (size_t i = 0; i < ARRAY_SIZE(sockets); i++) {
         struct scmp_arg_cmp c[2] = {
-            SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)sockets[i].domain),
-            SCMP_A1_32(SCMP_CMP_MASKED_EQ, (uint32_t)type_mask, (uint32_t)sockets[i].type),
+            MASKED32(0, 0xffffffffu, sockets[i].domain),
+            MASKED32(1, type_mask, sockets[i].type),
         };
         if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, c)) < 0)
             return r;
     }
     const unsigned long ioctls[] = {TCGETS, FIONREAD};
     for (size_t i = 0; i < ARRAY_SIZE(ioctls); i++) {
-        struct scmp_arg_cmp c = SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)ioctls[i]);
+        struct scmp_arg_cmp c = MASKED32(1, 0xffffffffu, ioctls[i]);
         if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, &c)) < 0)
             return r;
     }

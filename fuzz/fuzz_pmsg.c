@@ -1,0 +1,63 @@
+/* libFuzzer: bytes as a datagram between lyhd's two processes (daemon/pmsg.c).
+ * The header is checked, then every decoder gets the payload (the parent
+ * runs the protocol process's three on what a compromised process may send;
+ * the others run in the protocol process). Whatever a decoder accepts must
+ * encode again to exactly the same bytes (the layout is canonical: one
+ * encoding per value), else abort(). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/pmsg.h"
+
+static uint8_t out[PMSG_MAX_BYTES];
+
+/* The payload of a fresh encoding must equal p. */
+static void same(int r, const uint8_t *p, size_t len, size_t n) {
+    if (r != 0 || n != len + PMSG_HDR_BYTES || memcmp(out + PMSG_HDR_BYTES, p, len) != 0)
+        abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    uint16_t type;
+    const uint8_t *p = data;
+    size_t len = size, n;
+
+    if (size > PMSG_MAX_BYTES)
+        return 0;
+    /* a whole datagram, or (when the header is not valid) the bytes as a payload */
+    if (pmsg_header(data, size, &type, &p, &len) != 0) {
+        p = data;
+        len = size;
+    }
+    static struct pmsg_ready ready;
+    static struct pmsg_dns_answer answer;
+    static struct pmsg_dns_record record;
+    static struct pmsg_dns_start start;
+    static struct pmsg_dns_stop stop;
+    static struct pmsg_dns_policy policy;
+    static struct pmsg_dns_answered answered;
+
+    if (pmsg_decode_ready(p, len, &ready) == 0)
+        same(pmsg_encode_ready(&ready, out, sizeof(out), &n), p, len, n);
+    if (pmsg_decode_dns_answer(p, len, &answer) == 0) {
+        if (strlen(answer.name) >= DNS_NAME_MAX || answer.n_addrs > DNS_ANSWER_ADDRS)
+            abort();
+        same(pmsg_encode_dns_answer(&answer, out, sizeof(out), &n), p, len, n);
+    }
+    if (pmsg_decode_dns_record(p, len, &record) == 0)
+        same(pmsg_encode_dns_record(&record, out, sizeof(out), &n), p, len, n);
+    if (pmsg_decode_dns_start(p, len, &start) == 0) {
+        if (start.domains_len > PMSG_DOMAIN_BYTES || start.n_resolvers > PMSG_RESOLVERS)
+            abort();
+        same(pmsg_encode_dns_start(&start, out, sizeof(out), &n), p, len, n);
+    }
+    if (pmsg_decode_dns_stop(p, len, &stop) == 0)
+        same(pmsg_encode_dns_stop(&stop, out, sizeof(out), &n), p, len, n);
+    if (pmsg_decode_dns_policy(p, len, &policy) == 0)
+        same(pmsg_encode_dns_policy(&policy, out, sizeof(out), &n), p, len, n);
+    if (pmsg_decode_dns_answered(p, len, &answered) == 0)
+        same(pmsg_encode_dns_answered(&answered, out, sizeof(out), &n), p, len, n);
+    return 0;
+}
