@@ -481,7 +481,8 @@ int main(int argc, char **argv) {
         return r > 0 ? 0 : 2;
     log_init(d.cfg.use_syslog, d.cfg.verbose);
     if (!rpc_table_verify()) {
-        log_error("the RPC table is inconsistent (an owner-only method without an owner lookup)");
+        log_error("the RPC table is inconsistent (a method without a handler, or an owner-only "
+                  "one without an owner lookup)");
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);

@@ -30,13 +30,14 @@ struct rpc_method {
     uint32_t method; /* Request.method case */
     const char *name;
     unsigned flags;
-    rpc_handler_fn handler; /* NULL: answered UNIMPLEMENTED */
+    rpc_handler_fn handler; /* every row has one (rpc_table_verify) */
     rpc_owner_fn owner_of;
 };
 
 const struct rpc_method *rpc_lookup(uint32_t method);
-/* Startup self-check of the table (e.g. every owner-only row can name its
- * owner). False means a build bug: lyhd refuses to start. */
+/* Startup self-check of the table: every row has a handler, every
+ * owner-only row can name its owner. False means a build bug: lyhd refuses
+ * to start. */
 bool rpc_table_verify(void);
 /* Enforce the row's flags, then run its handler. Unary handlers must have
  * answered by the time they return. */

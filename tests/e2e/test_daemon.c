@@ -544,37 +544,6 @@ static void test_unknown_method(void **state) {
     expect_resp(fd, f->resp, 52, lianyaohu_v1_Code_OK, NULL);
 }
 
-/* A method lyhd knows but has no handler for yet: UNIMPLEMENTED naming it,
- * connection kept. Which ones are still missing changes as lyhd grows, so
- * probe the read-only ones (an empty request of these changes nothing). */
-static void test_unimplemented_method(void **state) {
-    struct fixture *f = *state;
-    static const struct {
-        uint32_t field;
-        const char *name;
-    } probes[] = {{19, "PolicyGet"}, {21, "PolicyHistory"}, {17, "AuditQuery"}};
-
-    for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
-        int fd = conn(f);
-        send_simple(fd, 61, probes[i].field);
-        int r = dw_recv_response(fd, TIMEOUT, f->resp);
-        if (r < 0)
-            fail_msg("%s: no answer: %s", probes[i].name, strerror(-r));
-        if (f->resp->code != lianyaohu_v1_Code_UNIMPLEMENTED) {
-            untrack_close(f, fd); /* implemented by now: try the next */
-            continue;
-        }
-        assert_int_equal(f->resp->call_id, 61);
-        assert_true(f->resp->end_of_stream);
-        if (!strstr(f->resp->message, probes[i].name))
-            fail_msg("message \"%s\" does not name %s", f->resp->message, probes[i].name);
-        send_simple(fd, 62, M_CAPABILITIES);
-        expect_resp(fd, f->resp, 62, lianyaohu_v1_Code_OK, NULL);
-        return;
-    }
-    skip(); /* every probed method is implemented */
-}
-
 static void test_protocol_version_2(void **state) {
     struct fixture *f = *state;
     struct dw_req req = {.call_id = 71, .version = 2, .method = M_CAPABILITIES};
@@ -1642,7 +1611,6 @@ int main(int argc, char **argv) {
         /* unknown fields, envelope */
         T(test_unknown_field_in_run_request, setup_default),
         T(test_unknown_method, setup_default),
-        T(test_unimplemented_method, setup_default),
         T(test_protocol_version_2, setup_default),
         T(test_call_id_zero, setup_default),
         T(test_unknown_field_nested_repeated, setup_default),
