@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/textbuf.h"
 #include "common/dest_rule.h"
 #include "common/macros.h"
 
@@ -59,22 +60,16 @@ int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, lianyaohu_v1_Response 
 }
 
 void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
-        default:
-            if (*p < 0x20)
-                fprintf(f, "\\u%04x", *p);
-            else
-                fputc(*p, f);
-        }
+    /* the one JSON escaper (cli/textbuf.c), which `lyh audit --json` uses too */
+    size_t cap = sb_json_size(s);
+    _cleanup_free_ char *buf = malloc(cap);
+    struct sb sb;
+    if (!buf || sb_init(&sb, buf, cap) < 0) {
+        fputs("\"\"", f); /* out of memory: an empty string, still valid JSON */
+        return;
     }
-    fputc('"', f);
+    sb_json(&sb, s);
+    fputs(buf, f);
 }
 
 int cli_json_only(struct cli *cli, int argc, char **argv, const char *name, void (*usage)(FILE *),
