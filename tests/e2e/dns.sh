@@ -616,6 +616,10 @@ t_check "8b: ... and A resolves again once lyhd has its port" \
 # Queries and answers are parsed by lyhd's unprivileged protocol process; the
 # parent (root) keeps the sockets, the sets and the audit log.
 echo "# 9. the protocol process"
+# --verbose: the protocol process logs too (a log line must not need a file)
+lyh_daemon_stop
+LYH_DAEMON_ARGS+=(--verbose)
+lyh_daemon_start || lyh_die "lyhd does not start (9)"
 proto_pid() { # the protocol process of the current lyhd (its child running --protocol-process)
     local p
     for p in /proc/[0-9]*; do
@@ -661,6 +665,12 @@ t_check "9: ... the session runs on, and resolves again through the new one" \
 t_check "9: ... its end is on record" \
     eval '"$LYH_LYH" --socket "$LYH_SOCK" audit query --kind guard --json 2>/dev/null | grep -q "protocol_exit"'
 t_check "9: lyhd itself still runs" lyh_alive "$LYH_DAEMON_PID"
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 ask.py junk:8.8.8.8:allowed.test udp:8.8.8.8:allowed.test)
+t_check "9: the protocol process logs under its filter (a malformed query, then an answer)" \
+    eval 'lyh_daemon_log_has "lyhd-protocol debug: session .*: malformed DNS query" &&
+          grep -q "^udp:8.8.8.8:allowed.test rcode=0 11.77.0.1" <<<"$res"'
+t_check "9: no protocol process was ever killed by its filter (SIGSYS)" \
+    eval '! grep -q "killed by signal 31" "$LYH_TMP"/lyhd.*.log'
 
 lyh_daemon_stop
 t_check "9: lyhd's stop ends its protocol process too" eval '! kill -0 "$PP2" 2>/dev/null'
