@@ -403,13 +403,13 @@ static bool routed_via_one(int family, const uint8_t *addr, void *ud) {
  * find (the same search as lyhd's: the admin's dns_resolvers routed through
  * it when the policy names any, else the system's), or that it will refuse. */
 static void check_resolver(struct doctor *dr, const struct vpn_if *v, size_t nv,
-                           const struct nftr_dest *adm, size_t nadm) {
+                           const struct dr_rule *adm, size_t nadm) {
     char detail[900] = "";
     size_t used = 0, missing = 0;
     const char *fix = NULL;
 
     for (size_t i = 0; i < nv; i++) {
-        struct nftr_dest res[DNSCFG_MAX];
+        struct dr_rule res[DNSCFG_MAX];
         struct routed_one ro = {.v = &v[i]};
         char source[80] = "", what[400], list[200] = "";
         size_t n = 0;
@@ -579,7 +579,7 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
             "VPN interfaces: %s; none would be accepted by lyh run", names);
 
     /* 3. The resolver, as a session would see it (the admin's, if any). */
-    struct nftr_dest adm[8];
+    struct dr_rule adm[8];
     size_t nadm = 0;
     if (reachable) {
         memset(req, 0, sizeof(*req));
@@ -588,7 +588,7 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
             resp->which_result == lianyaohu_v1_Response_policy_tag) {
             const lianyaohu_v1_Policy *pm = &resp->result.policy.policy;
             for (pb_size_t k = 0; k < pm->dns_resolvers_count && nadm < ARRAY_SIZE(adm); k++) {
-                struct nftr_dest *a = &adm[nadm];
+                struct dr_rule *a = &adm[nadm];
                 memset(a, 0, sizeof(*a));
                 a->family = strchr(pm->dns_resolvers[k], ':') ? AF_INET6 : AF_INET;
                 if (inet_pton(a->family, pm->dns_resolvers[k], a->addr) == 1)

@@ -176,7 +176,7 @@ void dns_fwd_on_record(struct lyhd *d, const struct pmsg_dns_record *m) {
             audit_kv(kv, sizeof(kv), "ttl", rc);
     audit_kv(kv, sizeof(kv), "via", m->via_tcp ? "tcp" : "udp");
     if (m->resolver < s->spec.n_resolvers) {
-        const struct nftr_dest *r = &s->spec.resolvers[m->resolver];
+        const struct dr_rule *r = &s->spec.resolvers[m->resolver];
         char ab[INET6_ADDRSTRLEN];
         if (inet_ntop(r->family, r->addr, ab, sizeof(ab)))
             audit_kv(kv, sizeof(kv), "resolver", ab);

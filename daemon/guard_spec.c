@@ -41,7 +41,7 @@ static void put16(struct wbuf *w, uint16_t v) {
     put(w, b, 2);
 }
 
-static int put_list(struct wbuf *w, const struct nftr_dest *d, size_t n) {
+static int put_list(struct wbuf *w, const struct dr_rule *d, size_t n) {
     if (n > GSPEC_MAX_DESTS)
         return -E2BIG;
     put8(w, (uint8_t)n);
@@ -127,7 +127,7 @@ static uint16_t get16(struct rbuf *r) {
     return (uint16_t)(b[0] << 8 | b[1]);
 }
 
-static int get_list(struct rbuf *r, struct nftr_dest *d, size_t *ret_n) {
+static int get_list(struct rbuf *r, struct dr_rule *d, size_t *ret_n) {
     size_t n = get8(r);
 
     if (n > GSPEC_MAX_DESTS)
@@ -175,7 +175,7 @@ int gspec_decode(const uint8_t *buf, size_t len, struct gspec *ret) {
         get_list(&r, g.allow, &g.n_allow) < 0)
         return -EBADMSG;
     if (version == GSPEC_VERSION_DNS) {
-        struct nftr_dest res[GSPEC_MAX_DESTS];
+        struct dr_rule res[GSPEC_MAX_DESTS];
         g.dns_port = get16(&r);
         if (g.dns_port == 0 || get_list(&r, res, &g.n_resolvers) < 0 || g.n_resolvers == 0 ||
             g.n_resolvers > GSPEC_MAX_RESOLVERS)

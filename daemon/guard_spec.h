@@ -20,16 +20,16 @@ struct gspec {
     char iface[NFTR_IFNAME_MAX];
     bool deny_default;
     bool ipv6_blocked;
-    struct nftr_dest lan[GSPEC_MAX_DESTS];
+    struct dr_rule lan[GSPEC_MAX_DESTS];
     size_t n_lan;
-    struct nftr_dest deny[GSPEC_MAX_DESTS];
+    struct dr_rule deny[GSPEC_MAX_DESTS];
     size_t n_deny;
-    struct nftr_dest allow[GSPEC_MAX_DESTS];
+    struct dr_rule allow[GSPEC_MAX_DESTS];
     size_t n_allow;
     /* DNS (version 2): the session's forwarder port (0: none) and the
      * resolvers it asks, through iface (prefix_len full, no ports) */
     uint16_t dns_port;
-    struct nftr_dest resolvers[GSPEC_MAX_RESOLVERS];
+    struct dr_rule resolvers[GSPEC_MAX_RESOLVERS];
     size_t n_resolvers;
     /* The domain allowlist (version 2; common/dns_name.h patterns, canonical):
      * n_domains NUL-terminated patterns packed in domains. With any, the

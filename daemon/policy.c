@@ -23,6 +23,7 @@
 #include "daemon/guard_spec.h"
 #include "daemon/lyhd.h"
 #include "daemon/policy.h"
+#include "daemon/dests.h"
 
 #include "common/dns_addr.h"
 #include "common/dns_name.h"
@@ -39,22 +40,6 @@ static int bad(char *why, size_t whylen, const char *fmt, ...) {
     return -EINVAL;
 }
 
-static void dest_of(const struct dr_rule *r, struct nftr_dest *d) {
-    *d = (struct nftr_dest){.family = r->family,
-                            .prefix_len = r->prefix_len,
-                            .port_min = r->port_min,
-                            .port_max = r->port_max};
-    memcpy(d->addr, r->addr, sizeof(d->addr));
-}
-
-static void rule_of(const struct nftr_dest *d, struct dr_rule *r) {
-    *r = (struct dr_rule){.family = d->family,
-                          .prefix_len = d->prefix_len,
-                          .port_min = d->port_min,
-                          .port_max = d->port_max};
-    memcpy(r->addr, d->addr, sizeof(r->addr));
-}
-
 void policy_default(struct policy *p) {
     memset(p, 0, sizeof(*p));
     /* The common VPN clients' interface names (common/vpn_names.h). */
@@ -68,9 +53,9 @@ void policy_default(struct policy *p) {
     p->permit_shared_user_firewall = true;
     /* Any LAN exception inside the blocked ranges, as before. */
     for (size_t i = 0; i < DR_BLOCKED_V4_COUNT; i++)
-        dest_of(&dr_blocked_v4[i], &p->lan_ceiling[p->n_lan_ceiling++]);
+        p->lan_ceiling[p->n_lan_ceiling++] = dr_blocked_v4[i];
     for (size_t i = 0; i < DR_BLOCKED_V6_COUNT; i++)
-        dest_of(&dr_blocked_v6[i], &p->lan_ceiling[p->n_lan_ceiling++]);
+        p->lan_ceiling[p->n_lan_ceiling++] = dr_blocked_v6[i];
     p->log_allowed_flows = true;
     p->max_sessions_per_uid = POLICY_DEFAULT_SESSIONS;
 }
@@ -114,28 +99,6 @@ static int check_pattern(const char *s, size_t i, char *why, size_t whylen) {
                        "allowed_interface_patterns[%zu]: '%.*s' may hold only [A-Za-z0-9_.-] and "
                        "one trailing '*'",
                        i, (int)POLICY_PATTERN_MAX, s);
-    }
-    return 0;
-}
-
-static int check_dests(const char *key, Lianyaohu__V1__DestRule **in, size_t n, size_t max,
-                       bool must_be_lan, struct nftr_dest *out, char *why, size_t whylen) {
-    if (n > max)
-        return bad(why, whylen, "%s: %zu entries (at most %zu)", key, n, max);
-    for (size_t i = 0; i < n; i++) {
-        struct dr_rule dr;
-        char dwhy[DR_WHY_MAX];
-        if (!in[i] || dr_from_parts(in[i]->addr.data, in[i]->addr.len, in[i]->prefix_len,
-                                    in[i]->port_min, in[i]->port_max, &dr, dwhy, sizeof(dwhy)) < 0)
-            return bad(why, whylen, "%s[%zu]: %s", key, i, in[i] ? dwhy : "missing");
-        if (must_be_lan && !dr_in_blocked_ranges(&dr)) {
-            char txt[DR_FORMAT_MAX];
-            dr_format(&dr, txt, sizeof(txt));
-            return bad(why, whylen,
-                       "%s[%zu]: %s is not inside a blocked range (LAN, CGN, link-local, ...)", key,
-                       i, txt);
-        }
-        dest_of(&dr, &out[i]);
     }
     return 0;
 }
@@ -203,12 +166,12 @@ int policy_from_msg(const Lianyaohu__V1__Policy *m, struct policy *ret, char *wh
     p->permit_non_default_route = m->permit_allow_non_default_route;
     p->permit_no_firewall = m->permit_no_firewall;
     p->permit_shared_user_firewall = m->permit_shared_user_firewall;
-    r = check_dests("lan_allow_ceiling", m->lan_allow_ceiling, m->n_lan_allow_ceiling,
+    r = dests_from_msg("lan_allow_ceiling", m->lan_allow_ceiling, m->n_lan_allow_ceiling,
                     POLICY_MAX_CEILING, true, p->lan_ceiling, why, whylen);
     if (r < 0)
         return r;
     p->n_lan_ceiling = m->n_lan_allow_ceiling;
-    r = check_dests("always_deny", m->always_deny, m->n_always_deny, POLICY_MAX_ALWAYS_DENY, false,
+    r = dests_from_msg("always_deny", m->always_deny, m->n_always_deny, POLICY_MAX_ALWAYS_DENY, false,
                     p->always_deny, why, whylen);
     if (r < 0)
         return r;
@@ -296,7 +259,7 @@ int policy_from_msg(const Lianyaohu__V1__Policy *m, struct policy *ret, char *wh
         return bad(why, whylen, "dns_resolvers: %zu entries (at most %d)", m->n_dns_resolvers,
                    POLICY_MAX_RESOLVERS);
     for (size_t i = 0; i < m->n_dns_resolvers; i++) {
-        struct nftr_dest *rd = &p->resolvers[i];
+        struct dr_rule *rd = &p->resolvers[i];
         memset(rd, 0, sizeof(*rd));
         if (dns_addr_parse(m->dns_resolvers[i], &rd->family, rd->addr, p->resolver_text[i]) < 0)
             return bad(why, whylen,
@@ -331,7 +294,7 @@ int policy_from_msg(const Lianyaohu__V1__Policy *m, struct policy *ret, char *wh
 
 /* ---- the message form ------------------------------------------------------------- */
 
-static void msg_dest(const struct nftr_dest *d, Lianyaohu__V1__DestRule *out) {
+static void msg_dest(const struct dr_rule *d, Lianyaohu__V1__DestRule *out) {
     lianyaohu__v1__dest_rule__init(out);
     out->addr.data = (uint8_t *)d->addr;
     out->addr.len = d->family == AF_INET ? 4 : 16;
@@ -466,7 +429,7 @@ static bool bits_equal(const uint8_t *a, const uint8_t *b, unsigned bits) {
     return (a[full] & mask) == (b[full] & mask);
 }
 
-bool policy_dest_overlap(const struct nftr_dest *a, const struct nftr_dest *b) {
+bool policy_dest_overlap(const struct dr_rule *a, const struct dr_rule *b) {
     if (a->family != b->family)
         return false;
     unsigned bits = a->prefix_len < b->prefix_len ? a->prefix_len : b->prefix_len;
@@ -478,32 +441,27 @@ bool policy_dest_overlap(const struct nftr_dest *a, const struct nftr_dest *b) {
     return a->port_min <= b->port_max && b->port_min <= a->port_max;
 }
 
-bool policy_lan_ok(const struct policy *p, const struct nftr_dest *d, char *why, size_t whylen) {
-    struct dr_rule inner, outer;
+bool policy_lan_ok(const struct policy *p, const struct dr_rule *d, char *why, size_t whylen) {
     char txt[DR_FORMAT_MAX];
     bool inside = false;
 
-    rule_of(d, &inner);
-    dr_format(&inner, txt, sizeof(txt));
+    dr_format(d, txt, sizeof(txt));
     for (size_t i = 0; i < p->n_always_deny; i++)
         if (policy_dest_overlap(d, &p->always_deny[i])) {
             char dt[DR_FORMAT_MAX];
-            rule_of(&p->always_deny[i], &outer);
-            dr_format(&outer, dt, sizeof(dt));
+            dr_format(&p->always_deny[i], dt, sizeof(dt));
             snprintf(why, whylen, "policy: LAN exception %s overlaps always_deny %s", txt, dt);
             return false;
         }
-    for (size_t i = 0; i < p->n_lan_ceiling && !inside; i++) {
-        rule_of(&p->lan_ceiling[i], &outer);
-        inside = dr_contains(&outer, &inner);
-    }
+    for (size_t i = 0; i < p->n_lan_ceiling && !inside; i++)
+        inside = dr_contains(&p->lan_ceiling[i], d);
     if (!inside)
         snprintf(why, whylen, "policy: LAN exception %s is not inside lan_allow_ceiling (%zu %s)",
                  txt, p->n_lan_ceiling, p->n_lan_ceiling == 1 ? "entry" : "entries");
     return inside;
 }
 
-static bool dest_eq(const struct nftr_dest *a, const struct nftr_dest *b) {
+static bool dest_eq(const struct dr_rule *a, const struct dr_rule *b) {
     return a->family == b->family && a->prefix_len == b->prefix_len &&
            a->port_min == b->port_min && a->port_max == b->port_max &&
            memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;

@@ -59,9 +59,9 @@ struct policy {
     bool permit_non_default_route;
     bool permit_no_firewall;
     bool permit_shared_user_firewall;
-    struct nftr_dest lan_ceiling[POLICY_MAX_CEILING];
+    struct dr_rule lan_ceiling[POLICY_MAX_CEILING];
     size_t n_lan_ceiling;
-    struct nftr_dest always_deny[POLICY_MAX_ALWAYS_DENY];
+    struct dr_rule always_deny[POLICY_MAX_ALWAYS_DENY];
     size_t n_always_deny;
     char env_block[POLICY_MAX_ENV][POLICY_ENV_NAME_MAX + 1];
     size_t n_env_block;
@@ -76,7 +76,7 @@ struct policy {
     size_t n_domain_ceiling;
     char deny_domains[POLICY_MAX_DOMAINS][POLICY_DOMAIN_MAX + 1];   /* canonical */
     size_t n_deny_domains;
-    struct nftr_dest resolvers[POLICY_MAX_RESOLVERS]; /* empty: the system's or the user's */
+    struct dr_rule resolvers[POLICY_MAX_RESOLVERS]; /* empty: the system's or the user's */
     char resolver_text[POLICY_MAX_RESOLVERS][DNS_ADDR_TEXT_MAX]; /* canonical */
     size_t n_resolvers;
     bool log_allowed_flows;
@@ -126,9 +126,9 @@ unsigned policy_min_landlock_abi(const struct policy *p);
 void policy_patterns_text(const struct policy *p, char *buf, size_t len);
 /* Is the LAN exception d allowed: inside one lan_allow_ceiling entry and
  * overlapping no always_deny entry? why says which key refuses it. */
-bool policy_lan_ok(const struct policy *p, const struct nftr_dest *d, char *why, size_t whylen);
+bool policy_lan_ok(const struct policy *p, const struct dr_rule *d, char *why, size_t whylen);
 /* Do two destinations share any (address, port)? */
-bool policy_dest_overlap(const struct nftr_dest *a, const struct nftr_dest *b);
+bool policy_dest_overlap(const struct dr_rule *a, const struct dr_rule *b);
 
 /* Narrow a running session's spec to p: LAN exceptions outside the ceiling
  * or overlapping always_deny are dropped, always_deny joins the deny rules.

@@ -8,6 +8,7 @@
 
 #include "common/dest_rule.h"
 #include "daemon/guard.h"
+#include "daemon/dests.h"
 #include "daemon/lyhd.h"
 #include "daemon/policy.h"
 #include "daemon/rpc.h"
@@ -23,31 +24,10 @@ void rpc_install(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     int k;
 
     memset(&spec, 0, sizeof(spec));
-    if (in->n_lan_allow > GSPEC_MAX_DESTS) {
-        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "too many LAN exceptions (at most %u)",
-                 GSPEC_MAX_DESTS);
+    if (dests_from_msg("LAN exception", in->lan_allow, in->n_lan_allow, GSPEC_MAX_DESTS, true,
+                       spec.lan, why, sizeof(why)) < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "%s", why);
         return;
-    }
-    for (size_t i = 0; i < in->n_lan_allow; i++) {
-        struct dr_rule dr;
-        char dwhy[DR_WHY_MAX];
-        const Lianyaohu__V1__DestRule *r = in->lan_allow[i];
-        if (dr_from_parts(r->addr.data, r->addr.len, r->prefix_len, r->port_min, r->port_max, &dr,
-                          dwhy, sizeof(dwhy)) < 0) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "LAN exception %zu: %s", i + 1,
-                     dwhy);
-            return;
-        }
-        if (!dr_in_blocked_ranges(&dr)) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                     "LAN exception %zu is not inside a blocked range", i + 1);
-            return;
-        }
-        spec.lan[i] = (struct nftr_dest){.family = dr.family,
-                                         .prefix_len = dr.prefix_len,
-                                         .port_min = dr.port_min,
-                                         .port_max = dr.port_max};
-        memcpy(spec.lan[i].addr, dr.addr, sizeof(spec.lan[i].addr));
     }
     spec.n_lan = in->n_lan_allow;
     /* The admin policy's ceiling: refused naming the key, never narrowed. */

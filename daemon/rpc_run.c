@@ -38,6 +38,7 @@
 #include "daemon/closer.h"
 #include "daemon/dns_fwd.h"
 #include "daemon/guard.h"
+#include "daemon/dests.h"
 #include "daemon/log.h"
 #include "common/home_entry.h"
 #include "daemon/policy.h"
@@ -177,30 +178,10 @@ static int check_argv(struct rpc_call *call, const Lianyaohu__V1__RunRequest *r)
 }
 
 static int check_dests(struct rpc_call *call, const char *what, Lianyaohu__V1__DestRule **in,
-                       size_t n, bool must_be_lan, struct nftr_dest *out, size_t *ret_n) {
-    if (n > GSPEC_MAX_DESTS)
-        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "too many %s rules (%zu; at most %u)",
-                    what, n, GSPEC_MAX_DESTS);
-    for (size_t i = 0; i < n; i++) {
-        struct dr_rule dr;
-        char why[DR_WHY_MAX], txt[DR_FORMAT_MAX];
-        if (dr_from_parts(in[i]->addr.data, in[i]->addr.len, in[i]->prefix_len, in[i]->port_min,
-                          in[i]->port_max, &dr, why, sizeof(why)) < 0)
-            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "%s rule %zu: %s", what, i + 1,
-                        why);
-        if (must_be_lan && !dr_in_blocked_ranges(&dr)) {
-            dr_format(&dr, txt, sizeof(txt));
-            return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                        "LAN exception %s is not inside a blocked range (LAN, CGN, link-local, "
-                        "...); it is reachable through the VPN already or not at all",
-                        txt);
-        }
-        out[i] = (struct nftr_dest){.family = dr.family,
-                                    .prefix_len = dr.prefix_len,
-                                    .port_min = dr.port_min,
-                                    .port_max = dr.port_max};
-        memcpy(out[i].addr, dr.addr, sizeof(out[i].addr));
-    }
+                       size_t n, bool must_be_lan, struct dr_rule *out, size_t *ret_n) {
+    char why[400];
+    if (dests_from_msg(what, in, n, GSPEC_MAX_DESTS, must_be_lan, out, why, sizeof(why)) < 0)
+        return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "%s", why);
     *ret_n = n;
     return 0;
 }
@@ -1026,7 +1007,7 @@ static int pick_resolvers(struct lyhd *d, struct rpc_call *call, const Lianyaohu
         return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
                     "too many resolvers (%zu; at most %d)", r->n_dns, GSPEC_MAX_RESOLVERS);
     for (size_t i = 0; i < r->n_dns; i++) {
-        struct nftr_dest *d0 = &g->resolvers[g->n_resolvers];
+        struct dr_rule *d0 = &g->resolvers[g->n_resolvers];
         memset(d0, 0, sizeof(*d0));
         if (dns_addr_parse(r->dns[i], &d0->family, d0->addr, NULL) < 0)
             return fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,

@@ -14,8 +14,8 @@
 #include "common/dns_addr.h"
 #include "common/macros.h"
 
-int dnscfg_parse_addr(const char *text, struct nftr_dest *ret) {
-    struct nftr_dest d = {.family = AF_INET};
+int dnscfg_parse_addr(const char *text, struct dr_rule *ret) {
+    struct dr_rule d = {.family = AF_INET};
     if (dns_addr_parse(text, &d.family, d.addr, NULL) < 0)
         return -EINVAL;
     d.prefix_len = d.family == AF_INET ? 32 : 128;
@@ -23,7 +23,7 @@ int dnscfg_parse_addr(const char *text, struct nftr_dest *ret) {
     return 0;
 }
 
-static size_t add_unique(struct nftr_dest *out, size_t n, size_t max, const struct nftr_dest *d) {
+static size_t add_unique(struct dr_rule *out, size_t n, size_t max, const struct dr_rule *d) {
     if (n >= max)
         return n;
     for (size_t i = 0; i < n; i++)
@@ -50,20 +50,20 @@ static bool next_line(const char **text, char *line, size_t size) {
     return true;
 }
 
-size_t dnscfg_parse_resolv_conf(const char *text, struct nftr_dest *out, size_t max) {
+size_t dnscfg_parse_resolv_conf(const char *text, struct dr_rule *out, size_t max) {
     char line[256];
     size_t n = 0;
     while (next_line(&text, line, sizeof(line))) {
         char *save = NULL, *key = strtok_r(line, " \t\r", &save);
         char *val = key ? strtok_r(NULL, " \t\r", &save) : NULL;
-        struct nftr_dest d;
+        struct dr_rule d;
         if (key && val && strcmp(key, "nameserver") == 0 && dnscfg_parse_addr(val, &d) == 0)
             n = add_unique(out, n, max, &d);
     }
     return n;
 }
 
-size_t dnscfg_parse_resolved_link(const char *text, struct nftr_dest *out, size_t max) {
+size_t dnscfg_parse_resolved_link(const char *text, struct dr_rule *out, size_t max) {
     char line[1024];
     size_t n = 0;
     while (next_line(&text, line, sizeof(line))) {
@@ -90,7 +90,7 @@ size_t dnscfg_parse_resolved_link(const char *text, struct nftr_dest *out, size_
                     continue;
                 *c = '\0';
             }
-            struct nftr_dest d;
+            struct dr_rule d;
             if (dnscfg_parse_addr(tok, &d) == 0)
                 n = add_unique(out, n, max, &d);
         }
@@ -120,7 +120,7 @@ static bool record_for(const char *name, const char *iface) {
            (strncmp(name, "tun.", 4) == 0 && strcmp(name + 4, iface) == 0);
 }
 
-static size_t from_resolvconf(const char *dir, const char *iface, struct nftr_dest *out,
+static size_t from_resolvconf(const char *dir, const char *iface, struct dr_rule *out,
                               size_t max) {
     DIR *dp = opendir(dir);
     size_t n = 0;
@@ -131,7 +131,7 @@ static size_t from_resolvconf(const char *dir, const char *iface, struct nftr_de
         if (e->d_name[0] == '.' || !record_for(e->d_name, iface) ||
             read_small(dirfd(dp), e->d_name, false, buf, sizeof(buf)) < 0)
             continue;
-        struct nftr_dest tmp[DNSCFG_MAX];
+        struct dr_rule tmp[DNSCFG_MAX];
         size_t k = dnscfg_parse_resolv_conf(buf, tmp, DNSCFG_MAX);
         for (size_t i = 0; i < k; i++)
             n = add_unique(out, n, max, &tmp[i]);
@@ -142,11 +142,11 @@ static size_t from_resolvconf(const char *dir, const char *iface, struct nftr_de
 
 /* resolv.conf-form files, nameservers routed through the interface. */
 static size_t routed_from(const char *path, bool follow, dnscfg_routed_fn routed, void *ud,
-                          struct nftr_dest out[static DNSCFG_MAX]) {
+                          struct dr_rule out[static DNSCFG_MAX]) {
     char buf[16384];
     size_t n = 0;
     if (read_small(AT_FDCWD, path, follow, buf, sizeof(buf)) == 0) {
-        struct nftr_dest all[DNSCFG_MAX];
+        struct dr_rule all[DNSCFG_MAX];
         size_t k = dnscfg_parse_resolv_conf(buf, all, DNSCFG_MAX);
         for (size_t i = 0; i < k; i++)
             if (routed(all[i].family, all[i].addr, ud))
@@ -156,7 +156,7 @@ static size_t routed_from(const char *path, bool follow, dnscfg_routed_fn routed
 }
 
 int dnscfg_system_at(const char *root, const char *iface, int ifindex, const char *resolv_conf,
-                     dnscfg_routed_fn routed, void *ud, struct nftr_dest out[static DNSCFG_MAX],
+                     dnscfg_routed_fn routed, void *ud, struct dr_rule out[static DNSCFG_MAX],
                      size_t *ret_n, char *source, size_t sourcelen) {
     char buf[16384], path[4096];
     size_t n = 0;
@@ -195,7 +195,7 @@ int dnscfg_system_at(const char *root, const char *iface, int ifindex, const cha
 }
 
 int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, dnscfg_routed_fn routed,
-                  void *ud, struct nftr_dest out[static DNSCFG_MAX], size_t *ret_n, char *source,
+                  void *ud, struct dr_rule out[static DNSCFG_MAX], size_t *ret_n, char *source,
                   size_t sourcelen) {
     return dnscfg_system_at("", iface, ifindex, resolv_conf, routed, ud, out, ret_n, source,
                             sourcelen);

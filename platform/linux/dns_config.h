@@ -38,29 +38,29 @@ typedef bool (*dnscfg_routed_fn)(int family, const uint8_t *addr, void *ud);
  * scope), not unspecified, loopback, multicast or link-local (lyhd sends
  * from a socket bound to the VPN interface: a loopback or link-scoped
  * resolver cannot be reached so). -EINVAL otherwise. */
-int dnscfg_parse_addr(const char *text, struct nftr_dest *ret);
+int dnscfg_parse_addr(const char *text, struct dr_rule *ret);
 
 /* The resolvers of a resolv.conf ("nameserver ADDR" lines; comments and
  * other lines skipped, addresses dnscfg_parse_addr refuses skipped), at most
  * max. Also used for resolvconf's interface records, which have the same
  * form. */
-size_t dnscfg_parse_resolv_conf(const char *text, struct nftr_dest *out, size_t max);
+size_t dnscfg_parse_resolv_conf(const char *text, struct dr_rule *out, size_t max);
 
 /* The servers of a systemd-resolved link state file ("SERVERS=a b" or
  * "DNS=a b"; an entry may carry "%ifindex", "#name" or be "[addr]:port":
  * taken without those, and only at port 53). */
-size_t dnscfg_parse_resolved_link(const char *text, struct nftr_dest *out, size_t max);
+size_t dnscfg_parse_resolved_link(const char *text, struct dr_rule *out, size_t max);
 
 /* Find the system's resolvers for iface (see above). resolv_conf: path of
  * resolv.conf. *ret_n = 0 when none is known; source says where they came
  * from ("systemd-resolved", "resolvconf", "/etc/resolv.conf"). */
 int dnscfg_system(const char *iface, int ifindex, const char *resolv_conf, dnscfg_routed_fn routed,
-                  void *ud, struct nftr_dest out[static DNSCFG_MAX], size_t *ret_n, char *source,
+                  void *ud, struct dr_rule out[static DNSCFG_MAX], size_t *ret_n, char *source,
                   size_t sourcelen);
 /* The same with the /run paths under root ("" for the real ones; tests give
  * a directory of their own). resolv_conf is taken as given. */
 int dnscfg_system_at(const char *root, const char *iface, int ifindex, const char *resolv_conf,
-                     dnscfg_routed_fn routed, void *ud, struct nftr_dest out[static DNSCFG_MAX],
+                     dnscfg_routed_fn routed, void *ud, struct dr_rule out[static DNSCFG_MAX],
                      size_t *ret_n, char *source, size_t sourcelen);
 
 #endif

@@ -96,7 +96,7 @@ static size_t family_len(int family) {
     return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
 }
 
-static bool dest_valid(const struct nftr_dest *d) {
+static bool dest_valid(const struct dr_rule *d) {
     size_t alen = family_len(d->family);
     if (alen == 0 || d->prefix_len > alen * 8)
         return false;
@@ -109,7 +109,7 @@ static bool dest_valid(const struct nftr_dest *d) {
     return d->port_min >= 1 && d->port_min <= d->port_max;
 }
 
-static bool dests_valid(const struct nftr_dest *v, size_t n) {
+static bool dests_valid(const struct dr_rule *v, size_t n) {
     if (n > NFTR_DESTS_MAX || (n > 0 && !v))
         return false;
     for (size_t i = 0; i < n; i++)
@@ -195,8 +195,8 @@ static void m_nfproto(struct matches *ms, int family) {
 }
 
 /* The loopback addresses a session may send to through lo. */
-static const struct nftr_dest lo4 = {.family = AF_INET, .addr = {127}, .prefix_len = 8};
-static const struct nftr_dest lo6 = {.family = AF_INET6, .addr = {[15] = 1}, .prefix_len = 128};
+static const struct dr_rule lo4 = {.family = AF_INET, .addr = {127}, .prefix_len = 8};
+static const struct dr_rule lo6 = {.family = AF_INET6, .addr = {[15] = 1}, .prefix_len = 128};
 
 static void m_l4proto(struct matches *ms, uint8_t proto) {
     mpush(ms, NFTR_M_L4PROTO)->l4proto = proto;
@@ -208,7 +208,7 @@ static void m_set(struct matches *ms, int family, const char *set) {
     snprintf(m->name, sizeof(m->name), "%s", set);
 }
 
-static void m_daddr(struct matches *ms, const struct nftr_dest *d) {
+static void m_daddr(struct matches *ms, const struct dr_rule *d) {
     if (d->prefix_len == 0) {
         m_nfproto(ms, d->family);
         return;
@@ -313,7 +313,7 @@ static void emit_reject(struct rules *rs, const struct logctx *lc, const struct 
 
 /* An accept for one destination, optionally behind an oifname match. */
 static void emit_dest_accept(struct rules *rs, const struct logctx *lc, const char *oif,
-                             const struct nftr_dest *d) {
+                             const struct dr_rule *d) {
     static const uint8_t protos[] = { IPPROTO_TCP, IPPROTO_UDP };
     bool ports = d->port_min != 0;
     for (size_t i = 0; i < (ports ? ARRAY_SIZE(protos) : 1); i++) {
@@ -327,7 +327,7 @@ static void emit_dest_accept(struct rules *rs, const struct logctx *lc, const ch
     }
 }
 
-static void emit_dest_reject(struct rules *rs, const struct logctx *lc, const struct nftr_dest *d) {
+static void emit_dest_reject(struct rules *rs, const struct logctx *lc, const struct dr_rule *d) {
     struct matches ms = { .n = 0 };
     m_daddr(&ms, d);
     if (d->port_min == 0) {
@@ -361,7 +361,7 @@ uint32_t nftr_served_mark(uint32_t slot) {
 
 /* Is d a loopback destination (inside 127.0.0.0/8, or ::1)? A LAN exception
  * that is one is a listed host port. */
-static bool dest_loopback(const struct nftr_dest *d) {
+static bool dest_loopback(const struct dr_rule *d) {
     static const uint8_t one[16] = {[15] = 1};
     if (d->family == AF_INET)
         return d->prefix_len >= 8 && d->addr[0] == 127;
@@ -370,7 +370,7 @@ static bool dest_loopback(const struct nftr_dest *d) {
 
 /* An accept for a destination in chain input's terms (the flow's original
  * direction, no interface), per protocol when it has ports. */
-static void lo_dest_accept(struct rules *rs, const struct nftr_dest *d) {
+static void lo_dest_accept(struct rules *rs, const struct dr_rule *d) {
     static const uint8_t protos[] = {IPPROTO_TCP, IPPROTO_UDP};
     bool ports = d->port_min != 0;
     for (size_t i = 0; i < (ports ? ARRAY_SIZE(protos) : 1); i++) {
@@ -401,9 +401,9 @@ static void lo_dest_accept(struct rules *rs, const struct nftr_dest *d) {
  * request or TIME-WAIT sock, which has no cgroup. */
 static void render_lo_chain(const struct nftr_input *in, const struct logctx *lc,
                             struct rules *rs) {
-    static const struct nftr_dest dns4 = {.family = AF_INET, .addr = {127}, .prefix_len = 8,
+    static const struct dr_rule dns4 = {.family = AF_INET, .addr = {127}, .prefix_len = 8,
                                           .port_min = 53, .port_max = 53};
-    static const struct nftr_dest dns6 = {.family = AF_INET6, .addr = {[15] = 1},
+    static const struct dr_rule dns6 = {.family = AF_INET6, .addr = {[15] = 1},
                                           .prefix_len = 128, .port_min = 53, .port_max = 53};
     struct matches ms = {.n = 0};
     struct nftr_rule *r;
@@ -524,7 +524,7 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
      * a session never reaches another session's forwarder. Not logged: the
      * forwarder records each query itself. */
     if (in->dns_port) {
-        static const struct nftr_dest fwd[] = {
+        static const struct dr_rule fwd[] = {
             {.family = AF_INET, .addr = {127, 0, 0, 1}, .prefix_len = 32},
             {.family = AF_INET6, .addr = {[15] = 1}, .prefix_len = 128},
         };
@@ -556,7 +556,7 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     }
     /* (1) loopback. The shared-user scope covers a user's own unsandboxed
      * programs: loopback addresses, any port. */
-    const struct nftr_dest *los[] = {&lo4, &lo6};
+    const struct dr_rule *los[] = {&lo4, &lo6};
     bool sandboxed = in->scope != NFTR_SCOPE_SHARED_USER;
     uint32_t mark = in->lo_slot ? nftr_lo_mark(in->lo_slot) : 0;
     for (size_t i = 0; !sandboxed && i < ARRAY_SIZE(los); i++)
@@ -620,7 +620,7 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
             emit_accept(&rs, &lc, &ms);
             if (in->dns_port)
                 continue;
-            struct nftr_dest dns = *los[i];
+            struct dr_rule dns = *los[i];
             dns.port_min = dns.port_max = 53;
             emit_dest_accept(&rs, &lc, "lo", &dns);
         }
@@ -633,7 +633,7 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
      * the machine's own services (a listed host port is a loopback LAN
      * exception, handled above or in chain lo-<id>) */
     for (size_t i = 0; i < p->n_lan_exceptions; i++) {
-        const struct nftr_dest *d = &p->lan_exceptions[i];
+        const struct dr_rule *d = &p->lan_exceptions[i];
         if (dest_loopback(d))
             continue;
         if (!sandboxed) {
@@ -821,7 +821,7 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         r->verdict = NFTR_V_DROP;
     }
     m_oif(&ms, "lo");
-    const struct nftr_dest *los[] = {&lo4, &lo6};
+    const struct dr_rule *los[] = {&lo4, &lo6};
     for (size_t i = 0; i < ARRAY_SIZE(los); i++) {
         struct matches sa = ms;
         m_daddr(&sa, los[i]);

@@ -40,6 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/dest_rule.h"
+
 #define NFTR_TABLE         "lianyaohu"
 #define NFTR_CHAIN_OUTPUT  "output"
 #define NFTR_CHAIN_GUARDED "guarded"
@@ -103,25 +105,18 @@ enum nftr_scope {
     NFTR_SCOPE_SHARED_USER, /* chain LYH-U-<uid>, reached from output by meta skuid alone */
 };
 
-/* One policy destination. addr is in network byte order (AF_INET uses addr[0..3]);
- * bits beyond prefix_len must be zero. Ports are host order: port_min == port_max
- * == 0 means every port and every protocol; otherwise 1 <= port_min <= port_max and
- * the rule covers tcp and udp on those ports. */
-struct nftr_dest {
-    int family; /* AF_INET or AF_INET6 */
-    uint8_t addr[16];
-    uint8_t prefix_len; /* 0..32 or 0..128 */
-    uint16_t port_min;
-    uint16_t port_max;
-};
+/* A policy destination is a struct dr_rule (common/dest_rule.h): addr in
+ * network byte order, host bits zero; port_min == port_max == 0 means every
+ * port and every protocol, otherwise the rule covers tcp and udp on those
+ * ports. */
 
 struct nftr_policy {
-    const struct nftr_dest *lan_exceptions; /* accepted before the LAN sets reject */
+    const struct dr_rule *lan_exceptions; /* accepted before the LAN sets reject */
     size_t n_lan_exceptions;
-    const struct nftr_dest *deny; /* rejected after the LAN sets */
+    const struct dr_rule *deny; /* rejected after the LAN sets */
     size_t n_deny;
     bool deny_default;            /* on the VPN accept only `allow` */
-    const struct nftr_dest *allow;
+    const struct dr_rule *allow;
     size_t n_allow;
     bool ipv6_blocked;            /* reject IPv6 before the VPN accept */
 };

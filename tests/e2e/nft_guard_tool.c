@@ -83,7 +83,7 @@ static int parse_u32(const char *s, uint32_t *ret) {
 }
 
 /* ADDR/PREFIX[,PORT[-PORT]] */
-static int parse_dest(const char *arg, struct nftr_dest *d) {
+static int parse_dest(const char *arg, struct dr_rule *d) {
     char buf[128];
     if (strlen(arg) >= sizeof(buf))
         return -EINVAL;
@@ -119,7 +119,7 @@ static int parse_dest(const char *arg, struct nftr_dest *d) {
 }
 
 struct policy_args {
-    struct nftr_dest lan[MAX_DESTS], deny[MAX_DESTS], allow[MAX_DESTS];
+    struct dr_rule lan[MAX_DESTS], deny[MAX_DESTS], allow[MAX_DESTS];
     size_t nlan, ndeny, nallow;
     bool deny_default, block6;
     bool log_set;
@@ -131,7 +131,7 @@ struct policy_args {
 static int parse_policy(int argc, char **argv, struct policy_args *p) {
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        struct nftr_dest *v = NULL;
+        struct dr_rule *v = NULL;
         size_t *nv = NULL;
         if (strcmp(a, "--deny-default") == 0) {
             p->deny_default = true;

@@ -86,7 +86,7 @@ out=$(pc_root set '{"allowed_interface_patterns":["tu*n"]}')
 t_eq "2: a bad pattern is INVALID_ARGUMENT" "$(field "$out" 1)" "INVALID_ARGUMENT"
 t_check "2: ... naming allowed_interface_patterns" grep -q 'allowed_interface_patterns\[0\]' <<<"$out"
 out=$(pc_root set '{"allowed_interface_patterns":["tun*"],"always_deny":["192.168.77.1/24"]}')
-t_check "2: host bits set: INVALID_ARGUMENT naming always_deny" grep -q '^INVALID_ARGUMENT 0 policy: always_deny\[0\]' <<<"$out"
+t_check "2: host bits set: INVALID_ARGUMENT naming always_deny" grep -q '^INVALID_ARGUMENT 0 policy: always_deny rule 1' <<<"$out"
 out=$(pc_root set '{"allowed_interface_patterns":["tun*"],"writable_prefixes":["/proc/x"]}')
 t_check "2: writable prefix under /proc refused naming writable_prefixes" grep -q '^INVALID_ARGUMENT 0 policy: writable_prefixes\[0\]' <<<"$out"
 out=$(pc_root get)

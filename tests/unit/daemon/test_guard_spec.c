@@ -19,14 +19,14 @@ static struct gspec sample(void) {
     memset(&g, 0, sizeof(g));
     strcpy(g.iface, "tun0");
     g.ipv6_blocked = true;
-    g.lan[0] = (struct nftr_dest){.family = AF_INET, .addr = {192, 168, 1}, .prefix_len = 24};
+    g.lan[0] = (struct dr_rule){.family = AF_INET, .addr = {192, 168, 1}, .prefix_len = 24};
     g.n_lan = 1;
     return g;
 }
 
 /* Field by field: padding bytes are not part of the value (a struct copy
  * need not keep them). */
-static void dests_equal(const struct nftr_dest *a, const struct nftr_dest *b, size_t n) {
+static void dests_equal(const struct dr_rule *a, const struct dr_rule *b, size_t n) {
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(a[i].family, b[i].family);
         assert_memory_equal(a[i].addr, b[i].addr, 16);
@@ -71,8 +71,8 @@ static void test_v2_round_trip(void **state) {
     uint8_t buf[4096];
     size_t n;
     g.dns_port = 40053;
-    g.resolvers[0] = (struct nftr_dest){.family = AF_INET, .addr = {10, 8, 0, 1}, .prefix_len = 32};
-    g.resolvers[1] = (struct nftr_dest){.family = AF_INET6, .addr = {0x20, 0x01, 0x0d, 0xb8, [15] = 0x53},
+    g.resolvers[0] = (struct dr_rule){.family = AF_INET, .addr = {10, 8, 0, 1}, .prefix_len = 32};
+    g.resolvers[1] = (struct dr_rule){.family = AF_INET6, .addr = {0x20, 0x01, 0x0d, 0xb8, [15] = 0x53},
                                         .prefix_len = 128};
     g.n_resolvers = 2;
     assert_int_equal(gspec_encode(&g, buf, sizeof(buf), &n), 0);
@@ -108,7 +108,7 @@ static void test_v2_domains(void **state) {
     uint8_t buf[4096];
     size_t n;
     g.dns_port = 53053;
-    g.resolvers[0] = (struct nftr_dest){.family = AF_INET, .addr = {10, 8, 0, 1}, .prefix_len = 32};
+    g.resolvers[0] = (struct dr_rule){.family = AF_INET, .addr = {10, 8, 0, 1}, .prefix_len = 32};
     g.n_resolvers = 1;
     assert_int_equal(gspec_add_domain(&g, "api.anthropic.com"), 0);
     assert_int_equal(gspec_add_domain(&g, "*.npmjs.org"), 0);
@@ -142,7 +142,7 @@ static void test_v2_port_zero(void **state) {
     uint8_t buf[4096];
     size_t n;
     g.dns_port = 1;
-    g.resolvers[0] = (struct nftr_dest){.family = AF_INET, .addr = {10, 8, 0, 1}, .prefix_len = 32};
+    g.resolvers[0] = (struct dr_rule){.family = AF_INET, .addr = {10, 8, 0, 1}, .prefix_len = 32};
     g.n_resolvers = 1;
     assert_int_equal(gspec_encode(&g, buf, sizeof(buf), &n), 0);
     size_t at = n - (1 + 2 + (1 + 1 + 2 + 2 + 4) + 1); /* the port, before the list */

@@ -67,7 +67,7 @@ static int setup(void **state) {
     strcpy(s->row.id, SID);
     strcpy(s->spec.iface, "tun0");
     s->spec.n_resolvers = 1;
-    s->spec.resolvers[0] = (struct nftr_dest){.family = AF_INET, .addr = {10, 77, 0, 2},
+    s->spec.resolvers[0] = (struct dr_rule){.family = AF_INET, .addr = {10, 77, 0, 2},
                                               .prefix_len = 32};
     assert_int_equal(gspec_add_domain(&s->spec, "allowed.test"), 0);
     TAILQ_INSERT_TAIL(&d.sessions, s, link);

@@ -22,7 +22,7 @@
 #include "common/macros.h"
 #include "platform/linux/dns_config.h"
 
-static void has(const struct nftr_dest *d, const char *text) {
+static void has(const struct dr_rule *d, const char *text) {
     char buf[INET6_ADDRSTRLEN];
     assert_non_null(inet_ntop(d->family, d->addr, buf, sizeof(buf)));
     assert_string_equal(buf, text);
@@ -54,7 +54,7 @@ static void test_addr(void **state) {
 
 static void test_resolv_conf(void **state) {
     (void)state;
-    struct nftr_dest out[DNSCFG_MAX];
+    struct dr_rule out[DNSCFG_MAX];
     const char *text = "# generated\n"
                        "search example.org\n"
                        "nameserver 127.0.0.53\n" /* a stub: never */
@@ -85,7 +85,7 @@ static void test_resolv_conf(void **state) {
 
 static void test_resolved_link(void **state) {
     (void)state;
-    struct nftr_dest out[DNSCFG_MAX];
+    struct dr_rule out[DNSCFG_MAX];
     const char *text = "# This is private data. Do not parse.\n"
                        "ADMIN_STATE=configured\n"
                        "SERVERS=10.8.0.1 10.8.0.2%3#vpn.example [2001:db8::53]:53 10.8.0.9:5353 "
@@ -139,7 +139,7 @@ static bool routed_vpn(int family, const uint8_t *addr, void *ud) {
 }
 
 static void sys(size_t want_n, const char *want_source, const char *first) {
-    struct nftr_dest out[DNSCFG_MAX];
+    struct dr_rule out[DNSCFG_MAX];
     size_t n = 99;
     char source[80] = "", rc[256];
     snprintf(rc, sizeof(rc), "%s/etc/resolv.conf", root);

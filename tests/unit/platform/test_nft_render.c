@@ -31,14 +31,14 @@ static void check_golden(const char *name, const char *text) {
     golden_check(LYH_NFT_GOLDEN_DIR, name, "nft", text);
 }
 
-static struct nftr_dest v4(const char *a, uint8_t len, uint16_t lo, uint16_t hi) {
-    struct nftr_dest d = { .family = AF_INET, .prefix_len = len, .port_min = lo, .port_max = hi };
+static struct dr_rule v4(const char *a, uint8_t len, uint16_t lo, uint16_t hi) {
+    struct dr_rule d = { .family = AF_INET, .prefix_len = len, .port_min = lo, .port_max = hi };
     assert_int_equal(inet_pton(AF_INET, a, d.addr), 1);
     return d;
 }
 
-static struct nftr_dest v6(const char *a, uint8_t len, uint16_t lo, uint16_t hi) {
-    struct nftr_dest d = { .family = AF_INET6, .prefix_len = len, .port_min = lo, .port_max = hi };
+static struct dr_rule v6(const char *a, uint8_t len, uint16_t lo, uint16_t hi) {
+    struct dr_rule d = { .family = AF_INET6, .prefix_len = len, .port_min = lo, .port_max = hi };
     assert_int_equal(inet_pton(AF_INET6, a, d.addr), 1);
     return d;
 }
@@ -159,7 +159,7 @@ static void test_session_default(void **state) {
 }
 
 static void test_session_lan_exceptions(void **state) {
-    struct nftr_dest lan[] = {
+    struct dr_rule lan[] = {
         v4("192.168.1.10", 32, 0, 0),     /* a printer, every port */
         v4("10.20.0.0", 16, 8000, 8080),  /* a dev subnet, port range */
         v6("fd12:3456::", 32, 22, 22),    /* ULA, one port */
@@ -171,12 +171,12 @@ static void test_session_lan_exceptions(void **state) {
 }
 
 static void test_session_deny_default(void **state) {
-    struct nftr_dest allow[] = {
+    struct dr_rule allow[] = {
         v4("140.82.112.0", 20, 443, 443),
         v4("151.101.0.0", 16, 0, 0),
         v6("2606:50c0::", 32, 80, 443),
     };
-    struct nftr_dest deny[] = {
+    struct dr_rule deny[] = {
         v4("140.82.112.4", 32, 22, 22),
         v4("0.0.0.0", 0, 25, 25), /* no SMTP anywhere */
     };
@@ -450,7 +450,7 @@ static void test_invalid(void **state) {
     in.uid = UINT32_MAX;
     expect_einval(&in);
 
-    struct nftr_dest bad[] = {
+    struct dr_rule bad[] = {
         v4("10.1.2.3", 8, 0, 0),   /* host bits */
         v4("10.0.0.0", 33, 0, 0),  /* prefix too long */
         v4("10.0.0.0", 8, 0, 80),  /* port_max without port_min */
@@ -463,7 +463,7 @@ static void test_invalid(void **state) {
         in.policy.n_deny = 1;
         expect_einval(&in);
     }
-    struct nftr_dest fam = v4("10.0.0.0", 8, 0, 0);
+    struct dr_rule fam = v4("10.0.0.0", 8, 0, 0);
     fam.family = AF_UNIX;
     in = session_input();
     in.policy.allow = &fam;
@@ -521,7 +521,7 @@ static void test_no_rate_limit(void **state) {
 /* Policy.log_allowed_flows = false: accepts are counted (the new-flow counter
  * stays, so the audit's totals are exact) but never logged; refusals still are. */
 static void test_session_accept_unlogged(void **state) {
-    struct nftr_dest lan[] = { v4("192.168.77.2", 32, 0, 0) };
+    struct dr_rule lan[] = { v4("192.168.77.2", 32, 0, 0) };
     struct nftr_input in = session_input();
     in.policy.lan_exceptions = lan;
     in.policy.n_lan_exceptions = ARRAY_SIZE(lan);
@@ -599,7 +599,7 @@ static void test_session_loopback_narrow(void **state) {
  * without conntrack state; the listed ports and the resolver are decided
  * in chain lo-<id>, which lets the rest land only on its own sockets. */
 static void test_session_listeners(void **state) {
-    struct nftr_dest lan[] = { v4("127.0.0.0", 8, 5432, 5432), v4("192.168.77.0", 24, 0, 0) };
+    struct dr_rule lan[] = { v4("127.0.0.0", 8, 5432, 5432), v4("192.168.77.0", 24, 0, 0) };
     struct nftr_input in = session_input();
     in.policy.lan_exceptions = lan;
     in.policy.n_lan_exceptions = ARRAY_SIZE(lan);
