@@ -15,6 +15,7 @@
 
 #include "common/dns_name.h"
 #include "common/macros.h"
+#include "platform/ifaces.h"
 
 /* ---- writing ------------------------------------------------------------------------- */
 
@@ -310,21 +311,11 @@ static bool packed_ok(const char *buf, size_t len, size_t n, size_t max) {
     return off == len;
 }
 
-static bool iface_ok(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0 || n >= PMSG_IFNAME_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] <= ' ' || s[i] == '/' || s[i] == ':' || (unsigned char)s[i] >= 0x7f)
-            return false;
-    return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
-}
-
 int pmsg_encode_dns_start(const struct pmsg_dns_start *m, uint8_t *buf, size_t cap,
                           size_t *ret_len) {
     struct wbuf w;
     int r = 0;
-    if (!pmsg_id_ok(m->session) || !iface_ok(m->iface) || m->fd_mask > 15 ||
+    if (!pmsg_id_ok(m->session) || !ifc_name_supported(m->iface) || m->fd_mask > 15 ||
         m->n_resolvers == 0 || m->n_resolvers > PMSG_RESOLVERS || m->n_domains > PMSG_DOMAINS ||
         m->domains_len > PMSG_DOMAIN_BYTES ||
         !packed_ok(m->domains, m->domains_len, m->n_domains, DNS_PATTERN_MAX))
@@ -350,7 +341,7 @@ int pmsg_decode_dns_start(const uint8_t *p, size_t len, struct pmsg_dns_start *r
     get_str(&r, m.iface, PMSG_IFNAME_MAX);
     m.fd_mask = get8(&r);
     m.n_resolvers = get8(&r);
-    if (r.bad || !iface_ok(m.iface) || m.fd_mask > 15 || m.n_resolvers == 0 ||
+    if (r.bad || !ifc_name_supported(m.iface) || m.fd_mask > 15 || m.n_resolvers == 0 ||
         m.n_resolvers > PMSG_RESOLVERS)
         return -EBADMSG;
     for (size_t i = 0; i < m.n_resolvers; i++)

@@ -47,6 +47,7 @@
 #include "daemon/rpc.h"
 #include "daemon/server.h"
 #include "daemon/session.h"
+#include "platform/ifaces.h"
 #include "platform/linux/cgroup.h"
 #include "platform/linux/dns_config.h"
 #include "platform/linux/route.h"
@@ -188,19 +189,6 @@ static int check_dests(struct rpc_call *call, const char *what, Lianyaohu__V1__D
 
 /* The admin policy's ceiling (daemon/policy.h): a request over it is refused
  * naming the policy key, never narrowed silently. */
-static bool iface_name_plain(const char *name) {
-    size_t n = strnlen(name, NFTR_IFNAME_MAX);
-    if (n == 0 || n >= NFTR_IFNAME_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
 static int check_policy(struct lyhd *d, struct rpc_call *call, const Lianyaohu__V1__RunRequest *r,
                         const struct policy *pol) {
     const int denied = LIANYAOHU__V1__CODE__PERMISSION_DENIED;
@@ -218,7 +206,7 @@ static int check_policy(struct lyhd *d, struct rpc_call *call, const Lianyaohu__
                     "(permit_allow_non_default_route is off, policy version %llu)",
                     (unsigned long long)pol->version);
     /* A name that is not plain is refused by the VPN check with its reason. */
-    if (!r->no_firewall && iface_name_plain(r->interface) && !policy_iface_ok(pol, r->interface)) {
+    if (!r->no_firewall && ifc_name_supported(r->interface) && !policy_iface_ok(pol, r->interface)) {
         char pats[400];
         policy_patterns_text(pol, pats, sizeof(pats));
         return fail(call, denied, "policy: interface '%s' does not match allowed_interface_patterns (%s)",
