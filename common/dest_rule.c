@@ -550,3 +550,12 @@ bool dr_in_blocked_ranges(const struct dr_rule *r) {
             return true;
     return false;
 }
+
+bool dr_addr_blocked(int family, const uint8_t addr[16]) {
+    struct dr_rule r;
+    if ((family != AF_INET && family != AF_INET6) ||
+        dr_from_parts(addr, family == AF_INET ? 4 : 16, family == AF_INET ? 32 : 128, 0, 0, &r,
+                      NULL, 0) < 0)
+        return true;
+    return dr_in_blocked_ranges(&r);
+}

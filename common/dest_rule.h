@@ -78,6 +78,10 @@ bool dr_contains(const struct dr_rule *outer, const struct dr_rule *inner);
  * reopen what the blocked ranges close. A network spanning two adjacent
  * ranges (224.0.0.0/3) is refused: fail closed. False for invalid rules. */
 bool dr_in_blocked_ranges(const struct dr_rule *r);
+/* Is the host address addr (family AF_INET: addr[0..3], or AF_INET6) in a
+ * blocked range: LAN, loopback, link-local, CGN, multicast, documentation...?
+ * An address that is not one (bad family) counts as blocked. */
+bool dr_addr_blocked(int family, const uint8_t addr[16]);
 
 /* The destinations every session refuses unless a LAN exception reopens
  * them: this-network, private, CGN, loopback, link-local, IETF protocol

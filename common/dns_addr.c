@@ -32,3 +32,19 @@ int dns_addr_parse(const char *text, int *ret_family, uint8_t addr[16], char *ca
     memcpy(addr, a, 16);
     return 0;
 }
+
+socklen_t dns_sockaddr(int family, const void *addr, uint16_t port, struct sockaddr_storage *ss) {
+    memset(ss, 0, sizeof(*ss));
+    if (family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+        in->sin_family = AF_INET;
+        in->sin_port = htons(port);
+        memcpy(&in->sin_addr, addr, 4);
+        return sizeof(*in);
+    }
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+    memcpy(&in6->sin6_addr, addr, 16);
+    return sizeof(*in6);
+}

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/dest_rule.h"
+#include "common/dns_addr.h"
 #include "common/dns_msg.h"
 #include "common/dns_name.h"
 #include "common/macros.h"
@@ -81,24 +82,6 @@ struct dns_map {
     char names[DNS_MAP_NAMES]; /* ","-joined, the newest first */
     uint64_t expiry_ms;        /* monotonic */
 };
-
-/* addr (AF_INET: 4 bytes, AF_INET6: 16) and port into a sockaddr; its length. */
-static socklen_t sockaddr_of(int family, const void *addr, uint16_t port,
-                             struct sockaddr_storage *ss) {
-    memset(ss, 0, sizeof(*ss));
-    if (family == AF_INET) {
-        struct sockaddr_in *in = (struct sockaddr_in *)ss;
-        in->sin_family = AF_INET;
-        in->sin_port = htons(port);
-        memcpy(&in->sin_addr, addr, 4);
-        return sizeof(*in);
-    }
-    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(port);
-    memcpy(&in6->sin6_addr, addr, 16);
-    return sizeof(*in6);
-}
 
 /* ---- records ------------------------------------------------------------------------- */
 
@@ -348,16 +331,6 @@ size_t dns_fwd_policy_changed(struct dns_fwd *f) {
     return gone;
 }
 
-/* An address no allowed name may open: LAN, loopback, link-local, CGN,
- * multicast, documentation... (the ranges chain s-<id> refuses anyway). */
-static bool addr_blocked(const struct dns_addr *a) {
-    struct dr_rule r;
-    if (dr_from_parts(a->addr, a->family == AF_INET ? 4 : 16, a->family == AF_INET ? 32 : 128, 0, 0,
-                      &r, NULL, 0) < 0)
-        return true;
-    return dr_in_blocked_ranges(&r);
-}
-
 /* Put what an allowed name resolved to in the session's set, with a timeout
  * of max(ttl, the floor) + grace, before the answer goes out (an immediate
  * connect finds it). An element's timeout only grows. -errno: nothing is
@@ -440,9 +413,9 @@ int dns_fwd_on_answer(struct lyhd *d, const struct pmsg_dns_answer *m) {
         return -EPERM;
     }
     for (size_t i = 0; i < m->n_addrs; i++) {
-        struct dns_addr a = {.family = m->addrs[i].family};
-        memcpy(a.addr, m->addrs[i].addr, 16);
-        if (addr_blocked(&a)) {
+        /* LAN, loopback, link-local, CGN, multicast, documentation...: the
+         * ranges chain s-<id> refuses anyway */
+        if (dr_addr_blocked(m->addrs[i].family, m->addrs[i].addr)) {
             /* the relay keeps these out itself: only a compromised process asks */
             log_error("session '%s': the protocol process asked to open a blocked address for "
                       "'%s'; refused",
@@ -463,7 +436,7 @@ static int bind_all(struct dns_fwd *f, uint16_t port, uint16_t *ret_port) {
             static const uint8_t lo4[4] = {127, 0, 0, 1}, lo6[16] = {[15] = 1};
             int *fdp = k ? &f->tcp[fam] : &f->udp[fam];
             struct sockaddr_storage ss;
-            socklen_t sl = sockaddr_of(fam ? AF_INET6 : AF_INET, fam ? lo6 : lo4, port, &ss);
+            socklen_t sl = dns_sockaddr(fam ? AF_INET6 : AF_INET, fam ? lo6 : lo4, port, &ss);
             int fd = socket(fam ? AF_INET6 : AF_INET,
                             (k ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
             if (fd < 0)

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "common/dest_rule.h"
+#include "common/dns_addr.h"
 #include "common/dns_msg.h"
 #include "common/dns_name.h"
 #include "common/macros.h"
@@ -113,24 +114,6 @@ struct relay {
 static void query_free(struct dns_query_ctx *c);
 static void tcp_free(struct dns_tcp *t);
 static void tcp_done(struct dns_tcp *t);
-
-/* addr (AF_INET: 4 bytes, AF_INET6: 16) and port into a sockaddr; its length. */
-static socklen_t sockaddr_of(int family, const void *addr, uint16_t port,
-                             struct sockaddr_storage *ss) {
-    memset(ss, 0, sizeof(*ss));
-    if (family == AF_INET) {
-        struct sockaddr_in *in = (struct sockaddr_in *)ss;
-        in->sin_family = AF_INET;
-        in->sin_port = htons(port);
-        memcpy(&in->sin_addr, addr, 4);
-        return sizeof(*in);
-    }
-    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(port);
-    memcpy(&in6->sin6_addr, addr, 16);
-    return sizeof(*in6);
-}
 
 /* ---- records ------------------------------------------------------------------------- */
 
@@ -226,16 +209,6 @@ static bool name_allowed(const struct relay *f, const char *name) {
         p += strlen(p) + 1;
     }
     return false;
-}
-
-/* An address no allowed name may open: LAN, loopback, link-local, CGN,
- * multicast, documentation... (the ranges chain s-<id> refuses anyway). */
-static bool addr_blocked(const struct dns_addr *a) {
-    struct dr_rule r;
-    if (dr_from_parts(a->addr, a->family == AF_INET ? 4 : 16, a->family == AF_INET ? 32 : 128, 0, 0,
-                      &r, NULL, 0) < 0)
-        return true;
-    return dr_in_blocked_ranges(&r);
 }
 
 /* Hand the answer's addresses to the parent; want_reply: the agent waits for
@@ -334,7 +307,7 @@ static void on_up_read(evutil_socket_t fd, short what, void *arg) {
                 return;
             }
             for (size_t k = 0; k < a.n_addrs; k++) {
-                if (addr_blocked(&a.addrs[k]))
+                if (dr_addr_blocked(a.addrs[k].family, a.addrs[k].addr))
                     c->n_kept_out++;
                 else
                     c->keep[c->n_keep++] = a.addrs[k];
@@ -385,7 +358,7 @@ static int try_upstream(struct dns_query_ctx *c) {
         c->tries++;
         const struct pmsg_addr *r = &f->resolvers[c->resolver];
         struct sockaddr_storage ss;
-        socklen_t sl = sockaddr_of(r->family, r->addr, 53, &ss);
+        socklen_t sl = dns_sockaddr(r->family, r->addr, 53, &ss);
         uint8_t msg[DNS_UDP_MAX];
         size_t len;
         if (getrandom(&c->up_id, sizeof(c->up_id), 0) != sizeof(c->up_id) ||

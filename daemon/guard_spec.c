@@ -16,50 +16,30 @@
 #include <sys/socket.h>
 
 #include "common/dns_name.h"
+#include "daemon/bytes.h"
 
 #define GSPEC_VERSION 1
 #define GSPEC_VERSION_DNS 2
 
-struct wbuf {
-    uint8_t *p;
-    size_t len, off;
-    bool overflow;
-};
-
-static void put(struct wbuf *w, const void *src, size_t n) {
-    if (w->off + n > w->len) {
-        w->overflow = true;
-        return;
-    }
-    memcpy(w->p + w->off, src, n);
-    w->off += n;
-}
-
-static void put8(struct wbuf *w, uint8_t v) { put(w, &v, 1); }
-static void put16(struct wbuf *w, uint16_t v) {
-    uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
-    put(w, b, 2);
-}
-
-static int put_list(struct wbuf *w, const struct dr_rule *d, size_t n) {
+static int put_list(struct bw *w, const struct dr_rule *d, size_t n) {
     if (n > GSPEC_MAX_DESTS)
         return -E2BIG;
-    put8(w, (uint8_t)n);
+    bw_put8(w, (uint8_t)n);
     for (size_t i = 0; i < n; i++) {
         bool v4 = d[i].family == AF_INET;
         if (!v4 && d[i].family != AF_INET6)
             return -EINVAL;
-        put8(w, v4 ? 4 : 6);
-        put8(w, d[i].prefix_len);
-        put16(w, d[i].port_min);
-        put16(w, d[i].port_max);
-        put(w, d[i].addr, v4 ? 4 : 16);
+        bw_put8(w, v4 ? 4 : 6);
+        bw_put8(w, d[i].prefix_len);
+        bw_put16(w, d[i].port_min);
+        bw_put16(w, d[i].port_max);
+        bw_put(w, d[i].addr, v4 ? 4 : 16);
     }
     return 0;
 }
 
 int gspec_encode(const struct gspec *g, uint8_t *buf, size_t len, size_t *ret_len) {
-    struct wbuf w = {.p = buf, .len = len};
+    struct bw w = {.p = buf, .cap = len};
     size_t il = strnlen(g->iface, sizeof(g->iface));
     int r;
 
@@ -67,81 +47,53 @@ int gspec_encode(const struct gspec *g, uint8_t *buf, size_t len, size_t *ret_le
         return -EINVAL;
     if (g->dns_port && (g->n_resolvers == 0 || g->n_resolvers > GSPEC_MAX_RESOLVERS))
         return -EINVAL;
-    put8(&w, g->dns_port ? GSPEC_VERSION_DNS : GSPEC_VERSION);
-    put8(&w, (uint8_t)((g->deny_default ? 1 : 0) | (g->ipv6_blocked ? 2 : 0)));
-    put8(&w, (uint8_t)il);
-    put(&w, g->iface, il);
+    bw_put8(&w, g->dns_port ? GSPEC_VERSION_DNS : GSPEC_VERSION);
+    bw_put8(&w, (uint8_t)((g->deny_default ? 1 : 0) | (g->ipv6_blocked ? 2 : 0)));
+    bw_put8(&w, (uint8_t)il);
+    bw_put(&w, g->iface, il);
     if ((r = put_list(&w, g->lan, g->n_lan)) < 0 || (r = put_list(&w, g->deny, g->n_deny)) < 0 ||
         (r = put_list(&w, g->allow, g->n_allow)) < 0)
         return r;
     if (g->dns_port) {
-        put16(&w, g->dns_port);
+        bw_put16(&w, g->dns_port);
         if ((r = put_list(&w, g->resolvers, g->n_resolvers)) < 0)
             return r;
         if (g->n_domains > GSPEC_MAX_DOMAINS || g->domains_len > sizeof(g->domains))
             return -E2BIG;
-        put8(&w, (uint8_t)g->n_domains);
+        bw_put8(&w, (uint8_t)g->n_domains);
         const char *p = g->domains;
         for (size_t i = 0; i < g->n_domains; i++) {
             size_t l = strnlen(p, (size_t)(g->domains + g->domains_len - p));
             if (l == 0 || l > 255 || p + l >= g->domains + g->domains_len)
                 return -EINVAL;
-            put8(&w, (uint8_t)l);
-            put(&w, p, l);
+            bw_put8(&w, (uint8_t)l);
+            bw_put(&w, p, l);
             p += l + 1;
         }
     } else if (g->n_domains) {
         return -EINVAL; /* an allowlist without a forwarder would allow nothing */
     }
-    if (w.overflow)
+    if (w.bad)
         return -ENOBUFS;
     *ret_len = w.off;
     return 0;
 }
 
-struct rbuf {
-    const uint8_t *p;
-    size_t len, off;
-    bool bad;
-};
-
-static void get(struct rbuf *r, void *dst, size_t n) {
-    if (r->off + n > r->len) {
-        r->bad = true;
-        memset(dst, 0, n);
-        return;
-    }
-    memcpy(dst, r->p + r->off, n);
-    r->off += n;
-}
-
-static uint8_t get8(struct rbuf *r) {
-    uint8_t v;
-    get(r, &v, 1);
-    return v;
-}
-
-static uint16_t get16(struct rbuf *r) {
-    uint8_t b[2];
-    get(r, b, 2);
-    return (uint16_t)(b[0] << 8 | b[1]);
-}
-
-static int get_list(struct rbuf *r, struct dr_rule *d, size_t *ret_n) {
-    size_t n = get8(r);
+static int get_list(struct br *r, struct dr_rule *d, size_t *ret_n) {
+    size_t n = br_get8(r);
 
     if (n > GSPEC_MAX_DESTS)
         return -EBADMSG;
     for (size_t i = 0; i < n && !r->bad; i++) {
-        uint8_t fam = get8(r);
+        uint8_t fam = br_get8(r);
         memset(&d[i], 0, sizeof(d[i]));
         if (fam != 4 && fam != 6)
             return -EBADMSG;
         d[i].family = fam == 4 ? AF_INET : AF_INET6;
-        d[i].prefix_len = get8(r);
-        d[i].port_min = get16(r);
-        d[i].port_max = get16(r);
-        get(r, d[i].addr, fam == 4 ? 4 : 16);
+        d[i].prefix_len = br_get8(r);
+        d[i].port_min = br_get16(r);
+        d[i].port_max = br_get16(r);
+        br_get(r, d[i].addr, fam == 4 ? 4 : 16);
         if (d[i].prefix_len > (fam == 4 ? 32 : 128) || d[i].port_min > d[i].port_max ||
             (d[i].port_min == 0 && d[i].port_max != 0))
             return -EBADMSG;
@@ -151,23 +103,23 @@ static int get_list(struct rbuf *r, struct dr_rule *d, size_t *ret_n) {
 }
 
 int gspec_decode(const uint8_t *buf, size_t len, struct gspec *ret) {
-    struct rbuf r = {.p = buf, .len = len};
+    struct br r = {.p = buf, .len = len};
     struct gspec g;
     uint8_t flags, il;
 
     memset(&g, 0, sizeof(g));
-    uint8_t version = get8(&r);
+    uint8_t version = br_get8(&r);
     if (version != GSPEC_VERSION && version != GSPEC_VERSION_DNS)
         return -EBADMSG;
-    flags = get8(&r);
+    flags = br_get8(&r);
     if (flags & ~3u)
         return -EBADMSG;
     g.deny_default = flags & 1;
     g.ipv6_blocked = flags & 2;
-    il = get8(&r);
+    il = br_get8(&r);
     if (il >= sizeof(g.iface))
         return -EBADMSG;
-    get(&r, g.iface, il);
+    br_get(&r, g.iface, il);
     g.iface[il] = '\0';
     if (memchr(g.iface, '\0', il))
         return -EBADMSG;
@@ -176,7 +128,7 @@ int gspec_decode(const uint8_t *buf, size_t len, struct gspec *ret) {
         return -EBADMSG;
     if (version == GSPEC_VERSION_DNS) {
         struct dr_rule res[GSPEC_MAX_DESTS];
-        g.dns_port = get16(&r);
+        g.dns_port = br_get16(&r);
         if (g.dns_port == 0 || get_list(&r, res, &g.n_resolvers) < 0 || g.n_resolvers == 0 ||
             g.n_resolvers > GSPEC_MAX_RESOLVERS)
             return -EBADMSG;
@@ -185,13 +137,13 @@ int gspec_decode(const uint8_t *buf, size_t len, struct gspec *ret) {
                 return -EBADMSG;
             g.resolvers[i] = res[i];
         }
-        size_t nd = get8(&r);
+        size_t nd = br_get8(&r);
         if (nd > GSPEC_MAX_DOMAINS)
             return -EBADMSG;
         for (size_t i = 0; i < nd && !r.bad; i++) {
             char pat[256], canon[DNS_PATTERN_MAX];
-            uint8_t l = get8(&r);
-            get(&r, pat, l);
+            uint8_t l = br_get8(&r);
+            br_get(&r, pat, l);
             pat[l] = '\0';
             if (r.bad || l == 0 || memchr(pat, '\0', l) ||
                 dn_pattern_check(pat, canon, NULL, 0) < 0 || strcmp(canon, pat) != 0 ||

@@ -15,58 +15,36 @@
 
 #include "common/dns_name.h"
 #include "common/macros.h"
+#include "daemon/bytes.h"
 #include "platform/ifaces.h"
 
 /* ---- writing ------------------------------------------------------------------------- */
 
-struct wbuf {
-    uint8_t *p;
-    size_t cap, off;
-    bool bad;
-};
-
-static void put(struct wbuf *w, const void *src, size_t n) {
-    if (w->bad || n > w->cap - w->off) {
-        w->bad = true;
-        return;
-    }
-    memcpy(w->p + w->off, src, n);
-    w->off += n;
-}
-static void put8(struct wbuf *w, uint8_t v) { put(w, &v, 1); }
-static void put16(struct wbuf *w, uint16_t v) {
-    uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
-    put(w, b, 2);
-}
-static void put32(struct wbuf *w, uint32_t v) {
-    uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
-    put(w, b, 4);
-}
 /* A string of at most max-1 bytes (so that it fits max with its NUL). */
-static int put_str(struct wbuf *w, const char *s, size_t max) {
+static int put_str(struct bw *w, const char *s, size_t max) {
     size_t n = strnlen(s, max);
     if (n >= max || n > 255)
         return -EINVAL;
-    put8(w, (uint8_t)n);
-    put(w, s, n);
+    bw_put8(w, (uint8_t)n);
+    bw_put(w, s, n);
     return 0;
 }
-static int put_addr(struct wbuf *w, const struct pmsg_addr *a) {
+static int put_addr(struct bw *w, const struct pmsg_addr *a) {
     if (a->family != AF_INET && a->family != AF_INET6)
         return -EINVAL;
-    put8(w, a->family == AF_INET ? 4 : 6);
-    put(w, a->addr, a->family == AF_INET ? 4 : 16);
+    bw_put8(w, a->family == AF_INET ? 4 : 6);
+    bw_put(w, a->addr, a->family == AF_INET ? 4 : 16);
     return 0;
 }
 
-static void begin(struct wbuf *w, uint8_t *buf, size_t cap, uint16_t type) {
-    *w = (struct wbuf){.p = buf, .cap = cap};
-    put16(w, type);
-    put16(w, PMSG_VERSION);
-    put32(w, 0); /* the payload's length, set by finish */
+static void begin(struct bw *w, uint8_t *buf, size_t cap, uint16_t type) {
+    *w = (struct bw){.p = buf, .cap = cap};
+    bw_put16(w, type);
+    bw_put16(w, PMSG_VERSION);
+    bw_put32(w, 0); /* the payload's length, set by finish */
 }
 
-static int finish(struct wbuf *w, int r, size_t *ret_len) {
+static int finish(struct bw *w, int r, size_t *ret_len) {
     if (r < 0)
         return r;
     if (w->bad || w->off > PMSG_MAX_BYTES)
@@ -80,37 +58,10 @@ static int finish(struct wbuf *w, int r, size_t *ret_len) {
 
 /* ---- reading ------------------------------------------------------------------------- */
 
-struct rbuf {
-    const uint8_t *p;
-    size_t len, off;
-    bool bad;
-};
-
-static const uint8_t *get(struct rbuf *r, size_t n) {
-    if (r->bad || n > r->len - r->off) {
-        r->bad = true;
-        return NULL;
-    }
-    const uint8_t *at = r->p + r->off;
-    r->off += n;
-    return at;
-}
-static uint8_t get8(struct rbuf *r) {
-    const uint8_t *b = get(r, 1);
-    return b ? b[0] : 0;
-}
-static uint16_t get16(struct rbuf *r) {
-    const uint8_t *b = get(r, 2);
-    return b ? (uint16_t)(b[0] << 8 | b[1]) : 0;
-}
-static uint32_t get32(struct rbuf *r) {
-    const uint8_t *b = get(r, 4);
-    return b ? (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3] : 0;
-}
 /* A string into out (max bytes with the NUL): no NUL inside, not longer. */
-static void get_str(struct rbuf *r, char *out, size_t max) {
-    uint8_t n = get8(r);
-    const uint8_t *b = get(r, n);
+static void get_str(struct br *r, char *out, size_t max) {
+    uint8_t n = br_get8(r);
+    const uint8_t *b = br_take(r, n);
     out[0] = '\0';
     if (!b || n >= max || memchr(b, '\0', n)) {
         r->bad = true;
@@ -119,30 +70,30 @@ static void get_str(struct rbuf *r, char *out, size_t max) {
     memcpy(out, b, n);
     out[n] = '\0';
 }
-static void get_bool(struct rbuf *r, bool *out) {
-    uint8_t v = get8(r);
+static void get_bool(struct br *r, bool *out) {
+    uint8_t v = br_get8(r);
     if (v > 1)
         r->bad = true;
     *out = v == 1;
 }
-static void get_addr(struct rbuf *r, struct pmsg_addr *a) {
-    uint8_t f = get8(r);
+static void get_addr(struct br *r, struct pmsg_addr *a) {
+    uint8_t f = br_get8(r);
     memset(a, 0, sizeof(*a));
     if (f != 4 && f != 6) {
         r->bad = true;
         return;
     }
     a->family = f == 4 ? AF_INET : AF_INET6;
-    const uint8_t *b = get(r, f == 4 ? 4 : 16);
+    const uint8_t *b = br_take(r, f == 4 ? 4 : 16);
     if (b)
         memcpy(a->addr, b, f == 4 ? 4 : 16);
 }
-static void get_id(struct rbuf *r, char out[PMSG_ID_LEN + 1]) {
+static void get_id(struct br *r, char out[PMSG_ID_LEN + 1]) {
     get_str(r, out, PMSG_ID_LEN + 1);
     if (!r->bad && !pmsg_id_ok(out))
         r->bad = true;
 }
-static int done(const struct rbuf *r) { return r->bad || r->off != r->len ? -EBADMSG : 0; }
+static int done(const struct br *r) { return r->bad || r->off != r->len ? -EBADMSG : 0; }
 
 bool pmsg_id_ok(const char *s) {
     for (size_t i = 0; i < PMSG_ID_LEN; i++)
@@ -170,9 +121,9 @@ static bool name_ok(const char *n) {
 
 int pmsg_header(const uint8_t *buf, size_t len, uint16_t *ret_type, const uint8_t **ret_payload,
                 size_t *ret_payload_len) {
-    struct rbuf r = {.p = buf, .len = len};
-    uint16_t type = get16(&r), version = get16(&r);
-    uint32_t n = get32(&r);
+    struct br r = {.p = buf, .len = len};
+    uint16_t type = br_get16(&r), version = br_get16(&r);
+    uint32_t n = br_get32(&r);
     if (r.bad || len > PMSG_MAX_BYTES || version != PMSG_VERSION || n != len - PMSG_HDR_BYTES)
         return -EBADMSG;
     *ret_type = type;
@@ -184,15 +135,15 @@ int pmsg_header(const uint8_t *buf, size_t len, uint16_t *ret_type, const uint8_
 /* ---- the messages -------------------------------------------------------------------- */
 
 int pmsg_encode_ready(const struct pmsg_ready *m, uint8_t *buf, size_t cap, size_t *ret_len) {
-    struct wbuf w;
+    struct bw w;
     begin(&w, buf, cap, PMSG_READY);
-    put32(&w, m->pid);
+    bw_put32(&w, m->pid);
     return finish(&w, 0, ret_len);
 }
 
 int pmsg_decode_ready(const uint8_t *p, size_t len, struct pmsg_ready *ret) {
-    struct rbuf r = {.p = p, .len = len};
-    struct pmsg_ready m = {.pid = get32(&r)};
+    struct br r = {.p = p, .len = len};
+    struct pmsg_ready m = {.pid = br_get32(&r)};
     if (done(&r) < 0)
         return -EBADMSG;
     *ret = m;
@@ -205,35 +156,35 @@ static int family_of(uint16_t qtype) {
 
 int pmsg_encode_dns_answer(const struct pmsg_dns_answer *m, uint8_t *buf, size_t cap,
                            size_t *ret_len) {
-    struct wbuf w;
+    struct bw w;
     int r = 0;
     if (!pmsg_id_ok(m->session) || !name_ok(m->name) || family_of(m->qtype) < 0 ||
         m->n_addrs > DNS_ANSWER_ADDRS)
         return -EINVAL;
     begin(&w, buf, cap, PMSG_DNS_ANSWER);
-    put32(&w, m->req);
+    bw_put32(&w, m->req);
     put_str(&w, m->session, PMSG_ID_LEN + 1);
     put_str(&w, m->name, DNS_NAME_MAX);
-    put8(&w, m->want_reply);
-    put16(&w, m->qtype);
-    put32(&w, m->ttl);
-    put8(&w, m->n_addrs);
+    bw_put8(&w, m->want_reply);
+    bw_put16(&w, m->qtype);
+    bw_put32(&w, m->ttl);
+    bw_put8(&w, m->n_addrs);
     for (size_t i = 0; i < m->n_addrs && r == 0; i++)
         r = m->addrs[i].family == family_of(m->qtype) ? put_addr(&w, &m->addrs[i]) : -EINVAL;
     return finish(&w, r, ret_len);
 }
 
 int pmsg_decode_dns_answer(const uint8_t *p, size_t len, struct pmsg_dns_answer *ret) {
-    struct rbuf r = {.p = p, .len = len};
+    struct br r = {.p = p, .len = len};
     struct pmsg_dns_answer m;
     memset(&m, 0, sizeof(m));
-    m.req = get32(&r);
+    m.req = br_get32(&r);
     get_id(&r, m.session);
     get_str(&r, m.name, DNS_NAME_MAX);
     get_bool(&r, &m.want_reply);
-    m.qtype = get16(&r);
-    m.ttl = get32(&r);
-    m.n_addrs = get8(&r);
+    m.qtype = br_get16(&r);
+    m.ttl = br_get32(&r);
+    m.n_addrs = br_get8(&r);
     if (r.bad || !name_ok(m.name) || family_of(m.qtype) < 0 || m.n_addrs > DNS_ANSWER_ADDRS)
         return -EBADMSG;
     for (size_t i = 0; i < m.n_addrs; i++) {
@@ -249,45 +200,45 @@ int pmsg_decode_dns_answer(const uint8_t *p, size_t len, struct pmsg_dns_answer 
 
 int pmsg_encode_dns_record(const struct pmsg_dns_record *m, uint8_t *buf, size_t cap,
                            size_t *ret_len) {
-    struct wbuf w;
+    struct bw w;
     int r = 0;
     if (!pmsg_id_ok(m->session) || m->action > PDNS_ACTION_MAX || !name_ok(m->name) ||
         m->n_addrs > DNS_ANSWER_ADDRS)
         return -EINVAL;
     begin(&w, buf, cap, PMSG_DNS_RECORD);
     put_str(&w, m->session, PMSG_ID_LEN + 1);
-    put8(&w, m->action);
-    put8(&w, m->rcode);
-    put16(&w, m->qtype);
-    put8(&w, m->via_tcp);
-    put8(&w, m->resolver);
-    put16(&w, m->n_kept_out);
-    put32(&w, m->ttl);
-    put32(&w, m->dropped_inflight);
-    put32(&w, m->unsent);
+    bw_put8(&w, m->action);
+    bw_put8(&w, m->rcode);
+    bw_put16(&w, m->qtype);
+    bw_put8(&w, m->via_tcp);
+    bw_put8(&w, m->resolver);
+    bw_put16(&w, m->n_kept_out);
+    bw_put32(&w, m->ttl);
+    bw_put32(&w, m->dropped_inflight);
+    bw_put32(&w, m->unsent);
     put_str(&w, m->name, DNS_NAME_MAX);
-    put8(&w, m->n_addrs);
+    bw_put8(&w, m->n_addrs);
     for (size_t i = 0; i < m->n_addrs && r == 0; i++)
         r = put_addr(&w, &m->addrs[i]);
     return finish(&w, r, ret_len);
 }
 
 int pmsg_decode_dns_record(const uint8_t *p, size_t len, struct pmsg_dns_record *ret) {
-    struct rbuf r = {.p = p, .len = len};
+    struct br r = {.p = p, .len = len};
     struct pmsg_dns_record m;
     memset(&m, 0, sizeof(m));
     get_id(&r, m.session);
-    m.action = get8(&r);
-    m.rcode = get8(&r);
-    m.qtype = get16(&r);
+    m.action = br_get8(&r);
+    m.rcode = br_get8(&r);
+    m.qtype = br_get16(&r);
     get_bool(&r, &m.via_tcp);
-    m.resolver = get8(&r);
-    m.n_kept_out = get16(&r);
-    m.ttl = get32(&r);
-    m.dropped_inflight = get32(&r);
-    m.unsent = get32(&r);
+    m.resolver = br_get8(&r);
+    m.n_kept_out = br_get16(&r);
+    m.ttl = br_get32(&r);
+    m.dropped_inflight = br_get32(&r);
+    m.unsent = br_get32(&r);
     get_str(&r, m.name, DNS_NAME_MAX);
-    m.n_addrs = get8(&r);
+    m.n_addrs = br_get8(&r);
     if (r.bad || m.action > PDNS_ACTION_MAX || m.rcode > 15 || !name_ok(m.name) ||
         m.n_addrs > DNS_ANSWER_ADDRS || (m.resolver >= PMSG_RESOLVERS && m.resolver != 0xff))
         return -EBADMSG;
@@ -313,7 +264,7 @@ static bool packed_ok(const char *buf, size_t len, size_t n, size_t max) {
 
 int pmsg_encode_dns_start(const struct pmsg_dns_start *m, uint8_t *buf, size_t cap,
                           size_t *ret_len) {
-    struct wbuf w;
+    struct bw w;
     int r = 0;
     if (!pmsg_id_ok(m->session) || !ifc_name_supported(m->iface) || m->fd_mask > 15 ||
         m->n_resolvers == 0 || m->n_resolvers > PMSG_RESOLVERS || m->n_domains > PMSG_DOMAINS ||
@@ -323,34 +274,34 @@ int pmsg_encode_dns_start(const struct pmsg_dns_start *m, uint8_t *buf, size_t c
     begin(&w, buf, cap, PMSG_DNS_START);
     put_str(&w, m->session, PMSG_ID_LEN + 1);
     put_str(&w, m->iface, PMSG_IFNAME_MAX);
-    put8(&w, m->fd_mask);
-    put8(&w, m->n_resolvers);
+    bw_put8(&w, m->fd_mask);
+    bw_put8(&w, m->n_resolvers);
     for (size_t i = 0; i < m->n_resolvers && r == 0; i++)
         r = put_addr(&w, &m->resolvers[i]);
-    put8(&w, m->n_domains);
-    put16(&w, (uint16_t)m->domains_len);
-    put(&w, m->domains, m->domains_len);
+    bw_put8(&w, m->n_domains);
+    bw_put16(&w, (uint16_t)m->domains_len);
+    bw_put(&w, m->domains, m->domains_len);
     return finish(&w, r, ret_len);
 }
 
 int pmsg_decode_dns_start(const uint8_t *p, size_t len, struct pmsg_dns_start *ret) {
-    struct rbuf r = {.p = p, .len = len};
+    struct br r = {.p = p, .len = len};
     struct pmsg_dns_start m;
     memset(&m, 0, sizeof(m));
     get_id(&r, m.session);
     get_str(&r, m.iface, PMSG_IFNAME_MAX);
-    m.fd_mask = get8(&r);
-    m.n_resolvers = get8(&r);
+    m.fd_mask = br_get8(&r);
+    m.n_resolvers = br_get8(&r);
     if (r.bad || !ifc_name_supported(m.iface) || m.fd_mask > 15 || m.n_resolvers == 0 ||
         m.n_resolvers > PMSG_RESOLVERS)
         return -EBADMSG;
     for (size_t i = 0; i < m.n_resolvers; i++)
         get_addr(&r, &m.resolvers[i]);
-    m.n_domains = get8(&r);
-    m.domains_len = get16(&r);
+    m.n_domains = br_get8(&r);
+    m.domains_len = br_get16(&r);
     if (r.bad || m.n_domains > PMSG_DOMAINS || m.domains_len > PMSG_DOMAIN_BYTES)
         return -EBADMSG;
-    const uint8_t *d = get(&r, m.domains_len);
+    const uint8_t *d = br_take(&r, m.domains_len);
     if (!d)
         return -EBADMSG;
     memcpy(m.domains, d, m.domains_len);
@@ -362,7 +313,7 @@ int pmsg_decode_dns_start(const uint8_t *p, size_t len, struct pmsg_dns_start *r
 
 int pmsg_encode_dns_stop(const struct pmsg_dns_stop *m, uint8_t *buf, size_t cap,
                          size_t *ret_len) {
-    struct wbuf w;
+    struct bw w;
     if (!pmsg_id_ok(m->session))
         return -EINVAL;
     begin(&w, buf, cap, PMSG_DNS_STOP);
@@ -371,7 +322,7 @@ int pmsg_encode_dns_stop(const struct pmsg_dns_stop *m, uint8_t *buf, size_t cap
 }
 
 int pmsg_decode_dns_stop(const uint8_t *p, size_t len, struct pmsg_dns_stop *ret) {
-    struct rbuf r = {.p = p, .len = len};
+    struct br r = {.p = p, .len = len};
     struct pmsg_dns_stop m;
     get_id(&r, m.session);
     if (done(&r) < 0)
@@ -382,30 +333,30 @@ int pmsg_decode_dns_stop(const uint8_t *p, size_t len, struct pmsg_dns_stop *ret
 
 int pmsg_encode_dns_policy(const struct pmsg_dns_policy *m, uint8_t *buf, size_t cap,
                            size_t *ret_len) {
-    struct wbuf w;
+    struct bw w;
     int r = 0;
     if (m->n_deny > PMSG_POLICY_DOMAINS || m->n_ceiling > PMSG_POLICY_DOMAINS)
         return -EINVAL;
     begin(&w, buf, cap, PMSG_DNS_POLICY);
-    put8(&w, m->n_deny);
+    bw_put8(&w, m->n_deny);
     for (size_t i = 0; i < m->n_deny && r == 0; i++)
         r = m->deny[i][0] ? put_str(&w, m->deny[i], PMSG_PATTERN_MAX) : -EINVAL;
-    put8(&w, m->n_ceiling);
+    bw_put8(&w, m->n_ceiling);
     for (size_t i = 0; i < m->n_ceiling && r == 0; i++)
         r = m->ceiling[i][0] ? put_str(&w, m->ceiling[i], PMSG_PATTERN_MAX) : -EINVAL;
     return finish(&w, r, ret_len);
 }
 
 int pmsg_decode_dns_policy(const uint8_t *p, size_t len, struct pmsg_dns_policy *ret) {
-    struct rbuf r = {.p = p, .len = len};
+    struct br r = {.p = p, .len = len};
     struct pmsg_dns_policy *m = ret, tmp;
     memset(&tmp, 0, sizeof(tmp));
-    tmp.n_deny = get8(&r);
+    tmp.n_deny = br_get8(&r);
     if (tmp.n_deny > PMSG_POLICY_DOMAINS)
         return -EBADMSG;
     for (size_t i = 0; i < tmp.n_deny && !r.bad; i++)
         get_str(&r, tmp.deny[i], PMSG_PATTERN_MAX), r.bad |= !tmp.deny[i][0];
-    tmp.n_ceiling = get8(&r);
+    tmp.n_ceiling = br_get8(&r);
     if (tmp.n_ceiling > PMSG_POLICY_DOMAINS)
         return -EBADMSG;
     for (size_t i = 0; i < tmp.n_ceiling && !r.bad; i++)
@@ -418,19 +369,19 @@ int pmsg_decode_dns_policy(const uint8_t *p, size_t len, struct pmsg_dns_policy 
 
 int pmsg_encode_dns_answered(const struct pmsg_dns_answered *m, uint8_t *buf, size_t cap,
                              size_t *ret_len) {
-    struct wbuf w;
+    struct bw w;
     if (m->status > 0)
         return -EINVAL;
     begin(&w, buf, cap, PMSG_DNS_ANSWERED);
-    put32(&w, m->req);
-    put32(&w, (uint32_t)m->status);
+    bw_put32(&w, m->req);
+    bw_put32(&w, (uint32_t)m->status);
     return finish(&w, 0, ret_len);
 }
 
 int pmsg_decode_dns_answered(const uint8_t *p, size_t len, struct pmsg_dns_answered *ret) {
-    struct rbuf r = {.p = p, .len = len};
-    struct pmsg_dns_answered m = {.req = get32(&r)};
-    m.status = (int32_t)get32(&r);
+    struct br r = {.p = p, .len = len};
+    struct pmsg_dns_answered m = {.req = br_get32(&r)};
+    m.status = (int32_t)br_get32(&r);
     if (done(&r) < 0 || m.status > 0)
         return -EBADMSG;
     *ret = m;

@@ -404,12 +404,30 @@ static void test_blocked_tables(void **state) {
     assert_true(dr_equal(&a, &dr_blocked_v6[2]));
 }
 
+/* A host address in a blocked range (what an allowlisted name may never open). */
+static void test_addr_blocked(void **state) {
+    (void)state;
+    uint8_t a[16] = {0};
+    a[0] = 8, a[1] = 8, a[2] = 8, a[3] = 8;
+    assert_false(dr_addr_blocked(AF_INET, a));
+    a[0] = 192, a[1] = 168, a[2] = 1, a[3] = 1;
+    assert_true(dr_addr_blocked(AF_INET, a));
+    a[0] = 100, a[1] = 64; /* CGN */
+    assert_true(dr_addr_blocked(AF_INET, a));
+    uint8_t v6[16] = {[15] = 1}; /* ::1 */
+    assert_true(dr_addr_blocked(AF_INET6, v6));
+    uint8_t g6[16] = {0x20, 0x01, 0x48, 0x60, [14] = 0x88, [15] = 0x88};
+    assert_false(dr_addr_blocked(AF_INET6, g6));
+    assert_true(dr_addr_blocked(AF_UNIX, g6)); /* not an address family: blocked */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_inputs),      cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_bad_misc),         cmocka_unit_test(test_from_parts),
         cmocka_unit_test(test_check_and_format), cmocka_unit_test(test_contains),
         cmocka_unit_test(test_blocked_ranges),   cmocka_unit_test(test_blocked_tables),
+        cmocka_unit_test(test_addr_blocked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
