@@ -620,14 +620,7 @@ echo "# 9. the protocol process"
 lyh_daemon_stop
 LYH_DAEMON_ARGS+=(--verbose)
 lyh_daemon_start || lyh_die "lyhd does not start (9)"
-proto_pid() { # the protocol process of the current lyhd (its child running --protocol-process)
-    local p
-    for p in /proc/[0-9]*; do
-        [ "$(awk '/^PPid:/ { print $2 }' "$p/status" 2>/dev/null)" = "$LYH_DAEMON_PID" ] || continue
-        tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "--protocol-process" && { echo "${p#/proc/}"; return 0; }
-    done
-    return 1
-}
+proto_pid() { lyh_proto_pid; }
 field() { awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$1/status"; }
 lyh_wait_until 10 proto_pid >/dev/null || t_fail "9: a protocol process runs" "none found"
 PP=$(proto_pid)

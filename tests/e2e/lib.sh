@@ -181,6 +181,18 @@ lyh_stop_pid() {
     return 0
 }
 
+# lyh_proto_pid: the pid of the current lyhd's protocol process (its child
+# running --protocol-process); fails when there is none.
+lyh_proto_pid() {
+    local p
+    [ -n "$LYH_DAEMON_PID" ] || return 1
+    for p in /proc/[0-9]*; do
+        [ "$(awk '/^PPid:/ { print $2 }' "$p/status" 2>/dev/null)" = "$LYH_DAEMON_PID" ] || continue
+        tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "--protocol-process" && { echo "${p#/proc/}"; return 0; }
+    done
+    return 1
+}
+
 # lyh_sanitizer_report FILE: true (and prints the first report lines) if FILE
 # holds an ASan, UBSan or LeakSanitizer report.
 lyh_sanitizer_report() {

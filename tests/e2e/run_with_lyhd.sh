@@ -30,12 +30,21 @@ alive() {
     [ -n "$st" ] && [ "$st" != Z ]
 }
 
+# lyhd creates the user of its protocol process (_lyhd) when missing: if it
+# did so here, it goes again
+puser_existed=0
+getent passwd _lyhd >/dev/null 2>&1 && puser_existed=1
+
 cleanup() {
     if [ -n "$pid" ] && alive "$pid"; then
         kill -KILL "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
     fi
     rm -rf "$tmp"
+    if [ "$puser_existed" = 0 ] && getent passwd _lyhd >/dev/null 2>&1; then
+        userdel _lyhd 2>/dev/null
+        getent group _lyhd >/dev/null 2>&1 && groupdel _lyhd 2>/dev/null
+    fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -11,8 +11,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1585,6 +1587,23 @@ static void test_bad_flag_exits_2(void **state) {
 
 #define T(fn, setup) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
+static bool puser_existed = true;
+
+static void forget_puser(void) {
+    if (puser_existed || !getpwnam("_lyhd"))
+        return;
+    for (int i = 0; i < 2; i++) {
+        const char *tool = i ? "/usr/sbin/groupdel" : "/usr/sbin/userdel";
+        char *argv[] = {(char *)tool, (char *)"_lyhd", NULL};
+        pid_t pid;
+        int st;
+        if (i == 1 && !getgrnam("_lyhd"))
+            break;
+        if (posix_spawn(&pid, tool, NULL, NULL, argv, (char *[]){NULL}) == 0)
+            waitpid(pid, &st, 0);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s PATH-TO-LYHD\n", argv[0]);
@@ -1596,6 +1615,10 @@ int main(int argc, char **argv) {
     }
     daemon_set_binary(argv[1]);
     signal(SIGPIPE, SIG_IGN);
+    /* lyhd creates the user of its protocol process (_lyhd) when missing: if
+     * it did so during these tests, it goes again at the end */
+    puser_existed = getpwnam("_lyhd") != NULL;
+    atexit(forget_puser);
 
     const struct CMUnitTest tests[] = {
         T(test_capabilities_and_status, setup_default),
