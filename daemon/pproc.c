@@ -53,6 +53,7 @@ struct pproc {
     int pidfd;
     struct event *ev_sock, *ev_exit, *ev_restart;
     bool ready;
+    bool ending; /* SIGKILL sent: nothing it says counts any more */
     uint64_t started_ms;
     unsigned backoff_ms;
 };
@@ -71,6 +72,7 @@ static void end_process(struct lyhd *d, const char *why) {
         return;
     log_error("protocol process %d: %s; ending it, a new one starts", p->pid, why);
     p->ready = false;
+    p->ending = true;
     (void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
 }
 
@@ -94,7 +96,7 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) 
 
     /* it never sends fds; every message but READY comes after READY */
     if (pmsg_header(buf, len, &type, &pl, &pl_len) < 0 || nfds ||
-        (type != PMSG_READY && !ready))
+        (type != PMSG_READY && !ready) || (d->pproc && d->pproc->ending))
         return -EBADMSG;
     switch (type) {
     case PMSG_READY: {
@@ -202,8 +204,12 @@ static void on_exit_event(evutil_socket_t fd, short what, void *arg) {
     pid_t pid = p->pid;
     char how[64];
 
-    if (waitpid(pid, &status, WNOHANG) != pid)
-        return; /* not yet (cannot be: the pidfd said so) */
+    if (waitpid(pid, &status, WNOHANG) != pid) {
+        /* not yet (cannot be: the pidfd said so); look again, never lose it */
+        struct timeval tv = {0, 100 * 1000};
+        event_add(p->ev_exit, &tv);
+        return;
+    }
     if (WIFSIGNALED(status))
         snprintf(how, sizeof(how), "was killed by signal %d%s", WTERMSIG(status),
                  WTERMSIG(status) == SIGSYS ? " (a system call outside its filter)" : "");
@@ -269,6 +275,7 @@ static int spawn(struct lyhd *d) {
     close(sv[1]);
     p->sock = sv[0];
     p->pid = pid;
+    p->ending = false;
     p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     p->started_ms = lyhd_mono_ms();
     p->ev_sock = event_new(d->base, p->sock, EV_READ | EV_PERSIST, on_sock, d);
@@ -337,6 +344,12 @@ int pproc_start(struct lyhd *d, char *why, size_t whylen) {
     p->sock = p->pidfd = -1;
     p->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     d->pproc = p;
+    if (p->exe_fd >= 0 && p->exe_fd < 4) {
+        /* the child's fd 3 is its socket: the binary's fd must not be there */
+        int fd = fcntl(p->exe_fd, F_DUPFD_CLOEXEC, 4);
+        close(p->exe_fd);
+        p->exe_fd = fd;
+    }
     if (p->exe_fd < 0) {
         r = -errno;
         snprintf(why, whylen, "cannot open lyhd's own binary (/proc/self/exe): %s", strerror(-r));
