@@ -248,10 +248,11 @@ int policy_from_msg(const Lianyaohu__V1__Policy *m, struct policy *ret, char *wh
             char canon[DNS_PATTERN_MAX], dwhy[160];
             if (dn_pattern_check(dl[l].v[i], canon, dwhy, sizeof(dwhy)) < 0)
                 return bad(why, whylen, "%s[%zu]: '%.130s': %s", dl[l].key, i, dl[l].v[i], dwhy);
-            if (strlen(canon) > POLICY_DOMAIN_MAX)
+            size_t clen = strlen(canon);
+            if (clen > POLICY_DOMAIN_MAX)
                 return bad(why, whylen, "%s[%zu]: longer than %d characters", dl[l].key, i,
                            POLICY_DOMAIN_MAX);
-            snprintf(dl[l].out[i], sizeof(dl[l].out[i]), "%s", canon);
+            memcpy(dl[l].out[i], canon, clen + 1);
         }
         *dl[l].ret_n = dl[l].n;
     }
