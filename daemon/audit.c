@@ -918,6 +918,11 @@ int audit_stream_start(struct lyhd *d, struct rpc_call *call, const struct audit
 
     if (!a || !a->db)
         return -ENODEV;
+    /* what was logged before the question is in the answer: a record may
+     * wait up to --audit-flush-ms in the batch otherwise (a session that
+     * just ended would be missing from `lyh run ...; lyh audit query`) */
+    if (a->n > 0 && !a->write_failing)
+        flush(a);
     st = calloc(1, sizeof(*st));
     if (!st)
         return -ENOMEM;
