@@ -318,8 +318,9 @@ res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 ask.py junk
     udp:8.8.8.8:allowed.test)
 t_check "5: after junk the forwarder still answers" grep -q "^udp:8.8.8.8:allowed.test rcode=0 11.77.0.1" <<<"$res"
 t_check "5: lyhd still runs" lyh_alive "$LYH_DAEMON_PID"
+# (the protocol process closes its copies when the parent's DNS_STOP arrives)
 t_check "5: no leftover forwarder socket after the sessions ended" \
-    eval '! nsenter --net=/run/netns/$LYH_MAIN ss -Hulnp | grep -q "lyhd"'
+    lyh_wait_until 3 eval '! nsenter --net=/run/netns/$LYH_MAIN ss -Hulnp | grep -q "lyhd"'
 # ---- 6. a domain allowlist ----------------------------------------------------------------
 echo "# 6. a domain allowlist"
 AL=(--vpn tun0 --no-tui --dns 10.77.0.2 --allow-domain '*.allowed.test' --allow-domain exact.test)

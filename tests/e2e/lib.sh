@@ -631,13 +631,35 @@ _lyh_cg_reap() {
     rmdir "$cg" 2>/dev/null
 }
 
+# _lyh_descendants PID...: the descendants (children, their children...) of
+# those PIDs that are still children of this shell (a pid we hold that died
+# and was reused is someone else's), from one `ps` listing taken before
+# anything is killed.
+_lyh_descendants() {
+    ps -e -o pid=,ppid= | awk -v roots="$*" -v shell="$$" '
+        BEGIN { n = split(roots, r, " "); for (i = 1; i <= n; i++) cand[r[i]] = 1 }
+        { kid[NR] = $1; par[NR] = $2; if (($1 in cand) && $2 == shell) want[$1] = 1 }
+        END {
+            do {
+                more = 0
+                for (i = 1; i <= NR; i++)
+                    if ((par[i] in want) && !(kid[i] in want)) { want[kid[i]] = 1; print kid[i]; more = 1 }
+            } while (more)
+        }'
+}
+
 _lyh_cleanup() {
     local h pid ns u d i cg
     [ "$_LYH_CLEANED" = 1 ] && return
     _LYH_CLEANED=1
     trap '' INT TERM HUP
     for h in "${_LYH_HOOKS[@]}"; do "$h" 2>/dev/null; done
-    # 1. processes we started, by pid (servers, clients, daemons)
+    # 1. processes we started, by pid (servers, clients, daemons), and what
+    # they started (a backgrounded function runs its command in a subshell
+    # of the subshell: `timeout` would outlive the pid we hold)
+    local kids=()
+    [ "${#_LYH_PIDS[@]}" -gt 0 ] && mapfile -t kids < <(_lyh_descendants "${_LYH_PIDS[@]}")
+    _LYH_PIDS+=("${kids[@]}")
     for pid in "${_LYH_PIDS[@]}"; do
         lyh_alive "$pid" && kill -TERM "$pid" 2>/dev/null
     done
