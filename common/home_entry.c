@@ -77,8 +77,11 @@ int he_check(const char *in, char *canon, char *why, size_t whylen) {
         while (j < n && s[j] != '/')
             j++;
         size_t len = j - i;
-        if (len == 0 || (len == 1 && s[i] == '.') || (len == 2 && s[i] == '.' && s[i + 1] == '.')) {
-            set_why(why, whylen, "empty, \".\" and \"..\" components are not allowed");
+        /* "~" too: "~/~/x" would be "~/x" once checked and "x" checked
+         * again (a stored name must come back as itself) */
+        if (len == 0 || (len == 1 && (s[i] == '.' || s[i] == '~')) ||
+            (len == 2 && s[i] == '.' && s[i + 1] == '.')) {
+            set_why(why, whylen, "empty, \".\", \"..\" and \"~\" components are not allowed");
             return -EINVAL;
         }
         i = j + 1;

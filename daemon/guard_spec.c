@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/dest_rule.h"
 #include "common/dns_name.h"
 #include "daemon/bytes.h"
 
@@ -94,8 +95,9 @@ static int get_list(struct br *r, struct dr_rule *d, size_t *ret_n) {
         d[i].port_min = br_get16(r);
         d[i].port_max = br_get16(r);
         br_get(r, d[i].addr, fam == 4 ? 4 : 16);
-        if (d[i].prefix_len > (fam == 4 ? 32 : 128) || d[i].port_min > d[i].port_max ||
-            (d[i].port_min == 0 && d[i].port_max != 0))
+        /* every invariant of a dr_rule, host bits included: a damaged row
+         * fails here, as damaged, not later in the renderer */
+        if (!r->bad && dr_check(&d[i], NULL, 0) < 0)
             return -EBADMSG;
     }
     *ret_n = n;

@@ -1297,7 +1297,12 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         k = gspec_encode(&s->spec, s->row.guard_spec, sizeof(s->row.guard_spec),
                          &s->row.guard_spec_len);
         if (k < 0) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "destination rules too large");
+            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                     "the session's rules (%zu LAN exceptions, %zu denied and %zu allowed "
+                     "destinations, %zu domains) are more than lyhd can record (%d bytes); use "
+                     "fewer or wider ones",
+                     s->spec.n_lan, s->spec.n_deny, s->spec.n_allow, s->spec.n_domains,
+                     STORE_GUARD_SPEC_MAX);
             goto out;
         }
     }

@@ -476,8 +476,8 @@ static void test_schema_errors(void **state) {
     schema_error(e, false, "[network]\nhost_ports = [\"90-80\"]\n",
                  "2:15: network.host_ports[0]: '90-80': the range runs backwards (90-80)");
     schema_error(e, false, "[paths]\nprotect = [\".config/../x\"]\n",
-                 "2:12: paths.protect[0]: '.config/../x' empty, \".\" and \"..\" components are not "
-                 "allowed");
+                 "2:12: paths.protect[0]: '.config/../x' empty, \".\", \"..\" and \"~\" components are "
+                 "not allowed");
     schema_error(e, false, "[paths]\nprotect = [\"/etc\"]\n",
                  "2:12: paths.protect[0]: '/etc' must be relative to your home (\"~/NAME\" or "
                  "\"NAME\")");

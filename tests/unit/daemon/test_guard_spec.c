@@ -156,12 +156,31 @@ static void test_v2_port_zero(void **state) {
     assert_int_equal(gspec_decode(buf, n, &back), -EBADMSG);
 }
 
+/* A rule that breaks a dr_rule invariant (host bits: 192.168.1.5/24) is
+ * damage, refused at decode, not left for the renderer to trip on. */
+static void test_host_bits_refused(void **state) {
+    (void)state;
+    struct gspec g = sample(), back;
+    uint8_t buf[4096];
+    size_t n;
+    assert_int_equal(gspec_encode(&g, buf, sizeof(buf), &n), 0);
+    /* version, flags, iface length, "tun0", lan count, family, prefix, ports */
+    size_t at = 1 + 1 + 1 + 4 + 1 + 1 + 1 + 2 + 2;
+    assert_int_equal(buf[at], 192);
+    assert_int_equal(buf[at + 3], 0);
+    buf[at + 3] = 5;
+    assert_int_equal(gspec_decode(buf, n, &back), -EBADMSG);
+    buf[at + 3] = 0;
+    assert_int_equal(gspec_decode(buf, n, &back), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v1_round_trip),
         cmocka_unit_test(test_v2_round_trip),
         cmocka_unit_test(test_v2_port_zero),
         cmocka_unit_test(test_v2_domains),
+        cmocka_unit_test(test_host_bits_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
