@@ -69,6 +69,8 @@ static void usage(FILE *f) {
             "  --audit-flush-ms MS       longest an audit record waits to be written (default 200)\n"
             "  --audit-max-age-days N    drop audit records older than this (default 90, 0 = keep)\n"
             "  --audit-max-mb N          keep audit.db under this size (default 1024, 0 = no cap)\n"
+            "  --protocol-exe PATH       tests only: run PATH as the protocol process (as user\n"
+            "                            _lyhd, no privilege; it stands for a compromised one)\n"
             "  --verbose                 debug logging\n"
             "  --version, --help\n",
             LYH_DEFAULT_SOCKET, LYH_DEFAULT_STATE_DIR, LYH_GUARD_GID_DEFAULT,
@@ -95,6 +97,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
         O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN, O_NOCG,
         O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT, O_LLMAX, O_RESOLV, O_DNSTTL, O_DNSGRACE,
+        O_PEXE,
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
@@ -119,6 +122,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"audit-flush-ms", required_argument, NULL, O_AFLUSH},
         {"audit-max-age-days", required_argument, NULL, O_AAGE},
         {"audit-max-mb", required_argument, NULL, O_ASIZE},
+        {"protocol-exe", required_argument, NULL, O_PEXE},
         {"verbose", no_argument, NULL, O_VERBOSE},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, O_HELP},
@@ -210,6 +214,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
             if (parse_uint("--audit-max-mb", optarg, 0, 1048576, &cfg->audit_max_mb) < 0)
                 return -EINVAL;
             break;
+        case O_PEXE: cfg->protocol_exe = optarg; break;
         case O_VERBOSE: cfg->verbose = true; break;
         case O_VERSION: printf("lyhd %s (protocol %u)\n", LYH_VERSION, LYH_PROTOCOL_VERSION); return 1;
         case O_HELP: usage(stdout); return 1;
@@ -222,9 +227,9 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         return -EINVAL;
     }
     if (cfg->socket_path[0] != '/' || cfg->state_dir[0] != '/' || cfg->tmp_parent[0] != '/' ||
-        cfg->resolv_conf[0] != '/') {
-        fprintf(stderr, "lyhd: --socket, --state-dir, --tmp-dir and --resolv-conf must be "
-                        "absolute paths\n");
+        cfg->resolv_conf[0] != '/' || (cfg->protocol_exe && cfg->protocol_exe[0] != '/')) {
+        fprintf(stderr, "lyhd: --socket, --state-dir, --tmp-dir, --resolv-conf and "
+                        "--protocol-exe must be absolute paths\n");
         return -EINVAL;
     }
     if (cfg->admin_group) {

@@ -11,7 +11,9 @@
  * Why a fresh exec: a fork alone would hand the protocol process a copy of
  * the parent's memory (the admin policy, every session's state, the nft
  * socket's buffers) and the parent's address-space layout; after execveat it
- * has only its arguments and what the parent chooses to send. */
+ * has only its arguments and what the parent chooses to send. The forked
+ * child gives up root before the exec: the new image never runs with
+ * privilege, not even while the loader and its argument parsing run. */
 #include "daemon/pproc.h"
 
 #include <errno.h>
@@ -24,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,8 +48,22 @@
 
 extern char **environ;
 
+/* Exit statuses of the forked child before its exec (pproc_exit_hint). */
+#define PPROC_EXIT_CREDS 126 /* could not become the user */
+#define PPROC_EXIT_EXEC  127 /* the exec failed */
+
+#if defined(SYS_setresuid32)
+#define SYS_SETRESUID SYS_setresuid32
+#define SYS_SETRESGID SYS_setresgid32
+#define SYS_SETGROUPS SYS_setgroups32
+#else
+#define SYS_SETRESUID SYS_setresuid
+#define SYS_SETRESGID SYS_setresgid
+#define SYS_SETGROUPS SYS_setgroups
+#endif
+
 struct pproc {
-    int exe_fd;
+    int exe_fd; /* -1 with --protocol-exe (exec by path) */
     uid_t uid;
     gid_t gid;
     int sock; /* -1: no process */
@@ -104,8 +122,7 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) 
         if (ready || !d->pproc || pmsg_decode_ready(pl, pl_len, &m) < 0)
             return -EBADMSG;
         d->pproc->ready = true;
-        log_info("protocol process %d ready (uid %u, no capabilities, seccomp, Landlock)",
-                 d->pproc->pid, (unsigned)d->pproc->uid);
+        log_info("protocol process %d ready (uid %u)", d->pproc->pid, (unsigned)d->pproc->uid);
         if ((r = dns_fwd_send_policy(d)) < 0 && r != -ENOTCONN)
             log_error("cannot send the admin policy's domains to the protocol process: %s",
                       strerror(-r));
@@ -213,6 +230,10 @@ static void on_exit_event(evutil_socket_t fd, short what, void *arg) {
     if (WIFSIGNALED(status))
         snprintf(how, sizeof(how), "was killed by signal %d%s", WTERMSIG(status),
                  WTERMSIG(status) == SIGSYS ? " (a system call outside its filter)" : "");
+    else if (WEXITSTATUS(status) == PPROC_EXIT_CREDS || WEXITSTATUS(status) == PPROC_EXIT_EXEC)
+        snprintf(how, sizeof(how), "could not %s (status %d)",
+                 WEXITSTATUS(status) == PPROC_EXIT_CREDS ? "become its user" : "be run",
+                 WEXITSTATUS(status));
     else
         snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
     close_process(p);
@@ -261,16 +282,27 @@ static int spawn(struct lyhd *d) {
         /* Between fork and exec: async-signal-safe calls only (the closer's
          * threads may hold locks). Its end of the pair becomes fd 3, every
          * other fd above 2 closes at exec, its own session (no signal from
-         * lyhd's terminal), no signal blocked. */
+         * lyhd's terminal), no signal blocked. Then it becomes the user for
+         * good (raw system calls: this thread is all there is, and libc's
+         * wrappers would try to reach the parent's other threads) and can
+         * never gain privilege again, before the exec. */
         sigset_t none;
         if ((sv[1] == 3 ? fcntl(3, F_SETFD, 0) : dup2(sv[1], 3)) < 0)
-            _exit(127);
+            _exit(PPROC_EXIT_EXEC);
         (void)syscall(SYS_close_range, 4u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
         (void)setsid();
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        syscall(SYS_execveat, p->exe_fd, "", argv, environ, AT_EMPTY_PATH);
-        _exit(127);
+        if (syscall(SYS_SETGROUPS, 0, NULL) < 0 ||
+            syscall(SYS_SETRESGID, p->gid, p->gid, p->gid) < 0 ||
+            syscall(SYS_SETRESUID, p->uid, p->uid, p->uid) < 0 ||
+            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+            _exit(PPROC_EXIT_CREDS);
+        if (p->exe_fd >= 0)
+            syscall(SYS_execveat, p->exe_fd, "", argv, environ, AT_EMPTY_PATH);
+        else
+            execve(d->cfg.protocol_exe, argv, environ);
+        _exit(PPROC_EXIT_EXEC);
     }
     close(sv[1]);
     p->sock = sv[0];
@@ -333,6 +365,34 @@ static int find_user(struct lyhd *d, uid_t *ret_uid, gid_t *ret_gid, char *why, 
     return 0;
 }
 
+/* lyhd's own binary, which the child runs as the user: executable by it. */
+static int open_own_binary(struct pproc *p, char *why, size_t whylen) {
+    struct stat st;
+    int r;
+
+    p->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (p->exe_fd >= 0 && p->exe_fd < 4) {
+        /* the child's fd 3 is its socket: the binary's fd must not be there */
+        int fd = fcntl(p->exe_fd, F_DUPFD_CLOEXEC, 4);
+        close(p->exe_fd);
+        p->exe_fd = fd;
+    }
+    if (p->exe_fd < 0 || fstat(p->exe_fd, &st) < 0) {
+        r = -errno;
+        snprintf(why, whylen, "cannot open lyhd's own binary (/proc/self/exe): %s", strerror(-r));
+        return r;
+    }
+    mode_t x = st.st_uid == p->uid ? S_IXUSR : st.st_gid == p->gid ? S_IXGRP : S_IXOTH;
+    if (!(st.st_mode & x)) {
+        snprintf(why, whylen,
+                 "lyhd's binary (mode %04o) is not executable by user %s, which the protocol "
+                 "process runs as; make it executable by all (chmod 0755)",
+                 (unsigned)(st.st_mode & 07777), LYHD_PROTO_USER);
+        return -EACCES;
+    }
+    return 0;
+}
+
 int pproc_start(struct lyhd *d, char *why, size_t whylen) {
     struct pproc *p = calloc(1, sizeof(*p));
     int r;
@@ -341,21 +401,14 @@ int pproc_start(struct lyhd *d, char *why, size_t whylen) {
         snprintf(why, whylen, "out of memory");
         return -ENOMEM;
     }
-    p->sock = p->pidfd = -1;
-    p->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    p->sock = p->pidfd = p->exe_fd = -1;
     d->pproc = p;
-    if (p->exe_fd >= 0 && p->exe_fd < 4) {
-        /* the child's fd 3 is its socket: the binary's fd must not be there */
-        int fd = fcntl(p->exe_fd, F_DUPFD_CLOEXEC, 4);
-        close(p->exe_fd);
-        p->exe_fd = fd;
-    }
-    if (p->exe_fd < 0) {
-        r = -errno;
-        snprintf(why, whylen, "cannot open lyhd's own binary (/proc/self/exe): %s", strerror(-r));
-        return r;
-    }
     if ((r = find_user(d, &p->uid, &p->gid, why, whylen)) < 0)
+        return r;
+    if (d->cfg.protocol_exe)
+        log_warn("the protocol process is %s (--protocol-exe: for tests only)",
+                 d->cfg.protocol_exe);
+    else if ((r = open_own_binary(p, why, whylen)) < 0)
         return r;
     p->ev_restart = evtimer_new(d->base, on_restart, d);
     if (!p->ev_restart) {

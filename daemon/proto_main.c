@@ -2,11 +2,11 @@
  *
  * The parent runs `lyhd --protocol-process FD UID GID FLAGS` through a fresh
  * exec of its own binary (nothing of the parent's memory is inherited) with
- * FD a SOCK_SEQPACKET socket to it. Before it reads a byte from anyone this
- * process, in order:
- *   1. becomes UID:GID with no supplementary groups (the parent's system user
- *      _lyhd), checks that the change cannot be undone, and so holds no
- *      capability;
+ * FD a SOCK_SEQPACKET socket to it, already as UID:GID (the system user
+ * _lyhd) with no supplementary groups and no_new_privs: this image never
+ * runs as root. Before it reads a byte from anyone this process, in order:
+ *   1. checks that it is UID:GID in every id, has no supplementary group and
+ *      cannot become root again (so it holds no capability);
  *   2. sets no_new_privs and makes itself not dumpable (no ptrace, no core
  *      file from a process that held secrets of other users' sessions);
  *   3. gives up the file system entirely (Landlock: every right handled,
@@ -23,7 +23,6 @@
 
 #include <errno.h>
 #include <event2/event.h>
-#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,23 +121,24 @@ static void on_parent(evutil_socket_t fd, short what, void *arg) {
 
 /* Steps 1 to 4 of the top of this file. why says which failed. */
 static int confine(uid_t uid, gid_t gid, char *why, size_t whylen) {
-    uid_t ru, eu, su;
-    gid_t rg, eg, sg;
+    uid_t ru = (uid_t)-1, eu = (uid_t)-1, su = (uid_t)-1;
+    gid_t rg = (gid_t)-1, eg = (gid_t)-1, sg = (gid_t)-1;
     int abi = 0, r;
 
     if (uid == 0 || gid == 0) {
         snprintf(why, whylen, "will not run as root (uid %u, gid %u)", (unsigned)uid, (unsigned)gid);
         return -EPERM;
     }
-    if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0) {
-        r = -errno;
-        snprintf(why, whylen, "cannot become uid %u gid %u: %s", (unsigned)uid, (unsigned)gid,
-                 strerror(-r));
-        return r;
-    }
     if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != uid || eu != uid ||
-        su != uid || rg != gid || eg != gid || sg != gid || setuid(0) == 0 || setgid(0) == 0) {
-        snprintf(why, whylen, "the change to uid %u could be undone", (unsigned)uid);
+        su != uid || rg != gid || eg != gid || sg != gid || getgroups(0, NULL) != 0) {
+        snprintf(why, whylen,
+                 "runs as uid %u gid %u (or with supplementary groups), not as %u:%u alone; "
+                 "it is started by lyhd",
+                 (unsigned)eu, (unsigned)eg, (unsigned)uid, (unsigned)gid);
+        return -EPERM;
+    }
+    if (setuid(0) == 0 || setgid(0) == 0) {
+        snprintf(why, whylen, "it could become root again");
         return -EPERM;
     }
     /* What libc reads from files on first use, read now: after this no file
@@ -222,7 +222,7 @@ int proto_main(int argc, char **argv) {
         log_error("cannot reach lyhd");
         _exit(1);
     }
-    log_debug("protocol process %d ready (uid %lu)", getpid(), uid);
+    log_debug("protocol process %d confined and ready (uid %lu)", getpid(), uid);
     event_base_dispatch(p.base);
     relay_free_all(&p);
     _exit(0);

@@ -1,0 +1,171 @@
+#!/bin/bash
+# e2e: a compromised protocol process (issue 16). lyhd runs
+# tests/e2e/evil_proto.py as its protocol process (--protocol-exe: as user
+# _lyhd, no privilege), which does what an attacker who owns that process
+# would: it takes a session's DNS sockets, asks the parent to open addresses
+# for a name the session may not resolve, for a session that does not exist,
+# without confirmation, forges audit records, and then sends one malformed
+# message (a LAN address for an allowed name, a wrong version, a length past
+# the datagram, a message only the parent may send, READY twice, an fd with a
+# message that carries none), a different one per instance. Checks, against
+# the real daemon and nftables:
+#   1. each malformed message ends that process, lyhd starts another, lyhd
+#      itself runs on and every end is on record (guard protocol_exit)
+#   2. nothing is installed: no address the hostile requests named is in any
+#      set, the ruleset's chains and rules are as before, a session agent
+#      probing those addresses (and the LAN) is refused every time; what the
+#      parent must allow (an allowed name's public address, the documented
+#      worst case) is reachable for that session alone
+#   3. nothing is spawned: one session, one session cgroup, no process of
+#      _lyhd but the current protocol process
+#   4. the hostile requests got their precise refusals (EPERM, ENOENT)
+#
+# usage: privsep.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
+# Safety: everything happens in the namespaces lib.sh makes.
+set -u
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: privsep.sh needs root"
+    exit 77
+fi
+# shellcheck source=tests/e2e/lib.sh
+. "$HERE/lib.sh"
+lyh_init "${1:-}"
+
+P="lyhdp-$$"
+lyh_layout_up "$P" tun0 || lyh_die "network layout"
+lyh_user_create || lyh_die "cannot create the test user"
+# the user the protocol process runs as (lib.sh removes it if this run made it)
+if ! getent passwd _lyhd >/dev/null; then
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+        --user-group _lyhd || lyh_die "cannot create _lyhd"
+fi
+# an echo server on every address of the exit side (11.77.1.0/24 on its lo):
+# an address that got into a set would answer
+ip -n "$LYH_EXIT" addr add 11.77.1.0/24 dev lo || lyh_die "exit addresses"
+lyh_serve "$LYH_EXIT" 0.0.0.0 7778 || lyh_die "echo server on 7778"
+
+# the evil program where _lyhd can run it, its state where it can write
+EVIL=$LYH_TMP/evil
+install -d -m 0755 "$EVIL" && install -m 0755 "$HERE/evil_proto.py" "$EVIL/evil_proto.py" &&
+    install -d -o _lyhd -g _lyhd -m 0700 "$EVIL/state" || lyh_die "evil program"
+export LYH_EVIL_DIR=$EVIL/state
+evil_log() { cat "$EVIL/state/log" 2>/dev/null; }
+lyh_daemon_start --protocol-exe "$EVIL/evil_proto.py" || lyh_die "lyhd does not start"
+install -d -o "$LYH_UID" -g "$LYH_GID" -m 0700 "$LYH_HOME/proj"
+
+# the agent: connects every round to the addresses the hostile requests
+# named (and the LAN), prints each that opens; ends when proj/stop appears
+cat >"$LYH_HOME/proj/probe.py" <<'PY'
+import os, socket, time
+addrs = [("11.77.1.93", 7778), ("11.77.1.94", 7778), ("11.77.1.95", 7778), ("11.77.1.96", 7778),
+         ("11.77.1.97", 7778), ("11.77.1.98", 7778), ("11.77.1.99", 7778), ("192.168.77.2", 7777)]
+rounds, end = 0, time.monotonic() + 100
+while not os.path.exists("stop") and time.monotonic() < end:
+    rounds += 1
+    for a in addrs:
+        s = socket.socket(); s.settimeout(0.3)
+        try:
+            s.connect(a); print("open %s round %d" % (a[0], rounds), flush=True)
+        except OSError:
+            pass
+        s.close()
+    time.sleep(0.2)
+print("probe done rounds %d" % rounds, flush=True)
+PY
+chown "$LYH_UID:$LYH_GID" "$LYH_HOME/proj/probe.py"
+
+ruleset() { # the tables' chains, rules and set names (no elements, no counts), as JSON lines
+    lyh_in_main nft -j list ruleset 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+def strip(x):  # what traffic changes: counters, quota use
+    if isinstance(x, dict):
+        return {k: 0 if k in ("packets", "bytes", "used") else strip(v) for k, v in x.items()}
+    return [strip(i) for i in x] if isinstance(x, list) else x
+for o in json.load(sys.stdin)["nftables"]:
+    k = next(iter(o))
+    if k == "metainfo":
+        continue
+    v = dict(o[k]); v.pop("handle", None); v.pop("elem", None)
+    print(k, json.dumps(strip(v), sort_keys=True))'
+}
+
+(LYH_CMD_TIMEOUT=150 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" --socket "$LYH_SOCK" \
+    run --vpn tun0 --no-tui --dns 10.77.0.2 --allow-domain '*.allowed.test' -- \
+    /usr/bin/python3 probe.py </dev/null >"$LYH_TMP/agent.out" 2>&1
+ echo "rc=$?" >>"$LYH_TMP/agent.out") &
+AGENT=$!
+lyh_wait_until 20 eval 'evil_log | grep -q "dns_start"' || t_fail "a session starts" "$(evil_log; cat "$LYH_TMP/agent.out")"
+BEFORE=$(ruleset)
+SID=$(evil_log | awk '$2 == "dns_start" { print $3; exit }')
+echo "# session $SID; the compromised protocol process at work"
+
+# six instances, one malformed message each (back-off 250 ms doubling)
+lyh_wait_until 60 eval '[ "$(evil_log | grep -c "malformed sent")" -ge 6 ] &&
+    [ "$(grep -c "it sent a message that makes no sense" "$LYH_DAEMON_LOG")" -ge 6 ]'
+# the seventh only says READY and stays
+lyh_wait_until 20 eval '[ "$(evil_log | grep -c " mode quiet ")" -ge 1 ]'
+sleep 1.5 # the agent's last rounds run against the final state
+AFTER=$(ruleset)
+ELEMS=$(lyh_in_main nft list ruleset 2>/dev/null)
+evil_log | grep -E "instance|malformed|survived|answered" | sed 's/^/    /'
+
+# ---- 1. each malformed message ends the process; lyhd runs on -------------------------
+for m in lan-address bad-version long-length parent-type ready-twice fd-attached; do
+    pid=$(evil_log | awk -v m="$m" '$2 == "instance" && $5 == m { print $1; exit }')
+    t_check "1: $m: the parent ends that protocol process" \
+        eval '[ -n "$pid" ] && evil_log | grep -q "^$pid malformed sent $m" &&
+              ! evil_log | grep -q "^$pid survived" &&
+              lyh_daemon_log_has "protocol process $pid: it sent a message that makes no sense" 1 &&
+              lyh_daemon_log_has "protocol process $pid was killed by signal 9" 1'
+done
+t_check "1: no instance survived its malformed message" eval '! evil_log | grep -q survived'
+t_check "1: lyhd itself still runs" lyh_alive "$LYH_DAEMON_PID"
+t_check "1: ... and a new protocol process was started after the last" \
+    eval 'evil_log | grep -q " mode quiet "'
+t_check "1: every end is on record (audit kind guard, protocol_exit)" \
+    eval '[ "$(lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" audit query --kind guard --json 2>/dev/null |
+               grep -c protocol_exit)" -ge 6 ]'
+
+# ---- 2. nothing is installed ------------------------------------------------------------
+t_check "2: no address a hostile request named is in any set (11.77.1.94-99, 192.168.77.2)" \
+    eval '! grep -Eq "11\.77\.1\.9[4-9]|192\.168\.77\.2([^0-9]|$)" <<<"$ELEMS"'
+t_check "2: the ruleset's tables, chains, rules and sets are as before" \
+    eval '[ -n "$BEFORE" ] && diff <(printf "%s\n" "$BEFORE") <(printf "%s\n" "$AFTER")'
+t_check "2: the allowed name's public address is in the session's set (the worst case: an allowed name)" \
+    eval 'grep -q "11\.77\.1\.93" <<<"$ELEMS"'
+
+# ---- 3. nothing is spawned ----------------------------------------------------------------
+PP=$(lyh_proto_pid)
+t_check "3: one session, one session cgroup" \
+    eval '[ "$(lyh_live_rows)" = 1 ] && [ "$(lyh_cg_sessions | wc -l)" = 1 ]'
+t_check "3: no process of _lyhd but the current protocol process ($PP)" \
+    eval '[ -n "$PP" ] && [ "$(pgrep -u _lyhd | tr "\n" " ")" = "$PP " ]'
+
+# ---- 4. the hostile requests got precise refusals -------------------------------------
+t_check "4: addresses for a name the session may not resolve: EPERM" \
+    eval 'evil_log | grep -q "answered req 1 status -1$"'
+t_check "4: for a session that does not exist: ENOENT" \
+    eval 'evil_log | grep -q "answered req 2 status -2$"'
+t_check "4: an allowed name's public address: granted" \
+    eval 'evil_log | grep -q "answered req 6 status 0$"'
+t_check "4: the parent says why (a name the session may not resolve)" \
+    lyh_daemon_log_has "asked to open addresses for 'denied.test', which the session may not resolve" 1
+t_check "4: ... and a blocked address" lyh_daemon_log_has "asked to open a blocked address" 1
+
+# the agent: every probe of a refused address failed, the allowed one opened
+touch "$LYH_HOME/proj/stop"
+wait "$AGENT" 2>/dev/null
+grep -E "probe done|rc=" "$LYH_TMP/agent.out" | sed 's/^/    /'
+t_check "2: the agent ran through it all and ended 0" \
+    eval 'grep -qx "rc=0" "$LYH_TMP/agent.out" && grep -q "^probe done" "$LYH_TMP/agent.out"'
+t_check "2: ... it never reached an address a hostile request named, nor the LAN" \
+    eval '! grep -Eq "^open (11\.77\.1\.9[4-9]|192\.168\.77\.2) " "$LYH_TMP/agent.out"'
+t_check "2: ... and reached the allowed name's address (the probe works)" \
+    eval 'grep -q "^open 11\.77\.1\.93 " "$LYH_TMP/agent.out"'
+
+lyh_daemon_stop
+t_check "lyhd's stop ends its protocol process too" eval '[ -z "$(pgrep -u _lyhd)" ]'
+lyh_daemon_check_log
+t_done
