@@ -10,6 +10,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +129,6 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"help", no_argument, NULL, O_HELP},
         {0},
     };
-    unsigned v;
     int c;
 
     *cfg = (struct lyhd_config){
@@ -149,71 +149,55 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         .audit_max_age_days = 90,
         .audit_max_mb = 1024,
     };
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    /* The numeric options: a range and a field each, checked alike. */
+    static const struct {
+        int id;
+        unsigned min, max;
+        size_t off;
+    } nums[] = {
+#define NUM(id, min, max, field) {id, min, max, offsetof(struct lyhd_config, field)}
+        NUM(O_DNSTTL, 0, 86400, dns_min_ttl_s),
+        NUM(O_DNSGRACE, 0, 3600, dns_grace_s),
+        NUM(O_GUARD, 1, 0x7ffffffe - LYH_GUARD_GID_SPAN, guard_gid),
+        NUM(O_MAXC, 1, 65536, max_conns),
+        NUM(O_MAXCU, 1, 65536, max_conns_per_uid),
+        NUM(O_MAXCALLS, 1, 4096, max_calls_per_conn),
+        NUM(O_FRAME, 10, 600000, frame_timeout_ms),
+        NUM(O_MAXFDS, 0, LYH_MAX_FDS_PER_MESSAGE, max_fds_per_msg),
+        NUM(O_GRACE, 0, 600000, hangup_grace_ms),
+        NUM(O_LLMAX, 1, 255, landlock_abi_max),
+        NUM(O_AFLUSH, 1, 10000, audit_flush_ms),
+        NUM(O_AAGE, 0, 36500, audit_max_age_days),
+        NUM(O_ASIZE, 0, 1048576, audit_max_mb),
+#undef NUM
+    };
+    _Static_assert(sizeof(cfg->guard_gid) == sizeof(unsigned), "guard_gid is an unsigned field");
+    int idx = -1;
+    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+        bool num = false;
+        for (size_t k = 0; k < ARRAY_SIZE(nums) && !num; k++) {
+            if (nums[k].id != c)
+                continue;
+            char name[48];
+            snprintf(name, sizeof(name), "--%s", idx >= 0 ? opts[idx].name : "?");
+            if (parse_uint(name, optarg, nums[k].min, nums[k].max,
+                           (unsigned *)(void *)((char *)cfg + nums[k].off)) < 0)
+                return -EINVAL;
+            num = true;
+        }
+        idx = -1;
+        if (num)
+            continue;
         switch (c) {
         case O_SOCKET: cfg->socket_path = optarg; break;
         case O_STATE: cfg->state_dir = optarg; break;
         case O_RESOLV: cfg->resolv_conf = optarg; break;
-        case O_DNSTTL:
-            if (parse_uint("--dns-min-ttl", optarg, 0, 86400, &cfg->dns_min_ttl_s) < 0)
-                return -EINVAL;
-            break;
-        case O_DNSGRACE:
-            if (parse_uint("--dns-grace", optarg, 0, 3600, &cfg->dns_grace_s) < 0)
-                return -EINVAL;
-            break;
         case O_ADMIN: cfg->admin_group = optarg; break;
-        case O_GUARD:
-            if (parse_uint("--guard-gid", optarg, 1, 0x7ffffffe - LYH_GUARD_GID_SPAN, &v) < 0)
-                return -EINVAL;
-            cfg->guard_gid = v;
-            break;
-        case O_MAXC:
-            if (parse_uint("--max-connections", optarg, 1, 65536, &cfg->max_conns) < 0)
-                return -EINVAL;
-            break;
-        case O_MAXCU:
-            if (parse_uint("--max-connections-per-uid", optarg, 1, 65536, &cfg->max_conns_per_uid) < 0)
-                return -EINVAL;
-            break;
-        case O_MAXCALLS:
-            if (parse_uint("--max-calls-per-connection", optarg, 1, 4096, &cfg->max_calls_per_conn) < 0)
-                return -EINVAL;
-            break;
-        case O_FRAME:
-            if (parse_uint("--frame-timeout-ms", optarg, 10, 600000, &cfg->frame_timeout_ms) < 0)
-                return -EINVAL;
-            break;
-        case O_MAXFDS:
-            if (parse_uint("--max-fds-per-message", optarg, 0, LYH_MAX_FDS_PER_MESSAGE,
-                           &cfg->max_fds_per_msg) < 0)
-                return -EINVAL;
-            break;
         case O_TMP: cfg->tmp_parent = optarg; break;
-        case O_GRACE:
-            if (parse_uint("--hangup-grace-ms", optarg, 0, 600000, &cfg->hangup_grace_ms) < 0)
-                return -EINVAL;
-            break;
         case O_ROOTRUN: cfg->allow_root_run = true; break;
         case O_NOCG: cfg->no_cgroup = true; break;
-        case O_LLMAX:
-            if (parse_uint("--landlock-abi-max", optarg, 1, 255, &cfg->landlock_abi_max) < 0)
-                return -EINVAL;
-            break;
         case O_SYSLOG: cfg->use_syslog = true; break;
         case O_SYSLOG_AUDIT: cfg->syslog_audit = true; break;
-        case O_AFLUSH:
-            if (parse_uint("--audit-flush-ms", optarg, 1, 10000, &cfg->audit_flush_ms) < 0)
-                return -EINVAL;
-            break;
-        case O_AAGE:
-            if (parse_uint("--audit-max-age-days", optarg, 0, 36500, &cfg->audit_max_age_days) < 0)
-                return -EINVAL;
-            break;
-        case O_ASIZE:
-            if (parse_uint("--audit-max-mb", optarg, 0, 1048576, &cfg->audit_max_mb) < 0)
-                return -EINVAL;
-            break;
         case O_PEXE: cfg->protocol_exe = optarg; break;
         case O_VERBOSE: cfg->verbose = true; break;
         case O_VERSION: printf("lyhd %s (protocol %u)\n", LYH_VERSION, LYH_PROTOCOL_VERSION); return 1;
@@ -469,6 +453,36 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
     event_base_loopexit(d->base, NULL);
 }
 
+/* The end, after the loop (served: it ran) or a failed start. Running
+ * sessions stay running and guarded (the next lyhd re-adopts them); sessions
+ * already ending are finished now. They are detached from their calls
+ * first, so closing connections does not hang them up. The guard's table
+ * stays unless nothing runs that it guards. */
+static void teardown(struct lyhd *d, struct event **ev_sig, size_t n_sig, struct event *ev_poke,
+                     bool served) {
+    bool none_running = sessions_shutdown(d) == 0;
+    server_free(d->server);
+    d->server = NULL;
+    /* Run once more so deferred connection releases happen before exit. */
+    if (served)
+        event_base_loop(d->base, EVLOOP_NONBLOCK);
+    pproc_stop(d);
+    audit_stop(d);
+    for (size_t i = 0; i < n_sig; i++)
+        if (ev_sig[i])
+            event_free(ev_sig[i]);
+    if (ev_poke)
+        event_free(ev_poke);
+    closer_stop(d->closer);
+    if (d->base)
+        event_base_free(d->base);
+    guard_free(d->guard, served && none_running);
+    sandbox_free(d);
+    store_close(d->store);
+    free(d->policy);
+    CLOSE_FD(d->lock_fd);
+}
+
 int main(int argc, char **argv) {
     struct lyhd d = {.lock_fd = -1};
     struct event *ev_sig[3] = {0};
@@ -582,48 +596,11 @@ int main(int argc, char **argv) {
         d.exit_code = 1;
     }
 
-    /* Running sessions stay running and guarded (the next lyhd re-adopts
-     * them); sessions already ending are finished now. Detach them from
-     * their calls first, so closing connections does not hang them up. */
-    bool none_running = sessions_shutdown(&d) == 0;
-    server_free(d.server);
-    d.server = NULL;
-    /* Run once more so deferred connection releases happen before exit. */
-    event_base_loop(d.base, EVLOOP_NONBLOCK);
-    pproc_stop(&d);
-    audit_stop(&d);
-    for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
-        if (ev_sig[i])
-            event_free(ev_sig[i]);
-    if (ev_poke)
-        event_free(ev_poke);
-    closer_stop(d.closer);
-    event_base_free(d.base);
-    guard_free(d.guard, none_running);
-    sandbox_free(&d);
-    store_close(d.store);
-    free(d.policy);
-    CLOSE_FD(d.lock_fd);
+    teardown(&d, ev_sig, ARRAY_SIZE(ev_sig), ev_poke, true);
     log_info("stopped");
     return d.exit_code;
 
 fail:
-    (void)sessions_shutdown(&d);
-    server_free(d.server);
-    pproc_stop(&d);
-    audit_stop(&d);
-    for (size_t i = 0; i < ARRAY_SIZE(ev_sig); i++)
-        if (ev_sig[i])
-            event_free(ev_sig[i]);
-    if (ev_poke)
-        event_free(ev_poke);
-    closer_stop(d.closer);
-    if (d.base)
-        event_base_free(d.base);
-    guard_free(d.guard, false);
-    sandbox_free(&d);
-    store_close(d.store);
-    free(d.policy);
-    CLOSE_FD(d.lock_fd);
+    teardown(&d, ev_sig, ARRAY_SIZE(ev_sig), ev_poke, false);
     return 1;
 }
