@@ -366,77 +366,19 @@ static int check_cwd(struct run_prep *p, const char *cwd) {
     return expose_if_private(p, "cwd", cwd, true);
 }
 
-/* Is the directory open as fd at or below one of the system trees? Decided on
- * inodes by walking up with "..", never on path strings. */
+/* Is the directory open as fd at or below one of the system trees ("/"
+ * itself, not everything below it)? Decided on inodes (fsutil.h). */
 static bool under_system_tree(int fd) {
     static const char *const system[] = {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64",
                                          "/boot", "/dev", "/proc", "/sys", "/run", "/var/run",
-                                         "/var/lib", "/root", "/"};
-    struct stat sys[ARRAY_SIZE(system)], st;
-    bool have[ARRAY_SIZE(system)] = {0};
-    int cur = dup(fd);
+                                         "/var/lib", "/root"};
+    struct fs_inode up[256];
+    size_t n = fs_ancestors(fd, up, ARRAY_SIZE(up));
 
+    if (fs_is_one_of(up, n ? 1 : 0, "/", true))
+        return true;
     for (size_t i = 0; i < ARRAY_SIZE(system); i++)
-        have[i] = stat(system[i], &sys[i]) == 0;
-    for (int depth = 0; cur >= 0 && depth < 256; depth++) {
-        if (fstat(cur, &st) < 0)
-            break;
-        for (size_t i = 0; i < ARRAY_SIZE(system); i++) {
-            bool is_root = strcmp(system[i], "/") == 0;
-            /* "/" itself is refused, not everything below it. */
-            if (have[i] && st.st_dev == sys[i].st_dev && st.st_ino == sys[i].st_ino &&
-                (!is_root || depth == 0)) {
-                close(cur);
-                return true;
-            }
-        }
-        int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        struct stat ust;
-        if (up < 0 || fstat(up, &ust) < 0 || (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)) {
-            if (up >= 0)
-                close(up);
-            break; /* reached "/" */
-        }
-        close(cur);
-        cur = up;
-    }
-    if (cur >= 0)
-        close(cur);
-    return false;
-}
-
-struct inode_id {
-    dev_t dev;
-    ino_t ino;
-};
-
-/* The directory at fd and its ancestors up to /, as inode ids (at most max). */
-static size_t ancestors(int fd, struct inode_id *out, size_t max) {
-    int cur = dup(fd);
-    size_t n = 0;
-
-    while (cur >= 0 && n < max) {
-        struct stat st, ust;
-        if (fstat(cur, &st) < 0)
-            break;
-        out[n++] = (struct inode_id){st.st_dev, st.st_ino};
-        int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (up < 0 || fstat(up, &ust) < 0 || (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)) {
-            if (up >= 0)
-                close(up);
-            break;
-        }
-        close(cur);
-        cur = up;
-    }
-    if (cur >= 0)
-        close(cur);
-    return n;
-}
-
-static bool inode_in(const struct inode_id *list, size_t n, struct inode_id id) {
-    for (size_t i = 0; i < n; i++)
-        if (list[i].dev == id.dev && list[i].ino == id.ino)
+        if (fs_is_one_of(up, n, system[i], true))
             return true;
     return false;
 }
@@ -445,8 +387,8 @@ static bool inode_in(const struct inode_id *list, size_t n, struct inode_id id) 
  * decided on inodes, never on path strings. Returns the other user's name in
  * who (and what relation) when it is. */
 static bool near_other_home(int fd, uid_t caller, char *who, size_t wholen) {
-    struct inode_id mine[256], theirs[256];
-    size_t n_mine = ancestors(fd, mine, ARRAY_SIZE(mine));
+    struct fs_inode mine[256], theirs[256];
+    size_t n_mine = fs_ancestors(fd, mine, ARRAY_SIZE(mine));
     struct passwd *pw;
     bool hit = false;
 
@@ -461,11 +403,11 @@ static bool near_other_home(int fd, uid_t caller, char *who, size_t wholen) {
         int hfd = open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (hfd < 0)
             continue;
-        size_t n_theirs = ancestors(hfd, theirs, ARRAY_SIZE(theirs));
+        size_t n_theirs = fs_ancestors(hfd, theirs, ARRAY_SIZE(theirs));
         close(hfd);
         if (n_theirs == 0)
             continue;
-        if (inode_in(mine, n_mine, theirs[0]) || inode_in(theirs, n_theirs, mine[0])) {
+        if (fs_inode_in(mine, n_mine, theirs[0]) || fs_inode_in(theirs, n_theirs, mine[0])) {
             snprintf(who, wholen, "%s (%s)", pw->pw_name, pw->pw_dir);
             hit = true;
         }
@@ -475,25 +417,17 @@ static bool near_other_home(int fd, uid_t caller, char *who, size_t wholen) {
 }
 
 /* Policy.writable_prefixes: is the writable path open as fd at or below one
- * of the prefixes? Decided on inodes (the prefix opened, the path walked up
- * with ".."), not on strings. An empty list sets no prefix rule. */
+ * of the prefixes (a prefix that is a symlink does not count)? On inodes. An
+ * empty list sets no prefix rule. */
 static bool under_writable_prefix(const struct policy *pol, int fd) {
-    struct inode_id up[256];
-    size_t n;
+    struct fs_inode up[256];
 
     if (pol->n_writable == 0)
         return true;
-    n = ancestors(fd, up, ARRAY_SIZE(up));
-    for (size_t i = 0; i < pol->n_writable; i++) {
-        struct stat st;
-        int pfd = open(pol->writable[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (pfd < 0)
-            continue;
-        bool hit = fstat(pfd, &st) == 0 && inode_in(up, n, (struct inode_id){st.st_dev, st.st_ino});
-        close(pfd);
-        if (hit)
+    size_t n = fs_ancestors(fd, up, ARRAY_SIZE(up));
+    for (size_t i = 0; i < pol->n_writable; i++)
+        if (fs_is_one_of(up, n, pol->writable[i], false))
             return true;
-    }
     return false;
 }
 
@@ -521,18 +455,8 @@ static int check_paths(uid_t caller, struct run_prep *p, const Lianyaohu__V1__Ru
         if (S_ISDIR(st.st_mode) && under_system_tree(fd))
             return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                         "writable path %s lies in a system directory", path);
-        _cleanup_close_ int dfd = -1;
-        if (!S_ISDIR(st.st_mode)) {
-            /* A file: judge it by the directory it is in. */
-            char dir[PATH_MAX];
-            snprintf(dir, sizeof(dir), "%s", path);
-            char *slash = strrchr(dir, '/');
-            if (slash == dir)
-                slash[1] = '\0';
-            else
-                *slash = '\0';
-            dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        }
+        /* a file: judged by the directory it is in */
+        _cleanup_close_ int dfd = S_ISDIR(st.st_mode) ? -1 : fs_open_parent_dir(path);
         if (!under_writable_prefix(pol, S_ISDIR(st.st_mode) ? fd : dfd))
             return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                         "policy: writable path %s is not below any of writable_prefixes", path);
@@ -551,15 +475,10 @@ static int check_paths(uid_t caller, struct run_prep *p, const Lianyaohu__V1__Ru
         fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         bool is_dir = fd >= 0;
         if (fd < 0 && errno == ENOTDIR) {
-            /* A file: judge it by its directory. */
-            char dir[PATH_MAX];
-            snprintf(dir, sizeof(dir), "%s", path);
-            char *slash = strrchr(dir, '/');
-            if (slash == dir)
-                slash[1] = '\0';
-            else
-                *slash = '\0';
-            fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+            /* a file: judged by its directory */
+            fd = fs_open_parent_dir(path);
+            if (fd < 0)
+                errno = -fd;
         }
         if (fd < 0)
             return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "read-only path %s: %s", path,

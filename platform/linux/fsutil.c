@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
@@ -150,4 +151,59 @@ int fs_remove_empty_dir(const char *path) {
     if (rmdir(path) < 0 && errno != ENOENT)
         return -errno;
     return 0;
+}
+
+size_t fs_ancestors(int fd, struct fs_inode *ret, size_t max) {
+    int cur = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    size_t n = 0;
+
+    while (cur >= 0 && n < max) {
+        struct stat st, ust;
+        if (fstat(cur, &st) < 0)
+            break;
+        ret[n++] = (struct fs_inode){st.st_dev, st.st_ino};
+        int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (up < 0 || fstat(up, &ust) < 0 || (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)) {
+            if (up >= 0)
+                close(up);
+            break; /* "/" is its own parent */
+        }
+        close(cur);
+        cur = up;
+    }
+    if (cur >= 0)
+        close(cur);
+    return n;
+}
+
+bool fs_inode_in(const struct fs_inode *v, size_t n, struct fs_inode id) {
+    for (size_t i = 0; i < n; i++)
+        if (v[i].dev == id.dev && v[i].ino == id.ino)
+            return true;
+    return false;
+}
+
+bool fs_is_one_of(const struct fs_inode *anc, size_t n, const char *dir, bool follow) {
+    struct stat st;
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+    if (fd < 0)
+        return false;
+    bool hit = fstat(fd, &st) == 0 && fs_inode_in(anc, n, (struct fs_inode){st.st_dev, st.st_ino});
+    close(fd);
+    return hit;
+}
+
+int fs_open_parent_dir(const char *path) {
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+        return -ENAMETOOLONG;
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return -EINVAL;
+    if (slash == dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
 }

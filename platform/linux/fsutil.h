@@ -3,6 +3,7 @@
 #ifndef LYH_FSUTIL_H
 #define LYH_FSUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -46,6 +47,29 @@ int fs_ident_enter(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
  * failure here leaves the thread with the user's identity: the caller must
  * treat it as fatal. */
 int fs_ident_leave(const struct fs_ident *saved);
+
+/* ---- deciding on inodes, never on path strings ---- */
+
+/* A file's identity. */
+struct fs_inode {
+    dev_t dev;
+    ino_t ino;
+};
+
+/* The directory open as fd and its ancestors up to "/" (walked with "..",
+ * O_PATH), fd's own first, at most max of them. 0 when fd cannot be read. */
+size_t fs_ancestors(int fd, struct fs_inode *ret, size_t max);
+
+bool fs_inode_in(const struct fs_inode *v, size_t n, struct fs_inode id);
+
+/* Is the directory dir (opened following symlinks or not) one of anc[0..n)?
+ * With anc from fs_ancestors: is the walked directory at or below dir. A dir
+ * that cannot be opened is not. */
+bool fs_is_one_of(const struct fs_inode *anc, size_t n, const char *dir, bool follow);
+
+/* O_PATH fd of the directory path is in (path itself dropped: "/a/b" gives
+ * "/a", "/a" gives "/"). -errno. */
+int fs_open_parent_dir(const char *path);
 
 /* rmdir as the caller (root): safe on a tree a user controlled, since rmdir
  * neither follows a symlink nor removes a non-empty directory. Gone = 0. */
