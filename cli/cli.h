@@ -40,9 +40,36 @@ void cli_print_error(const char *who, const lianyaohu_v1_Response *resp);
 /* Connect or print why not (and how to start the daemon); returns an exit code
  * (EXIT_OK on success). */
 int cli_connect(struct cli *cli, struct lyh_client **ret);
-/* One unary call. Prints transport errors and daemon errors to stderr; returns
- * EXIT_OK only when the daemon answered OK. resp is caller-allocated. */
-int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, lianyaohu_v1_Response *resp);
+/* One call on the open connection c (30 s timeout); a refusal at connect
+ * (one frame, then the daemon closes) is read as the answer. Prints nothing.
+ * 0 with resp->code set (OK or the daemon's error), or the transport -errno.
+ * resp is caller-allocated. */
+int cli_call(struct lyh_client *c, lianyaohu_v1_Request *req, lianyaohu_v1_Response *resp);
+
+/* One unary call of method (a lianyaohu_v1_Request_*_tag, set here) on a
+ * connection of its own, whose answer must carry result (a
+ * lianyaohu_v1_Response_*_tag). req: the request with its fields filled, or
+ * NULL for a method that has none. Prints transport errors, the daemon's
+ * refusal, and "PROG: the daemon answered without WHAT" to stderr. Returns an
+ * exit code; on EXIT_OK only, *ret_resp is the answer (heap; the caller
+ * frees it). Blocks up to 30 s. */
+int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, pb_size_t method, pb_size_t result,
+              const char *what, lianyaohu_v1_Response **ret_resp);
+
+/* Called with each OK response of a stream (the final one too, whatever its
+ * result); returns EXIT_OK to go on, else the exit code to stop with. resp is
+ * the caller's scratch: valid until the callback returns. */
+typedef int (*cli_stream_fn)(const lianyaohu_v1_Response *resp, void *ud);
+
+/* Send req (its method set) on c, or on a connection of its own when c is
+ * NULL, and hand each response of that call to fn until the end of the
+ * stream. Responses of other calls are skipped. Messages on stderr start with
+ * who ("lyh audit query"): transport errors, the daemon's refusal. timeout_ms
+ * bounds the wait for each response (< 0: forever). Returns an exit code: the
+ * daemon's refusal as cli_unary's, a transport failure EXIT_UNAVAILABLE, or
+ * what fn returned. */
+int cli_stream(struct cli *cli, struct lyh_client *c, const char *who, lianyaohu_v1_Request *req,
+               int timeout_ms, cli_stream_fn fn, void *ud);
 
 /* Parse the options of a command that takes only [--json] [--help]. Returns
  * -1 to go on (with *json set), or the exit code to return now. */

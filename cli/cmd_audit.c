@@ -23,9 +23,6 @@
 #include "common/dns_name.h"
 #include "common/macros.h"
 
-/* Declared here and in main.c until cli.h carries them (not this file's to
- * edit). */
-
 /* Between two responses of a query: generous, since a selective filter over a
  * large log can keep the daemon searching for a while. */
 #define AUDIT_RECV_TIMEOUT_MS 120000
@@ -332,79 +329,32 @@ static int parse_opts(struct cli *cli, const struct sub *s, int argc, char **arg
 
 /* ---- the stream ----------------------------------------------------------------------- */
 
-static int code_exit(int code) {
-    return code == lianyaohu_v1_Code_RESOURCE_EXHAUSTED || code == lianyaohu_v1_Code_UNAVAILABLE
-               ? EXIT_UNAVAILABLE
-               : EXIT_DAEMON_ERROR;
-}
-
 /* Called per event; returns EXIT_OK to go on, else the exit code to stop with. */
 typedef int (*event_fn)(const lianyaohu_v1_AuditEvent *ev, void *ud);
 
-/* Send req on c and hand each AuditEvent of its stream to fn until the final
- * response. Prints why on failure; returns an exit code. */
-static int audit_stream(struct cli *cli, const char *sub, struct lyh_client *c,
-                        lianyaohu_v1_Request *req, lianyaohu_v1_Response *resp, int timeout_ms,
-                        event_fn fn, void *ud) {
-    uint64_t id;
-    int r;
+struct event_sink {
+    event_fn fn;
+    void *ud;
+};
 
-    req->call_id = 0; /* a fresh id per call on this connection */
-    r = lyh_client_send(c, req, NULL, 0, &id);
-    if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
-        fprintf(stderr, "%s audit %s: sending the request to lyhd failed: %s\n", cli->prog, sub,
-                strerror(-r));
-        return EXIT_UNAVAILABLE;
-    }
-    /* After EPIPE the daemon may have refused the connection with one frame
-     * (call id 0) and closed it: the loop below reads that reason. */
-    for (;;) {
-        memset(resp, 0, sizeof(*resp));
-        int rr = lyh_client_recv(c, resp, timeout_ms);
-        if (rr < 0) {
-            fprintf(stderr, "%s audit %s: %s\n", cli->prog, sub,
-                    rr == -ECONNRESET  ? "lyhd closed the connection"
-                    : rr == -ETIMEDOUT ? "lyhd did not answer in time"
-                    : rr == -EBADMSG   ? "lyhd sent a response this lyh cannot decode"
-                                       : strerror(-rr));
-            return EXIT_UNAVAILABLE;
-        }
-        if (r < 0 && resp->call_id != 0)
-            continue;
-        if (resp->call_id != id && resp->call_id != 0)
-            continue;
-        if (resp->code != lianyaohu_v1_Code_OK) {
-            char who[64];
-            snprintf(who, sizeof(who), "%s audit %s", cli->prog, sub);
-            cli_print_error(who, resp);
-            return code_exit(resp->code);
-        }
-        if (resp->call_id == 0) {
-            fprintf(stderr, "%s audit %s: lyhd refused the connection\n", cli->prog, sub);
-            return EXIT_UNAVAILABLE;
-        }
-        if (resp->which_result == lianyaohu_v1_Response_audit_event_tag) {
-            int rc = fn(&resp->result.audit_event, ud);
-            if (rc != EXIT_OK)
-                return rc;
-        }
-        if (resp->end_of_stream)
-            return EXIT_OK;
-    }
+static int on_response(const lianyaohu_v1_Response *resp, void *ud) {
+    const struct event_sink *s = ud;
+
+    if (resp->which_result != lianyaohu_v1_Response_audit_event_tag)
+        return EXIT_OK;
+    return s->fn(&resp->result.audit_event, s->ud);
 }
 
-/* Connect, run one stream, close. */
-static int audit_call(struct cli *cli, const char *sub, lianyaohu_v1_Request *req,
-                      int timeout_ms, event_fn fn, void *ud) {
-    struct lyh_client *c = NULL;
-    int rc = cli_connect(cli, &c);
+/* Send req on c (NULL: a connection of its own) and hand each AuditEvent of
+ * its stream to fn until the final response. Prints why on failure; returns
+ * an exit code. */
+static int audit_stream(struct cli *cli, const char *sub, struct lyh_client *c,
+                        lianyaohu_v1_Request *req, int timeout_ms, event_fn fn, void *ud) {
+    struct event_sink s = {fn, ud};
+    char who[64];
 
-    if (rc != EXIT_OK)
-        return rc;
-    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
-    rc = resp ? audit_stream(cli, sub, c, req, resp, timeout_ms, fn, ud) : EXIT_DAEMON_ERROR;
-    lyh_client_close(c);
-    return rc;
+    snprintf(who, sizeof(who), "%s audit %s", cli->prog, sub);
+    return cli_stream(cli, c, who, req, timeout_ms, on_response, &s);
 }
 
 /* ---- printing records --------------------------------------------------------------------- */
@@ -480,7 +430,7 @@ static int print_records(struct cli *cli, const char *sub, struct audit_opts *o,
         req->which_method = lianyaohu_v1_Request_audit_query_tag;
         req->method.audit_query = o->q;
     }
-    rc = audit_call(cli, sub, req, follow ? -1 : AUDIT_RECV_TIMEOUT_MS, print_event, p);
+    rc = audit_stream(cli, sub, NULL, req, follow ? -1 : AUDIT_RECV_TIMEOUT_MS, print_event, p);
     if (rc == EXIT_OK && p->n == 0 && p->out == OUT_CSV)
         printf("%s\r\n", audit_fmt_csv_header()); /* a valid, empty table */
     rc = finish_output(p, rc);
@@ -570,14 +520,13 @@ static int names_event(const lianyaohu_v1_AuditEvent *ev, void *ud) {
 
 static int run_summary_names(struct cli *cli, struct audit_opts *o) {
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
-    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
     char line[512];
     struct names_ctx n = {.cli = cli, .pattern = o->name[0] ? o->name : NULL};
     struct lyh_client *c = NULL;
     bool json = o->out == OUT_JSON;
     int rc = EXIT_OK;
 
-    if (!req || !resp || audit_names_init(&n.t, AUDIT_NAMES_MAX) < 0) {
+    if (!req || audit_names_init(&n.t, AUDIT_NAMES_MAX) < 0) {
         fprintf(stderr, "%s audit summary: out of memory\n", cli->prog);
         return EXIT_DAEMON_ERROR;
     }
@@ -590,7 +539,7 @@ static int run_summary_names(struct cli *cli, struct audit_opts *o) {
         req->which_method = lianyaohu_v1_Request_audit_query_tag;
         req->method.audit_query = o->q;
         req->method.audit_query.kind = kinds[k];
-        rc = audit_stream(cli, "summary", c, req, resp, AUDIT_RECV_TIMEOUT_MS, names_event, &n);
+        rc = audit_stream(cli, "summary", c, req, AUDIT_RECV_TIMEOUT_MS, names_event, &n);
     }
     if (rc == EXIT_OK) {
         const struct audit_name *v;
@@ -625,14 +574,13 @@ static int run_summary(struct cli *cli, struct audit_opts *o) {
     if (o->given & OPT_BY_NAME)
         return run_summary_names(cli, o);
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
-    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
     _cleanup_free_ char *line = malloc(AUDIT_FMT_LINE_MAX);
     struct sum_ctx s = {.cli = cli, .q = &o->q};
     struct lyh_client *c = NULL;
     bool json = o->out == OUT_JSON;
     int rc, grc;
 
-    if (!req || !resp || !line || audit_fmt_sum_init(&s.sum, AUDIT_FMT_SUM_MAX_DESTS) < 0) {
+    if (!req || !line || audit_fmt_sum_init(&s.sum, AUDIT_FMT_SUM_MAX_DESTS) < 0) {
         fprintf(stderr, "%s audit summary: out of memory\n", cli->prog);
         return EXIT_DAEMON_ERROR;
     }
@@ -643,7 +591,7 @@ static int run_summary(struct cli *cli, struct audit_opts *o) {
     req->which_method = lianyaohu_v1_Request_audit_query_tag;
     req->method.audit_query = o->q;
     req->method.audit_query.kind = lianyaohu_v1_EventKind_EVENT_KIND_FLOW;
-    rc = audit_stream(cli, "summary", c, req, resp, AUDIT_RECV_TIMEOUT_MS, sum_event, &s);
+    rc = audit_stream(cli, "summary", c, req, AUDIT_RECV_TIMEOUT_MS, sum_event, &s);
     if (rc != EXIT_OK)
         goto out;
 
@@ -655,7 +603,7 @@ static int run_summary(struct cli *cli, struct audit_opts *o) {
     req->method.audit_query.since_unix_us = o->q.since_unix_us;
     req->method.audit_query.until_unix_us = o->q.until_unix_us;
     req->method.audit_query.kind = lianyaohu_v1_EventKind_EVENT_KIND_GAP;
-    grc = audit_stream(cli, "summary", c, req, resp, AUDIT_RECV_TIMEOUT_MS, gap_event, &s);
+    grc = audit_stream(cli, "summary", c, req, AUDIT_RECV_TIMEOUT_MS, gap_event, &s);
 
     const struct audit_fmt_dest *d;
     size_t n;

@@ -19,18 +19,11 @@ int cmd_capabilities(struct cli *cli, int argc, char **argv) {
     if (rc >= 0)
         return rc;
 
-    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
-    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
-    if (!req || !resp)
-        return EXIT_DAEMON_ERROR;
-    req->which_method = lianyaohu_v1_Request_capabilities_tag;
-    rc = cli_unary(cli, req, resp);
+    _cleanup_free_ lianyaohu_v1_Response *resp = NULL;
+    rc = cli_unary(cli, NULL, lianyaohu_v1_Request_capabilities_tag,
+                   lianyaohu_v1_Response_capabilities_tag, "capabilities", &resp);
     if (rc != EXIT_OK)
         return rc;
-    if (resp->which_result != lianyaohu_v1_Response_capabilities_tag) {
-        fprintf(stderr, "%s: the daemon answered without capabilities\n", cli->prog);
-        return EXIT_DAEMON_ERROR;
-    }
     const lianyaohu_v1_CapabilitiesReply *cap = &resp->result.capabilities;
     if (json) {
         printf("{\"protocol_version\":%u,\"build_version\":", cap->protocol_version);

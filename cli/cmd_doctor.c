@@ -12,7 +12,6 @@
  * platform/ code. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -25,10 +24,10 @@
 
 #include "platform/linux/dns_config.h"
 #include "cli/cli.h"
+#include "cli/vpn_pick.h"
 #include "common/dest_rule.h"
 #include "common/lyh_limits.h"
 #include "common/macros.h"
-#include "common/vpn_names.h"
 
 #define DOCTOR_MAX_CHECKS 32
 #define DOCTOR_MAX_IFACES 8
@@ -46,15 +45,6 @@ struct check {
 struct doctor {
     struct check c[DOCTOR_MAX_CHECKS];
     size_t n;
-};
-
-struct vpn_if {
-    char name[IF_NAMESIZE];
-    bool up, addressed;
-    struct in_addr a4[4];
-    size_t n4;
-    struct in6_addr a6[4];
-    size_t n6;
 };
 
 void usage_doctor(FILE *f) {
@@ -83,20 +73,6 @@ static void add(struct doctor *dr, const char *name, int status, const char *fix
 }
 
 /* ---- the daemon ---------------------------------------------------------------- */
-
-/* One unary call on the open connection; errors are the caller's to report.
- * 0 with resp->code set (OK or the daemon's error), or the transport -errno. */
-static int call(struct lyh_client *c, lianyaohu_v1_Request *req, lianyaohu_v1_Response *resp) {
-    memset(resp, 0, sizeof(*resp));
-    int r = lyh_client_call(c, req, resp, 30000);
-    if (r == -EPIPE || r == -ECONNRESET) {
-        /* Refused at connect (one frame, then closed): read the reason. */
-        memset(resp, 0, sizeof(*resp));
-        if (lyh_client_recv(c, resp, 1000) == 0 && resp->code != lianyaohu_v1_Code_OK)
-            r = 0;
-    }
-    return r;
-}
 
 static bool has_feature(const lianyaohu_v1_CapabilitiesReply *cap, const char *f) {
     for (pb_size_t i = 0; i < cap->features_count; i++)
@@ -222,58 +198,7 @@ static void check_status(struct doctor *dr, const lianyaohu_v1_StatusReply *st) 
             st->state_dir, size, age, cap);
 }
 
-/* ---- VPN interfaces -------------------------------------------------------------- */
-
-static bool vpn_name(const char *n) {
-    return lyh_vpn_name_default(n);
-}
-
-/* VPN-named interfaces (common/vpn_names.h) of this network namespace
- * (getifaddrs asks the kernel; the
- * /sys/class/net of our mount namespace may show another one). */
-static size_t list_vpns(struct vpn_if *out, size_t max) {
-    struct ifaddrs *ifa = NULL;
-    size_t n = 0;
-
-    if (getifaddrs(&ifa) < 0)
-        return 0;
-    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-        size_t k;
-        if (!vpn_name(i->ifa_name) || strlen(i->ifa_name) >= IF_NAMESIZE)
-            continue;
-        for (k = 0; k < n; k++)
-            if (strcmp(out[k].name, i->ifa_name) == 0)
-                break;
-        if (k == n) {
-            if (n >= max)
-                continue;
-            memset(&out[n], 0, sizeof(out[n]));
-            snprintf(out[n].name, sizeof(out[n].name), "%s", i->ifa_name);
-            n++;
-        }
-        struct vpn_if *v = &out[k];
-        v->up = v->up || (i->ifa_flags & IFF_UP);
-        if (!i->ifa_addr)
-            continue;
-        if (i->ifa_addr->sa_family == AF_INET) {
-            const struct in_addr *a = &((const struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
-            const uint8_t *b = (const uint8_t *)a;
-            if (!(b[0] == 169 && b[1] == 254))
-                v->addressed = true;
-            if (v->n4 < ARRAY_SIZE(v->a4))
-                v->a4[v->n4++] = *a;
-        } else if (i->ifa_addr->sa_family == AF_INET6) {
-            const struct in6_addr *a =
-                &((const struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr;
-            if (!IN6_IS_ADDR_LINKLOCAL(a))
-                v->addressed = true;
-            if (v->n6 < ARRAY_SIZE(v->a6))
-                v->a6[v->n6++] = *a;
-        }
-    }
-    freeifaddrs(ifa);
-    return n;
-}
+/* ---- the route preflight (interfaces: vpn_list) --------------------------------- */
 
 static bool encode_argv(pb_ostream_t *os, const pb_field_iter_t *field, void *const *arg) {
     const char *argv0 = *arg;
@@ -299,7 +224,7 @@ static bool preflight(struct doctor *dr, struct lyh_client *c, const char *ifnam
     snprintf(rr->cwd, sizeof(rr->cwd), "/");
     rr->network_default = lianyaohu_v1_NetworkDefault_NETWORK_DEFAULT_ALLOW;
     rr->print_firewall = true;
-    int r = call(c, req, resp);
+    int r = cli_call(c, req, resp);
     if (r < 0) {
         add(dr, name, ST_FAIL, "check lyhd's log (journalctl -u lyhd)",
             "the daemon went away during the preflight: %s", strerror(-r));
@@ -510,7 +435,7 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
     if (cli_connect(cli, &c) == EXIT_OK) {
         connected = true;
         req->which_method = lianyaohu_v1_Request_capabilities_tag;
-        int r = call(c, req, resp);
+        int r = cli_call(c, req, resp);
         if (r < 0 || resp->code != lianyaohu_v1_Code_OK ||
             resp->which_result != lianyaohu_v1_Response_capabilities_tag) {
             add(dr, "daemon", ST_FAIL,
@@ -532,7 +457,7 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
     if (reachable) {
         memset(req, 0, sizeof(*req));
         req->which_method = lianyaohu_v1_Request_status_tag;
-        int r = call(c, req, resp);
+        int r = cli_call(c, req, resp);
         if (r == 0 && resp->code == lianyaohu_v1_Code_OK &&
             resp->which_result == lianyaohu_v1_Response_status_tag)
             check_status(dr, &resp->result.status);
@@ -542,7 +467,7 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
     }
 
     /* 2. VPN interfaces, each through the daemon's preflight. */
-    size_t nv = list_vpns(vpn, ARRAY_SIZE(vpn));
+    size_t nv = vpn_list(vpn, ARRAY_SIZE(vpn));
     char names[160] = "";
     size_t used = 0;
     for (size_t i = 0; i < nv; i++) {
@@ -584,7 +509,7 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
     if (reachable) {
         memset(req, 0, sizeof(*req));
         req->which_method = lianyaohu_v1_Request_policy_get_tag;
-        if (call(c, req, resp) == 0 && resp->code == lianyaohu_v1_Code_OK &&
+        if (cli_call(c, req, resp) == 0 && resp->code == lianyaohu_v1_Code_OK &&
             resp->which_result == lianyaohu_v1_Response_policy_tag) {
             const lianyaohu_v1_Policy *pm = &resp->result.policy.policy;
             for (pb_size_t k = 0; k < pm->dns_resolvers_count && nadm < ARRAY_SIZE(adm); k++) {

@@ -32,11 +32,10 @@ int cmd_install(struct cli *cli, int argc, char **argv) {
     int c, rc;
 
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
-    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
-    if (!req || !resp)
+    _cleanup_free_ lianyaohu_v1_Response *resp = NULL;
+    if (!req)
         return EXIT_DAEMON_ERROR;
     lianyaohu_v1_InstallRequest *in = &req->method.install;
-    req->which_method = lianyaohu_v1_Request_install_tag;
     while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
         switch (c) {
         case 'v': vpn = optarg; break;
@@ -57,7 +56,8 @@ int cmd_install(struct cli *cli, int argc, char **argv) {
     rc = vpn_pick(vpn, isatty(0) && isatty(2), in->interface, sizeof(in->interface));
     if (rc != EXIT_OK)
         return rc;
-    rc = cli_unary(cli, req, resp);
+    rc = cli_unary(cli, req, lianyaohu_v1_Request_install_tag, lianyaohu_v1_Response_install_tag,
+                   "a shared firewall", &resp);
     if (rc != EXIT_OK)
         return rc;
     printf("shared firewall %s via %s (%u reference%s)\n", resp->result.install.chain,
@@ -72,12 +72,9 @@ int cmd_uninstall(struct cli *cli, int argc, char **argv) {
 
     if (rc >= 0)
         return rc;
-    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
-    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
-    if (!req || !resp)
-        return EXIT_DAEMON_ERROR;
-    req->which_method = lianyaohu_v1_Request_uninstall_tag;
-    rc = cli_unary(cli, req, resp);
+    _cleanup_free_ lianyaohu_v1_Response *resp = NULL;
+    rc = cli_unary(cli, NULL, lianyaohu_v1_Request_uninstall_tag,
+                   lianyaohu_v1_Response_uninstall_tag, "an uninstall result", &resp);
     if (rc != EXIT_OK)
         return rc;
     if (resp->result.uninstall.removed)

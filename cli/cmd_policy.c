@@ -171,18 +171,11 @@ static int policy_get(struct cli *cli, int argc, char **argv) {
     int rc = toml ? -1 : cli_json_only(cli, argc, argv, "policy get", usage_policy, &json);
     if (rc >= 0)
         return rc;
-    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
-    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
-    if (!req || !resp)
-        return EXIT_DAEMON_ERROR;
-    req->which_method = lianyaohu_v1_Request_policy_get_tag;
-    rc = cli_unary(cli, req, resp);
+    _cleanup_free_ lianyaohu_v1_Response *resp = NULL;
+    rc = cli_unary(cli, NULL, lianyaohu_v1_Request_policy_get_tag, lianyaohu_v1_Response_policy_tag,
+                   "a policy", &resp);
     if (rc != EXIT_OK)
         return rc;
-    if (resp->which_result != lianyaohu_v1_Response_policy_tag) {
-        fprintf(stderr, "%s policy get: the daemon sent no policy\n", cli->prog);
-        return EXIT_DAEMON_ERROR;
-    }
     if (toml) {
         printf("# lianyaohu admin policy, version %" PRIu64 "\n", resp->result.policy.version);
         policy_print_toml(stdout, &resp->result.policy.policy);
@@ -192,51 +185,37 @@ static int policy_get(struct cli *cli, int argc, char **argv) {
     return EXIT_OK;
 }
 
-static int policy_history(struct cli *cli, int argc, char **argv) {
+struct history {
     bool json;
-    struct lyh_client *c = NULL;
-    uint64_t id;
-    int n = 0;
-    int rc = cli_json_only(cli, argc, argv, "policy history", usage_policy, &json);
+    int n;
+};
+
+static int history_version(const lianyaohu_v1_Response *resp, void *ud) {
+    struct history *h = ud;
+
+    if (resp->which_result == lianyaohu_v1_Response_policy_tag) {
+        if (h->n++ && !h->json)
+            printf("\n");
+        print_reply(&resp->result.policy, h->json);
+    }
+    return EXIT_OK;
+}
+
+static int policy_history(struct cli *cli, int argc, char **argv) {
+    struct history h = {0};
+    int rc = cli_json_only(cli, argc, argv, "policy history", usage_policy, &h.json);
     if (rc >= 0)
         return rc;
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
-    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
-    if (!req || !resp)
+    if (!req)
         return EXIT_DAEMON_ERROR;
-    rc = cli_connect(cli, &c);
+    req->which_method = lianyaohu_v1_Request_policy_history_tag;
+    char who[64];
+    snprintf(who, sizeof(who), "%s policy history", cli->prog);
+    rc = cli_stream(cli, NULL, who, req, 30000, history_version, &h);
     if (rc != EXIT_OK)
         return rc;
-    req->which_method = lianyaohu_v1_Request_policy_history_tag;
-    if (lyh_client_send(c, req, NULL, 0, &id) < 0) {
-        lyh_client_close(c);
-        return EXIT_UNAVAILABLE;
-    }
-    for (;;) {
-        memset(resp, 0, sizeof(*resp));
-        int r = lyh_client_recv(c, resp, 30000);
-        if (r < 0) {
-            fprintf(stderr, "%s policy history: %s\n", cli->prog, strerror(-r));
-            lyh_client_close(c);
-            return EXIT_UNAVAILABLE;
-        }
-        if (resp->call_id != id && resp->call_id != 0)
-            continue;
-        if (resp->code != lianyaohu_v1_Code_OK) {
-            cli_print_error(cli->prog, resp);
-            lyh_client_close(c);
-            return EXIT_DAEMON_ERROR;
-        }
-        if (resp->which_result == lianyaohu_v1_Response_policy_tag) {
-            if (n++ && !json)
-                printf("\n");
-            print_reply(&resp->result.policy, json);
-        }
-        if (resp->end_of_stream)
-            break;
-    }
-    lyh_client_close(c);
-    if (!json && n == 0)
+    if (!h.json && h.n == 0)
         printf("(no policy has been set: version 0, the built-in default, is in force)\n");
     return EXIT_OK;
 }
@@ -287,6 +266,18 @@ static int one_arg_and_expect(int argc, char **argv, const char **ret_arg, uint6
     return -1;
 }
 
+/* The PolicyUpdate call of set and rollback (req carries the new content),
+ * with their --expect-version. Returns an exit code; the answer in *ret_resp. */
+static int policy_update(struct cli *cli, lianyaohu_v1_Request *req, bool has_expect,
+                         uint64_t expect, lianyaohu_v1_Response **ret_resp) {
+    if (has_expect) {
+        req->method.policy_update.which_expect = lianyaohu_v1_PolicyUpdateRequest_expect_version_tag;
+        req->method.policy_update.expect.expect_version = expect;
+    }
+    return cli_unary(cli, req, lianyaohu_v1_Request_policy_update_tag,
+                     lianyaohu_v1_Response_policy_tag, "a policy", ret_resp);
+}
+
 static int policy_rollback(struct cli *cli, int argc, char **argv) {
     uint64_t to = 0, expect = 0;
     bool has_expect = false;
@@ -301,21 +292,15 @@ static int policy_rollback(struct cli *cli, int argc, char **argv) {
         return EXIT_USAGE;
     }
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
-    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
-    if (!req || !resp)
+    _cleanup_free_ lianyaohu_v1_Response *resp = NULL;
+    if (!req)
         return EXIT_DAEMON_ERROR;
-    req->which_method = lianyaohu_v1_Request_policy_update_tag;
     req->method.policy_update.rollback_to = to;
-    if (has_expect) {
-        req->method.policy_update.which_expect = lianyaohu_v1_PolicyUpdateRequest_expect_version_tag;
-        req->method.policy_update.expect.expect_version = expect;
-    }
-    rc = cli_unary(cli, req, resp);
+    rc = policy_update(cli, req, has_expect, expect, &resp);
     if (rc != EXIT_OK)
         return rc;
-    if (resp->which_result == lianyaohu_v1_Response_policy_tag)
-        printf("policy version %" PRIu64 " is now in force (the content of version %" PRIu64 ")\n",
-               resp->result.policy.version, to);
+    printf("policy version %" PRIu64 " is now in force (the content of version %" PRIu64 ")\n",
+           resp->result.policy.version, to);
     return EXIT_OK;
 }
 
@@ -357,26 +342,20 @@ static int policy_set(struct cli *cli, int argc, char **argv) {
         return EXIT_USAGE;
     }
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
-    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    _cleanup_free_ lianyaohu_v1_Response *resp = NULL;
     char err[512];
-    if (!req || !resp)
+    if (!req)
         return EXIT_DAEMON_ERROR;
     r = policy_from_toml(name, buf, len, &req->method.policy_update.policy, err, sizeof(err));
     if (r < 0) {
         fprintf(stderr, "%s policy set: %s\n", cli->prog, err);
         return EXIT_USAGE;
     }
-    req->which_method = lianyaohu_v1_Request_policy_update_tag;
     req->method.policy_update.has_policy = true;
-    if (has_expect) {
-        req->method.policy_update.which_expect = lianyaohu_v1_PolicyUpdateRequest_expect_version_tag;
-        req->method.policy_update.expect.expect_version = expect;
-    }
-    int rc = cli_unary(cli, req, resp);
+    int rc = policy_update(cli, req, has_expect, expect, &resp);
     if (rc != EXIT_OK)
         return rc;
-    if (resp->which_result == lianyaohu_v1_Response_policy_tag)
-        printf("policy version %" PRIu64 " is now in force\n", resp->result.policy.version);
+    printf("policy version %" PRIu64 " is now in force\n", resp->result.policy.version);
     return EXIT_OK;
 }
 

@@ -27,18 +27,11 @@ int cmd_status(struct cli *cli, int argc, char **argv) {
     if (rc >= 0)
         return rc;
 
-    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
-    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
-    if (!req || !resp)
-        return EXIT_DAEMON_ERROR;
-    req->which_method = lianyaohu_v1_Request_status_tag;
-    rc = cli_unary(cli, req, resp);
+    _cleanup_free_ lianyaohu_v1_Response *resp = NULL;
+    rc = cli_unary(cli, NULL, lianyaohu_v1_Request_status_tag, lianyaohu_v1_Response_status_tag,
+                   "a status", &resp);
     if (rc != EXIT_OK)
         return rc;
-    if (resp->which_result != lianyaohu_v1_Response_status_tag) {
-        fprintf(stderr, "%s: the daemon answered without a status\n", cli->prog);
-        return EXIT_DAEMON_ERROR;
-    }
     const lianyaohu_v1_StatusReply *st = &resp->result.status;
     if (json) {
         printf("{\"uptime_ms\":%llu,\"pid\":%llu,\"connections\":%u,\"connections_of_caller\":%u,"

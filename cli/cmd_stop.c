@@ -38,43 +38,38 @@ static uint64_t now_ms(void) {
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+struct id_list {
+    char (*ids)[17];
+    uint32_t *uids; /* NULL: not wanted */
+    size_t max, n;
+};
+
+static int add_id(const lianyaohu_v1_Response *resp, void *ud) {
+    struct id_list *l = ud;
+
+    if (resp->which_result == lianyaohu_v1_Response_sessions_tag &&
+        resp->result.sessions.has_session && l->n < l->max) {
+        if (l->uids)
+            l->uids[l->n] = resp->result.sessions.session.uid;
+        snprintf(l->ids[l->n++], sizeof(l->ids[0]), "%.16s", resp->result.sessions.session.id);
+    }
+    return EXIT_OK;
+}
+
 /* The ids of the running sessions lyhd shows this user, into ids (at most
  * max). 0, or an exit code with the reason printed. */
 static int list_ids(struct cli *cli, struct lyh_client *c, lianyaohu_v1_Request *req,
-                    lianyaohu_v1_Response *resp, char (*ids)[17], uint32_t *uids, size_t max,
-                    size_t *ret_n) {
-    uint64_t call;
-    size_t n = 0;
+                    char (*ids)[17], uint32_t *uids, size_t max, size_t *ret_n) {
+    struct id_list l = {.ids = ids, .uids = uids, .max = max};
+    char who[64];
 
     memset(req, 0, sizeof(*req));
     req->which_method = lianyaohu_v1_Request_sessions_tag;
-    if (lyh_client_send(c, req, NULL, 0, &call) < 0) {
-        fprintf(stderr, "%s stop: lyhd closed the connection\n", cli->prog);
-        return EXIT_UNAVAILABLE;
-    }
-    for (;;) {
-        memset(resp, 0, sizeof(*resp));
-        int r = lyh_client_recv(c, resp, 30000);
-        if (r < 0) {
-            fprintf(stderr, "%s stop: %s\n", cli->prog, strerror(-r));
-            return EXIT_UNAVAILABLE;
-        }
-        if (resp->call_id != call && resp->call_id != 0)
-            continue;
-        if (resp->code != lianyaohu_v1_Code_OK) {
-            cli_print_error(cli->prog, resp);
-            return EXIT_DAEMON_ERROR;
-        }
-        if (resp->which_result == lianyaohu_v1_Response_sessions_tag &&
-            resp->result.sessions.has_session && n < max) {
-            if (uids)
-                uids[n] = resp->result.sessions.session.uid;
-            snprintf(ids[n++], sizeof(ids[0]), "%.16s", resp->result.sessions.session.id);
-        }
-        if (resp->end_of_stream)
-            break;
-    }
-    *ret_n = n;
+    snprintf(who, sizeof(who), "%s stop", cli->prog);
+    int rc = cli_stream(cli, c, who, req, 30000, add_id, &l);
+    if (rc != EXIT_OK)
+        return rc;
+    *ret_n = l.n;
     return EXIT_OK;
 }
 
@@ -93,13 +88,15 @@ static int send_signal(struct cli *cli, struct lyh_client *c, lianyaohu_v1_Reque
     snprintf(req->method.signal.session_id, sizeof(req->method.signal.session_id), "%s", id);
     req->method.signal.which_what = lianyaohu_v1_SignalRequest_signal_tag;
     req->method.signal.what.signal = sig;
-    int r = lyh_client_call(c, req, resp, 30000);
+    int r = cli_call(c, req, resp);
     if (r < 0) {
         fprintf(stderr, "%s stop: lyhd: %s\n", cli->prog, strerror(-r));
         return EXIT_UNAVAILABLE;
     }
     if (resp->code != lianyaohu_v1_Code_OK && resp->code != lianyaohu_v1_Code_NOT_FOUND) {
-        cli_print_error(cli->prog, resp);
+        char who[64];
+        snprintf(who, sizeof(who), "%s stop", cli->prog);
+        cli_print_error(who, resp);
         return EXIT_DAEMON_ERROR;
     }
     return EXIT_OK;
@@ -108,11 +105,11 @@ static int send_signal(struct cli *cli, struct lyh_client *c, lianyaohu_v1_Reque
 /* Wait up to ms for the session to leave the list: 1 gone, 0 not, or an
  * exit code (negated). */
 static int wait_gone(struct cli *cli, struct lyh_client *c, lianyaohu_v1_Request *req,
-                     lianyaohu_v1_Response *resp, char (*ids)[17], const char *id, uint64_t ms) {
+                     char (*ids)[17], const char *id, uint64_t ms) {
     uint64_t end = now_ms() + ms;
     for (;;) {
         size_t n = 0;
-        int rc = list_ids(cli, c, req, resp, ids, NULL, STOP_MAX_SESSIONS, &n);
+        int rc = list_ids(cli, c, req, ids, NULL, STOP_MAX_SESSIONS, &n);
         if (rc != EXIT_OK)
             return -rc;
         if (!listed(ids, n, id))
@@ -195,7 +192,7 @@ int cmd_stop(struct cli *cli, int argc, char **argv) {
     }
     size_t n = 0, hits = 0, hit = 0;
     uint32_t me = (uint32_t)getuid();
-    rc = list_ids(cli, cl, req, resp, ids, uids, STOP_MAX_SESSIONS, &n);
+    rc = list_ids(cli, cl, req, ids, uids, STOP_MAX_SESSIONS, &n);
 #define CANDIDATE(i) (strncmp(ids[i], prefix, wl) == 0 && (wl == 16 || uids[i] == me))
     for (size_t i = 0; rc == EXIT_OK && i < n; i++)
         if (CANDIDATE(i))
@@ -228,7 +225,7 @@ int cmd_stop(struct cli *cli, int argc, char **argv) {
     }
     int gone = 0;
     if (rc == EXIT_OK) {
-        gone = wait_gone(cli, cl, req, resp, ids, id,
+        gone = wait_gone(cli, cl, req, ids, id,
                          grace ? (uint64_t)grace * 1000 : STOP_KILL_WAIT_MS);
         if (gone < 0)
             rc = -gone;
@@ -238,7 +235,7 @@ int cmd_stop(struct cli *cli, int argc, char **argv) {
         killed = true;
         rc = send_signal(cli, cl, req, resp, id, SIGKILL);
         if (rc == EXIT_OK) {
-            gone = wait_gone(cli, cl, req, resp, ids, id, STOP_KILL_WAIT_MS);
+            gone = wait_gone(cli, cl, req, ids, id, STOP_KILL_WAIT_MS);
             if (gone < 0)
                 rc = -gone;
         }

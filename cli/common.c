@@ -1,5 +1,6 @@
-/* Helpers shared by subcommands: connecting with a useful error, unary calls,
- * JSON output. */
+/* Helpers shared by subcommands: connecting with a useful error, unary calls
+ * and streams (the one place that reads lyhd's answers and refusals and
+ * turns them into messages and exit codes), JSON output. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -29,20 +30,45 @@ int cli_connect(struct cli *cli, struct lyh_client **ret) {
     return EXIT_UNAVAILABLE;
 }
 
-int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, lianyaohu_v1_Response *resp) {
-    struct lyh_client *c = NULL;
-    int rc = cli_connect(cli, &c);
-    int r;
+/* A daemon's error code as lyh's exit code: "out of room" and "cannot now"
+ * are the daemon being unavailable; every other refusal is its answer. */
+static int code_exit(int code) {
+    return code == lianyaohu_v1_Code_RESOURCE_EXHAUSTED || code == lianyaohu_v1_Code_UNAVAILABLE
+               ? EXIT_UNAVAILABLE
+               : EXIT_DAEMON_ERROR;
+}
 
-    if (rc != EXIT_OK)
-        return rc;
-    r = lyh_client_call(c, req, resp, 30000);
+int cli_call(struct lyh_client *c, lianyaohu_v1_Request *req, lianyaohu_v1_Response *resp) {
+    memset(resp, 0, sizeof(*resp));
+    int r = lyh_client_call(c, req, resp, 30000);
     if (r == -EPIPE || r == -ECONNRESET) {
         /* Refused at connect (one frame, then closed): read the reason. */
         memset(resp, 0, sizeof(*resp));
         if (lyh_client_recv(c, resp, 1000) == 0 && resp->code != lianyaohu_v1_Code_OK)
             r = 0;
     }
+    return r;
+}
+
+int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, pb_size_t method, pb_size_t result,
+              const char *what, lianyaohu_v1_Response **ret_resp) {
+    _cleanup_free_ lianyaohu_v1_Request *own = NULL;
+    struct lyh_client *c = NULL;
+    int rc, r;
+
+    if (!req) {
+        req = own = calloc(1, sizeof(*own));
+        if (!req)
+            return EXIT_DAEMON_ERROR;
+    }
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    if (!resp)
+        return EXIT_DAEMON_ERROR;
+    req->which_method = method;
+    rc = cli_connect(cli, &c);
+    if (rc != EXIT_OK)
+        return rc;
+    r = cli_call(c, req, resp);
     lyh_client_close(c);
     if (r < 0) {
         fprintf(stderr, "%s: call to lyhd on %s failed: %s\n", cli->prog, cli->socket_path,
@@ -51,12 +77,73 @@ int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, lianyaohu_v1_Response 
     }
     if (resp->code != lianyaohu_v1_Code_OK) {
         cli_print_error(cli->prog, resp);
-        return resp->code == lianyaohu_v1_Code_RESOURCE_EXHAUSTED ||
-                       resp->code == lianyaohu_v1_Code_UNAVAILABLE
-                   ? EXIT_UNAVAILABLE
-                   : EXIT_DAEMON_ERROR;
+        return code_exit(resp->code);
     }
+    if (resp->which_result != result) {
+        fprintf(stderr, "%s: the daemon answered without %s\n", cli->prog, what);
+        return EXIT_DAEMON_ERROR;
+    }
+    *ret_resp = TAKE_PTR(resp);
     return EXIT_OK;
+}
+
+int cli_stream(struct cli *cli, struct lyh_client *c, const char *who, lianyaohu_v1_Request *req,
+               int timeout_ms, cli_stream_fn fn, void *ud) {
+    struct lyh_client *own = NULL;
+    uint64_t id = 0;
+    int r, rc;
+
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    if (!resp)
+        return EXIT_DAEMON_ERROR;
+    if (!c) {
+        rc = cli_connect(cli, &own);
+        if (rc != EXIT_OK)
+            return rc;
+        c = own;
+    }
+    req->call_id = 0; /* a fresh id per call on this connection */
+    r = lyh_client_send(c, req, NULL, 0, &id);
+    if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
+        fprintf(stderr, "%s: sending the request to lyhd failed: %s\n", who, strerror(-r));
+        rc = EXIT_UNAVAILABLE;
+        goto out;
+    }
+    /* After EPIPE the daemon may have refused the connection with one frame
+     * (call id 0) and closed it: the loop below reads that reason. */
+    for (;;) {
+        memset(resp, 0, sizeof(*resp));
+        int rr = lyh_client_recv(c, resp, timeout_ms);
+        if (rr < 0) {
+            fprintf(stderr, "%s: %s\n", who,
+                    rr == -ECONNRESET  ? "lyhd closed the connection"
+                    : rr == -ETIMEDOUT ? "lyhd did not answer in time"
+                    : rr == -EBADMSG   ? "lyhd sent a response this lyh cannot decode"
+                                       : strerror(-rr));
+            rc = EXIT_UNAVAILABLE;
+            break;
+        }
+        if (r < 0 && resp->call_id != 0)
+            continue;
+        if (resp->call_id != id && resp->call_id != 0)
+            continue;
+        if (resp->code != lianyaohu_v1_Code_OK) {
+            cli_print_error(who, resp);
+            rc = code_exit(resp->code);
+            break;
+        }
+        if (resp->call_id == 0) {
+            fprintf(stderr, "%s: lyhd refused the connection\n", who);
+            rc = EXIT_UNAVAILABLE;
+            break;
+        }
+        rc = fn(resp, ud);
+        if (rc != EXIT_OK || resp->end_of_stream)
+            break;
+    }
+out:
+    lyh_client_close(own);
+    return rc;
 }
 
 void json_string(FILE *f, const char *s) {

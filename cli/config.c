@@ -103,18 +103,8 @@ static size_t key_len(const char *s, bool by_name) {
     return eq ? (size_t)(eq - s) : strlen(s);
 }
 
-/* Append value unless already there. With by_name (env), a later NAME
- * replaces the earlier value and origin in place. */
-static int list_add(struct cfg_list *l, const char *value, const char *origin, bool by_name) {
-    size_t kl = key_len(value, by_name);
-
-    for (size_t i = 0; i < l->n; i++) {
-        if (key_len(l->v[i].value, by_name) == kl && memcmp(l->v[i].value, value, kl) == 0) {
-            if (!by_name)
-                return 0;
-            return item_set(&l->v[i], value, origin);
-        }
-    }
+/* Append value, duplicates and all (a command's argv keeps them). */
+static int list_append(struct cfg_list *l, const char *value, const char *origin) {
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 8;
         struct cfg_item *v = realloc(l->v, cap * sizeof(*v));
@@ -128,6 +118,21 @@ static int list_add(struct cfg_list *l, const char *value, const char *origin, b
     if (r == 0)
         l->n++;
     return r;
+}
+
+/* Append value unless already there. With by_name (env), a later NAME
+ * replaces the earlier value and origin in place. */
+static int list_add(struct cfg_list *l, const char *value, const char *origin, bool by_name) {
+    size_t kl = key_len(value, by_name);
+
+    for (size_t i = 0; i < l->n; i++) {
+        if (key_len(l->v[i].value, by_name) == kl && memcmp(l->v[i].value, value, kl) == 0) {
+            if (!by_name)
+                return 0;
+            return item_set(&l->v[i], value, origin);
+        }
+    }
+    return list_append(l, value, origin);
 }
 
 void cfg_free(struct cfg *c) {
@@ -593,19 +598,7 @@ static int apply_list_item(struct apply *a, const struct field *f, const char *k
             return seterr(a->err, -EINVAL, "%s:%u:%u: %s[0]: empty command", a->path,
                           it->pos.line, it->pos.column, key);
         /* argv keeps duplicates: append without dedup. */
-        if (dst->n == dst->cap) {
-            size_t cap = dst->cap ? 2 * dst->cap : 8;
-            struct cfg_item *v = realloc(dst->v, cap * sizeof(*v));
-            if (!v)
-                return -ENOMEM;
-            dst->v = v;
-            dst->cap = cap;
-        }
-        dst->v[dst->n] = (struct cfg_item){0};
-        if (item_set(&dst->v[dst->n], s, o) < 0)
-            return -ENOMEM;
-        dst->n++;
-        return 0;
+        return list_append(dst, s, o);
     default:
         return -EINVAL;
     }
@@ -1007,21 +1000,8 @@ static int apply_cli(struct cfg *c, const struct cfg_cli *cli, struct cfg_error 
         r = r ?: item_set(&c->network_default, "deny", o);
     if (r == 0 && cli->command.n > 0) {
         list_clear(&c->command);
-        for (size_t i = 0; i < cli->command.n && r == 0; i++) {
-            struct cfg_list *l = &c->command;
-            if (l->n == l->cap) {
-                size_t cap = l->cap ? 2 * l->cap : 8;
-                struct cfg_item *v = realloc(l->v, cap * sizeof(*v));
-                if (!v)
-                    return -ENOMEM;
-                l->v = v;
-                l->cap = cap;
-            }
-            l->v[l->n] = (struct cfg_item){0};
-            r = item_set(&l->v[l->n], cli->command.v[i], o);
-            if (r == 0)
-                l->n++;
-        }
+        for (size_t i = 0; i < cli->command.n && r == 0; i++)
+            r = list_append(&c->command, cli->command.v[i], o);
     }
     for (size_t i = 0; i < cli->env.n && r == 0; i++)
         r = list_add(&c->env, cli->env.v[i], o, true);

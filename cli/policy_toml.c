@@ -94,15 +94,26 @@ static int get_u(const struct ctx *c, const struct toml_value *v, const char *ke
     return 0;
 }
 
-/* An array of strings into a fixed char[count][size] field. */
-static int get_strings(const struct ctx *c, const struct toml_value *v, const char *key,
-                       char *base, size_t size, size_t max, pb_size_t *count) {
+/* An array of at most max entries; its length in *ret_n. */
+static int want_array(const struct ctx *c, const struct toml_value *v, const char *key,
+                      size_t max, size_t *ret_n) {
     int r = want_type(c, v, key, TOML_ARRAY);
     if (r < 0)
         return r;
     size_t n = toml_array_len(v);
     if (n > max)
         return fail(c, &v->pos, key, -E2BIG, "%zu entries (at most %zu)", n, max);
+    *ret_n = n;
+    return 0;
+}
+
+/* An array of strings into a fixed char[count][size] field. */
+static int get_strings(const struct ctx *c, const struct toml_value *v, const char *key,
+                       char *base, size_t size, size_t max, pb_size_t *count) {
+    size_t n = 0;
+    int r = want_array(c, v, key, max, &n);
+    if (r < 0)
+        return r;
     for (size_t i = 0; i < n; i++) {
         const struct toml_value *it = toml_array_at(v, i);
         if ((r = want_type(c, it, key, TOML_STRING)) < 0)
@@ -119,12 +130,10 @@ static int get_strings(const struct ctx *c, const struct toml_value *v, const ch
 
 static int get_dests(const struct ctx *c, const struct toml_value *v, const char *key,
                      lianyaohu_v1_DestRule *arr, size_t max, pb_size_t *count) {
-    int r = want_type(c, v, key, TOML_ARRAY);
+    size_t n = 0;
+    int r = want_array(c, v, key, max, &n);
     if (r < 0)
         return r;
-    size_t n = toml_array_len(v);
-    if (n > max)
-        return fail(c, &v->pos, key, -E2BIG, "%zu entries (at most %zu)", n, max);
     for (size_t i = 0; i < n; i++) {
         const struct toml_value *it = toml_array_at(v, i);
         struct dr_rule rule;
@@ -167,65 +176,62 @@ int policy_from_toml(const char *name, const char *buf, size_t len, lianyaohu_v1
         const char *key = k->name;
         if (memchr(k->name, '\0', k->len))
             return fail(&c, &k->pos, "key", -EBADMSG, "contains NUL");
-        if (strcmp(key, "allowed_interface_patterns") == 0)
-            r = get_strings(&c, v, key, &p.allowed_interface_patterns[0][0],
-                            sizeof(p.allowed_interface_patterns[0]),
-                            ARRAY_SIZE(p.allowed_interface_patterns),
-                            &p.allowed_interface_patterns_count);
-        else if (strcmp(key, "permit_allow_non_default_route") == 0)
-            r = get_bool(&c, v, key, &p.permit_allow_non_default_route);
-        else if (strcmp(key, "permit_no_firewall") == 0)
-            r = get_bool(&c, v, key, &p.permit_no_firewall);
-        else if (strcmp(key, "permit_shared_user_firewall") == 0)
-            r = get_bool(&c, v, key, &p.permit_shared_user_firewall);
-        else if (strcmp(key, "lan_allow_ceiling") == 0)
-            r = get_dests(&c, v, key, p.lan_allow_ceiling, ARRAY_SIZE(p.lan_allow_ceiling),
-                          &p.lan_allow_ceiling_count);
-        else if (strcmp(key, "always_deny") == 0)
-            r = get_dests(&c, v, key, p.always_deny, ARRAY_SIZE(p.always_deny),
-                          &p.always_deny_count);
-        else if (strcmp(key, "extra_env_block") == 0)
-            r = get_strings(&c, v, key, &p.extra_env_block[0][0], sizeof(p.extra_env_block[0]),
-                            ARRAY_SIZE(p.extra_env_block), &p.extra_env_block_count);
-        else if (strcmp(key, "writable_prefixes") == 0)
-            r = get_strings(&c, v, key, &p.writable_prefixes[0][0], sizeof(p.writable_prefixes[0]),
-                            ARRAY_SIZE(p.writable_prefixes), &p.writable_prefixes_count);
-        else if (strcmp(key, "forbid_allow_socket") == 0)
-            r = get_bool(&c, v, key, &p.forbid_allow_socket);
-        else if (strcmp(key, "allow_socket_patterns") == 0)
-            r = get_strings(&c, v, key, &p.allow_socket_patterns[0][0],
-                            sizeof(p.allow_socket_patterns[0]), ARRAY_SIZE(p.allow_socket_patterns),
-                            &p.allow_socket_patterns_count);
-        else if (strcmp(key, "allowed_domains") == 0)
-            r = get_strings(&c, v, key, &p.allowed_domains[0][0], sizeof(p.allowed_domains[0]),
-                            ARRAY_SIZE(p.allowed_domains), &p.allowed_domains_count);
-        else if (strcmp(key, "always_deny_domains") == 0)
-            r = get_strings(&c, v, key, &p.always_deny_domains[0][0],
-                            sizeof(p.always_deny_domains[0]), ARRAY_SIZE(p.always_deny_domains),
-                            &p.always_deny_domains_count);
-        else if (strcmp(key, "dns_resolvers") == 0)
-            r = get_strings(&c, v, key, &p.dns_resolvers[0][0], sizeof(p.dns_resolvers[0]),
-                            ARRAY_SIZE(p.dns_resolvers), &p.dns_resolvers_count);
-        else if (strcmp(key, "protect_paths") == 0)
-            r = get_strings(&c, v, key, &p.protect_paths[0][0], sizeof(p.protect_paths[0]),
-                            ARRAY_SIZE(p.protect_paths), &p.protect_paths_count);
-        else if (strcmp(key, "log_allowed_flows") == 0)
-            r = get_bool(&c, v, key, &p.log_allowed_flows);
-        else if (strcmp(key, "max_sessions_per_uid") == 0) {
+        /* each key is its field's name: the macros spell it once */
+#define KEY(field) (strcmp(key, #field) == 0)
+#define BOOL(field) get_bool(&c, v, key, &p.field)
+#define DESTS(field) get_dests(&c, v, key, p.field, ARRAY_SIZE(p.field), &p.field##_count)
+#define STRINGS(field)                                                                        \
+    get_strings(&c, v, key, &p.field[0][0], sizeof(p.field[0]), ARRAY_SIZE(p.field),          \
+                &p.field##_count)
+        if (KEY(allowed_interface_patterns))
+            r = STRINGS(allowed_interface_patterns);
+        else if (KEY(permit_allow_non_default_route))
+            r = BOOL(permit_allow_non_default_route);
+        else if (KEY(permit_no_firewall))
+            r = BOOL(permit_no_firewall);
+        else if (KEY(permit_shared_user_firewall))
+            r = BOOL(permit_shared_user_firewall);
+        else if (KEY(lan_allow_ceiling))
+            r = DESTS(lan_allow_ceiling);
+        else if (KEY(always_deny))
+            r = DESTS(always_deny);
+        else if (KEY(extra_env_block))
+            r = STRINGS(extra_env_block);
+        else if (KEY(writable_prefixes))
+            r = STRINGS(writable_prefixes);
+        else if (KEY(forbid_allow_socket))
+            r = BOOL(forbid_allow_socket);
+        else if (KEY(allow_socket_patterns))
+            r = STRINGS(allow_socket_patterns);
+        else if (KEY(allowed_domains))
+            r = STRINGS(allowed_domains);
+        else if (KEY(always_deny_domains))
+            r = STRINGS(always_deny_domains);
+        else if (KEY(dns_resolvers))
+            r = STRINGS(dns_resolvers);
+        else if (KEY(protect_paths))
+            r = STRINGS(protect_paths);
+        else if (KEY(log_allowed_flows))
+            r = BOOL(log_allowed_flows);
+        else if (KEY(max_sessions_per_uid)) {
             if ((r = get_u(&c, v, key, UINT32_MAX, &u)) == 0)
                 p.max_sessions_per_uid = (uint32_t)u;
-        } else if (strcmp(key, "min_landlock_abi") == 0) {
+        } else if (KEY(min_landlock_abi)) {
             if ((r = get_u(&c, v, key, 255, &u)) == 0)
                 p.min_landlock_abi = (uint32_t)u;
-        } else if (strcmp(key, "audit_retention_days") == 0) {
+        } else if (KEY(audit_retention_days)) {
             if ((r = get_u(&c, v, key, UINT32_MAX, &u)) == 0)
                 p.audit_retention_days = (uint32_t)u;
-        } else if (strcmp(key, "audit_max_bytes") == 0) {
+        } else if (KEY(audit_max_bytes)) {
             if ((r = get_u(&c, v, key, INT64_MAX, &u)) == 0)
                 p.audit_max_bytes = u;
         } else
             r = fail(&c, &k->pos, key, -EBADMSG,
                      "unknown key (see docs/admin.md for the policy keys)");
+#undef STRINGS
+#undef DESTS
+#undef BOOL
+#undef KEY
         if (r < 0)
             return r;
     }
@@ -267,31 +273,28 @@ static void print_dests(FILE *f, const char *key, const lianyaohu_v1_DestRule *v
 }
 
 void policy_print_toml(FILE *f, const lianyaohu_v1_Policy *p) {
-    print_strings(f, "allowed_interface_patterns", &p->allowed_interface_patterns[0][0],
-                  sizeof(p->allowed_interface_patterns[0]), p->allowed_interface_patterns_count);
-    fprintf(f, "permit_allow_non_default_route = %s\n",
-            p->permit_allow_non_default_route ? "true" : "false");
-    fprintf(f, "permit_no_firewall = %s\n", p->permit_no_firewall ? "true" : "false");
-    fprintf(f, "permit_shared_user_firewall = %s\n",
-            p->permit_shared_user_firewall ? "true" : "false");
-    print_dests(f, "lan_allow_ceiling", p->lan_allow_ceiling, p->lan_allow_ceiling_count);
-    print_dests(f, "always_deny", p->always_deny, p->always_deny_count);
-    print_strings(f, "extra_env_block", &p->extra_env_block[0][0], sizeof(p->extra_env_block[0]),
-                  p->extra_env_block_count);
-    print_strings(f, "writable_prefixes", &p->writable_prefixes[0][0],
-                  sizeof(p->writable_prefixes[0]), p->writable_prefixes_count);
-    print_strings(f, "protect_paths", &p->protect_paths[0][0], sizeof(p->protect_paths[0]),
-                  p->protect_paths_count);
-    fprintf(f, "forbid_allow_socket = %s\n", p->forbid_allow_socket ? "true" : "false");
-    print_strings(f, "allow_socket_patterns", &p->allow_socket_patterns[0][0],
-                  sizeof(p->allow_socket_patterns[0]), p->allow_socket_patterns_count);
-    print_strings(f, "allowed_domains", &p->allowed_domains[0][0], sizeof(p->allowed_domains[0]),
-                  p->allowed_domains_count);
-    print_strings(f, "always_deny_domains", &p->always_deny_domains[0][0],
-                  sizeof(p->always_deny_domains[0]), p->always_deny_domains_count);
-    print_strings(f, "dns_resolvers", &p->dns_resolvers[0][0], sizeof(p->dns_resolvers[0]),
-                  p->dns_resolvers_count);
-    fprintf(f, "log_allowed_flows = %s\n", p->log_allowed_flows ? "true" : "false");
+#define BOOL(field) fprintf(f, #field " = %s\n", p->field ? "true" : "false")
+#define DESTS(field) print_dests(f, #field, p->field, p->field##_count)
+#define STRINGS(field) \
+    print_strings(f, #field, &p->field[0][0], sizeof(p->field[0]), p->field##_count)
+    STRINGS(allowed_interface_patterns);
+    BOOL(permit_allow_non_default_route);
+    BOOL(permit_no_firewall);
+    BOOL(permit_shared_user_firewall);
+    DESTS(lan_allow_ceiling);
+    DESTS(always_deny);
+    STRINGS(extra_env_block);
+    STRINGS(writable_prefixes);
+    STRINGS(protect_paths);
+    BOOL(forbid_allow_socket);
+    STRINGS(allow_socket_patterns);
+    STRINGS(allowed_domains);
+    STRINGS(always_deny_domains);
+    STRINGS(dns_resolvers);
+    BOOL(log_allowed_flows);
+#undef STRINGS
+#undef DESTS
+#undef BOOL
     fprintf(f, "max_sessions_per_uid = %" PRIu32 "\n", p->max_sessions_per_uid);
     fprintf(f, "audit_retention_days = %" PRIu32 "\n", p->audit_retention_days);
     fprintf(f, "audit_max_bytes = %" PRIu64 "\n", p->audit_max_bytes);

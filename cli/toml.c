@@ -428,6 +428,20 @@ static int new_container(struct parser *ps, enum toml_type type, const struct to
     return 0;
 }
 
+/* A new table or array under key k of table t. */
+static int add_container(struct parser *ps, struct toml_value *t, const struct key_part *k,
+                         enum toml_type type, uint8_t flags, struct toml_value **ret) {
+    struct toml_value *v;
+    int r = new_container(ps, type, t, k->pos, flags, &v);
+    if (r < 0)
+        return r;
+    r = table_insert(ps, &t->u.table, k, v);
+    if (r < 0)
+        return r;
+    *ret = v;
+    return 0;
+}
+
 /* What a value is, for "already defined as ..." messages. */
 static const char *what(const struct toml_value *v) {
     if (v->type == TOML_TABLE) {
@@ -1253,19 +1267,9 @@ static int dotted_descend(struct parser *ps, struct toml_value *t, const struct 
     char path[SHOW_MAX * 2];
     const struct key_part *k = &kp->part[i];
     struct toml_entry *e = table_find(&t->u.table, k->name, k->len);
-    int r;
 
-    if (!e) {
-        struct toml_value *n;
-        r = new_container(ps, TOML_TABLE, t, k->pos, TF_DOTTED, &n);
-        if (r < 0)
-            return r;
-        r = table_insert(ps, &t->u.table, k, n);
-        if (r < 0)
-            return r;
-        *ret = n;
-        return 0;
-    }
+    if (!e)
+        return add_container(ps, t, k, TOML_TABLE, TF_DOTTED, ret);
     struct toml_value *v = e->value;
     show_path(kp, i, path, sizeof(path));
     if (v->type != TOML_TABLE)
@@ -1323,19 +1327,9 @@ static int header_descend(struct parser *ps, struct toml_value *t, const struct 
     char path[SHOW_MAX * 2];
     const struct key_part *k = &kp->part[i];
     struct toml_entry *e = table_find(&t->u.table, k->name, k->len);
-    int r;
 
-    if (!e) {
-        struct toml_value *n;
-        r = new_container(ps, TOML_TABLE, t, k->pos, TF_IMPLICIT, &n);
-        if (r < 0)
-            return r;
-        r = table_insert(ps, &t->u.table, k, n);
-        if (r < 0)
-            return r;
-        *ret = n;
-        return 0;
-    }
+    if (!e)
+        return add_container(ps, t, k, TOML_TABLE, TF_IMPLICIT, ret);
     struct toml_value *v = e->value;
     show_path(kp, i, path, sizeof(path));
     if (v->type == TOML_TABLE && !(v->u.table.flags_ & TF_INLINE)) {
@@ -1385,13 +1379,10 @@ static int parse_header(struct parser *ps) {
     if (!aot) {
         if (!e) {
             struct toml_value *n;
-            r = new_container(ps, TOML_TABLE, t, last->pos, TF_DEFINED, &n);
+            r = add_container(ps, t, last, TOML_TABLE, TF_DEFINED, &n);
             if (r < 0)
                 return r;
             n->pos = pos;
-            r = table_insert(ps, &t->u.table, last, n);
-            if (r < 0)
-                return r;
             ps->cur = n;
             return 0;
         }
@@ -1414,13 +1405,10 @@ static int parse_header(struct parser *ps) {
 
     struct toml_value *arr;
     if (!e) {
-        r = new_container(ps, TOML_ARRAY, t, last->pos, AF_AOT, &arr);
+        r = add_container(ps, t, last, TOML_ARRAY, AF_AOT, &arr);
         if (r < 0)
             return r;
         arr->pos = pos;
-        r = table_insert(ps, &t->u.table, last, arr);
-        if (r < 0)
-            return r;
     } else if (e->value->type == TOML_ARRAY && (e->value->u.array.flags_ & AF_AOT)) {
         arr = e->value;
     } else {

@@ -1,7 +1,8 @@
 /* Candidate VPN interfaces: those named like the common VPN clients'
  * (common/vpn_names.h: tun*, wg*, tailscale*, ...) that are up and have an
  * address other than link-local (a veth or tun gets fe80:: the moment it is up).
- * Listing uses getifaddrs; nothing here needs privileges. */
+ * Listing uses getifaddrs (vpn_list, which `lyh doctor` reads too); nothing
+ * here needs privileges. */
 #include "cli/vpn_pick.h"
 
 #include <arpa/inet.h>
@@ -148,33 +149,20 @@ static int pick_tui(const struct cand *c, size_t n) {
     return result;
 }
 
-static bool vpn_name(const char *n) {
-    return lyh_vpn_name_default(n);
+static bool link_local4(const struct in_addr *a) {
+    const uint8_t *b = (const uint8_t *)a;
+    return b[0] == 169 && b[1] == 254;
 }
 
-static bool link_local(const struct sockaddr *sa) {
-    if (sa->sa_family == AF_INET) {
-        const uint8_t *a = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
-        return a[0] == 169 && a[1] == 254;
-    }
-    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-    return IN6_IS_ADDR_LINKLOCAL(a6);
-}
-
-static size_t list_candidates(struct cand *out, size_t max) {
+size_t vpn_list(struct vpn_if *out, size_t max) {
     struct ifaddrs *ifa = NULL;
     size_t n = 0;
 
     if (getifaddrs(&ifa) < 0)
         return 0;
     for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-        char buf[INET6_ADDRSTRLEN];
         size_t k;
-        if (!i->ifa_addr || !vpn_name(i->ifa_name) || !(i->ifa_flags & IFF_UP))
-            continue;
-        if (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)
-            continue;
-        if (link_local(i->ifa_addr))
+        if (!lyh_vpn_name_default(i->ifa_name) || strlen(i->ifa_name) >= IF_NAMESIZE)
             continue;
         for (k = 0; k < n; k++)
             if (strcmp(out[k].name, i->ifa_name) == 0)
@@ -184,19 +172,60 @@ static size_t list_candidates(struct cand *out, size_t max) {
                 continue;
             memset(&out[n], 0, sizeof(out[n]));
             snprintf(out[n].name, sizeof(out[n].name), "%s", i->ifa_name);
-            out[n].carrier = (i->ifa_flags & IFF_RUNNING) != 0;
             n++;
         }
-        const void *a = i->ifa_addr->sa_family == AF_INET
-                            ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-                            : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
-        if (inet_ntop(i->ifa_addr->sa_family, a, buf, sizeof(buf))) {
-            size_t used = strlen(out[k].addrs);
-            snprintf(out[k].addrs + used, sizeof(out[k].addrs) - used, "%s%s", used ? " " : "",
-                     buf);
+        struct vpn_if *v = &out[k];
+        v->up = v->up || (i->ifa_flags & IFF_UP);
+        v->running = v->running || (i->ifa_flags & IFF_RUNNING);
+        if (!i->ifa_addr)
+            continue;
+        if (i->ifa_addr->sa_family == AF_INET) {
+            const struct in_addr *a = &((const struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
+            if (!link_local4(a))
+                v->addressed = true;
+            if (v->n4 < ARRAY_SIZE(v->a4))
+                v->a4[v->n4++] = *a;
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+            const struct in6_addr *a =
+                &((const struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr;
+            if (!IN6_IS_ADDR_LINKLOCAL(a))
+                v->addressed = true;
+            if (v->n6 < ARRAY_SIZE(v->a6))
+                v->a6[v->n6++] = *a;
         }
     }
     freeifaddrs(ifa);
+    return n;
+}
+
+static void add_addr(struct cand *c, int family, const void *a) {
+    char buf[INET6_ADDRSTRLEN];
+    size_t used = strlen(c->addrs);
+
+    if (inet_ntop(family, a, buf, sizeof(buf)))
+        snprintf(c->addrs + used, sizeof(c->addrs) - used, "%s%s", used ? " " : "", buf);
+}
+
+/* The candidates: up and addressed, with their addresses but the
+ * link-local ones. */
+static size_t list_candidates(struct cand *out, size_t max) {
+    struct vpn_if v[2 * PICK_MAX];
+    size_t n = 0, nv = vpn_list(v, ARRAY_SIZE(v));
+
+    for (size_t i = 0; i < nv && n < max; i++) {
+        if (!v[i].up || !v[i].addressed)
+            continue;
+        struct cand *c = &out[n++];
+        memset(c, 0, sizeof(*c));
+        snprintf(c->name, sizeof(c->name), "%s", v[i].name);
+        c->carrier = v[i].running;
+        for (size_t k = 0; k < v[i].n4; k++)
+            if (!link_local4(&v[i].a4[k]))
+                add_addr(c, AF_INET, &v[i].a4[k]);
+        for (size_t k = 0; k < v[i].n6; k++)
+            if (!IN6_IS_ADDR_LINKLOCAL(&v[i].a6[k]))
+                add_addr(c, AF_INET6, &v[i].a6[k]);
+    }
     return n;
 }
 
