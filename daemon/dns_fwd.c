@@ -554,9 +554,51 @@ int dns_fwd_send_policy(struct lyhd *d) {
     return pproc_send(d, buf, len, NULL, 0);
 }
 
+/* Add s's resolvers to v4/v6 (each address once). */
+static void add_resolvers(const struct session *s, uint8_t (*v4)[16], size_t *n4, uint8_t (*v6)[16],
+                          size_t *n6) {
+    for (size_t i = 0; i < s->spec.n_resolvers; i++) {
+        const struct dr_rule *r = &s->spec.resolvers[i];
+        bool four = r->family == AF_INET;
+        uint8_t (*v)[16] = four ? v4 : v6;
+        size_t *n = four ? n4 : n6, k = 0;
+        while (k < *n && memcmp(v[k], r->addr, 16) != 0)
+            k++;
+        if (k == *n && *n < NFT_PROTO_RESOLVERS_MAX)
+            memcpy(v[(*n)++], r->addr, 16);
+    }
+}
+
+/* Sets proto4/proto6 hold the resolvers of every session whose DNS lyhd
+ * forwards (those listed, but gone's, and a starting one not listed yet):
+ * the protocol process may send there (UDP port 53) and through lo, nowhere
+ * else (nft_render.h). Made anew after each start and end. A failure is
+ * logged: the protocol process then cannot reach a new session's resolver
+ * (its agent gets SERVFAIL; nothing opens). */
+static void sync_resolvers(struct lyhd *d, const struct dns_fwd *gone,
+                           const struct session *starting) {
+    static uint8_t v4[NFT_PROTO_RESOLVERS_MAX][16], v6[NFT_PROTO_RESOLVERS_MAX][16];
+    size_t n4 = 0, n6 = 0;
+    const struct session *s;
+
+    if (!d->guard || !d->guard->base.proto_uid || d->stopping)
+        return; /* stopping: the next lyhd makes them anew as it adopts the sessions */
+    if (starting)
+        add_resolvers(starting, v4, &n4, v6, &n6);
+    TAILQ_FOREACH(s, &d->sessions, link)
+        if (s->dns && s->dns != gone)
+            add_resolvers(s, v4, &n4, v6, &n6);
+    int r = nft_proto_resolvers_set(d->guard->nft, v4, n4, v6, n6);
+    if (r < 0)
+        log_error("cannot let the protocol process reach the sessions' resolvers (%zu IPv4, %zu "
+                  "IPv6): %s",
+                  n4, n6, strerror(-r));
+}
+
 void dns_fwd_free(struct dns_fwd *f) {
     if (!f)
         return;
+    sync_resolvers(f->d, f, NULL);
     if (pproc_ready(f->d)) {
         struct pmsg_dns_stop m;
         uint8_t buf[64];
@@ -621,6 +663,7 @@ int dns_fwd_start(struct lyhd *d, struct session *s, char *why, size_t whylen) {
     }
     s->spec.dns_port = port;
     s->dns = f;
+    sync_resolvers(d, NULL, s);
     /* The relay in the protocol process serves it from now on (or, if that
      * process is being started again, once it is: the sockets hold what
      * comes meanwhile). */

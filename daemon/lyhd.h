@@ -66,6 +66,9 @@ struct lyhd {
     struct sc_program *seccomp;  /* built once at startup, installed by each child */
     struct closer *closer;       /* closes client fds off the loop; NULL: inline (tests) */
     struct pproc *pproc;         /* the unprivileged protocol process (pproc.h); NULL: none */
+    uid_t proto_uid;             /* its user _lyhd (pproc_user; 0: not known) */
+    bool stopping;               /* sessions_shutdown runs: no per-session table upkeep */
+    gid_t proto_gid;
     int landlock_abi;            /* 0: Landlock missing, Run refuses */
     unsigned fd_limit;           /* RLIMIT_NOFILE after raising it to the hard limit */
     unsigned fd_base;            /* fds lyhd itself held when it started serving */

@@ -420,6 +420,7 @@ static unsigned sessions_shutdown(struct lyhd *d) {
 
     if (!d->sessions.tqh_first && !d->sessions.tqh_last)
         return 0; /* never initialised */
+    d->stopping = true;
     while ((s = TAILQ_FIRST(&d->sessions))) {
         TAILQ_REMOVE(&d->sessions, s, link);
         if (s->call) {
@@ -546,6 +547,12 @@ int main(int argc, char **argv) {
         goto fail;
     landlock_init(&d);
     collect_drop_groups(&d);
+    /* The protocol process's user: the guard's base chain names it. */
+    r = pproc_user(&d, why, sizeof(why));
+    if (r < 0) {
+        log_error("%s", why);
+        goto fail;
+    }
     /* The audit log first: the guard's startup reconciliation records what it reaps. */
     r = audit_start(&d, why, sizeof(why));
     if (r < 0) {

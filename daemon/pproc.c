@@ -326,7 +326,7 @@ static int spawn(struct lyhd *d) {
 
 /* The user _lyhd: found, or created (no home, no shell, its own group). It
  * must not be root, nor share the guard gids. */
-static int find_user(struct lyhd *d, uid_t *ret_uid, gid_t *ret_gid, char *why, size_t whylen) {
+int pproc_user(struct lyhd *d, char *why, size_t whylen) {
     struct passwd *pw = getpwnam(LYHD_PROTO_USER);
     if (!pw) {
         char *argv[] = {(char *)"useradd", (char *)"--system", (char *)"--no-create-home",
@@ -360,8 +360,8 @@ static int find_user(struct lyhd *d, uid_t *ret_uid, gid_t *ret_gid, char *why, 
                  LYHD_PROTO_USER, (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
         return -EPERM;
     }
-    *ret_uid = pw->pw_uid;
-    *ret_gid = pw->pw_gid;
+    d->proto_uid = pw->pw_uid;
+    d->proto_gid = pw->pw_gid;
     return 0;
 }
 
@@ -403,8 +403,10 @@ int pproc_start(struct lyhd *d, char *why, size_t whylen) {
     }
     p->sock = p->pidfd = p->exe_fd = -1;
     d->pproc = p;
-    if ((r = find_user(d, &p->uid, &p->gid, why, whylen)) < 0)
+    if (!d->proto_uid && (r = pproc_user(d, why, whylen)) < 0)
         return r;
+    p->uid = d->proto_uid;
+    p->gid = d->proto_gid;
     if (d->cfg.protocol_exe)
         log_warn("the protocol process is %s (--protocol-exe: for tests only)",
                  d->cfg.protocol_exe);

@@ -19,9 +19,11 @@ struct lyhd;
 
 #define LYHD_PROTO_USER "_lyhd"
 
-/* Find (or create, as useradd --system) the protocol process's user, then
- * start the process; it is ready when it says so (pproc_ready). why says
- * what failed. */
+/* Find (or create, as useradd --system) the protocol process's user, into
+ * d->proto_uid/proto_gid: before the guard, whose base chain names it. */
+int pproc_user(struct lyhd *d, char *why, size_t whylen);
+/* Start the process as that user; it is ready when it says so
+ * (pproc_ready). why says what failed. */
 int pproc_start(struct lyhd *d, char *why, size_t whylen);
 /* At shutdown: close the socket (the process exits on end of file), reap it
  * (SIGKILL after 1 s). Accepts a daemon whose pproc never started. */

@@ -95,6 +95,8 @@
 #define SET_ID_DNSPORT  6
 #define SET_ID_DOMAIN4  7 /* NEWSET needs an id unique in its batch */
 #define SET_ID_DOMAIN6  8
+#define SET_ID_PROTO4   9
+#define SET_ID_PROTO6   10
 
 struct nft {
     struct mnl_socket *nl; /* owned */
@@ -1141,12 +1143,15 @@ static void put_set_elems(struct nft *n, struct batch *bt, int family) {
 static void put_set(struct nft *n, struct batch *bt, const char *name) {
     bool lomap = strcmp(name, NFTR_MAP_LOOPBACK) == 0, served = strcmp(name, NFTR_MAP_SERVED) == 0;
     bool dnsport = strcmp(name, NFTR_MAP_DNSPORT) == 0;
+    bool p4 = strcmp(name, NFTR_SET_PROTO4) == 0, p6 = strcmp(name, NFTR_SET_PROTO6) == 0;
     bool map = lomap || served || dnsport || strcmp(name, NFTR_MAP_SESSIONS) == 0,
-         v4 = strcmp(name, NFTR_SET_LAN4) == 0;
+         v4 = p4 || strcmp(name, NFTR_SET_LAN4) == 0;
     uint32_t id = lomap     ? SET_ID_LOOPBACK
                   : served  ? SET_ID_SERVED
                   : dnsport ? SET_ID_DNSPORT
                   : map    ? SET_ID_SESSIONS
+                  : p4     ? SET_ID_PROTO4
+                  : p6     ? SET_ID_PROTO6
                   : v4     ? SET_ID_LAN4
                            : SET_ID_LAN6;
     _cleanup_(setp) struct nftnl_set *s = set_obj(name, id);
@@ -1168,7 +1173,8 @@ static void put_set(struct nft *n, struct batch *bt, const char *name) {
                                                  : dnsport ? sizeof(uint16_t)
                                                            : 0);
     } else {
-        nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_INTERVAL);
+        /* lan4/lan6: ranges; proto4/proto6: single addresses */
+        nftnl_set_set_u32(s, NFTNL_SET_FLAGS, p4 || p6 ? 0 : NFT_SET_INTERVAL);
         nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, v4 ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR);
         nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, v4 ? 4 : 16);
     }
@@ -1543,9 +1549,10 @@ static int set_elems_match(struct nft *n, int family) {
 }
 
 static bool set_shape_ok(const struct nftnl_set *s, uint32_t flags, uint32_t key_len, bool map) {
-    if (!nftnl_set_is_set(s, NFTNL_SET_FLAGS) || !nftnl_set_is_set(s, NFTNL_SET_KEY_LEN))
-        return false;
-    if (nftnl_set_get_u32(s, NFTNL_SET_FLAGS) != flags || nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN) != key_len)
+    /* the kernel leaves NFTA_SET_FLAGS out when they are 0 */
+    uint32_t got = nftnl_set_is_set(s, NFTNL_SET_FLAGS) ? nftnl_set_get_u32(s, NFTNL_SET_FLAGS) : 0;
+    if (!nftnl_set_is_set(s, NFTNL_SET_KEY_LEN) || got != flags ||
+        nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN) != key_len)
         return false;
     if (map)
         return nftnl_set_is_set(s, NFTNL_SET_DATA_TYPE) &&
@@ -1701,6 +1708,13 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
         return r;
     if (r != (b->params.dns ? 1 : 0))
         return 0;
+    for (int fam = 0; fam < 2; fam++) {
+        r = set_matches(n, fam ? NFTR_SET_PROTO6 : NFTR_SET_PROTO4, 0, fam ? 16 : 4, false);
+        if (r < 0)
+            return r;
+        if (r != (b->params.proto_uid ? 1 : 0))
+            return 0;
+    }
     if (b->params.dns && ((r = chain_rules_match(n, NFTR_CHAIN_DNSNAT, b->dnsnat, b->n_dnsnat)) <= 0 ||
                           (r = chain_rules_match(n, NFTR_CHAIN_DNSOUT, b->dnsout, b->n_dnsout)) <= 0))
         return r;
@@ -1722,6 +1736,10 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
     put_set_elems(n, bt, AF_INET6);
     if (b->params.cgroupv2)
         put_set(n, bt, NFTR_MAP_SESSIONS);
+    if (b->params.proto_uid) {
+        put_set(n, bt, NFTR_SET_PROTO4);
+        put_set(n, bt, NFTR_SET_PROTO6);
+    }
     if (b->params.inbound) {
         put_set(n, bt, NFTR_MAP_LOOPBACK);
         put_set(n, bt, NFTR_MAP_SERVED);
@@ -2085,6 +2103,27 @@ int nft_domain_elems_del(struct nft *n, const char *set, int family, const uint8
         return r;
     }
     put_domain_elems(n, &bt, NFT_MSG_DELSETELEM, set, alen, addrs, count, 0);
+    return batch_send(n, &bt);
+}
+
+int nft_proto_resolvers_set(struct nft *n, const uint8_t (*v4)[16], size_t n4,
+                            const uint8_t (*v6)[16], size_t n6) {
+    if (n4 > NFT_PROTO_RESOLVERS_MAX || n6 > NFT_PROTO_RESOLVERS_MAX)
+        return -E2BIG;
+    struct batch bt;
+    int r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    /* a DELSETELEM without elements empties the set: flush and fill, in one
+     * transaction (no moment with an address missing that stays) */
+    put_domain_elems(n, &bt, NFT_MSG_DELSETELEM, NFTR_SET_PROTO4, 4, NULL, 0, 0);
+    put_domain_elems(n, &bt, NFT_MSG_DELSETELEM, NFTR_SET_PROTO6, 16, NULL, 0, 0);
+    if (n4)
+        put_domain_elems(n, &bt, NFT_MSG_NEWSETELEM, NFTR_SET_PROTO4, 4, v4, n4, 0);
+    if (n6)
+        put_domain_elems(n, &bt, NFT_MSG_NEWSETELEM, NFTR_SET_PROTO6, 16, v6, n6, 0);
     return batch_send(n, &bt);
 }
 

@@ -149,6 +149,13 @@ int nft_domain_elems_del(struct nft *n, const char *set, int family, const uint8
  * already so, 1 when it was put there, -errno. */
 int nft_session_dns_set(struct nft *n, uint64_t cgroup_id, uint16_t port);
 
+/* Sets proto4/proto6 (nft_render.h): exactly these addresses (network
+ * order, 4 or 16 bytes used), replacing what they held, in one transaction.
+ * -E2BIG over NFT_PROTO_RESOLVERS_MAX of a family. */
+#define NFT_PROTO_RESOLVERS_MAX 1024
+int nft_proto_resolvers_set(struct nft *n, const uint8_t (*v4)[16], size_t n4,
+                            const uint8_t (*v6)[16], size_t n6);
+
 /* 1 if set or map `name` exists in the table, 0 if not, -errno. */
 int nft_set_exists(struct nft *n, const char *name);
 

@@ -787,6 +787,8 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         return -EINVAL;
     if (p->dns && !p->cgroupv2)
         return -EINVAL;
+    if (p->proto_uid && (!p->dns || p->proto_uid == UINT32_MAX))
+        return -EINVAL;
 
     _cleanup_free_ struct nftr_base *b = calloc(1, sizeof(*b));
     if (!b)
@@ -797,6 +799,29 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
 
     struct rules out = { .v = NULL }, gu = { .v = NULL };
     struct matches ms = { .n = 0 };
+    struct nftr_rule *r;
+
+    /* lyhd's protocol process parses what agents and resolvers send; were
+     * it taken over, its own sockets must not become a way out: through lo
+     * (its answers to agents), UDP port 53 to a session's resolver, nothing
+     * else. Its upstream sockets are bound to a session's VPN interface. */
+    if (p->proto_uid) {
+        for (int k = 0; k < 4; k++) {
+            ms.n = 0;
+            mpush(&ms, NFTR_M_SKUID)->id = p->proto_uid;
+            if (k == 0)
+                m_oif(&ms, "lo");
+            else if (k < 3) {
+                m_set(&ms, k == 1 ? AF_INET : AF_INET6, k == 1 ? NFTR_SET_PROTO4 : NFTR_SET_PROTO6);
+                m_dport(&ms, IPPROTO_UDP, 53, 53);
+            }
+            r = rule_with(&out, &ms);
+            if (r) {
+                r->counter = k == 3;
+                r->verdict = k == 3 ? NFTR_V_DROP : NFTR_V_ACCEPT;
+            }
+        }
+    }
 
     /* A sandboxed socket never answers a flow someone else started, except
      * on lo: a guarded packet of direction reply leaving by another
@@ -810,9 +835,10 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
      * session can make itself the reply side of a flow (a datagram with a
      * forged source from one of its sockets to another). Here in output, not
      * in guarded: the uid scopes' dispatch rules go to the head of guarded. */
+    ms.n = 0;
     m_gids(&ms, NFTR_M_SKGID, p->guard_gid, p->guard_gid_max);
     mpush(&ms, NFTR_M_CT_REPLY);
-    struct nftr_rule *r = rule_with(&out, &ms);
+    r = rule_with(&out, &ms);
     if (r) {
         r->match[2].type = NFTR_M_OIFNAME_NE;
         snprintf(r->match[2].name, sizeof(r->match[2].name), "lo");
@@ -1370,6 +1396,10 @@ int nftr_base_text(const struct nftr_base *b, char **ret) {
     if (p->cgroupv2)
         sb_printf(&s, "add map inet " NFTR_TABLE " " NFTR_MAP_SESSIONS
                       " { type cgroupsv2 : verdict; }\n");
+    if (p->proto_uid)
+        sb_printf(&s, "add set inet " NFTR_TABLE " " NFTR_SET_PROTO4
+                      " { type ipv4_addr; }\nadd set inet " NFTR_TABLE " " NFTR_SET_PROTO6
+                      " { type ipv6_addr; }\n");
     sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_OUTPUT
                   " { type filter hook output priority 0; policy accept; }\n");
     sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_GUARDED "\n");

@@ -52,6 +52,8 @@
 #define NFTR_MAP_LOOPBACK  "loopback"
 #define NFTR_MAP_SERVED    "served"
 #define NFTR_MAP_DNSPORT   "dnsport"
+#define NFTR_SET_PROTO4    "proto4"   /* resolvers the protocol process may ask (IPv4) */
+#define NFTR_SET_PROTO6    "proto6"
 #define NFTR_CHAIN_DNSNAT  "dnsnat"
 #define NFTR_CHAIN_DNSOUT  "dnsout"
 
@@ -187,6 +189,11 @@ struct nftr_base_params {
     /* DNS goes to lyhd: chain dnsnat sends every guarded socket's port-53
      * flow to its session's forwarder (map dnsport). Needs cgroupv2. */
     bool dns;
+    /* With dns: the uid of lyhd's protocol process (0: none). Its sockets
+     * send only through lo and, UDP port 53, to the addresses in sets
+     * proto4/proto6 (the resolvers of the sessions lyhd forwards DNS for);
+     * everything else they send is dropped. */
+    uint32_t proto_uid;
 };
 
 /* ---- output: rules as data -------------------------------------------------------- */

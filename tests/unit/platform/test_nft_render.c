@@ -693,22 +693,77 @@ static void test_session_listeners(void **state) {
     assert_int_equal(nftr_served_mark(NFTR_LO_SLOT_MAX), 0xffffffffu);
 }
 
+/* A base with DNS redirection, cgroup v2 at level 3, no listeners. */
+static struct nftr_base_params dns_base(void) {
+    return (struct nftr_base_params){
+        .guard_gid = NFTR_DEFAULT_GUARD_GID,
+        .guard_gid_max = NFTR_DEFAULT_GUARD_GID + 65535,
+        .cgroupv2 = true,
+        .cgroup_level = 3,
+        .log = {.group = 7, .rate = 2000, .burst = 1000},
+        .dns = true,
+    };
+}
+
+/* The protocol process's uid: its packets leave through lo, or as UDP to
+ * port 53 of an address in proto4/proto6, and are dropped otherwise; these
+ * rules come first in chain output. Only with DNS redirection (no forwarder,
+ * no protocol process to keep in). */
+static void test_base_proto(void **state) {
+    (void)state;
+    struct nftr_base_params p = dns_base();
+    p.proto_uid = 999;
+    struct nftr_base *b = NULL;
+    assert_int_equal(nftr_render_base(&p, &b), 0);
+    _cleanup_free_ char *text = NULL;
+    assert_int_equal(nftr_base_text(b, &text), 0);
+    check_golden("base_dns_proto", text);
+    assert_true(b->n_output > 4);
+    for (size_t i = 0; i < 4; i++) {
+        const struct nftr_rule *r = &b->output[i];
+        assert_int_equal(r->match[0].type, NFTR_M_SKUID);
+        assert_int_equal(r->match[0].id, 999);
+        assert_int_equal(r->verdict, i < 3 ? NFTR_V_ACCEPT : NFTR_V_DROP);
+    }
+    assert_int_equal(b->output[0].match[1].type, NFTR_M_OIFNAME);
+    assert_string_equal(b->output[0].match[1].name, "lo");
+    for (size_t i = 1; i < 3; i++) {
+        assert_int_equal(b->output[i].n_match, 3);
+        assert_int_equal(b->output[i].match[1].type, NFTR_M_DADDR_SET);
+        assert_string_equal(b->output[i].match[1].name, i == 1 ? NFTR_SET_PROTO4 : NFTR_SET_PROTO6);
+        assert_int_equal(b->output[i].match[2].type, NFTR_M_DPORT);
+        assert_int_equal(b->output[i].match[2].l4proto, IPPROTO_UDP);
+        assert_int_equal(b->output[i].match[2].port_min, 53);
+        assert_int_equal(b->output[i].match[2].port_max, 53);
+    }
+    assert_int_equal(b->output[3].n_match, 1);
+    assert_true(b->output[3].counter);
+    nftr_base_free(b);
+    /* not the first rules of any other base: none without a uid */
+    p.proto_uid = 0;
+    assert_int_equal(nftr_render_base(&p, &b), 0);
+    for (size_t i = 0; i < b->n_output; i++)
+        for (size_t k = 0; k < b->output[i].n_match; k++)
+            assert_int_not_equal(b->output[i].match[k].type, NFTR_M_SKUID);
+    nftr_base_free(b);
+    /* a uid without DNS redirection, or (uid_t)-1: refused */
+    p.proto_uid = 999;
+    p.dns = false;
+    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+    p.dns = true;
+    p.proto_uid = UINT32_MAX;
+    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+}
+
 /* DNS to lyhd: chain dnsnat rewrites the guarded sockets' port-53 flows by
  * cgroup (map dnsport); a session with a forwarder accepts, first, only the
  * rewritten flows to its own port, and no longer opens port 53 on lo. */
 static void test_base_dns(void **state) {
     (void)state;
-    struct nftr_base_params p = {
-        .guard_gid = NFTR_DEFAULT_GUARD_GID,
-        .guard_gid_max = NFTR_DEFAULT_GUARD_GID + 65535,
-        .cgroupv2 = true,
-        .cgroup_level = 3,
-        .log = { .group = 7, .rate = 2000, .burst = 1000 },
-        .inbound = true,
-        .base_cgroup_id = 9876,
-        .base_cgroup = "system.slice/lyhd.service/lianyaohu",
-        .dns = true,
-    };
+    struct nftr_base_params p = dns_base();
+    p.inbound = true;
+    p.base_cgroup_id = 9876;
+    p.base_cgroup = "system.slice/lyhd.service/lianyaohu";
     struct nftr_base *b = NULL;
     assert_int_equal(nftr_render_base(&p, &b), 0);
     _cleanup_free_ char *text = NULL;
@@ -874,6 +929,7 @@ int main(void) {
         cmocka_unit_test(test_session_loopback_narrow),
         cmocka_unit_test(test_session_listeners),
         cmocka_unit_test(test_base_dns),
+        cmocka_unit_test(test_base_proto),
         cmocka_unit_test(test_session_dns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
