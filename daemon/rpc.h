@@ -5,6 +5,7 @@
 #define LYHD_RPC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -36,12 +37,17 @@ struct rpc_method {
 
 const struct rpc_method *rpc_lookup(uint32_t method);
 /* Startup self-check of the table: every row has a handler, every
- * owner-only row can name its owner. False means a build bug: lyhd refuses
- * to start. */
+ * owner-only row can name its owner, no method has two rows. False means a
+ * build bug: lyhd refuses to start. */
 bool rpc_table_verify(void);
 /* Enforce the row's flags, then run its handler. Unary handlers must have
  * answered by the time they return. */
 void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req);
+/* The same over any table of n rows (tests: a fake one; lyhd uses only its
+ * own through the two above). */
+bool rpc_table_verify_in(const struct rpc_method *table, size_t n);
+void rpc_dispatch_in(const struct rpc_method *table, size_t n, struct lyhd *d,
+                     struct rpc_call *call, const LyhRequest *req);
 
 /* Send one response of this call; end = last one (the call is then finished
  * and, outside dispatch, freed). When the write fails the connection closes at

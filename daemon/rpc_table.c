@@ -43,11 +43,16 @@ static const struct rpc_method rpc_methods[] = {
     {M(CANCEL), "Cancel", 0, rpc_cancel, NULL},
 };
 
-const struct rpc_method *rpc_lookup(uint32_t method) {
-    for (size_t i = 0; i < ARRAY_SIZE(rpc_methods); i++)
-        if (rpc_methods[i].method == method)
-            return &rpc_methods[i];
+static const struct rpc_method *lookup_in(const struct rpc_method *table, size_t n,
+                                          uint32_t method) {
+    for (size_t i = 0; i < n; i++)
+        if (table[i].method == method)
+            return &table[i];
     return NULL;
+}
+
+const struct rpc_method *rpc_lookup(uint32_t method) {
+    return lookup_in(rpc_methods, ARRAY_SIZE(rpc_methods), method);
 }
 
 void rpc_call_free(struct rpc_call *call) {
@@ -231,7 +236,12 @@ static void abandon(struct rpc_call *call, int code, const char *msg) {
 }
 
 void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
-    const struct rpc_method *m = rpc_lookup(req->method_case);
+    rpc_dispatch_in(rpc_methods, ARRAY_SIZE(rpc_methods), d, call, req);
+}
+
+void rpc_dispatch_in(const struct rpc_method *table, size_t n, struct lyhd *d,
+                     struct rpc_call *call, const LyhRequest *req) {
+    const struct rpc_method *m = lookup_in(table, n, req->method_case);
     int r;
 
     if (!m) {
@@ -304,11 +314,16 @@ void rpc_dispatch(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) 
     check_unary(m, call);
 }
 
-bool rpc_table_verify(void) {
-    for (size_t i = 0; i < ARRAY_SIZE(rpc_methods); i++) {
-        const struct rpc_method *m = &rpc_methods[i];
-        if (!m->handler || ((m->flags & RPC_OWNER) && !m->owner_of))
-            return false;
+bool rpc_table_verify_in(const struct rpc_method *table, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const struct rpc_method *m = &table[i];
+        if (!m->handler || ((m->flags & RPC_OWNER) && !m->owner_of) ||
+            lookup_in(table, n, m->method) != m)
+            return false; /* no handler, no owner check, or a method twice */
     }
     return true;
+}
+
+bool rpc_table_verify(void) {
+    return rpc_table_verify_in(rpc_methods, ARRAY_SIZE(rpc_methods));
 }

@@ -2,7 +2,10 @@
  * connection over a socketpair and a real state.db: a mutating call's held
  * answer that cannot be kept (out of memory) must undo the change and still
  * answer, never leave the client waiting. realloc is wrapped (-Wl,--wrap) so
- * the test decides when it fails. */
+ * the test decides when it fails. And over a fake table (rpc_dispatch_in):
+ * the flags are the authorization (admin, owner, unknown methods), a
+ * mutating call's write is kept only when it succeeded, a unary handler that
+ * forgets to answer still answers, a malformed table is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,10 +20,12 @@
 #include <unistd.h>
 
 #include "common/frame.h"
+#include "common/macros.h"
 #include "common/lyh_limits.h"
 #include "daemon/conn.h"
 #include "daemon/lyhd.h"
 #include "daemon/policy.h"
+#include "daemon/rpc.h"
 #include "storage/store.h"
 
 void *__real_realloc(void *p, size_t n);
@@ -178,9 +183,149 @@ static void test_held_answer_lost_undoes_the_change(void **state) {
     assert_int_equal(policy_current(&f->d)->version, 1);
 }
 
+/* ---- the dispatcher over a fake table (rpc_dispatch_in) --------------------------------- */
+
+enum { F_OPEN = 1, F_ADMIN, F_OWNED, F_MUTATE, F_SILENT, F_STREAM };
+
+static unsigned handled, owner_asked;
+static uid_t owner_is = 1000;
+static int owner_r;
+
+static void answer_ok(struct rpc_call *call) {
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+    rpc_send(call, &resp, true);
+}
+
+static void h_ok(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    (void)d, (void)req;
+    handled++;
+    answer_ok(call);
+}
+
+/* Writes to state.db, then answers ok, or refuses when the request's call id
+ * is odd: the dispatcher keeps the write only when the call succeeded. */
+static void h_mutate(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    (void)req;
+    handled++;
+    assert_int_equal(store_meta_set(d->store, "fake", call->call_id & 1 ? "refused" : "kept"), 0);
+    if (call->call_id & 1)
+        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "no");
+    else
+        answer_ok(call);
+}
+
+static void h_silent(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    (void)d, (void)call, (void)req;
+    handled++; /* a bug: a unary handler that does not answer */
+}
+
+static int owner_of(struct lyhd *d, const LyhRequest *req, uid_t *ret_owner) {
+    (void)d, (void)req;
+    owner_asked++;
+    *ret_owner = owner_is;
+    return owner_r;
+}
+
+static const struct rpc_method fake[] = {
+    {F_OPEN, "Open", 0, h_ok, NULL},
+    {F_ADMIN, "Admin", RPC_ADMIN, h_ok, NULL},
+    {F_OWNED, "Owned", RPC_OWNER, h_ok, owner_of},
+    {F_MUTATE, "Mutate", RPC_ADMIN | RPC_MUTATES, h_mutate, NULL},
+    {F_SILENT, "Silent", 0, h_silent, NULL},
+    {F_STREAM, "Stream", RPC_STREAMING, h_silent, NULL},
+};
+
+/* Dispatch method as uid (admin or not) on a call with no connection; the
+ * final code (-1: none yet), how many handlers ran. */
+static int call_as(struct fx *f, uint32_t method, uid_t uid, bool admin, uint64_t id) {
+    struct rpc_call *call = calloc(1, sizeof(*call));
+    LyhRequest req = LIANYAOHU__V1__REQUEST__INIT;
+    assert_non_null(call);
+    call->call_id = id;
+    call->peer.uid = uid;
+    call->peer_is_admin = admin;
+    call->final_code = -1;
+    req.method_case = method;
+    handled = owner_asked = 0;
+    call->in_dispatch = true; /* the caller frees it (as conn.c does) */
+    rpc_dispatch_in(fake, ARRAY_SIZE(fake), &f->d, call, &req);
+    int code = call->finished ? call->final_code : -1;
+    rpc_call_free(call);
+    return code;
+}
+
+static void test_fake_table_authorization(void **state) {
+    struct fx *f = *state;
+    assert_true(rpc_table_verify_in(fake, ARRAY_SIZE(fake)));
+    assert_true(rpc_table_verify());
+
+    /* a method the table lacks: UNIMPLEMENTED, nothing runs */
+    assert_int_equal(call_as(f, 99, 1000, false, 2), LIANYAOHU__V1__CODE__UNIMPLEMENTED);
+    assert_int_equal(handled, 0);
+    assert_int_equal(call_as(f, F_OPEN, 1000, false, 2), LIANYAOHU__V1__CODE__OK);
+    assert_int_equal(handled, 1);
+    /* admin rows: refused before the handler for a non-admin */
+    assert_int_equal(call_as(f, F_ADMIN, 1000, false, 2), LIANYAOHU__V1__CODE__PERMISSION_DENIED);
+    assert_int_equal(handled, 0);
+    assert_int_equal(call_as(f, F_ADMIN, 0, true, 2), LIANYAOHU__V1__CODE__OK);
+    assert_int_equal(handled, 1);
+    /* owner rows: the object's owner, asked of owner_of; an admin is not asked */
+    owner_r = 0;
+    assert_int_equal(call_as(f, F_OWNED, 1000, false, 2), LIANYAOHU__V1__CODE__OK);
+    assert_int_equal(owner_asked, 1);
+    assert_int_equal(handled, 1);
+    assert_int_equal(call_as(f, F_OWNED, 1001, false, 2), LIANYAOHU__V1__CODE__PERMISSION_DENIED);
+    assert_int_equal(handled, 0);
+    owner_r = -ENOENT;
+    assert_int_equal(call_as(f, F_OWNED, 1000, false, 2), LIANYAOHU__V1__CODE__NOT_FOUND);
+    assert_int_equal(handled, 0);
+    owner_r = -EIO; /* cannot tell: refused, never run */
+    assert_int_equal(call_as(f, F_OWNED, 1000, false, 2), LIANYAOHU__V1__CODE__PERMISSION_DENIED);
+    assert_int_equal(handled, 0);
+    assert_int_equal(call_as(f, F_OWNED, 1001, true, 2), LIANYAOHU__V1__CODE__OK);
+    assert_int_equal(owner_asked, 0);
+    owner_r = 0;
+    /* a unary handler that does not answer: the client still hears (INTERNAL);
+     * a stream may answer later */
+    assert_int_equal(call_as(f, F_SILENT, 1000, false, 2), LIANYAOHU__V1__CODE__INTERNAL);
+    assert_int_equal(call_as(f, F_STREAM, 1000, false, 2), -1);
+}
+
+static void test_fake_table_transaction(void **state) {
+    struct fx *f = *state;
+    char v[32] = "";
+
+    /* refused (odd id): its write is rolled back */
+    assert_int_equal(call_as(f, F_MUTATE, 0, true, 3), LIANYAOHU__V1__CODE__INVALID_ARGUMENT);
+    assert_int_equal(handled, 1);
+    assert_int_equal(store_meta_get(f->d.store, "fake", v, sizeof(v)), -ENOENT);
+    /* a non-admin never gets as far as the transaction */
+    assert_int_equal(call_as(f, F_MUTATE, 1000, false, 4), LIANYAOHU__V1__CODE__PERMISSION_DENIED);
+    assert_int_equal(store_meta_get(f->d.store, "fake", v, sizeof(v)), -ENOENT);
+    /* succeeded: kept */
+    assert_int_equal(call_as(f, F_MUTATE, 0, true, 4), LIANYAOHU__V1__CODE__OK);
+    assert_int_equal(store_meta_get(f->d.store, "fake", v, sizeof(v)), 0);
+    assert_string_equal(v, "kept");
+}
+
+/* A table with a row twice, a row without a handler, an owner row that
+ * cannot name its owner: each refused (lyhd would not start). */
+static void test_table_verify_refuses(void **state) {
+    (void)state;
+    const struct rpc_method twice[] = {{F_OPEN, "A", 0, h_ok, NULL}, {F_OPEN, "B", 0, h_ok, NULL}};
+    const struct rpc_method none[] = {{F_OPEN, "A", 0, NULL, NULL}};
+    const struct rpc_method owner[] = {{F_OWNED, "A", RPC_OWNER, h_ok, NULL}};
+    assert_false(rpc_table_verify_in(twice, ARRAY_SIZE(twice)));
+    assert_false(rpc_table_verify_in(none, ARRAY_SIZE(none)));
+    assert_false(rpc_table_verify_in(owner, ARRAY_SIZE(owner)));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_held_answer_lost_undoes_the_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fake_table_authorization, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fake_table_transaction, setup, teardown),
+        cmocka_unit_test(test_table_verify_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
