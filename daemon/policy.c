@@ -169,12 +169,12 @@ int policy_from_msg(const Lianyaohu__V1__Policy *m, struct policy *ret, char *wh
     r = dests_from_msg("lan_allow_ceiling", m->lan_allow_ceiling, m->n_lan_allow_ceiling,
                     POLICY_MAX_CEILING, true, p->lan_ceiling, why, whylen);
     if (r < 0)
-        return r;
+        return r == -ENOMEM ? r : -EINVAL; /* too many (-E2BIG) is invalid too */
     p->n_lan_ceiling = m->n_lan_allow_ceiling;
     r = dests_from_msg("always_deny", m->always_deny, m->n_always_deny, POLICY_MAX_ALWAYS_DENY, false,
                     p->always_deny, why, whylen);
     if (r < 0)
-        return r;
+        return r == -ENOMEM ? r : -EINVAL;
     p->n_always_deny = m->n_always_deny;
     if (m->n_extra_env_block > POLICY_MAX_ENV)
         return bad(why, whylen, "extra_env_block: %zu entries (at most %d)", m->n_extra_env_block,
@@ -508,10 +508,14 @@ bool policy_narrow_spec(const struct policy *p, struct gspec *spec, bool *ret_cu
         added++;
     }
     if (cut) {
-        /* Loopback accept, everything else refused. */
+        /* Loopback accept, everything else refused: no domain allowlist
+         * either (its sets would accept what allowed names resolve to). */
         spec->deny_default = true;
         spec->n_allow = 0;
         spec->n_lan = 0;
+        spec->n_domains = 0;
+        spec->domains_len = 0;
+        memset(spec->domains, 0, sizeof(spec->domains));
     } else if (dropped || added) {
         snprintf(why, whylen,
                  "policy: %zu LAN exception(s) outside lan_allow_ceiling or in always_deny "
