@@ -52,6 +52,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/macros.h"
 
@@ -67,7 +68,8 @@
 #define NFLOG_PROC_INSTANCES "/proc/self/net/netfilter/nfnetlink_log"
 
 struct nflog {
-    struct mnl_socket *nl; /* owned */
+    struct mnl_socket *nl; /* owned; NULL: an adopted socket */
+    int fd;                /* the socket (nl's, or the adopted one, owned then) */
     uint32_t portid;
     uint32_t req_seq;      /* netlink sequence of our requests */
     uint16_t group;
@@ -75,6 +77,17 @@ struct nflog {
     uint32_t next_seq;     /* NFULA_SEQ expected next */
     uint8_t *buf;          /* owned, NFLOG_RECV_BUF bytes */
 };
+
+uint32_t nflog_seq_advance(uint32_t *next, uint32_t seq) {
+    uint32_t gap = seq - *next; /* mod 2^32: wraparound included */
+    /* The kernel numbers events in order and delivers them in order, so a
+     * "gap" of more than 2^31 is a number we already passed: count nothing
+     * and keep our place. */
+    if (gap >= UINT32_C(0x80000000))
+        return 0;
+    *next = seq + 1;
+    return gap;
+}
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -214,6 +227,7 @@ int nflog_open(const struct nflog_params *p, struct nflog **ret) {
     n = calloc(1, sizeof(*n));
     if (!n)
         return -ENOMEM;
+    n->fd = -1;
     n->group = p->group;
     n->buf = malloc(NFLOG_RECV_BUF);
     if (!n->buf)
@@ -223,6 +237,7 @@ int nflog_open(const struct nflog_params *p, struct nflog **ret) {
     n->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (!n->nl)
         return -errno;
+    n->fd = mnl_socket_get_fd(n->nl);
     int r = set_rcvbuf(mnl_socket_get_fd(n->nl), p->rcvbuf);
     if (r < 0)
         return r;
@@ -257,7 +272,21 @@ int nflog_open(const struct nflog_params *p, struct nflog **ret) {
 }
 
 int nflog_fd(const struct nflog *n) {
-    return n ? mnl_socket_get_fd(n->nl) : -EINVAL;
+    return n ? n->fd : -EINVAL;
+}
+
+int nflog_adopt(int fd, struct nflog **ret) {
+    struct nflog *n = calloc(1, sizeof(*n));
+    if (!n)
+        return -ENOMEM;
+    n->buf = malloc(NFLOG_RECV_BUF);
+    if (!n->buf) {
+        free(n);
+        return -ENOMEM;
+    }
+    n->fd = fd;
+    *ret = n;
+    return 0;
 }
 
 /* ---- reading ---------------------------------------------------------------- */
@@ -273,16 +302,8 @@ static void on_pkt(const struct nflog_pkt *pkt, void *ud) {
     struct read_ctx *c = ud;
 
     c->st->packets++;
-    if (pkt->has_seq) {
-        uint32_t gap = pkt->seq - c->n->next_seq; /* mod 2^32: wraparound included */
-        /* The kernel numbers events in order and delivers them in order, so
-         * a "gap" of more than 2^31 is a number we already passed: count
-         * nothing and keep our place. */
-        if (gap < UINT32_C(0x80000000)) {
-            c->st->lost += gap;
-            c->n->next_seq = pkt->seq + 1;
-        }
-    }
+    if (pkt->has_seq)
+        c->st->lost += nflog_seq_advance(&c->n->next_seq, pkt->seq);
     if (c->fn)
         c->fn(pkt, c->ud);
 }
@@ -291,7 +312,7 @@ int nflog_read(struct nflog *n, unsigned max_reads, nflog_pkt_fn fn, void *ud,
                struct nflog_read_stats *stats) {
     if (!n || !stats)
         return -EINVAL;
-    int fd = mnl_socket_get_fd(n->nl);
+    int fd = n->fd;
     struct read_ctx ctx = {.n = n, .fn = fn, .ud = ud, .st = stats};
 
     for (unsigned i = 0; i < max_reads; i++) {
@@ -342,6 +363,8 @@ void nflog_close(struct nflog *n) {
     }
     if (n->nl)
         mnl_socket_close(n->nl);
+    else if (n->fd >= 0)
+        close(n->fd);
     free(n->buf);
     free(n);
 }

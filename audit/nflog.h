@@ -107,6 +107,15 @@ struct nflog_params {
 int nflog_open(const struct nflog_params *p, struct nflog **ret);
 int nflog_fd(const struct nflog *n);
 
+/* Read a socket another process opened and bound (lyhd's parent hands it to
+ * its protocol process): fd is owned from here; nothing is configured, and
+ * nflog_close only closes it. Its `lost` counts from the first event read. */
+int nflog_adopt(int fd, struct nflog **ret);
+
+/* Sequence bookkeeping (NFULA_SEQ): the events lost between *next and seq,
+ * and *next moved past seq; 0 for a number already passed. */
+uint32_t nflog_seq_advance(uint32_t *next, uint32_t seq);
+
 struct nflog_read_stats {
     uint64_t packets;      /* packet messages decoded */
     uint64_t lost;         /* events the kernel dropped before we read them:

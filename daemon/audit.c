@@ -46,8 +46,10 @@
 #include "daemon/audit_rate.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
-#include "daemon/policy.h"
 #include "daemon/lyhd.h"
+#include "daemon/pmsg.h"
+#include "daemon/policy.h"
+#include "daemon/pproc.h"
 #include "daemon/rpc.h"
 #include "daemon/session.h"
 #include "platform/linux/nft.h"
@@ -56,7 +58,6 @@
 #define AUDIT_BATCH_MAX 16384      /* beyond this (audit.db stuck), count and drop */
 #define AUDIT_PAGE 256             /* records per page of a stream */
 #define AUDIT_OUT_HIGH (1u << 20)  /* pause a stream while this much output is queued */
-#define AUDIT_READS_PER_WAKEUP 64
 #define AUDIT_PRUNE_ROWS 2000      /* rows per retention step */
 #define AUDIT_PRUNE_IDLE_S 10      /* retention check interval when nothing to do */
 #define AUDIT_PRUNE_GAP_DELAY_S 600 /* one retention gap per uid per 10 minutes at most */
@@ -88,8 +89,10 @@ struct ifcache_ent {
 struct audit {
     struct lyhd *d;
     struct audit_db *db;
-    struct nflog *nl;
-    struct event *ev_nl;
+    struct nflog *nl;         /* bound here, read by the protocol process */
+    uint32_t next_seq;        /* NFULA_SEQ expected next (nflog_seq_advance) */
+    uint32_t sync_asked;      /* the last FLOWS_SYNC sent */
+    uint32_t sync_done;       /* the last FLOWS_SYNCED received */
     struct event *ev_flush;
     struct event *ev_prune;
     struct audit_rec *batch;  /* owned, cap entries; batch[i].detail owned (malloc) */
@@ -97,7 +100,6 @@ struct audit {
     uint64_t dropped;         /* records not kept while audit.db was not writable */
     bool write_failing;
     uint64_t last_fail_log_ms;
-    uint64_t last_read_err_log_ms;
     struct nflog_read_stats st;
     uint64_t lost_recorded;   /* st.lost already turned into GAP records */
     struct audit_rate rate;   /* request records: per-uid and global buckets */
@@ -458,41 +460,45 @@ static void monitor_send(struct session *s, const struct audit_rec *r) {
     rpc_send(s->call, &resp, false);
 }
 
-static void on_pkt(const struct nflog_pkt *p, void *ud) {
-    struct audit *a = ud;
-    struct nflog_origin o;
+/* One flow event from the protocol process (decoded and checked by pmsg.c):
+ * a record, its session's names and uid looked up here. Its time is the
+ * kernel's when it came with one and is within an hour of ours (the
+ * protocol process may lie; a record is not placed far from when it came). */
+static void on_flow(struct audit *a, const struct pmsg_flow *f) {
     struct session *s = NULL;
     struct audit_rec r = {.kind = AUDIT_KIND_FLOW};
+    int64_t now = wall_us();
 
-    if (nflog_prefix_parse(p->prefix, &o) < 0)
-        return; /* not one of our rules (someone else logs to our group) */
-    r.time_us = p->has_time ? p->time_us : wall_us();
-    r.verdict = (uint8_t)o.verdict;
-    r.family = p->family;
-    r.protocol = p->protocol;
-    r.addr_len = p->addr_len;
-    memcpy(r.src, p->src, sizeof(r.src));
-    memcpy(r.dst, p->dst, sizeof(r.dst));
-    if (p->has_ports) {
-        r.sport = p->sport;
-        r.dport = p->dport;
+    r.time_us = f->has_time && f->time_us > now - 3600 * INT64_C(1000000) &&
+                        f->time_us < now + 3600 * INT64_C(1000000)
+                    ? f->time_us
+                    : now;
+    r.verdict = f->verdict;
+    r.family = f->family;
+    r.protocol = f->protocol;
+    r.addr_len = f->family == AF_INET ? 4 : f->family == AF_INET6 ? 16 : 0;
+    memcpy(r.src, f->src, sizeof(r.src));
+    memcpy(r.dst, f->dst, sizeof(r.dst));
+    if (f->has_ports) {
+        r.sport = f->sport;
+        r.dport = f->dport;
     }
-    if (o.kind == NFLOG_ORIGIN_SESSION) {
-        memcpy(r.session, o.session, sizeof(r.session));
-        s = session_find(a->d, o.session);
+    if (f->origin == NFLOG_ORIGIN_SESSION) {
+        memcpy(r.session, f->session, sizeof(r.session));
+        s = session_find(a->d, f->session);
         if (s) {
             r.has_uid = true;
             r.uid = s->row.uid;
         }
-    } else if (o.kind == NFLOG_ORIGIN_UID) {
+    } else if (f->origin == NFLOG_ORIGIN_UID) {
         r.has_uid = true;
-        r.uid = o.uid;
+        r.uid = f->uid;
     }
-    if (!r.has_uid && p->has_uid) {
+    if (!r.has_uid && f->has_skuid) {
         r.has_uid = true;
-        r.uid = p->uid;
+        r.uid = f->skuid;
     }
-    snprintf(r.iface, sizeof(r.iface), "%s", ifname(a, p->oif));
+    snprintf(r.iface, sizeof(r.iface), "%s", ifname(a, f->oif));
     /* the name(s) its destination was resolved from in this session */
     char names[400] = "";
     if (s && s->dns && r.addr_len) {
@@ -529,29 +535,58 @@ static void note_lost(struct audit *a) {
     push(a, &g);
 }
 
-/* Read what is queued; bounded, so a flood cannot starve the loop. */
-static int drain(struct audit *a, unsigned rounds) {
-    int r = 0;
-    if (!a->nl)
-        return 0;
-    for (unsigned i = 0; i < rounds; i++) {
-        r = nflog_read(a->nl, AUDIT_READS_PER_WAKEUP, on_pkt, a, &a->st);
-        if (r <= 0)
-            break;
+void audit_on_flows(struct lyhd *d, const struct pmsg_flows *m) {
+    struct audit *a = d->audit;
+    if (!a)
+        return;
+    /* The sequence numbers are the kernel's count of events: a gap is
+     * events lost, however many protocol processes came and went. */
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->v[i].has_seq)
+            a->st.lost += nflog_seq_advance(&a->next_seq, m->v[i].seq);
+        on_flow(a, &m->v[i]);
     }
+    a->st.packets += m->n;
+    a->st.overruns += m->overruns;
+    a->st.bad += m->bad;
+    a->st.lost += m->unsent; /* read, but never reached us */
     note_lost(a);
-    if (r < 0) {
-        uint64_t now = lyhd_mono_ms();
-        if (now - a->last_read_err_log_ms > 10000) {
-            log_warn("audit: reading flow events failed: %s", strerror(-r));
-            a->last_read_err_log_ms = now;
-        }
-    }
-    return r;
 }
 
-static void on_nflog(evutil_socket_t fd, short what, void *arg) {
-    (void)drain(arg, 1);
+int audit_nflog_fd(const struct lyhd *d) {
+    return d->audit ? nflog_fd(d->audit->nl) : -ENODEV;
+}
+
+uint32_t audit_flows_sync(struct lyhd *d) {
+    struct audit *a = d->audit;
+    uint8_t buf[32];
+    size_t len;
+
+    if (!a || !pproc_ready(d))
+        return 0;
+    if (++a->sync_asked == 0)
+        a->sync_asked = 1;
+    struct pmsg_sync m = {.id = a->sync_asked};
+    if (pmsg_encode_sync(PMSG_FLOWS_SYNC, &m, buf, sizeof(buf), &len) < 0 ||
+        pproc_send(d, buf, len, NULL, 0) < 0)
+        return 0;
+    return m.id;
+}
+
+bool audit_flows_synced_since(const struct lyhd *d, uint32_t id) {
+    const struct audit *a = d->audit;
+    return !a || id == 0 || (int32_t)(a->sync_done - id) >= 0;
+}
+
+int audit_flows_synced(struct lyhd *d, uint32_t id) {
+    struct audit *a = d->audit;
+    if (!a)
+        return 0;
+    /* only an answer to a question asked, and not one answered already */
+    if (id == 0 || (int32_t)(id - a->sync_asked) > 0 || (int32_t)(id - a->sync_done) <= 0)
+        return -EBADMSG;
+    a->sync_done = id;
+    return 0;
 }
 
 /* ---- sessions ------------------------------------------------------------------- */
@@ -625,10 +660,8 @@ void audit_session_ended(struct lyhd *d, struct session *s) {
 
     if (!a)
         return;
-    /* Everything the kernel sent about the session must be read before its
-     * counters are compared: drain until the socket is empty (bounded). */
-    for (unsigned i = 0; i < 64 && drain(a, 16) > 0; i++)
-        ;
+    /* Everything the kernel sent about the session was read before (the
+     * teardown's FLOWS_SYNC, session.c); what is still missing shows below. */
     /* A chain of its own (the session scope; a --shared-user-firewall session
      * with cgroups) counts exactly this session's verdicts. */
     if (s->has_chain && s->row.chain[0]) {
@@ -1008,12 +1041,7 @@ int audit_start(struct lyhd *d, char *why, size_t whylen) {
                  np.group, strerror(-r));
         goto fail;
     }
-    a->ev_nl = event_new(d->base, nflog_fd(a->nl), EV_READ | EV_PERSIST, on_nflog, a);
-    if (!a->ev_nl || event_add(a->ev_nl, NULL) < 0) {
-        snprintf(why, whylen, "cannot watch the NFLOG socket");
-        r = -ENOMEM;
-        goto fail;
-    }
+    /* Not read here: the protocol process decodes it (PMSG_NFLOG_START). */
     struct timeval tv = {.tv_sec = 1};
     evtimer_add(a->ev_prune, &tv);
     d->audit = TAKE_PTR(a);
@@ -1026,8 +1054,6 @@ int audit_start(struct lyhd *d, char *why, size_t whylen) {
     return 0;
 
 fail:
-    if (a->ev_nl)
-        event_free(a->ev_nl);
     nflog_close(a->nl);
     /* Not close: that would mark the file clean and hide an earlier crash. */
     audit_db_abandon(a->db);
@@ -1046,7 +1072,6 @@ void audit_stop(struct lyhd *d) {
 
     if (!a)
         return;
-    (void)drain(a, 64);
     report_rate_drops(a, true);
     flush(a);
     /* What retention removed and has not written down yet: now, so it does
@@ -1063,7 +1088,6 @@ void audit_stop(struct lyhd *d) {
         if (call)
             rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "lyhd is stopping");
     }
-    event_free(a->ev_nl);
     event_free(a->ev_flush);
     event_free(a->ev_prune);
     event_free(a->ev_rate);

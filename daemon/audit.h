@@ -68,6 +68,19 @@ void audit_session_chain_built(struct lyhd *d, struct session *s);
  * so the kernel's last batch of events has been sent (ms). */
 unsigned audit_settle_ms(const struct lyhd *d);
 
+/* Flow events come decoded from the protocol process (flow_relay.c), which
+ * reads the NFLOG socket audit_start bound (audit_nflog_fd). */
+struct pmsg_flows;
+void audit_on_flows(struct lyhd *d, const struct pmsg_flows *m);
+int audit_nflog_fd(const struct lyhd *d);
+/* Ask the protocol process to send every event queued now: the id to wait
+ * for (audit_flows_synced_since), 0 when there is nothing to wait for (no
+ * protocol process). */
+uint32_t audit_flows_sync(struct lyhd *d);
+bool audit_flows_synced_since(const struct lyhd *d, uint32_t id);
+/* Its answer (FLOWS_SYNCED). -EBADMSG: an id never asked, or answered already. */
+int audit_flows_synced(struct lyhd *d, uint32_t id);
+
 /* For Status. audit_bytes: bytes audit.db's records use; -ENODEV when audit
  * is not running, or audit.db's error. audit_retention: the effective limits
  * retention applies (the admin policy's when it sets one, else the flags; 0 =

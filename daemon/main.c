@@ -461,6 +461,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
  * stays unless nothing runs that it guards. */
 static void teardown(struct lyhd *d, struct event **ev_sig, size_t n_sig, struct event *ev_poke,
                      bool served) {
+    if (served) /* the flow events the kernel sent until now, into audit.db */
+        pproc_sync_flows(d, 1000);
     bool none_running = sessions_shutdown(d) == 0;
     server_free(d->server);
     d->server = NULL;

@@ -457,3 +457,130 @@ int pmsg_recv(int sock, uint8_t *buf, size_t cap, size_t *ret_len, int *fds, siz
     *ret_len = (size_t)n;
     return 0;
 }
+
+/* ---- flow events --------------------------------------------------------------------- */
+
+enum { FL_TIME = 1, FL_SKUID = 2, FL_SEQ = 4, FL_PORTS = 8 };
+
+static size_t family_len(uint8_t family) {
+    return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
+}
+
+/* Every field as the decoder requires it: one encoding per event. */
+static bool flow_ok(const struct pmsg_flow *f) {
+    size_t al = family_len(f->family);
+    bool sid = f->origin == 1;
+    static const uint8_t zero[16];
+    return (f->verdict == 1 || f->verdict == 2) && f->origin >= 1 && f->origin <= 3 &&
+           (sid ? pmsg_id_ok(f->session) : f->session[0] == '\0') &&
+           (f->origin == 2 || f->uid == 0) && (f->has_time ? f->time_us >= 0 : f->time_us == 0) &&
+           (f->has_skuid || f->skuid == 0) && (f->has_seq || f->seq == 0) &&
+           (f->family == 0 || al != 0) && (al || f->protocol == 0) &&
+           memcmp(f->src + al, zero, 16 - al) == 0 && memcmp(f->dst + al, zero, 16 - al) == 0 &&
+           (f->has_ports ? al != 0 : f->sport == 0 && f->dport == 0);
+}
+
+int pmsg_encode_flows(const struct pmsg_flows *m, uint8_t *buf, size_t cap, size_t *ret_len) {
+    struct bw w;
+    if (m->n > PMSG_FLOWS_MAX)
+        return -EINVAL;
+    for (size_t i = 0; i < m->n; i++)
+        if (!flow_ok(&m->v[i]))
+            return -EINVAL;
+    begin(&w, buf, cap, PMSG_FLOWS);
+    bw_put32(&w, m->overruns);
+    bw_put32(&w, m->bad);
+    bw_put32(&w, m->unsent);
+    bw_put8(&w, m->n);
+    for (size_t i = 0; i < m->n; i++) {
+        const struct pmsg_flow *f = &m->v[i];
+        size_t al = family_len(f->family);
+        bw_put8(&w, f->verdict);
+        bw_put8(&w, f->origin);
+        put_str(&w, f->session, PMSG_ID_LEN + 1);
+        bw_put32(&w, f->uid);
+        bw_put8(&w, (uint8_t)((f->has_time ? FL_TIME : 0) | (f->has_skuid ? FL_SKUID : 0) |
+                              (f->has_seq ? FL_SEQ : 0) | (f->has_ports ? FL_PORTS : 0)));
+        bw_put32(&w, (uint32_t)((uint64_t)f->time_us >> 32));
+        bw_put32(&w, (uint32_t)f->time_us);
+        bw_put32(&w, f->skuid);
+        bw_put32(&w, f->seq);
+        bw_put32(&w, f->oif);
+        bw_put8(&w, (uint8_t)(al == 4 ? 4 : al == 16 ? 6 : 0));
+        bw_put8(&w, f->protocol);
+        bw_put(&w, f->src, al);
+        bw_put(&w, f->dst, al);
+        bw_put16(&w, f->sport);
+        bw_put16(&w, f->dport);
+    }
+    return finish(&w, 0, ret_len);
+}
+
+int pmsg_decode_flows(const uint8_t *p, size_t len, struct pmsg_flows *ret) {
+    struct br r = {.p = p, .len = len};
+    ret->overruns = br_get32(&r);
+    ret->bad = br_get32(&r);
+    ret->unsent = br_get32(&r);
+    ret->n = br_get8(&r);
+    if (r.bad || ret->n > PMSG_FLOWS_MAX)
+        return -EBADMSG;
+    for (size_t i = 0; i < ret->n && !r.bad; i++) {
+        struct pmsg_flow *f = &ret->v[i];
+        memset(f, 0, sizeof(*f));
+        f->verdict = br_get8(&r);
+        f->origin = br_get8(&r);
+        uint8_t sl = br_get8(&r);
+        const uint8_t *sb = br_take(&r, sl);
+        if (!sb || (sl != 0 && sl != PMSG_ID_LEN))
+            return -EBADMSG;
+        memcpy(f->session, sb, sl);
+        f->uid = br_get32(&r);
+        uint8_t flags = br_get8(&r);
+        if (flags & ~(FL_TIME | FL_SKUID | FL_SEQ | FL_PORTS))
+            return -EBADMSG;
+        f->has_time = flags & FL_TIME;
+        f->has_skuid = flags & FL_SKUID;
+        f->has_seq = flags & FL_SEQ;
+        f->has_ports = flags & FL_PORTS;
+        uint64_t hi = br_get32(&r), lo = br_get32(&r);
+        f->time_us = (int64_t)(hi << 32 | lo);
+        f->skuid = br_get32(&r);
+        f->seq = br_get32(&r);
+        f->oif = br_get32(&r);
+        uint8_t fam = br_get8(&r);
+        if (fam != 0 && fam != 4 && fam != 6)
+            return -EBADMSG;
+        f->family = fam == 4 ? AF_INET : fam == 6 ? AF_INET6 : 0;
+        f->protocol = br_get8(&r);
+        br_get(&r, f->src, family_len(f->family));
+        br_get(&r, f->dst, family_len(f->family));
+        f->sport = br_get16(&r);
+        f->dport = br_get16(&r);
+        if (!r.bad && !flow_ok(f))
+            return -EBADMSG;
+    }
+    return done(&r);
+}
+
+static bool sync_type(uint16_t type) {
+    return type == PMSG_FLOWS_SYNC || type == PMSG_FLOWS_SYNCED || type == PMSG_NFLOG_START;
+}
+
+int pmsg_encode_sync(uint16_t type, const struct pmsg_sync *m, uint8_t *buf, size_t cap,
+                     size_t *ret_len) {
+    struct bw w;
+    if (!sync_type(type) || (type == PMSG_NFLOG_START && m->id != 0))
+        return -EINVAL;
+    begin(&w, buf, cap, type);
+    if (type != PMSG_NFLOG_START)
+        bw_put32(&w, m->id);
+    return finish(&w, 0, ret_len);
+}
+
+int pmsg_decode_sync(uint16_t type, const uint8_t *p, size_t len, struct pmsg_sync *ret) {
+    struct br r = {.p = p, .len = len};
+    if (!sync_type(type))
+        return -EBADMSG;
+    ret->id = type == PMSG_NFLOG_START ? 0 : br_get32(&r);
+    return done(&r);
+}

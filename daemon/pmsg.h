@@ -33,17 +33,22 @@
 #define PMSG_DOMAIN_BYTES 3072 /* its patterns, each with its NUL */
 #define PMSG_POLICY_DOMAINS 32 /* each list of the admin policy */
 #define PMSG_PATTERN_MAX 128   /* a policy pattern, with its NUL */
+#define PMSG_FLOWS_MAX   128   /* flow events in one FLOWS message */
 
 enum pmsg_type {
     /* protocol process -> parent */
     PMSG_READY = 1,      /* it runs confined and takes requests */
     PMSG_DNS_ANSWER = 2, /* what an allowed name resolved to (reply: DNS_ANSWERED) */
     PMSG_DNS_RECORD = 3, /* a query's outcome, for the audit log */
+    PMSG_FLOWS = 4,      /* flow events it read from NFLOG, for the audit log */
+    PMSG_FLOWS_SYNCED = 5, /* every event queued when FLOWS_SYNC came was sent */
     /* parent -> protocol process */
     PMSG_DNS_START = 64,    /* serve a session's DNS (its listening sockets come along) */
     PMSG_DNS_STOP = 65,     /* stop serving it */
     PMSG_DNS_POLICY = 66,   /* the admin policy's domain lists */
     PMSG_DNS_ANSWERED = 67, /* the addresses of a DNS_ANSWER are in place (or not) */
+    PMSG_NFLOG_START = 68,  /* read the guard's flow events (the NFLOG socket comes along) */
+    PMSG_FLOWS_SYNC = 69,   /* send what is queued now, then FLOWS_SYNCED */
 };
 
 struct pmsg_ready {
@@ -125,6 +130,39 @@ struct pmsg_dns_answered {
     int32_t status; /* 0, or -errno: the agent gets SERVFAIL */
 };
 
+/* One event of the guard's log rules as the protocol process decoded it
+ * from NFLOG (audit/nflog.h): which rule (from the log prefix) and what the
+ * packet's headers and the kernel's attributes said. Fields a flag does not
+ * announce are 0. */
+struct pmsg_flow {
+    uint8_t verdict;                /* 1 allowed, 2 denied */
+    uint8_t origin;                 /* enum nflog_origin_kind */
+    char session[PMSG_ID_LEN + 1];  /* NFLOG_ORIGIN_SESSION; "" otherwise */
+    uint32_t uid;                   /* NFLOG_ORIGIN_UID: the chain's uid; 0 otherwise */
+    bool has_time, has_skuid, has_seq, has_ports;
+    int64_t time_us;                /* >= 0 */
+    uint32_t skuid;                 /* the sending socket's owner (NFULA_UID) */
+    uint32_t seq;                   /* NFULA_SEQ */
+    uint32_t oif;
+    uint8_t family;                 /* AF_INET, AF_INET6, or 0: no usable L3 header */
+    uint8_t protocol;
+    uint8_t src[16], dst[16];       /* the family's length used */
+    uint16_t sport, dport;          /* has_ports (needs a family) */
+};
+
+struct pmsg_flows {
+    uint32_t overruns; /* the socket's ENOBUFS since the last FLOWS */
+    uint32_t bad;      /* NFLOG messages that did not decode, since the last */
+    uint32_t unsent;   /* events read but not sent (the parent's queue was full) */
+    uint8_t n;         /* 0..PMSG_FLOWS_MAX */
+    struct pmsg_flow v[PMSG_FLOWS_MAX];
+};
+
+/* FLOWS_SYNC and FLOWS_SYNCED */
+struct pmsg_sync {
+    uint32_t id;
+};
+
 /* Encoders: the whole datagram (header and payload) into buf. -ENOBUFS when
  * it does not fit, -EINVAL for a field out of range. */
 int pmsg_encode_ready(const struct pmsg_ready *m, uint8_t *buf, size_t cap, size_t *ret_len);
@@ -140,6 +178,11 @@ int pmsg_encode_dns_policy(const struct pmsg_dns_policy *m, uint8_t *buf, size_t
                            size_t *ret_len);
 int pmsg_encode_dns_answered(const struct pmsg_dns_answered *m, uint8_t *buf, size_t cap,
                              size_t *ret_len);
+int pmsg_encode_flows(const struct pmsg_flows *m, uint8_t *buf, size_t cap, size_t *ret_len);
+/* type: PMSG_FLOWS_SYNC, PMSG_FLOWS_SYNCED; PMSG_NFLOG_START (id 0: it has
+ * no payload) */
+int pmsg_encode_sync(uint16_t type, const struct pmsg_sync *m, uint8_t *buf, size_t cap,
+                     size_t *ret_len);
 
 /* The header of a datagram: its type, and where its payload is. -EBADMSG
  * for a short datagram, another version, or a length that disagrees. */
@@ -154,6 +197,8 @@ int pmsg_decode_dns_start(const uint8_t *p, size_t len, struct pmsg_dns_start *r
 int pmsg_decode_dns_stop(const uint8_t *p, size_t len, struct pmsg_dns_stop *ret);
 int pmsg_decode_dns_policy(const uint8_t *p, size_t len, struct pmsg_dns_policy *ret);
 int pmsg_decode_dns_answered(const uint8_t *p, size_t len, struct pmsg_dns_answered *ret);
+int pmsg_decode_flows(const uint8_t *p, size_t len, struct pmsg_flows *ret);
+int pmsg_decode_sync(uint16_t type, const uint8_t *p, size_t len, struct pmsg_sync *ret);
 
 /* Is s a session id: PMSG_ID_LEN lowercase hex characters? */
 bool pmsg_id_ok(const char *s);

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -105,6 +106,24 @@ int pproc_send(struct lyhd *d, const uint8_t *buf, size_t len, const int *fds, s
     return r;
 }
 
+/* The guard's flow events: the NFLOG socket audit_start bound, for the
+ * protocol process to read (each new one gets it again; what queued
+ * meanwhile waits in it). */
+static void send_nflog(struct lyhd *d) {
+    struct pmsg_sync m = {0};
+    uint8_t buf[16];
+    size_t len;
+    int fd = audit_nflog_fd(d), r;
+
+    if (fd < 0)
+        return;
+    if ((r = pmsg_encode_sync(PMSG_NFLOG_START, &m, buf, sizeof(buf), &len)) < 0 ||
+        (r = pproc_send(d, buf, len, &fd, 1)) < 0)
+        log_error("cannot hand the flow events to the protocol process: %s; they wait in the "
+                  "socket",
+                  strerror(-r));
+}
+
 int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) {
     uint16_t type;
     const uint8_t *pl;
@@ -127,6 +146,7 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) 
             log_error("cannot send the admin policy's domains to the protocol process: %s",
                       strerror(-r));
         dns_fwd_announce_all(d);
+        send_nflog(d);
         return 0;
     }
     case PMSG_DNS_ANSWER: {
@@ -150,6 +170,19 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) 
         if (pmsg_decode_dns_record(pl, pl_len, &m) < 0)
             return -EBADMSG;
         dns_fwd_on_record(d, &m);
+        return 0;
+    }
+    case PMSG_FLOWS: {
+        static struct pmsg_flows m; /* 10 KiB: not on the stack */
+        if (pmsg_decode_flows(pl, pl_len, &m) < 0)
+            return -EBADMSG;
+        audit_on_flows(d, &m);
+        return 0;
+    }
+    case PMSG_FLOWS_SYNCED: {
+        struct pmsg_sync m;
+        if (pmsg_decode_sync(type, pl, pl_len, &m) < 0 || audit_flows_synced(d, m.id) < 0)
+            return -EBADMSG;
         return 0;
     }
     default:
@@ -422,6 +455,34 @@ int pproc_start(struct lyhd *d, char *why, size_t whylen) {
         return r;
     }
     return 0;
+}
+
+void pproc_sync_flows(struct lyhd *d, unsigned timeout_ms) {
+    struct pproc *p = d->pproc;
+    static uint8_t buf[PMSG_MAX_BYTES];
+    uint32_t id = audit_flows_sync(d);
+    uint64_t end = lyhd_mono_ms() + timeout_ms;
+
+    while (p && id && !audit_flows_synced_since(d, id) && p->sock >= 0 && !p->ending) {
+        uint64_t now = lyhd_mono_ms();
+        struct pollfd pfd = {.fd = p->sock, .events = POLLIN};
+        int fds[PMSG_MAX_FDS];
+        size_t len, nfds = 0;
+        if (now >= end || poll(&pfd, 1, (int)(end - now)) <= 0)
+            break;
+        int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
+        if (r == -EAGAIN)
+            continue;
+        for (size_t k = 0; k < nfds; k++)
+            close(fds[k]);
+        if (r < 0 || pproc_dispatch(d, buf, len, nfds) < 0) {
+            if (r != -EPIPE && r != -ECONNRESET)
+                end_process(d, "it sent a message that makes no sense");
+            break;
+        }
+    }
+    if (id && !audit_flows_synced_since(d, id))
+        log_warn("the protocol process did not send the last flow events in %u ms", timeout_ms);
 }
 
 int pproc_attach_for_test(struct lyhd *d, int sock) {

@@ -29,6 +29,11 @@ int pproc_start(struct lyhd *d, char *why, size_t whylen);
  * (SIGKILL after 1 s). Accepts a daemon whose pproc never started. */
 void pproc_stop(struct lyhd *d);
 
+/* At shutdown, before the sessions' last records: wait (at most timeout_ms,
+ * serving its messages) until the protocol process sent every flow event
+ * queued now. */
+void pproc_sync_flows(struct lyhd *d, unsigned timeout_ms);
+
 /* Is the protocol process up and confined (it said READY)? */
 bool pproc_ready(const struct lyhd *d);
 /* Its pid (0: none). */

@@ -17,6 +17,7 @@
 struct event_base;
 struct event;
 struct relay;
+struct flow_reader;
 
 struct proto {
     struct event_base *base;
@@ -25,6 +26,7 @@ struct proto {
     struct pmsg_dns_policy policy; /* the admin policy's domain lists */
     TAILQ_HEAD(relay_list, relay) relays;
     uint32_t next_req;
+    struct flow_reader *flows; /* NULL until NFLOG_START */
 };
 
 /* Send one message to the parent (encoded by the caller). -errno. */
@@ -44,5 +46,12 @@ void relay_stop(struct proto *p, const char *session);
 void relay_answered(struct proto *p, const struct pmsg_dns_answered *m);
 /* Every relay, at exit. */
 void relay_free_all(struct proto *p);
+
+/* flow_relay.c: the guard's flow events. Read the NFLOG socket fd (taken)
+ * and send what it holds as FLOWS messages; -EBADMSG for a second socket. */
+int flows_start(struct proto *p, int fd);
+/* Read everything queued now, send it, then FLOWS_SYNCED with id. */
+void flows_sync(struct proto *p, uint32_t id);
+void flows_free(struct proto *p);
 
 #endif

@@ -52,6 +52,15 @@ static int dispatch(struct proto *p, const uint8_t *buf, size_t len, int *fds, s
     size_t pl_len;
     int r = pmsg_header(buf, len, &type, &pl, &pl_len);
 
+    if (r == 0 && type == PMSG_NFLOG_START) {
+        struct pmsg_sync m;
+        if (nfds != 1 || pmsg_decode_sync(type, pl, pl_len, &m) < 0)
+            goto bad;
+        r = flows_start(p, fds[0]);
+        if (r < 0)
+            log_error("cannot read the guard's flow events: %s", strerror(-r));
+        return r == -EBADMSG ? r : 0;
+    }
     if (r == 0 && type == PMSG_DNS_START) {
         struct pmsg_dns_start m;
         if ((r = pmsg_decode_dns_start(pl, pl_len, &m)) < 0)
@@ -78,6 +87,13 @@ static int dispatch(struct proto *p, const uint8_t *buf, size_t len, int *fds, s
         if ((r = pmsg_decode_dns_policy(pl, pl_len, &m)) < 0)
             return r;
         p->policy = m;
+        return 0;
+    }
+    case PMSG_FLOWS_SYNC: {
+        struct pmsg_sync m;
+        if ((r = pmsg_decode_sync(type, pl, pl_len, &m)) < 0)
+            return r;
+        flows_sync(p, m.id);
         return 0;
     }
     case PMSG_DNS_ANSWERED: {
@@ -225,5 +241,6 @@ int proto_main(int argc, char **argv) {
     log_debug("protocol process %d confined and ready (uid %lu)", getpid(), uid);
     event_base_dispatch(p.base);
     relay_free_all(&p);
+    flows_free(&p);
     _exit(0);
 }

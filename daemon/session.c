@@ -42,6 +42,7 @@
 /* Waiting for a killed cgroup to empty: 250 x 20 ms. */
 #define TEARDOWN_POLL_MS 20
 #define TEARDOWN_MAX_TRIES 250
+#define SESSION_FLOWS_SYNC_MS 1000 /* longest wait for the protocol process's last flow events */
 
 int session_new_id(char out[SESSION_ID_LEN + 1]) {
     static const char hex[] = "0123456789abcdef";
@@ -359,6 +360,19 @@ static void teardown_run(struct session *s, bool may_wait) {
             s->settle_from_ms = now;
         if (may_wait && s->ev_teardown && now - s->settle_from_ms < settle) {
             struct timeval tv = {.tv_usec = (suseconds_t)((settle - (now - s->settle_from_ms)) * 1000)};
+            event_add(s->ev_teardown, &tv);
+            return;
+        }
+        /* ... and the protocol process, which reads them, has sent them all
+         * (at most a second: a hung one costs a gap in the record, not the
+         * session's end) */
+        if (may_wait && s->ev_teardown && !s->flows_sync_asked) {
+            s->flows_sync_asked = true;
+            s->flows_sync = audit_flows_sync(d);
+        }
+        if (may_wait && s->ev_teardown && !audit_flows_synced_since(d, s->flows_sync) &&
+            now - s->settle_from_ms < settle + SESSION_FLOWS_SYNC_MS) {
+            struct timeval tv = {.tv_usec = 5 * 1000};
             event_add(s->ev_teardown, &tv);
             return;
         }

@@ -47,6 +47,8 @@ struct session {
     uint64_t monitor_dropped; /* monitor lines not sent: the client was not reading */
     uint64_t audit_after_id;  /* records compared with the counters: id > this */
     uint64_t settle_from_ms;  /* teardown: when the cgroup was found empty */
+    uint32_t flows_sync;      /* teardown: the FLOWS_SYNC waited for (0: none) */
+    bool flows_sync_asked;
     bool audit_ended;         /* the end is on record */
     char path_note[400];      /* RunStarted note about its paths ("" none) */
     uint32_t lo_slot;         /* its loopback marks' slot (0: none, no listeners) */

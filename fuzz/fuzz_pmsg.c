@@ -1,7 +1,8 @@
 /* libFuzzer: bytes as a datagram between lyhd's two processes (daemon/pmsg.c).
  * The header is checked, then every decoder gets the payload (the parent
- * runs the protocol process's three on what a compromised process may send;
- * the others run in the protocol process). Whatever a decoder accepts must
+ * runs the protocol process's ones (READY, DNS_ANSWER, DNS_RECORD, FLOWS,
+ * FLOWS_SYNCED) on what a compromised process may send; the others run in
+ * the protocol process). Whatever a decoder accepts must
  * encode again to exactly the same bytes (the layout is canonical: one
  * encoding per value), else abort(). */
 #include <stdint.h>
@@ -59,5 +60,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         same(pmsg_encode_dns_policy(&policy, out, sizeof(out), &n), p, len, n);
     if (pmsg_decode_dns_answered(p, len, &answered) == 0)
         same(pmsg_encode_dns_answered(&answered, out, sizeof(out), &n), p, len, n);
+    static struct pmsg_flows flows;
+    if (pmsg_decode_flows(p, len, &flows) == 0) {
+        if (flows.n > PMSG_FLOWS_MAX)
+            abort();
+        same(pmsg_encode_flows(&flows, out, sizeof(out), &n), p, len, n);
+    }
+    static const uint16_t sync_types[] = {PMSG_FLOWS_SYNC, PMSG_FLOWS_SYNCED, PMSG_NFLOG_START};
+    for (size_t i = 0; i < sizeof(sync_types) / sizeof(sync_types[0]); i++) {
+        struct pmsg_sync y;
+        if (pmsg_decode_sync(sync_types[i], p, len, &y) == 0)
+            same(pmsg_encode_sync(sync_types[i], &y, out, sizeof(out), &n), p, len, n);
+    }
     return 0;
 }

@@ -38,6 +38,21 @@ seeds = {
     "stop": dgram(65, SID),
     "policy": dgram(66, b"\x01" + s("*.evil.test") + b"\x02" + s("*.example.org") + s("allowed.test")),
     "answered": dgram(67, struct.pack(">Ii", 7, -1)),
+    # FLOWS: overruns, bad, unsent, n, then per event: verdict, origin,
+    # session, uid, flags (time 1, skuid 2, seq 4, ports 8), time (u64),
+    # skuid, seq, oif, family (0/4/6), protocol, src, dst, sport, dport
+    "flows": dgram(4, struct.pack(">IIIB", 0, 1, 0, 3) +
+                   b"\x02\x01" + SID + struct.pack(">IB", 0, 15) +
+                   struct.pack(">QIII", 1796280226103105, 1001, 41, 3) + b"\x04\x06" +
+                   bytes([10, 77, 0, 1]) + bytes([192, 168, 77, 2]) + struct.pack(">HH", 40000, 7777) +
+                   b"\x01\x02" + s("") + struct.pack(">IB", 1001, 5) +
+                   struct.pack(">QIII", 1796280226103200, 0, 42, 3) + b"\x06\x11" +
+                   bytes(15) + b"\x01" + bytes(15) + b"\x02" + bytes(4) +
+                   b"\x02\x03" + s("") + struct.pack(">IB", 0, 0) +
+                   struct.pack(">QIII", 0, 0, 0, 0) + b"\x00\x00" + bytes(4)),
+    "flows_synced": dgram(5, struct.pack(">I", 3)),
+    "nflog_start": dgram(68, b""),
+    "flows_sync": dgram(69, struct.pack(">I", 3)),
 }
 for k, v in seeds.items():
     with open(os.path.join(D, k), "wb") as f:

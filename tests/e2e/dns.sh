@@ -662,6 +662,29 @@ t_check "9: ... the session runs on, and resolves again through the new one" \
 t_check "9: ... its end is on record" \
     eval '"$LYH_LYH" --socket "$LYH_SOCK" audit query --kind guard --json 2>/dev/null | grep -q "protocol_exit"'
 t_check "9: lyhd itself still runs" lyh_alive "$LYH_DAEMON_PID"
+# The guard's flow events are decoded in the protocol process, not by root:
+# while it is stopped nothing of a session's refused connect is recorded
+# (the events wait in the NFLOG socket), and once it runs again it is.
+PP3=$(proto_pid)
+lan_denied() {
+    "$LYH_LYH" --socket "$LYH_SOCK" audit query --kind flow --verdict denied --json 2>/dev/null |
+        grep -c '"dport":7719'
+}
+d0=$(lan_denied)
+kill -STOP "$PP3"
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 -c '
+import socket
+s = socket.socket(); s.settimeout(2)
+try: s.connect(("192.168.77.2", 7719)); print("lan open")
+except OSError as e: print("lan refused", e.errno)')
+sleep 1
+d1=$(lan_denied)
+kill -CONT "$PP3"
+lyh_wait_until 10 eval '[ "$(lan_denied)" -gt "$d1" ]'
+d2=$(lan_denied)
+echo "    refused LAN connects on record: $d0 before, $d1 while the protocol process was stopped, $d2 after"
+t_check "9: flow events are decoded by the protocol process: none recorded while it is stopped, all once it runs" \
+    eval 'grep -q "^lan refused" <<<"$res" && [ "$d1" = "$d0" ] && [ "$d2" -gt "$d1" ]'
 res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 ask.py junk:8.8.8.8:allowed.test udp:8.8.8.8:allowed.test)
 t_check "9: the protocol process logs under its filter (a malformed query, then an answer)" \
     eval 'lyh_daemon_log_has "lyhd-protocol debug: session .*: malformed DNS query" &&

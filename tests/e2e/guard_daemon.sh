@@ -399,6 +399,9 @@ rows0=$(sqlite3 "$LYH_DB" 'select count(*) from sessions')
 
 # preflight_refused CHECK WANT_IN_MESSAGE: lyh run fails and leaves nothing.
 preflight_refused() {
+    # the session before this one ends its row after its last flow events
+    # are in (settle, then the protocol process's FLOWS_SYNC): not this check's
+    lyh_wait_until 5 eval '[ "$(lyh_live_rows)" = 0 ]'
     run_once pre -- vpn-tcp:tcp:11.77.0.1
     if [ "$RUN_RC" -ne 0 ] && grep -q -- "$2" <<<"$RUN_ERR" && ! grep -q '^cgroup ' <<<"$RUN_OUT"; then
         t_pass "$1 (rc $RUN_RC: $(head -n 1 <<<"$RUN_ERR"))"

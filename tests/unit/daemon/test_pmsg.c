@@ -242,6 +242,145 @@ static void test_small_ones(void **state) {
     assert_int_equal(type, 200);
 }
 
+static struct pmsg_flow sample_flow(void) {
+    struct pmsg_flow f;
+    memset(&f, 0, sizeof(f));
+    f.verdict = 2;
+    f.origin = 1;
+    strcpy(f.session, "0123456789abcdef");
+    f.has_time = f.has_skuid = f.has_seq = f.has_ports = true;
+    f.time_us = INT64_C(1796280226103105);
+    f.skuid = 1001;
+    f.seq = 4000000000u;
+    f.oif = 7;
+    f.family = AF_INET6;
+    f.protocol = 6;
+    f.src[0] = 0x2a, f.src[15] = 1;
+    f.dst[0] = 0xfd, f.dst[15] = 2;
+    f.sport = 40000;
+    f.dport = 443;
+    return f;
+}
+
+static void flows_refused(struct pmsg_flows *m) {
+    size_t len;
+    assert_int_equal(pmsg_encode_flows(m, buf, sizeof(buf), &len), -EINVAL);
+}
+
+/* Flow events: a full message round trips field by field and fits one
+ * datagram; every field the decoder constrains is refused out of range. */
+static void test_flows(void **state) {
+    (void)state;
+    static struct pmsg_flows m, g;
+    size_t len;
+
+    memset(&m, 0, sizeof(m));
+    m.overruns = 3;
+    m.bad = 4;
+    m.unsent = 5;
+    m.n = PMSG_FLOWS_MAX;
+    for (size_t i = 0; i < m.n; i++) {
+        m.v[i] = sample_flow();
+        m.v[i].seq += (uint32_t)i;
+    }
+    /* the other shapes: a uid chain's IPv4 event, one with no headers */
+    m.v[1].origin = 2, m.v[1].session[0] = '\0', m.v[1].uid = 1001, m.v[1].family = AF_INET;
+    memset(m.v[1].src + 4, 0, 12);
+    memset(m.v[1].dst + 4, 0, 12);
+    m.v[2] = (struct pmsg_flow){.verdict = 2, .origin = 3};
+    assert_int_equal(pmsg_encode_flows(&m, buf, sizeof(buf), &len), 0);
+    assert_true(len <= PMSG_MAX_BYTES);
+    refuses_cuts(buf, len, (decode_fn)pmsg_decode_flows, &g);
+    assert_int_equal(g.n, m.n);
+    assert_int_equal(g.overruns, 3);
+    assert_int_equal(g.bad, 4);
+    assert_int_equal(g.unsent, 5);
+    for (size_t i = 0; i < m.n; i++) {
+        const struct pmsg_flow *a = &m.v[i], *b = &g.v[i];
+        assert_int_equal(a->verdict, b->verdict);
+        assert_int_equal(a->origin, b->origin);
+        assert_string_equal(a->session, b->session);
+        assert_int_equal(a->uid, b->uid);
+        assert_int_equal(a->time_us, b->time_us);
+        assert_int_equal(a->has_time, b->has_time);
+        assert_int_equal(a->skuid, b->skuid);
+        assert_int_equal(a->seq, b->seq);
+        assert_int_equal(a->oif, b->oif);
+        assert_int_equal(a->family, b->family);
+        assert_int_equal(a->protocol, b->protocol);
+        assert_memory_equal(a->src, b->src, 16);
+        assert_memory_equal(a->dst, b->dst, 16);
+        assert_int_equal(a->has_ports, b->has_ports);
+        assert_int_equal(a->sport, b->sport);
+        assert_int_equal(a->dport, b->dport);
+    }
+
+    m.n = 1;
+    struct pmsg_flow ok = sample_flow();
+    m.v[0] = ok, m.v[0].verdict = 3;
+    flows_refused(&m);
+    m.v[0] = ok, m.v[0].origin = 4;
+    flows_refused(&m);
+    m.v[0] = ok, m.v[0].session[3] = 'G'; /* not lowercase hex */
+    flows_refused(&m);
+    m.v[0] = ok, m.v[0].origin = 3; /* a session id on a catch-all event */
+    flows_refused(&m);
+    m.v[0] = ok, m.v[0].uid = 5; /* a uid on a session's event */
+    flows_refused(&m);
+    m.v[0] = ok, m.v[0].has_time = false; /* a time not announced */
+    flows_refused(&m);
+    m.v[0] = ok, m.v[0].time_us = -1;
+    flows_refused(&m);
+    m.v[0] = ok, m.v[0].has_seq = false;
+    flows_refused(&m);
+    m.v[0] = ok, m.v[0].family = AF_INET; /* bytes past an IPv4 address */
+    flows_refused(&m);
+    m.v[0] = ok, m.v[0].family = 99;
+    flows_refused(&m);
+    m.v[0] = ok, m.v[0].has_ports = false; /* ports not announced */
+    flows_refused(&m);
+    m.v[0] = (struct pmsg_flow){.verdict = 1, .origin = 3, .has_ports = true};
+    flows_refused(&m); /* ports without addresses */
+    m.n = PMSG_FLOWS_MAX + 1;
+    m.v[0] = ok;
+    flows_refused(&m);
+
+    /* the decoder: a flag it does not know, a family byte it does not know */
+    m.n = 1;
+    assert_int_equal(pmsg_encode_flows(&m, buf, sizeof(buf), &len), 0);
+    uint16_t type;
+    const uint8_t *pl;
+    size_t pl_len;
+    assert_int_equal(pmsg_header(buf, len, &type, &pl, &pl_len), 0);
+    /* counts (12), n (1), verdict, origin, session (17), uid (4): the flags */
+    size_t at = PMSG_HDR_BYTES + 12 + 1 + 2 + 17 + 4;
+    assert_int_equal(buf[at], 15);
+    buf[at] = 31;
+    assert_int_equal(pmsg_decode_flows(pl, pl_len, &g), -EBADMSG);
+    buf[at] = 15;
+    at += 1 + 8 + 4 + 4 + 4; /* time, skuid, seq, oif: the family */
+    assert_int_equal(buf[at], 6);
+    buf[at] = 5;
+    assert_int_equal(pmsg_decode_flows(pl, pl_len, &g), -EBADMSG);
+    buf[at] = 6;
+    assert_int_equal(pmsg_decode_flows(pl, pl_len, &g), 0);
+
+    /* the sync messages: an id each way; NFLOG_START has no payload */
+    struct pmsg_sync y = {.id = 77}, yg;
+    assert_int_equal(pmsg_encode_sync(PMSG_FLOWS_SYNC, &y, buf, sizeof(buf), &len), 0);
+    assert_int_equal(pmsg_header(buf, len, &type, &pl, &pl_len), 0);
+    assert_int_equal(pmsg_decode_sync(type, pl, pl_len, &yg), 0);
+    assert_int_equal(yg.id, 77);
+    assert_int_equal(pmsg_decode_sync(PMSG_FLOWS_SYNCED, pl, pl_len - 1, &yg), -EBADMSG);
+    assert_int_equal(pmsg_decode_sync(PMSG_DNS_STOP, pl, pl_len, &yg), -EBADMSG);
+    assert_int_equal(pmsg_encode_sync(PMSG_NFLOG_START, &y, buf, sizeof(buf), &len), -EINVAL);
+    y.id = 0;
+    assert_int_equal(pmsg_encode_sync(PMSG_NFLOG_START, &y, buf, sizeof(buf), &len), 0);
+    assert_int_equal(len, PMSG_HDR_BYTES);
+    assert_int_equal(pmsg_decode_sync(PMSG_NFLOG_START, buf + PMSG_HDR_BYTES, 1, &yg), -EBADMSG);
+    assert_int_equal(pmsg_encode_sync(PMSG_READY, &y, buf, sizeof(buf), &len), -EINVAL);
+}
+
 static unsigned open_fds(void) {
     unsigned n = 0;
     DIR *d = opendir("/proc/self/fd");
@@ -312,6 +451,7 @@ int main(void) {
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_start),
         cmocka_unit_test(test_small_ones),
+        cmocka_unit_test(test_flows),
         cmocka_unit_test(test_socket),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
