@@ -431,7 +431,7 @@ static int new_container(struct parser *ps, enum toml_type type, const struct to
 /* A new table or array under key k of table t. */
 static int add_container(struct parser *ps, struct toml_value *t, const struct key_part *k,
                          enum toml_type type, uint8_t flags, struct toml_value **ret) {
-    struct toml_value *v;
+    struct toml_value *v = NULL;
     int r = new_container(ps, type, t, k->pos, flags, &v);
     if (r < 0)
         return r;
