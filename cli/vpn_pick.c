@@ -217,7 +217,8 @@ static size_t list_candidates(struct cand *out, size_t max) {
             continue;
         struct cand *c = &out[n++];
         memset(c, 0, sizeof(*c));
-        snprintf(c->name, sizeof(c->name), "%s", v[i].name);
+        _Static_assert(sizeof(c->name) >= sizeof(v[i].name), "an interface name fits");
+        memcpy(c->name, v[i].name, sizeof(v[i].name)); /* NUL-terminated (vpn_list) */
         c->carrier = v[i].running;
         for (size_t k = 0; k < v[i].n4; k++)
             if (!link_local4(&v[i].a4[k]))
