@@ -3,7 +3,7 @@
  * schema (one numbered migration, tracked with PRAGMA user_version), batched
  * appends, filtered keyset-paged reads, and retention.
  *
- * Must never: log (failures fill db->err; the daemon logs once, at its
+ * Must never: log (failures fill db->sq.err; the daemon logs once, at its
  * boundary), format a value into SQL (the query text is assembled from
  * constant fragments chosen by which filter fields are set; every value is a
  * bound parameter), update or delete a record other than through retention,
@@ -144,7 +144,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,12 +155,14 @@
 #include "common/dns_name.h"
 #include "common/macros.h"
 #include "storage/audit_db.h"
-#include "storage/store_int.h" /* store_errno and the statement cleanup helpers */
+#include "storage/dircheck.h"
+#include "storage/sqlite_util.h"
 
 #define ADB_SCHEMA_VERSION 3
 /* PRAGMA application_id "LYHA" (state.db is "LYH1"). */
 #define ADB_APPLICATION_ID 0x4c594841
 #define ADB_BUSY_TIMEOUT_MS 2000
+_Static_assert(AUDIT_DB_ERR_MAX == SQLU_ERR_MAX, "audit_db_errmsg is struct sqlu's err");
 /* Pages prune hands back per call: 8 MiB at 4 KiB pages. A constant in the SQL
  * text, as a PRAGMA argument cannot be a parameter. */
 #define ADB_VACUUM_SQL "PRAGMA incremental_vacuum(2048)"
@@ -338,10 +339,7 @@ static const char migration_3[] =
 
 _Static_assert(AUDIT_KIND_DNS == 7, "migration_3 spells the enum");
 
-static const struct {
-    int64_t version;
-    const char *sql;
-} migrations[] = {
+static const struct sqlu_migration migrations[] = {
     { 1, migration_1 },
     { 2, migration_2 },
     { 3, migration_3 },
@@ -516,109 +514,28 @@ struct audit_db {
     sqlite3_stmt *stmt[ADB_STMT__MAX];   /* owned */
     sqlite3_stmt *shape[QF__MAX][Q__SHAPES]; /* owned, on r; prepared on first use */
     bool opened;                         /* fully open: close marks the file clean */
-    int last_rc;
-    char path[PATH_MAX];
-    char err[AUDIT_DB_ERR_MAX];
+    struct sqlu sq;                      /* path, err, last sqlite code */
 };
 
 /* ---- errors ----------------------------------------------------------------------------- */
 
-static int adb_errf(struct audit_db *db, int r, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int adb_errf(struct audit_db *db, int r, const char *fmt, ...) {
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(db->err, sizeof db->err, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-/* db->err = "PATH: WHAT: sqlite message", with what to do for a locked or
- * corrupt file; returns the -errno for rc. */
-static int adb_sql_fail(struct audit_db *db, sqlite3 *conn, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int adb_sql_fail(struct audit_db *db, sqlite3 *conn, int rc, const char *fmt, ...) {
-    char what[256], m[AUDIT_DB_ERR_MAX];
-    const char *msg = conn ? sqlite3_errmsg(conn) : sqlite3_errstr(rc);
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    db->last_rc = rc;
-    int e = storage_sql_message(m, sizeof m, rc, msg, db->path, what, ADB_BUSY_TIMEOUT_MS,
-                                ", which starts a new audit log");
-    return adb_errf(db, e, "%s", m);
-}
-
 static int corrupt(struct audit_db *db, int64_t id, const char *what) {
-    return adb_errf(db, -EBADMSG,
-                    "%s is corrupt (record %lld: %s out of range); move it away (e.g. mv %s "
-                    "%s.corrupt) and restart lyhd",
-                    db->path, (long long)id, what, db->path, db->path);
+    char detail[128];
+
+    snprintf(detail, sizeof detail, "record %lld: %s out of range", (long long)id, what);
+    return sqlu_corrupt(&db->sq, detail);
 }
 
 const char *audit_db_errmsg(const struct audit_db *db) {
-    return db ? db->err : "";
+    return db ? db->sq.err : "";
 }
 
 /* ---- small sqlite helpers ------------------------------------------------------------------ */
 
-/* Constant SQL (one or more statements, no values) run to completion. */
-static int exec_sql(struct audit_db *db, sqlite3 *conn, const char *sql, const char *what) {
-    const char *tail = sql;
-
-    while (*tail) {
-        _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        int rc;
-
-        rc = sqlite3_prepare_v2(conn, tail, -1, &st, &tail);
-        if (rc != SQLITE_OK)
-            return adb_sql_fail(db, conn, rc, "%s", what);
-        if (!st)
-            break;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            ;
-        if (rc != SQLITE_DONE)
-            return adb_sql_fail(db, conn, rc, "%s", what);
-    }
-    return 0;
-}
-
-/* A constant single-integer query (a PRAGMA read). */
-static int query_int(struct audit_db *db, sqlite3 *conn, const char *sql, int64_t *ret) {
-    _cleanup_finalize_ sqlite3_stmt *st = NULL;
-    int rc;
-
-    rc = sqlite3_prepare_v2(conn, sql, -1, &st, NULL);
-    if (rc != SQLITE_OK)
-        return adb_sql_fail(db, conn, rc, "%s", sql);
-    rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW)
-        return rc == SQLITE_DONE ? adb_errf(db, -EBADMSG, "%s: %s returned no row", db->path, sql)
-                                 : adb_sql_fail(db, conn, rc, "%s", sql);
-    *ret = sqlite3_column_int64(st, 0);
-    return 0;
-}
-
 /* A cached single-integer statement (NULL reads as 0). */
 static int stmt_int(struct audit_db *db, enum adb_stmt which, int64_t *ret) {
     _cleanup_reset_ sqlite3_stmt *st = db->stmt[which];
-    int rc = sqlite3_step(st);
-
-    if (rc != SQLITE_ROW)
-        return rc == SQLITE_DONE
-                   ? adb_errf(db, -EBADMSG, "%s: %s returned no row", db->path, stmt_sql[which])
-                   : adb_sql_fail(db, sqlite3_db_handle(st), rc, "%s", stmt_sql[which]);
-    *ret = sqlite3_column_int64(st, 0);
-    return 0;
-}
-
-/* Step a cached write statement to completion. */
-static int step_done(struct audit_db *db, sqlite3_stmt *st, const char *what) {
-    int rc = sqlite3_step(st);
-    return rc == SQLITE_DONE ? 0 : adb_sql_fail(db, sqlite3_db_handle(st), rc, "%s", what);
+    return sqlu_step_int(&db->sq, st, ret);
 }
 
 static void rollback(struct audit_db *db);
@@ -631,12 +548,12 @@ static int begin(struct audit_db *db, const char *what) {
      * later append with "cannot start a transaction within a transaction". */
     if (!sqlite3_get_autocommit(db->w))
         rollback(db);
-    return step_done(db, st, what);
+    return sqlu_step_done(&db->sq, st, what);
 }
 
 static int commit(struct audit_db *db, const char *what) {
     _cleanup_reset_ sqlite3_stmt *st = db->stmt[W_COMMIT];
-    return step_done(db, st, what);
+    return sqlu_step_done(&db->sq, st, what);
 }
 
 /* Accepts "no transaction": sqlite rolls back by itself after some I/O and
@@ -655,7 +572,7 @@ static int open_dir(struct audit_db *db, const char *dir, int *ret_fd) {
     char err[AUDIT_DB_ERR_MAX];
     int r = storage_open_private_dir(dir, false, "audit dir", "the audit log", err, sizeof err,
                                      ret_fd);
-    return r < 0 ? adb_errf(db, r, "%s", err) : 0;
+    return r < 0 ? sqlu_errf(&db->sq, r, "%s", err) : 0;
 }
 
 /* Create the file 0600 with O_EXCL (so a new file is one we made), or check
@@ -676,33 +593,34 @@ static int prepare_file(struct audit_db *db, int dirfd, const char *base) {
     }
     if (fd < 0) {
         if (errno == ELOOP)
-            return adb_errf(db, -EPERM, "%s is a symlink; move it away", db->path);
+            return sqlu_errf(&db->sq, -EPERM, "%s is a symlink; move it away", db->sq.path);
         if (errno == EISDIR)
-            return adb_errf(db, -EPERM, "%s is not a regular file; move it away", db->path);
-        return adb_errf(db, -errno, "cannot open %s: %s", db->path, strerror(errno));
+            return sqlu_errf(&db->sq, -EPERM, "%s is not a regular file; move it away",
+                             db->sq.path);
+        return sqlu_errf(&db->sq, -errno, "cannot open %s: %s", db->sq.path, strerror(errno));
     }
     if (fstat(fd, &st) < 0)
-        return adb_errf(db, -errno, "%s: fstat: %s", db->path, strerror(errno));
+        return sqlu_errf(&db->sq, -errno, "%s: fstat: %s", db->sq.path, strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return adb_errf(db, -EPERM, "%s is not a regular file; move it away", db->path);
+        return sqlu_errf(&db->sq, -EPERM, "%s is not a regular file; move it away", db->sq.path);
     if (st.st_uid != geteuid())
-        return adb_errf(db, -EPERM,
-                        "%s is owned by uid %u, not %u; someone else made it: move it away "
-                        "(lyhd starts a new audit log)",
-                        db->path, (unsigned)st.st_uid, (unsigned)geteuid());
+        return sqlu_errf(&db->sq, -EPERM,
+                         "%s is owned by uid %u, not %u; someone else made it: move it away "
+                         "(lyhd starts a new audit log)",
+                         db->sq.path, (unsigned)st.st_uid, (unsigned)geteuid());
     if (st.st_nlink != 1)
-        return adb_errf(db, -EPERM, "%s has %lu hard links; move it away", db->path,
-                        (unsigned long)st.st_nlink);
+        return sqlu_errf(&db->sq, -EPERM, "%s has %lu hard links; move it away", db->sq.path,
+                         (unsigned long)st.st_nlink);
     if (!created && (st.st_mode & (S_IWGRP | S_IWOTH)))
-        return adb_errf(db, -EPERM,
-                        "%s is group/world writable (mode %04o), so its records cannot be "
-                        "trusted; move it away (lyhd starts a new audit log), or chmod 0600 it "
-                        "if you know nobody else wrote to it",
-                        db->path, (unsigned)(st.st_mode & 07777));
+        return sqlu_errf(&db->sq, -EPERM,
+                         "%s is group/world writable (mode %04o), so its records cannot be "
+                         "trusted; move it away (lyhd starts a new audit log), or chmod 0600 it "
+                         "if you know nobody else wrote to it",
+                         db->sq.path, (unsigned)(st.st_mode & 07777));
     /* Exactly 0600: the umask may have taken bits, and records name other
      * users' flows, so group/world read goes too. */
     if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) < 0)
-        return adb_errf(db, -errno, "%s: chmod 0600: %s", db->path, strerror(errno));
+        return sqlu_errf(&db->sq, -errno, "%s: chmod 0600: %s", db->sq.path, strerror(errno));
     return 0;
 }
 
@@ -718,61 +636,21 @@ static void sql_has_name(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 static int open_conn(struct audit_db *db, sqlite3 **ret, bool readonly) {
-    static const struct {
-        int op;
-        int value;
-    } config[] = {
-        { SQLITE_DBCONFIG_DEFENSIVE, 1 },
-        { SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0 },
-        { SQLITE_DBCONFIG_DQS_DML, 0 },
-        { SQLITE_DBCONFIG_DQS_DDL, 0 },
-    };
-    /* No SQLITE_OPEN_CREATE: the file exists (prepare_file), and sqlite must
-     * not create it with its own mode should it vanish in between. */
-    const int flags = (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
-                      SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE | SQLITE_OPEN_NOFOLLOW |
-                      SQLITE_OPEN_EXRESCODE;
-    const char *which = readonly ? "open (reader)" : "open";
-    int rc;
-
-    rc = sqlite3_open_v2(db->path, ret, flags, NULL);
-    if (rc != SQLITE_OK) {
-        if (!*ret)
-            return adb_errf(db, -ENOMEM, "%s: cannot allocate a sqlite connection", db->path);
-        rc = sqlite3_extended_errcode(*ret);
-        if (rc == SQLITE_CANTOPEN_SYMLINK)
-            return adb_errf(db, -EPERM,
-                            "%s: the path contains a symlink; give the audit dir's real path",
-                            db->path);
-        return adb_sql_fail(db, *ret, rc, "%s", which);
-    }
-    rc = sqlite3_busy_timeout(*ret, ADB_BUSY_TIMEOUT_MS);
-    if (rc != SQLITE_OK)
-        return adb_sql_fail(db, *ret, rc, "set the busy timeout");
-    for (size_t i = 0; i < ARRAY_SIZE(config); i++) {
-        int now = -1;
-
-        rc = sqlite3_db_config(*ret, config[i].op, config[i].value, &now);
-        if (rc != SQLITE_OK)
-            return adb_sql_fail(db, *ret, rc, "sqlite3_db_config(%d)", config[i].op);
-        if (now != config[i].value)
-            return adb_errf(db, -ENOTSUP, "%s: sqlite3_db_config(%d) did not take", db->path,
-                            config[i].op);
-    }
-    return exec_sql(db, *ret, "PRAGMA cell_size_check = ON", "set pragmas");
+    int r = sqlu_open(&db->sq, ret, readonly, readonly ? "open (reader)" : "open", "audit dir");
+    return r < 0 ? r : sqlu_exec(&db->sq, *ret, "PRAGMA cell_size_check = ON", "set pragmas");
 }
 
 static int check_version(struct audit_db *db, int64_t version) {
     if (version > ADB_SCHEMA_VERSION)
-        return adb_errf(db, -EPROTO,
-                        "%s: audit.db schema version %lld is newer than this lyhd (%d); upgrade "
-                        "lyhd or move the file away",
-                        db->path, (long long)version, ADB_SCHEMA_VERSION);
+        return sqlu_errf(&db->sq, -EPROTO,
+                         "%s: audit.db schema version %lld is newer than this lyhd (%d); upgrade "
+                         "lyhd or move the file away",
+                         db->sq.path, (long long)version, ADB_SCHEMA_VERSION);
     if (version < 0)
-        return adb_errf(db, -EBADMSG,
-                        "%s: invalid schema version %lld, not a lianyaohu audit database; move "
-                        "it away and restart lyhd",
-                        db->path, (long long)version);
+        return sqlu_errf(&db->sq, -EBADMSG,
+                         "%s: invalid schema version %lld, not a lianyaohu audit database; move "
+                         "it away and restart lyhd",
+                         db->sq.path, (long long)version);
     return 0;
 }
 
@@ -782,40 +660,47 @@ static int check_identity(struct audit_db *db, int64_t *ret_version, bool *ret_e
     int64_t version = 0, app_id = 0, objects = 0;
     int r;
 
-    r = query_int(db, db->w, "PRAGMA user_version", &version);
+    r = sqlu_query_int(&db->sq, db->w, "PRAGMA user_version", &version);
     if (r < 0)
         return r;
     r = check_version(db, version);
     if (r < 0)
         return r;
-    r = query_int(db, db->w, "PRAGMA application_id", &app_id);
+    r = sqlu_query_int(&db->sq, db->w, "PRAGMA application_id", &app_id);
     if (r < 0)
         return r;
     if (version > 0 && app_id != ADB_APPLICATION_ID)
-        return adb_errf(db, -EBADMSG,
-                        "%s is not a lianyaohu audit database (application_id %lld); move it "
-                        "away and restart lyhd",
-                        db->path, (long long)app_id);
+        return sqlu_errf(&db->sq, -EBADMSG,
+                         "%s is not a lianyaohu audit database (application_id %lld); move it "
+                         "away and restart lyhd",
+                         db->sq.path, (long long)app_id);
     if (version == 0) {
         /* Version 0 must be an empty file (ours, from a first start that died
          * before its first commit), not another program's database. */
-        r = query_int(db, db->w, "SELECT count(*) FROM sqlite_schema", &objects);
+        r = sqlu_query_int(&db->sq, db->w, "SELECT count(*) FROM sqlite_schema", &objects);
         if (r < 0)
             return r;
         if (objects > 0)
-            return adb_errf(db, -EBADMSG,
-                            "%s holds %lld tables or indexes but no lianyaohu schema; it is not "
-                            "an audit database: move it away and restart lyhd",
-                            db->path, (long long)objects);
+            return sqlu_errf(&db->sq, -EBADMSG,
+                             "%s holds %lld tables or indexes but no lianyaohu schema; it is not "
+                             "an audit database: move it away and restart lyhd",
+                             db->sq.path, (long long)objects);
     }
     *ret_version = version;
     *ret_empty = version == 0;
     return 0;
 }
 
-/* Under the write lock: migrations, then the clean flag read and cleared.
- * ret_new: this call created the schema. */
-static int migrate_in_transaction(struct audit_db *db, bool *ret_new, bool *ret_was_clean) {
+/* Under the write lock: migrations, then the clean flag read and cleared. */
+struct migrate_args {
+    struct audit_db *db;
+    bool created;    /* out: this call created the schema */
+    bool was_clean;  /* out */
+};
+
+static int migrate_in_transaction(void *ud) {
+    struct migrate_args *a = ud;
+    struct audit_db *db = a->db;
     int64_t version = 0, clean = 0;
     bool created = false;
     int r;
@@ -823,59 +708,36 @@ static int migrate_in_transaction(struct audit_db *db, bool *ret_new, bool *ret_
     r = check_identity(db, &version, &created);
     if (r < 0)
         return r;
-
-    for (size_t i = 0; i < ARRAY_SIZE(migrations); i++) {
-        int64_t now = 0;
-        char what[64];
-
-        if (migrations[i].version <= version)
-            continue;
-        snprintf(what, sizeof what, "migration to schema version %lld",
-                 (long long)migrations[i].version);
-        r = exec_sql(db, db->w, migrations[i].sql, what);
-        if (r < 0)
-            return r;
-        r = query_int(db, db->w, "PRAGMA user_version", &now);
-        if (r < 0)
-            return r;
-        if (now != migrations[i].version)
-            return adb_errf(db, -EBADMSG, "%s: %s left user_version at %lld", db->path, what,
-                            (long long)now);
-        version = now;
-    }
-
-    r = query_int(db, db->w, "SELECT value FROM meta WHERE key = 'clean'", &clean);
+    r = sqlu_migrate(&db->sq, db->w, migrations, ARRAY_SIZE(migrations), NULL, &version);
     if (r < 0)
         return r;
-    r = exec_sql(db, db->w, "UPDATE meta SET value = 0 WHERE key = 'clean'", "mark unclean");
+
+    r = sqlu_query_int(&db->sq, db->w, "SELECT value FROM meta WHERE key = 'clean'", &clean);
     if (r < 0)
         return r;
-    *ret_new = created;
-    *ret_was_clean = created || clean == 1;
+    r = sqlu_exec(&db->sq, db->w, "UPDATE meta SET value = 0 WHERE key = 'clean'", "mark unclean");
+    if (r < 0)
+        return r;
+    a->created = created;
+    a->was_clean = created || clean == 1;
     return 0;
 }
 
 static int migrate(struct audit_db *db, bool *ret_new, bool *ret_was_clean) {
-    int r;
+    struct migrate_args a = { .db = db };
+    int r = sqlu_transaction(&db->sq, db->w, "migration", migrate_in_transaction, &a);
 
-    r = exec_sql(db, db->w, "BEGIN IMMEDIATE", "start the migration transaction");
     if (r < 0)
         return r;
-    r = migrate_in_transaction(db, ret_new, ret_was_clean);
-    if (r < 0) {
-        if (!sqlite3_get_autocommit(db->w))
-            (void)sqlite3_exec(db->w, "ROLLBACK", NULL, NULL, NULL);
-        return r;
-    }
-    return exec_sql(db, db->w, "COMMIT", "commit the migration transaction");
+    *ret_new = a.created;
+    *ret_was_clean = a.was_clean;
+    return 0;
 }
 
 static int setup_writer(struct audit_db *db) {
-    _cleanup_finalize_ sqlite3_stmt *st = NULL;
-    const unsigned char *mode;
     int64_t version = 0;
     bool empty = false;
-    int r, rc;
+    int r;
 
     /* The first read: a corrupt or foreign file shows up here. Look at the
      * version and the application id before changing anything (even the
@@ -885,23 +747,14 @@ static int setup_writer(struct audit_db *db) {
         return r;
     /* Before the first table exists, or it never takes. */
     if (empty) {
-        r = exec_sql(db, db->w, "PRAGMA auto_vacuum = INCREMENTAL", "set auto_vacuum");
+        r = sqlu_exec(&db->sq, db->w, "PRAGMA auto_vacuum = INCREMENTAL", "set auto_vacuum");
         if (r < 0)
             return r;
     }
 
-    rc = sqlite3_prepare_v2(db->w, "PRAGMA journal_mode = WAL", -1, &st, NULL);
-    if (rc != SQLITE_OK)
-        return adb_sql_fail(db, db->w, rc, "set WAL mode");
-    rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW)
-        return adb_sql_fail(db, db->w, rc, "set WAL mode");
-    mode = sqlite3_column_text(st, 0);
-    if (!mode || strcmp((const char *)mode, "wal") != 0)
-        return adb_errf(db, -ENOTSUP,
-                        "%s: cannot switch to WAL mode (journal_mode is '%s'); the audit dir "
-                        "must be on a local filesystem",
-                        db->path, mode ? (const char *)mode : "?");
+    r = sqlu_wal(&db->sq, db->w, "audit dir");
+    if (r < 0)
+        return r;
 
     /* synchronous FULL only until open() has committed clean = 0 (then
      * NORMAL, see the top of the file): that one commit must reach the disk
@@ -912,22 +765,22 @@ static int setup_writer(struct audit_db *db) {
      * gives those back to the filesystem. The WAL is truncated to 64 MiB after
      * a checkpoint so a burst does not leave a big file behind. (A bigger page
      * cache than the default 2 MiB made no measurable difference to appends.) */
-    return exec_sql(db, db->w,
-                    "PRAGMA synchronous = FULL;"
-                    "PRAGMA secure_delete = FAST;"
-                    "PRAGMA journal_size_limit = 67108864;",
-                    "set pragmas");
+    return sqlu_exec(&db->sq, db->w,
+                     "PRAGMA synchronous = FULL;"
+                     "PRAGMA secure_delete = FAST;"
+                     "PRAGMA journal_size_limit = 67108864;",
+                     "set pragmas");
 }
 
 static int prepare_statements(struct audit_db *db) {
-    for (size_t i = 0; i < ADB_STMT__MAX; i++) {
-        sqlite3 *conn = i == R_LAST_ID ? db->r : db->w;
-        int rc = sqlite3_prepare_v3(conn, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-                                    &db->stmt[i], NULL);
-        if (rc != SQLITE_OK)
-            return adb_sql_fail(db, conn, rc, "prepare '%s'", stmt_sql[i]);
-    }
-    return 0;
+    int r;
+
+    /* The writer's statements, then the reader's one. */
+    _Static_assert(R_LAST_ID == ADB_STMT__MAX - 1, "the reader's statement comes last");
+    r = sqlu_prepare_all(&db->sq, db->w, stmt_sql, db->stmt, R_LAST_ID);
+    if (r < 0)
+        return r;
+    return sqlu_prepare_all(&db->sq, db->r, stmt_sql + R_LAST_ID, db->stmt + R_LAST_ID, 1);
 }
 
 static int open_internal(struct audit_db *db, const char *path, bool *ret_was_clean) {
@@ -938,16 +791,16 @@ static int open_internal(struct audit_db *db, const char *path, bool *ret_was_cl
     bool fresh = false, was_clean = false;
     int n, r;
 
-    if (sqlite3_libversion_number() < 3037000)
-        return adb_errf(db, -ENOTSUP, "sqlite %s is too old; lyhd needs 3.37 or newer",
-                        sqlite3_libversion());
-    n = snprintf(db->path, sizeof db->path, "%s", path);
-    if (n < 0 || (size_t)n >= sizeof db->path)
-        return adb_errf(db, -ENAMETOOLONG, "audit db path is too long");
+    r = sqlu_init(&db->sq, ADB_BUSY_TIMEOUT_MS, ", which starts a new audit log");
+    if (r < 0)
+        return r;
+    n = snprintf(db->sq.path, sizeof db->sq.path, "%s", path);
+    if (n < 0 || (size_t)n >= sizeof db->sq.path)
+        return sqlu_errf(&db->sq, -ENAMETOOLONG, "audit db path is too long");
     slash = strrchr(path, '/');
     base = slash ? slash + 1 : path;
     if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-        return adb_errf(db, -EINVAL, "audit db path '%s' does not name a file", path);
+        return sqlu_errf(&db->sq, -EINVAL, "audit db path '%s' does not name a file", path);
     if (!slash)
         snprintf(dir, sizeof dir, ".");
     else if (slash == path)
@@ -970,17 +823,17 @@ static int open_internal(struct audit_db *db, const char *path, bool *ret_was_cl
     r = migrate(db, &fresh, &was_clean);
     if (r < 0)
         return r;
-    r = exec_sql(db, db->w, "PRAGMA synchronous = NORMAL", "set synchronous");
+    r = sqlu_exec(&db->sq, db->w, "PRAGMA synchronous = NORMAL", "set synchronous");
     if (r < 0)
         return r;
     if (fresh) {
-        r = query_int(db, db->w, "PRAGMA auto_vacuum", &av);
+        r = sqlu_query_int(&db->sq, db->w, "PRAGMA auto_vacuum", &av);
         if (r < 0)
             return r;
         if (av != 2)
-            return adb_errf(db, -ENOTSUP,
-                            "%s: sqlite did not enable incremental auto_vacuum (%lld)", db->path,
-                            (long long)av);
+            return sqlu_errf(&db->sq, -ENOTSUP,
+                             "%s: sqlite did not enable incremental auto_vacuum (%lld)",
+                             db->sq.path, (long long)av);
     }
     /* The reader comes second: READONLY cannot create the schema or the WAL. */
     r = open_conn(db, &db->r, true);
@@ -992,7 +845,7 @@ static int open_internal(struct audit_db *db, const char *path, bool *ret_was_cl
                                         SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                                         NULL, sql_has_name, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
-        return adb_sql_fail(db, db->r, rc, "register lyh_has_name");
+        return sqlu_fail(&db->sq, db->r, rc, "register lyh_has_name");
     r = prepare_statements(db);
     if (r < 0)
         return r;
@@ -1024,11 +877,11 @@ int audit_db_open(const char *path, struct audit_db **ret, bool *ret_was_clean, 
     r = open_internal(db, path, &was_clean);
     if (r < 0) {
         if (why && whylen)
-            snprintf(why, whylen, "%s", db->err);
+            snprintf(why, whylen, "%s", db->sq.err);
         return r;
     }
     db->opened = true;
-    db->err[0] = '\0';
+    db->sq.err[0] = '\0';
     if (ret_was_clean)
         *ret_was_clean = was_clean;
     *ret = TAKE_PTR(db);
@@ -1045,8 +898,7 @@ static void close_internal(struct audit_db *db, bool mark_clean) {
     db->stmt[R_LAST_ID] = NULL;
     (void)sqlite3_close_v2(db->r);
 
-    if (db->w && !sqlite3_get_autocommit(db->w))
-        (void)sqlite3_exec(db->w, "ROLLBACK", NULL, NULL, NULL);
+    sqlu_rollback_open(db->w);
     /* Only a database we fully opened is ours to mark; a failure leaves the
      * flag at 0, which the next open reads as "not clean": the safe side. */
     if (mark_clean && db->opened && db->stmt[W_SET_CLEAN]) {
@@ -1096,36 +948,19 @@ struct prune_why {
     int64_t now_us;
 };
 
-/* Bind :name if the statement has it (cached statements share the names). */
-static int wbind_i64(struct audit_db *db, sqlite3_stmt *st, const char *name, int64_t v) {
-    int i = sqlite3_bind_parameter_index(st, name);
-    int rc;
-
-    if (i == 0)
-        return 0;
-    rc = sqlite3_bind_int64(st, i, v);
-    return rc == SQLITE_OK ? 0 : adb_sql_fail(db, sqlite3_db_handle(st), rc, "bind %s", name);
-}
-
 /* :kind :has_uid :uid :session (those the statement has). The session is
  * bound SQLITE_STATIC: the caller's key outlives the statement's reset. */
 static int bind_key(struct audit_db *db, sqlite3_stmt *st, const struct wkey *k) {
-    int i, rc, r;
+    int r;
 
-    r = wbind_i64(db, st, ":kind", k->kind);
+    r = sqlu_bind_named_i64(&db->sq, st, ":kind", k->kind);
     if (r >= 0)
-        r = wbind_i64(db, st, ":has_uid", k->has_uid ? 1 : 0);
+        r = sqlu_bind_named_i64(&db->sq, st, ":has_uid", k->has_uid ? 1 : 0);
     if (r >= 0)
-        r = wbind_i64(db, st, ":uid", k->has_uid ? (int64_t)k->uid : 0);
-    if (r < 0)
-        return r;
-    i = sqlite3_bind_parameter_index(st, ":session");
-    if (i > 0) {
-        rc = sqlite3_bind_text(st, i, k->session, -1, SQLITE_STATIC);
-        if (rc != SQLITE_OK)
-            return adb_sql_fail(db, db->w, rc, "bind :session");
-    }
-    return 0;
+        r = sqlu_bind_named_i64(&db->sq, st, ":uid", k->has_uid ? (int64_t)k->uid : 0);
+    if (r >= 0)
+        r = sqlu_bind_named_text(&db->sq, st, ":session", k->session, SQLITE_STATIC);
+    return r;
 }
 
 /* By kind, uid, then session (so a uid's rows, and within them a session's,
@@ -1154,38 +989,28 @@ static bool same_uid_key(const struct wkey *a, const struct wkey *b) {
  * level (writers) or the uid level (writer_uids). Taking away more than
  * there is drops the row: a count that ran ahead of the records (which
  * account() never lets happen) heals instead of going negative. */
+static int count_step(struct audit_db *db, enum adb_stmt which, const struct wkey *k,
+                      int64_t n) {
+    _cleanup_reset_ sqlite3_stmt *st = db->stmt[which];
+    int r;
+
+    r = bind_key(db, st, k);
+    if (r >= 0)
+        r = sqlu_bind_named_i64(&db->sq, st, ":n", n);
+    return r < 0 ? r : sqlu_step_done(&db->sq, st, "count audit records");
+}
+
 static int count_change(struct audit_db *db, const struct wkey *k, bool uid_level, int64_t delta) {
     int r;
 
     if (delta == 0)
         return 0;
-    if (delta > 0) {
-        _cleanup_reset_ sqlite3_stmt *st = db->stmt[uid_level ? W_UIDCOUNT_ADD : W_COUNT_ADD];
-
-        r = bind_key(db, st, k);
-        if (r >= 0)
-            r = wbind_i64(db, st, ":n", delta);
-        return r < 0 ? r : step_done(db, st, "count audit records");
-    }
-    {
-        _cleanup_reset_ sqlite3_stmt *st = db->stmt[uid_level ? W_UIDCOUNT_DROP : W_COUNT_DROP];
-
-        r = bind_key(db, st, k);
-        if (r >= 0)
-            r = wbind_i64(db, st, ":n", -delta);
-        if (r >= 0)
-            r = step_done(db, st, "count audit records");
-        if (r < 0 || sqlite3_changes(db->w) > 0)
-            return r;
-    }
-    {
-        _cleanup_reset_ sqlite3_stmt *st = db->stmt[uid_level ? W_UIDCOUNT_SUB : W_COUNT_SUB];
-
-        r = bind_key(db, st, k);
-        if (r >= 0)
-            r = wbind_i64(db, st, ":n", -delta);
-        return r < 0 ? r : step_done(db, st, "count audit records");
-    }
+    if (delta > 0)
+        return count_step(db, uid_level ? W_UIDCOUNT_ADD : W_COUNT_ADD, k, delta);
+    r = count_step(db, uid_level ? W_UIDCOUNT_DROP : W_COUNT_DROP, k, -delta);
+    if (r < 0 || sqlite3_changes(db->w) > 0)
+        return r;
+    return count_step(db, uid_level ? W_UIDCOUNT_SUB : W_COUNT_SUB, k, -delta);
 }
 
 /* Removals not yet on record: add n records of k to pruned under why. */
@@ -1202,8 +1027,8 @@ static int pruned_add(struct audit_db *db, const struct prune_why *why, const st
     int r = bind_key(db, st, k);
 
     for (size_t i = 0; i < ARRAY_SIZE(v) && r >= 0; i++)
-        r = wbind_i64(db, st, v[i].name, v[i].v);
-    return r < 0 ? r : step_done(db, st, "count what retention removed");
+        r = sqlu_bind_named_i64(&db->sq, st, v[i].name, v[i].v);
+    return r < 0 ? r : sqlu_step_done(&db->sq, st, "count what retention removed");
 }
 
 /* Count rows (appended: sign +1; removed: sign -1, and then also in pruned
@@ -1247,7 +1072,7 @@ static int account_recs(struct audit_db *db, const struct audit_rec *recs, size_
     _cleanup_free_ struct wrow *rows = calloc(n ? n : 1, sizeof *rows);
 
     if (!rows)
-        return adb_errf(db, -ENOMEM, "append: out of memory counting %zu records", n);
+        return sqlu_errf(&db->sq, -ENOMEM, "append: out of memory counting %zu records", n);
     for (size_t i = 0; i < n; i++) {
         rows[i].id = (int64_t)i;
         rows[i].time_us = recs[i].time_us;
@@ -1315,8 +1140,8 @@ static int rec_check(struct audit_db *db, const struct audit_rec *r, size_t i) {
     else if (!terminated(r->action, sizeof r->action))
         bad = "action is not NUL-terminated";
     if (bad)
-        return adb_errf(db, -EINVAL, "audit record %zu of the batch: %s (kind %u)", i, bad,
-                        (unsigned)r->kind);
+        return sqlu_errf(&db->sq, -EINVAL, "audit record %zu of the batch: %s (kind %u)", i, bad,
+                         (unsigned)r->kind);
     return 0;
 }
 
@@ -1364,7 +1189,7 @@ static int bind_rec(struct audit_db *db, sqlite3_stmt *st, const struct audit_re
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 15, r->detail ? r->detail : "", (int)detail_len(r->detail),
                                SQLITE_STATIC);
-    return rc == SQLITE_OK ? 0 : adb_sql_fail(db, db->w, rc, "bind an audit record");
+    return rc == SQLITE_OK ? 0 : sqlu_fail(&db->sq, db->w, rc, "bind an audit record");
 }
 
 /* Insert the records and count them (the counts move with the records, in
@@ -1380,7 +1205,7 @@ static int append_in_transaction(struct audit_db *db, const struct audit_rec *re
         r = bind_rec(db, cur, &recs[i]);
         if (r < 0)
             return r;
-        r = step_done(db, cur, "append an audit record");
+        r = sqlu_step_done(&db->sq, cur, "append an audit record");
         if (r < 0)
             return r;
         ids[i] = sqlite3_last_insert_rowid(db->w);
@@ -1392,11 +1217,11 @@ int audit_db_append(struct audit_db *db, struct audit_rec *recs, size_t n) {
     _cleanup_free_ int64_t *ids = NULL;
     int r;
 
-    db->err[0] = '\0';
+    db->sq.err[0] = '\0';
     if (n == 0)
         return 0;
     if (!recs)
-        return adb_errf(db, -EINVAL, "append: no records given");
+        return sqlu_errf(&db->sq, -EINVAL, "append: no records given");
     for (size_t i = 0; i < n; i++) {
         r = rec_check(db, &recs[i], i);
         if (r < 0)
@@ -1404,7 +1229,7 @@ int audit_db_append(struct audit_db *db, struct audit_rec *recs, size_t n) {
     }
     ids = calloc(n, sizeof *ids);
     if (!ids)
-        return adb_errf(db, -ENOMEM, "append: out of memory for %zu ids", n);
+        return sqlu_errf(&db->sq, -ENOMEM, "append: out of memory for %zu ids", n);
 
     r = begin(db, "begin an append");
     if (r < 0)
@@ -1545,7 +1370,7 @@ static int shape_sql(struct audit_db *db, unsigned shape, enum query_form form, 
     }
     sb_add(b, order[form]);
     if (b->overflow)
-        return adb_errf(db, -EOVERFLOW, "audit query for shape %#x does not fit", shape);
+        return sqlu_errf(&db->sq, -EOVERFLOW, "audit query for shape %#x does not fit", shape);
     return 0;
 }
 
@@ -1584,7 +1409,7 @@ static int shape_stmt(struct audit_db *db, unsigned shape, enum query_form form,
         return r;
     rc = sqlite3_prepare_v3(db->r, b.s, -1, *slot ? 0 : SQLITE_PREPARE_PERSISTENT, &st, NULL);
     if (rc != SQLITE_OK)
-        return adb_sql_fail(db, db->r, rc, "prepare an audit query");
+        return sqlu_fail(&db->sq, db->r, rc, "prepare an audit query");
     if (!*slot) {
         *slot = st;
         *ret = (struct qstmt){ st, false };
@@ -1592,27 +1417,6 @@ static int shape_stmt(struct audit_db *db, unsigned shape, enum query_form form,
         *ret = (struct qstmt){ st, true };
     }
     return 0;
-}
-
-static int bind_named_i64(struct audit_db *db, sqlite3_stmt *st, const char *name, int64_t v) {
-    int i = sqlite3_bind_parameter_index(st, name);
-    int rc;
-
-    if (i == 0)
-        return 0;
-    rc = sqlite3_bind_int64(st, i, v);
-    return rc == SQLITE_OK ? 0 : adb_sql_fail(db, db->r, rc, "bind %s", name);
-}
-
-static int bind_named_blob(struct audit_db *db, sqlite3_stmt *st, const char *name,
-                           const void *p, int len) {
-    int i = sqlite3_bind_parameter_index(st, name);
-    int rc;
-
-    if (i == 0)
-        return 0;
-    rc = sqlite3_bind_blob(st, i, p, len, SQLITE_TRANSIENT);
-    return rc == SQLITE_OK ? 0 : adb_sql_fail(db, db->r, rc, "bind %s", name);
 }
 
 /* The destination prefix as a BLOB range: host bits cleared / set. */
@@ -1644,58 +1448,47 @@ static int bind_filter(struct audit_db *db, sqlite3_stmt *st, const struct audit
         { ":port_max", f->port_max ? f->port_max : f->port_min },
     };
     uint8_t lo[16] = { 0 }, hi[16] = { 0 };
-    int i, rc, r;
+    int r;
 
     dst_bounds(f, lo, hi);
     for (size_t k = 0; k < ARRAY_SIZE(ints); k++) {
-        r = bind_named_i64(db, st, ints[k].name, ints[k].v);
+        r = sqlu_bind_named_i64(&db->sq, st, ints[k].name, ints[k].v);
         if (r < 0)
             return r;
     }
-    i = sqlite3_bind_parameter_index(st, ":session");
-    if (i > 0) {
-        rc = sqlite3_bind_text(st, i, f->session, -1, SQLITE_TRANSIENT);
-        if (rc != SQLITE_OK)
-            return adb_sql_fail(db, db->r, rc, "bind :session");
-    }
-    i = sqlite3_bind_parameter_index(st, ":name");
-    if (i > 0) {
-        rc = sqlite3_bind_text(st, i, f->name, -1, SQLITE_TRANSIENT);
-        if (rc != SQLITE_OK)
-            return adb_sql_fail(db, db->r, rc, "bind :name");
-    }
-    r = bind_named_blob(db, st, ":dst", lo, f->dst_len);
-    if (r < 0)
-        return r;
-    r = bind_named_blob(db, st, ":dst_lo", lo, f->dst_len);
-    if (r < 0)
-        return r;
-    return bind_named_blob(db, st, ":dst_hi", hi, f->dst_len);
+    r = sqlu_bind_named_text(&db->sq, st, ":session", f->session, SQLITE_TRANSIENT);
+    if (r >= 0)
+        r = sqlu_bind_named_text(&db->sq, st, ":name", f->name, SQLITE_TRANSIENT);
+    if (r >= 0)
+        r = sqlu_bind_named_blob(&db->sq, st, ":dst", lo, f->dst_len, SQLITE_TRANSIENT);
+    if (r >= 0)
+        r = sqlu_bind_named_blob(&db->sq, st, ":dst_lo", lo, f->dst_len, SQLITE_TRANSIENT);
+    if (r >= 0)
+        r = sqlu_bind_named_blob(&db->sq, st, ":dst_hi", hi, f->dst_len, SQLITE_TRANSIENT);
+    return r;
 }
 
 static int check_filter(struct audit_db *db, const struct audit_filter *f) {
     const char *why = filter_problem(f);
-    return why ? adb_errf(db, -EINVAL, "invalid audit filter: %s", why) : 0;
+    return why ? sqlu_errf(&db->sq, -EINVAL, "invalid audit filter: %s", why) : 0;
+}
+
+/* The statement for f's shape and form (shape_stmt), with f bound. */
+static int filter_stmt(struct audit_db *db, const struct audit_filter *f, enum query_form form,
+                       struct qstmt *ret) {
+    int r = shape_stmt(db, filter_shape(f), form, ret);
+    return r < 0 ? r : bind_filter(db, ret->st, f);
 }
 
 /* ---- records out ---------------------------------------------------------------------------- */
 
 static int column_str(struct audit_db *db, sqlite3_stmt *st, int col, int64_t id, char *out,
                       size_t size, const char *name) {
-    const unsigned char *t = sqlite3_column_text(st, col);
-    int n = sqlite3_column_bytes(st, col);
+    int r = sqlu_column_text_copy(st, col, out, size);
 
-    if (!t) {
-        if (sqlite3_errcode(db->r) == SQLITE_NOMEM)
-            return adb_errf(db, -ENOMEM, "read %s: out of memory", name);
-        n = 0;
-    }
-    if (n < 0 || (size_t)n >= size)
-        return corrupt(db, id, name);
-    if (n > 0)
-        memcpy(out, t, (size_t)n);
-    out[n] = '\0';
-    return 0;
+    if (r == -ENOMEM)
+        return sqlu_errf(&db->sq, -ENOMEM, "read %s: out of memory", name);
+    return r < 0 ? corrupt(db, id, name) : 0;
 }
 
 /* Fill rec from a page row. rec->detail points into the statement's row. */
@@ -1716,8 +1509,8 @@ static int read_rec(struct audit_db *db, sqlite3_stmt *st, struct audit_rec *rec
     int64_t v[ARRAY_SIZE(ranges)];
     int64_t id = sqlite3_column_int64(st, 0), family = sqlite3_column_int64(st, 7);
     const void *src, *dst;
-    const unsigned char *detail;
-    int src_len, dst_len, r;
+    size_t src_len, dst_len, detail_bytes;
+    int r;
 
     memset(rec, 0, sizeof *rec);
     if (id <= 0)
@@ -1750,18 +1543,16 @@ static int read_rec(struct audit_db *db, sqlite3_stmt *st, struct audit_rec *rec
         return corrupt(db, id, "family");
     }
 
-    src = sqlite3_column_blob(st, 9);
-    src_len = sqlite3_column_bytes(st, 9);
-    dst = sqlite3_column_blob(st, 10);
-    dst_len = sqlite3_column_bytes(st, 10);
-    if ((src_len != 0 && src_len != 4 && src_len != 16) || dst_len != src_len ||
-        (src_len > 0 && (!src || !dst)))
+    r = sqlu_column_blob(st, 9, &src, &src_len);
+    if (r >= 0)
+        r = sqlu_column_blob(st, 10, &dst, &dst_len);
+    if (r == -ENOMEM)
+        return sqlu_errf(&db->sq, -ENOMEM, "read address: out of memory");
+    if (r < 0 || (src_len != 0 && src_len != 4 && src_len != 16) || dst_len != src_len)
         return corrupt(db, id, "address");
     rec->addr_len = (uint8_t)src_len;
-    if (src_len > 0) {
-        memcpy(rec->src, src, (size_t)src_len);
-        memcpy(rec->dst, dst, (size_t)dst_len);
-    }
+    memcpy(rec->src, src, src_len);
+    memcpy(rec->dst, dst, dst_len);
 
     r = column_str(db, st, 4, id, rec->session, sizeof rec->session, "session");
     if (r < 0)
@@ -1772,10 +1563,11 @@ static int read_rec(struct audit_db *db, sqlite3_stmt *st, struct audit_rec *rec
     r = column_str(db, st, 14, id, rec->action, sizeof rec->action, "action");
     if (r < 0)
         return r;
-    detail = sqlite3_column_text(st, 15);
-    if (!detail && sqlite3_errcode(db->r) == SQLITE_NOMEM)
-        return adb_errf(db, -ENOMEM, "read detail: out of memory");
-    rec->detail = detail ? (const char *)detail : "";
+    r = sqlu_column_text(st, 15, &rec->detail, &detail_bytes);
+    if (r == -ENOMEM)
+        return sqlu_errf(&db->sq, -ENOMEM, "read detail: out of memory");
+    if (r < 0)
+        return corrupt(db, id, "detail");
 
     rec->allowed_packets = (uint64_t)sqlite3_column_int64(st, 16);
     rec->allowed_bytes = (uint64_t)sqlite3_column_int64(st, 17);
@@ -1790,23 +1582,20 @@ int audit_db_page(struct audit_db *db, const struct audit_filter *f, unsigned ma
     _cleanup_(qstmt_done) struct qstmt q = { 0 };
     int delivered = 0, r;
 
-    db->err[0] = '\0';
+    db->sq.err[0] = '\0';
     r = check_filter(db, f);
     if (r < 0)
         return r;
     if (!fn)
-        return adb_errf(db, -EINVAL, "audit page: no callback given");
+        return sqlu_errf(&db->sq, -EINVAL, "audit page: no callback given");
     if (max == 0 || f->after_id >= INT64_MAX)
         return 0;
     if (max > (unsigned)INT_MAX)
         max = INT_MAX;
-    r = shape_stmt(db, filter_shape(f), QF_PAGE, &q);
+    r = filter_stmt(db, f, QF_PAGE, &q);
     if (r < 0)
         return r;
-    r = bind_filter(db, q.st, f);
-    if (r < 0)
-        return r;
-    r = bind_named_i64(db, q.st, ":limit", max);
+    r = sqlu_bind_named_i64(&db->sq, q.st, ":limit", max);
     if (r < 0)
         return r;
 
@@ -1817,7 +1606,7 @@ int audit_db_page(struct audit_db *db, const struct audit_filter *f, unsigned ma
         if (rc == SQLITE_DONE)
             break;
         if (rc != SQLITE_ROW)
-            return adb_sql_fail(db, db->r, rc, "read audit records");
+            return sqlu_fail(&db->sq, db->r, rc, "read audit records");
         r = read_rec(db, q.st, &rec);
         if (r < 0)
             return r;
@@ -1834,12 +1623,12 @@ int audit_db_tail_start(struct audit_db *db, const struct audit_filter *f, unsig
     int64_t last = 0;
     int r, rc;
 
-    db->err[0] = '\0';
+    db->sq.err[0] = '\0';
     r = check_filter(db, f);
     if (r < 0)
         return r;
     if (!ret_after_id)
-        return adb_errf(db, -EINVAL, "audit tail: no result given");
+        return sqlu_errf(&db->sq, -EINVAL, "audit tail: no result given");
     if (f->after_id >= INT64_MAX) {
         *ret_after_id = f->after_id;
         return 0;
@@ -1852,13 +1641,10 @@ int audit_db_tail_start(struct audit_db *db, const struct audit_filter *f, unsig
         *ret_after_id = (uint64_t)last > f->after_id ? (uint64_t)last : f->after_id;
         return 0;
     }
-    r = shape_stmt(db, filter_shape(f), QF_TAIL, &q);
+    r = filter_stmt(db, f, QF_TAIL, &q);
     if (r < 0)
         return r;
-    r = bind_filter(db, q.st, f);
-    if (r < 0)
-        return r;
-    r = bind_named_i64(db, q.st, ":offset", (int64_t)n - 1);
+    r = sqlu_bind_named_i64(&db->sq, q.st, ":offset", (int64_t)n - 1);
     if (r < 0)
         return r;
     rc = sqlite3_step(q.st);
@@ -1867,7 +1653,7 @@ int audit_db_tail_start(struct audit_db *db, const struct audit_filter *f, unsig
         return 0;
     }
     if (rc != SQLITE_ROW)
-        return adb_sql_fail(db, db->r, rc, "find the newest %u audit records", n);
+        return sqlu_fail(&db->sq, db->r, rc, "find the newest %u audit records", n);
     last = sqlite3_column_int64(q.st, 0);
     if (last <= 0 || (uint64_t)last <= f->after_id)
         return corrupt(db, last, "id");
@@ -1880,29 +1666,47 @@ int audit_db_count(struct audit_db *db, const struct audit_filter *f, uint64_t *
     int64_t n;
     int r, rc;
 
-    db->err[0] = '\0';
+    db->sq.err[0] = '\0';
     r = check_filter(db, f);
     if (r < 0)
         return r;
     if (!ret_n)
-        return adb_errf(db, -EINVAL, "audit count: no result given");
+        return sqlu_errf(&db->sq, -EINVAL, "audit count: no result given");
     if (f->after_id >= INT64_MAX) {
         *ret_n = 0;
         return 0;
     }
-    r = shape_stmt(db, filter_shape(f), QF_COUNT, &q);
-    if (r < 0)
-        return r;
-    r = bind_filter(db, q.st, f);
+    r = filter_stmt(db, f, QF_COUNT, &q);
     if (r < 0)
         return r;
     rc = sqlite3_step(q.st);
     if (rc != SQLITE_ROW)
-        return adb_sql_fail(db, db->r, rc, "count audit records");
+        return sqlu_fail(&db->sq, db->r, rc, "count audit records");
     n = sqlite3_column_int64(q.st, 0);
     if (n < 0)
         return corrupt(db, 0, "count");
     *ret_n = (uint64_t)n;
+    return 0;
+}
+
+/* Append the details of an EXPLAIN QUERY PLAN's rows to buf (*used bytes
+ * of it taken), joined with "; ". */
+static int plan_rows(struct audit_db *db, sqlite3_stmt *st, char *buf, size_t buflen,
+                     size_t *used, const char *what) {
+    int rc;
+
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const unsigned char *d = sqlite3_column_text(st, 3);
+        int n = snprintf(buf + *used, buflen - *used, "%s%s", *used ? "; " : "",
+                         d ? (const char *)d : "");
+
+        if (n < 0 || (size_t)n >= buflen - *used)
+            return sqlu_errf(&db->sq, -ERANGE, "explain: the plan does not fit in %zu bytes",
+                             buflen);
+        *used += (size_t)n;
+    }
+    if (rc != SQLITE_DONE)
+        return sqlu_fail(&db->sq, sqlite3_db_handle(st), rc, "%s", what);
     return 0;
 }
 
@@ -1913,43 +1717,32 @@ int audit_db_explain(struct audit_db *db, const struct audit_filter *f, bool tai
     size_t used = 0;
     int r, rc;
 
-    db->err[0] = '\0';
+    db->sq.err[0] = '\0';
     r = check_filter(db, f);
     if (r < 0)
         return r;
     if (!buf || buflen == 0)
-        return adb_errf(db, -EINVAL, "explain: no buffer given");
+        return sqlu_errf(&db->sq, -EINVAL, "explain: no buffer given");
     r = shape_sql(db, filter_shape(f), tail ? QF_TAIL : QF_PAGE, true, &b);
     if (r < 0)
         return r;
     rc = sqlite3_prepare_v2(db->r, b.s, -1, &st, NULL);
     if (rc != SQLITE_OK)
-        return adb_sql_fail(db, db->r, rc, "prepare an audit query plan");
+        return sqlu_fail(&db->sq, db->r, rc, "prepare an audit query plan");
     r = bind_filter(db, st, f);
     if (r < 0)
         return r;
     buf[0] = '\0';
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const unsigned char *d = sqlite3_column_text(st, 3);
-        int n = snprintf(buf + used, buflen - used, "%s%s", used ? "; " : "",
-                         d ? (const char *)d : "");
-
-        if (n < 0 || (size_t)n >= buflen - used)
-            return adb_errf(db, -ERANGE, "explain: the plan does not fit in %zu bytes", buflen);
-        used += (size_t)n;
-    }
-    if (rc != SQLITE_DONE)
-        return adb_sql_fail(db, db->r, rc, "explain an audit query");
-    return 0;
+    return plan_rows(db, st, buf, buflen, &used, "explain an audit query");
 }
 
 int audit_db_last_id(struct audit_db *db, uint64_t *ret_id) {
     int64_t id = 0;
     int r;
 
-    db->err[0] = '\0';
+    db->sq.err[0] = '\0';
     if (!ret_id)
-        return adb_errf(db, -EINVAL, "last id: no result given");
+        return sqlu_errf(&db->sq, -EINVAL, "last id: no result given");
     r = stmt_int(db, R_LAST_ID, &id);
     if (r < 0)
         return r;
@@ -1975,8 +1768,8 @@ static int used_bytes(struct audit_db *db, uint64_t *ret) {
     if (r < 0)
         return r;
     if (pages < 0 || free_pages < 0 || free_pages > pages || page_size <= 0)
-        return adb_errf(db, -EBADMSG, "%s: page counts make no sense (%lld, %lld free)",
-                        db->path, (long long)pages, (long long)free_pages);
+        return sqlu_errf(&db->sq, -EBADMSG, "%s: page counts make no sense (%lld, %lld free)",
+                         db->sq.path, (long long)pages, (long long)free_pages);
     *ret = (uint64_t)(pages - free_pages) * (uint64_t)page_size;
     return 0;
 }
@@ -1985,9 +1778,9 @@ int audit_db_size(struct audit_db *db, uint64_t *ret_bytes) {
     uint64_t bytes = 0;
     int r;
 
-    db->err[0] = '\0';
+    db->sq.err[0] = '\0';
     if (!ret_bytes)
-        return adb_errf(db, -EINVAL, "size: no result given");
+        return sqlu_errf(&db->sq, -EINVAL, "size: no result given");
     r = used_bytes(db, &bytes);
     if (r < 0)
         return r;
@@ -2003,8 +1796,8 @@ int audit_db_size(struct audit_db *db, uint64_t *ret_bytes) {
 static int read_wrow(struct audit_db *db, sqlite3_stmt *st, struct wrow *w) {
     int64_t id = sqlite3_column_int64(st, 0), kind = sqlite3_column_int64(st, 2);
     int64_t has_uid = sqlite3_column_int64(st, 4), uid = sqlite3_column_int64(st, 5);
-    const unsigned char *ses = sqlite3_column_text(st, 3);
-    int len = sqlite3_column_bytes(st, 3);
+    char session[sizeof w->k.session];
+    int r;
 
     if (id <= 0)
         return corrupt(db, id, "id");
@@ -2012,9 +1805,10 @@ static int read_wrow(struct audit_db *db, sqlite3_stmt *st, struct wrow *w) {
         return corrupt(db, id, "kind");
     if (has_uid < 0 || has_uid > 1 || uid < 0 || uid > UINT32_MAX)
         return corrupt(db, id, "uid");
-    if (!ses && sqlite3_errcode(db->w) == SQLITE_NOMEM)
-        return adb_errf(db, -ENOMEM, "read session: out of memory");
-    if (len < 0 || (size_t)len >= sizeof w->k.session)
+    r = sqlu_column_text_copy(st, 3, session, sizeof session);
+    if (r == -ENOMEM)
+        return sqlu_errf(&db->sq, -ENOMEM, "read session: out of memory");
+    if (r < 0)
         return corrupt(db, id, "session");
     memset(w, 0, sizeof *w);
     w->id = id;
@@ -2022,8 +1816,7 @@ static int read_wrow(struct audit_db *db, sqlite3_stmt *st, struct wrow *w) {
     w->k.kind = (uint8_t)kind;
     w->k.has_uid = has_uid == 1;
     w->k.uid = (uint32_t)uid;
-    if (len > 0)
-        memcpy(w->k.session, ses, (size_t)len);
+    memcpy(w->k.session, session, sizeof session);
     return 0;
 }
 
@@ -2040,27 +1833,28 @@ static int remove_selected(struct audit_db *db, sqlite3_stmt *st, const struct p
 
         while ((rc = sqlite3_step(cur)) == SQLITE_ROW) {
             if (n == cap)
-                return adb_errf(db, -EBADMSG, "%s: retention selected more than %zu rows",
-                                db->path, cap);
+                return sqlu_errf(&db->sq, -EBADMSG, "%s: retention selected more than %zu rows",
+                                 db->sq.path, cap);
             r = read_wrow(db, cur, &rows[n]);
             if (r < 0)
                 return r;
             n++;
         }
         if (rc != SQLITE_DONE)
-            return adb_sql_fail(db, db->w, rc, "select old audit records");
+            return sqlu_fail(&db->sq, db->w, rc, "select old audit records");
     }
     for (size_t i = 0; i < n; i++) {
         _cleanup_reset_ sqlite3_stmt *del = db->stmt[W_DELETE_ID];
 
-        r = wbind_i64(db, del, ":id", rows[i].id);
+        r = sqlu_bind_named_i64(&db->sq, del, ":id", rows[i].id);
         if (r >= 0)
-            r = step_done(db, del, "delete old audit records");
+            r = sqlu_step_done(&db->sq, del, "delete old audit records");
         if (r < 0)
             return r;
         if (sqlite3_changes(db->w) != 1)
-            return adb_errf(db, -EBADMSG, "%s: record %lld vanished while retention removed it",
-                            db->path, (long long)rows[i].id);
+            return sqlu_errf(&db->sq, -EBADMSG,
+                             "%s: record %lld vanished while retention removed it", db->sq.path,
+                             (long long)rows[i].id);
     }
     r = account(db, rows, n, -1, why);
     if (r < 0)
@@ -2076,9 +1870,9 @@ static int remove_old(struct audit_db *db, const struct audit_retention *p, stru
     const struct prune_why why = { PRUNE_AGE, p->max_age_days, p->now_us };
     int r;
 
-    r = wbind_i64(db, st, ":cutoff", p->older_than_us);
+    r = sqlu_bind_named_i64(&db->sq, st, ":cutoff", p->older_than_us);
     if (r >= 0)
-        r = wbind_i64(db, st, ":limit", (int64_t)limit);
+        r = sqlu_bind_named_i64(&db->sq, st, ":limit", (int64_t)limit);
     if (r < 0) {
         sqlite3_clear_bindings(st);
         return r;
@@ -2111,15 +1905,13 @@ static int remove_heaviest(struct audit_db *db, uint8_t kind, const struct prune
             return 0;
         }
         if (rc != SQLITE_ROW)
-            return adb_sql_fail(db, db->w, rc, "find the heaviest writer");
+            return sqlu_fail(&db->sq, db->w, rc, "find the heaviest writer");
         k.has_uid = sqlite3_column_int64(st, 0) == 1;
         k.uid = (uint32_t)sqlite3_column_int64(st, 1);
         n_uid = sqlite3_column_int64(st, 2);
     }
     {
         _cleanup_reset_ sqlite3_stmt *st = db->stmt[W_HEAVY_SESSION];
-        const unsigned char *ses;
-        int len;
 
         r = bind_key(db, st, &k);
         if (r < 0)
@@ -2128,25 +1920,24 @@ static int remove_heaviest(struct audit_db *db, uint8_t kind, const struct prune
         if (rc == SQLITE_DONE) /* the uid's count has no sessions behind it */
             return count_change(db, &k, true, -n_uid);
         if (rc != SQLITE_ROW)
-            return adb_sql_fail(db, db->w, rc, "find the heaviest session");
-        ses = sqlite3_column_text(st, 0);
-        len = sqlite3_column_bytes(st, 0);
-        if (len < 0 || (size_t)len >= sizeof k.session)
-            return adb_errf(db, -EBADMSG, "%s: a session id in writers is too long", db->path);
-        if (len > 0)
-            memcpy(k.session, ses, (size_t)len);
-        k.session[len] = '\0';
+            return sqlu_fail(&db->sq, db->w, rc, "find the heaviest session");
+        r = sqlu_column_text_copy(st, 0, k.session, sizeof k.session);
+        if (r == -ENOMEM)
+            return sqlu_errf(&db->sq, -ENOMEM, "read session: out of memory");
+        if (r < 0)
+            return sqlu_errf(&db->sq, -EBADMSG, "%s: a session id in writers is too long",
+                             db->sq.path);
         n_ses = sqlite3_column_int64(st, 1);
     }
     if (n_ses <= 0)
-        return adb_errf(db, -EBADMSG, "%s: writers holds a count of %lld", db->path,
-                        (long long)n_ses);
+        return sqlu_errf(&db->sq, -EBADMSG, "%s: writers holds a count of %lld", db->sq.path,
+                         (long long)n_ses);
     if (limit > (uint64_t)n_ses)
         limit = (uint64_t)n_ses;
     sel = db->stmt[k.session[0] ? W_SEL_SESSION : W_SEL_NOSESSION];
     r = bind_key(db, sel, &k);
     if (r >= 0)
-        r = wbind_i64(db, sel, ":limit", (int64_t)limit);
+        r = sqlu_bind_named_i64(&db->sq, sel, ":limit", (int64_t)limit);
     if (r < 0) {
         sqlite3_clear_bindings(sel);
         return r;
@@ -2177,7 +1968,7 @@ static int size_excess_rows(struct audit_db *db, uint64_t max_bytes, uint64_t *r
         return r;
     rc = sqlite3_step(st);
     if (rc != SQLITE_ROW)
-        return adb_sql_fail(db, db->w, rc, "find the id range");
+        return sqlu_fail(&db->sq, db->w, rc, "find the id range");
     if (sqlite3_column_type(st, 0) == SQLITE_NULL)
         return 0; /* nothing left to delete: the schema alone is over budget */
     lo = sqlite3_column_int64(st, 0);
@@ -2233,7 +2024,7 @@ static int remove_for_size(struct audit_db *db, const struct audit_retention *p,
         /* No flow and no request record is left: the oldest of the rest. */
         sqlite3_stmt *st = db->stmt[W_SEL_OLDEST];
 
-        r = wbind_i64(db, st, ":limit", (int64_t)(want - done));
+        r = sqlu_bind_named_i64(&db->sq, st, ":limit", (int64_t)(want - done));
         if (r < 0) {
             sqlite3_clear_bindings(st);
             return r;
@@ -2322,7 +2113,7 @@ static int write_gaps(struct audit_db *db, const struct audit_retention *p,
 
         rc = sqlite3_step(st);
         if (rc != SQLITE_ROW)
-            return adb_sql_fail(db, db->w, rc, "look for uncounted removals");
+            return sqlu_fail(&db->sq, db->w, rc, "look for uncounted removals");
         if (sqlite3_column_type(st, 0) == SQLITE_NULL)
             return 0;
         since = sqlite3_column_int64(st, 0);
@@ -2337,7 +2128,7 @@ static int write_gaps(struct audit_db *db, const struct audit_retention *p,
     recs = calloc(ADB_GAPS_PER_STEP, sizeof *recs);
     ids = calloc(ADB_GAPS_PER_STEP, sizeof *ids);
     if (!g || !recs || !ids)
-        return adb_errf(db, -ENOMEM, "retention: out of memory for gap records");
+        return sqlu_errf(&db->sq, -ENOMEM, "retention: out of memory for gap records");
     {
         _cleanup_reset_ sqlite3_stmt *st = db->stmt[W_PRUNED_LIST];
 
@@ -2351,8 +2142,8 @@ static int write_gaps(struct audit_db *db, const struct audit_retention *p,
             struct gap_build *cur = ng ? &g[ng - 1] : NULL;
 
             if (kind < AUDIT_KIND_FLOW || kind > AUDIT_KIND_DNS || n <= 0)
-                return adb_errf(db, -EBADMSG, "%s: pruned holds kind %d, count %lld", db->path,
-                                kind, (long long)n);
+                return sqlu_errf(&db->sq, -EBADMSG, "%s: pruned holds kind %d, count %lld",
+                                 db->sq.path, kind, (long long)n);
             if (!cur || cur->reason != reason || cur->lim != lim || cur->has_uid != has_uid ||
                 cur->uid != uid) {
                 if (ng == ADB_GAPS_PER_STEP) {
@@ -2370,7 +2161,7 @@ static int write_gaps(struct audit_db *db, const struct audit_retention *p,
                 cur->newest = newest;
         }
         if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-            return adb_sql_fail(db, db->w, rc, "read uncounted removals");
+            return sqlu_fail(&db->sq, db->w, rc, "read uncounted removals");
     }
     for (size_t i = 0; i < ng; i++) {
         struct audit_rec *rec = &recs[i];
@@ -2394,11 +2185,11 @@ static int write_gaps(struct audit_db *db, const struct audit_retention *p,
 
         r = bind_key(db, st, &k);
         if (r >= 0)
-            r = wbind_i64(db, st, ":reason", g[i].reason);
+            r = sqlu_bind_named_i64(&db->sq, st, ":reason", g[i].reason);
         if (r >= 0)
-            r = wbind_i64(db, st, ":lim", g[i].lim);
+            r = sqlu_bind_named_i64(&db->sq, st, ":lim", g[i].lim);
         if (r >= 0)
-            r = step_done(db, st, "clear counted removals");
+            r = sqlu_step_done(&db->sq, st, "clear counted removals");
         if (r < 0)
             return r;
     }
@@ -2443,7 +2234,7 @@ static int prune_in_transaction(struct audit_db *db, const struct audit_retentio
         while ((rc = sqlite3_step(st)) == SQLITE_ROW)
             ;
         if (rc != SQLITE_DONE)
-            return adb_sql_fail(db, db->w, rc, "give freed pages back");
+            return sqlu_fail(&db->sq, db->w, rc, "give freed pages back");
     }
     res->deleted = (unsigned)deleted;
     *ret_vacuumed = free_pages > 0;
@@ -2458,16 +2249,16 @@ int audit_db_prune(struct audit_db *db, const struct audit_retention *p,
     bool vacuumed = false;
     int r;
 
-    db->err[0] = '\0';
+    db->sq.err[0] = '\0';
     if (!p || !ret)
-        return adb_errf(db, -EINVAL, "prune: no parameters or no result given");
+        return sqlu_errf(&db->sq, -EINVAL, "prune: no parameters or no result given");
     max_rows = p->max_rows < ADB_PRUNE_ROWS_MAX ? p->max_rows : ADB_PRUNE_ROWS_MAX;
     if (p->older_than_us == 0 && p->max_bytes == 0)
         max_rows = 0;
     if (max_rows > 0) {
         rows = calloc(max_rows, sizeof *rows);
         if (!rows)
-            return adb_errf(db, -ENOMEM, "prune: out of memory for %u rows", max_rows);
+            return sqlu_errf(&db->sq, -ENOMEM, "prune: out of memory for %u rows", max_rows);
     }
     r = begin(db, "begin a prune");
     if (r < 0)
@@ -2494,31 +2285,22 @@ int audit_db_explain_heaviest(struct audit_db *db, char *buf, size_t buflen) {
                                            W_SEL_NOSESSION };
     size_t used = 0;
 
-    db->err[0] = '\0';
+    db->sq.err[0] = '\0';
     if (!buf || buflen == 0)
-        return adb_errf(db, -EINVAL, "explain: no buffer given");
+        return sqlu_errf(&db->sq, -EINVAL, "explain: no buffer given");
     buf[0] = '\0';
     for (size_t i = 0; i < ARRAY_SIZE(which); i++) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         char sql[1024];
-        int rc, n;
+        int r, rc;
 
         snprintf(sql, sizeof sql, "EXPLAIN QUERY PLAN %s", stmt_sql[which[i]]);
         rc = sqlite3_prepare_v2(db->w, sql, -1, &st, NULL);
         if (rc != SQLITE_OK)
-            return adb_sql_fail(db, db->w, rc, "prepare a retention plan");
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            const unsigned char *d = sqlite3_column_text(st, 3);
-
-            n = snprintf(buf + used, buflen - used, "%s%s", used ? "; " : "",
-                         d ? (const char *)d : "");
-            if (n < 0 || (size_t)n >= buflen - used)
-                return adb_errf(db, -ERANGE, "explain: the plan does not fit in %zu bytes",
-                                buflen);
-            used += (size_t)n;
-        }
-        if (rc != SQLITE_DONE)
-            return adb_sql_fail(db, db->w, rc, "explain a retention query");
+            return sqlu_fail(&db->sq, db->w, rc, "prepare a retention plan");
+        r = plan_rows(db, st, buf, buflen, &used, "explain a retention query");
+        if (r < 0)
+            return r;
     }
     return 0;
 }

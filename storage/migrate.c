@@ -120,12 +120,7 @@ static const char migration_2[] =
     ") STRICT;"
     "PRAGMA user_version = 2;";
 
-struct migration {
-    int64_t version;
-    const char *sql;
-};
-
-static const struct migration migrations[] = {
+static const struct sqlu_migration migrations[] = {
     { 1, migration_1 },
     { 2, migration_2 },
 };
@@ -134,87 +129,62 @@ _Static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION,
                "one migration per schema version, the last one is STORE_SCHEMA_VERSION");
 _Static_assert(STORE_APPLICATION_ID == 1280919601, "migration_1 spells the application id");
 
-int store_check_version(struct store *s, int64_t version) {
+static int check_version(struct store *s, int64_t version) {
     if (version > STORE_SCHEMA_VERSION)
-        return store_errf(s, -EPROTO,
-                          "state.db schema version %lld is newer than this lyhd (%d); "
-                          "upgrade lyhd or move the file away (%s)",
-                          (long long)version, STORE_SCHEMA_VERSION, s->path);
+        return sqlu_errf(&s->sq, -EPROTO,
+                         "state.db schema version %lld is newer than this lyhd (%d); "
+                         "upgrade lyhd or move the file away (%s)",
+                         (long long)version, STORE_SCHEMA_VERSION, s->sq.path);
     if (version < 0)
-        return store_errf(s, -EBADMSG,
-                          "%s: invalid schema version %lld, not a lianyaohu state database; "
-                          "move it away and restart lyhd",
-                          s->path, (long long)version);
+        return sqlu_errf(&s->sq, -EBADMSG,
+                         "%s: invalid schema version %lld, not a lianyaohu state database; "
+                         "move it away and restart lyhd",
+                         s->sq.path, (long long)version);
     return 0;
 }
 
-static int migrate_in_transaction(struct store *s) {
+int store_read_version(struct store *s, int64_t *ret) {
+    int64_t version = 0;
+    int r;
+
+    r = sqlu_query_int(&s->sq, s->db, "PRAGMA user_version", &version);
+    if (r < 0)
+        return r;
+    r = check_version(s, version);
+    if (r < 0)
+        return r;
+    *ret = version;
+    return 0;
+}
+
+static int migrate_in_transaction(void *ud) {
+    struct store *s = ud;
     int64_t version = 0, app_id = 0;
     int r;
 
     /* Read again under the write lock: another process may have migrated
      * between our first look and BEGIN IMMEDIATE. */
-    r = store_query_int(s, "PRAGMA user_version", &version);
-    if (r < 0)
-        return r;
-    r = store_check_version(s, version);
+    r = store_read_version(s, &version);
     if (r < 0)
         return r;
 
-    r = store_query_int(s, "PRAGMA application_id", &app_id);
+    r = sqlu_query_int(&s->sq, s->db, "PRAGMA application_id", &app_id);
     if (r < 0)
         return r;
     if (version > 0 && app_id != STORE_APPLICATION_ID)
-        return store_errf(s, -EBADMSG,
-                          "%s is not a lianyaohu state database (application_id %lld); "
-                          "move it away and restart lyhd",
-                          s->path, (long long)app_id);
+        return sqlu_errf(&s->sq, -EBADMSG,
+                         "%s is not a lianyaohu state database (application_id %lld); "
+                         "move it away and restart lyhd",
+                         s->sq.path, (long long)app_id);
 
-    for (size_t i = 0; i < ARRAY_SIZE(migrations); i++) {
-        const struct migration *m = &migrations[i];
-        int64_t now = 0;
-        char what[64];
-
-        if (m->version <= version)
-            continue;
-        snprintf(what, sizeof what, "migration to schema version %lld", (long long)m->version);
-        r = store_exec(s, m->sql, what);
-        if (r < 0) {
-            /* A plain SQL error here means the file holds objects we did not
-             * expect (e.g. another program's tables in a version-0 file). */
-            if ((s->last_rc & 0xff) == SQLITE_ERROR) {
-                char first[STORE_ERR_MAX];
-
-                snprintf(first, sizeof first, "%s", s->err);
-                return store_errf(s, -EBADMSG, "%s; move the file away and restart lyhd", first);
-            }
-            return r;
-        }
-        r = store_query_int(s, "PRAGMA user_version", &now);
-        if (r < 0)
-            return r;
-        if (now != m->version)
-            return store_errf(s, -EBADMSG, "%s: %s left user_version at %lld", s->path, what,
-                              (long long)now);
-        version = now;
-    }
-    return 0;
+    /* A plain SQL error in a migration means the file holds objects we did
+     * not expect (e.g. another program's tables in a version-0 file). */
+    return sqlu_migrate(&s->sq, s->db, migrations, ARRAY_SIZE(migrations),
+                        "move the file away and restart lyhd", &version);
 }
 
 int store_migrate(struct store *s) {
-    int r;
-
-    r = store_exec(s, "BEGIN IMMEDIATE", "start the migration transaction");
-    if (r < 0)
-        return r;
-    r = migrate_in_transaction(s);
-    if (r < 0) {
-        /* Nothing of a failed migration may stay: ROLLBACK restores the old
-         * schema and user_version. Its own failure changes nothing we could
-         * report better than the first error. */
-        if (!sqlite3_get_autocommit(s->db))
-            (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-        return r;
-    }
-    return store_exec(s, "COMMIT", "commit the migration transaction");
+    /* Nothing of a failed migration may stay: the rollback restores the old
+     * schema and user_version. */
+    return sqlu_transaction(&s->sq, s->db, "migration", migrate_in_transaction, s);
 }
