@@ -58,6 +58,8 @@
 #define AUDIT_BATCH_MAX 16384      /* beyond this (audit.db stuck), count and drop */
 #define AUDIT_PAGE 256             /* records per page of a stream */
 #define AUDIT_OUT_HIGH (1u << 20)  /* pause a stream while this much output is queued */
+/* More events than NFLOG's 16 MiB socket can hold (a copy is >= 100 bytes) */
+#define AUDIT_SEQ_GAP_MAX (UINT32_C(1) << 20)
 #define AUDIT_PRUNE_ROWS 2000      /* rows per retention step */
 #define AUDIT_PRUNE_IDLE_S 10      /* retention check interval when nothing to do */
 #define AUDIT_PRUNE_GAP_DELAY_S 600 /* one retention gap per uid per 10 minutes at most */
@@ -102,6 +104,8 @@ struct audit {
     uint64_t last_fail_log_ms;
     struct nflog_read_stats st;
     uint64_t lost_recorded;   /* st.lost already turned into GAP records */
+    uint64_t lost_note_ms;    /* when note_lost last wrote one */
+    struct event *ev_lost;    /* writes a held-back one */
     struct audit_rate rate;   /* request records: per-uid and global buckets */
     struct event *ev_rate;    /* writes the rate limit's drops as gap records */
     struct ifcache_ent ifc[AUDIT_IFCACHE];
@@ -517,9 +521,20 @@ static void on_flow(struct audit *a, const struct pmsg_flow *f) {
     }
 }
 
-static void note_lost(struct audit *a) {
+static void note_lost(struct audit *a, bool now_or_never) {
+    uint64_t now = lyhd_mono_ms();
     if (a->st.lost <= a->lost_recorded)
         return;
+    /* one record a second at most (the counts add up meanwhile; the prune
+     * timer and the stop write what waits) */
+    if (!now_or_never && a->lost_note_ms && now - a->lost_note_ms < 1000) {
+        if (a->ev_lost && !evtimer_pending(a->ev_lost, NULL)) {
+            struct timeval tv = {0, (suseconds_t)(1000 - (now - a->lost_note_ms)) * 1000};
+            evtimer_add(a->ev_lost, &tv);
+        }
+        return;
+    }
+    a->lost_note_ms = now;
     char detail[160] = "";
     char ov[24];
     struct audit_rec g = {.time_us = wall_us(), .kind = AUDIT_KIND_GAP,
@@ -535,12 +550,23 @@ static void note_lost(struct audit *a) {
     push(a, &g);
 }
 
-void audit_on_flows(struct lyhd *d, const struct pmsg_flows *m) {
+static void on_lost(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    note_lost(arg, true);
+}
+
+int audit_on_flows(struct lyhd *d, const struct pmsg_flows *m) {
     struct audit *a = d->audit;
     if (!a)
-        return;
+        return 0;
     /* The sequence numbers are the kernel's count of events: a gap is
-     * events lost, however many protocol processes came and went. */
+     * events lost, however many protocol processes came and went. One
+     * larger than the socket could ever hold is a lie (it would make the
+     * real numbers that follow look old), and ends the process. */
+    for (size_t i = 0; i < m->n; i++)
+        if (m->v[i].has_seq && m->v[i].seq - a->next_seq > AUDIT_SEQ_GAP_MAX &&
+            m->v[i].seq - a->next_seq < UINT32_C(0x80000000))
+            return -EBADMSG;
     for (size_t i = 0; i < m->n; i++) {
         if (m->v[i].has_seq)
             a->st.lost += nflog_seq_advance(&a->next_seq, m->v[i].seq);
@@ -550,7 +576,8 @@ void audit_on_flows(struct lyhd *d, const struct pmsg_flows *m) {
     a->st.overruns += m->overruns;
     a->st.bad += m->bad;
     a->st.lost += m->unsent; /* read, but never reached us */
-    note_lost(a);
+    note_lost(a, false);
+    return 0;
 }
 
 int audit_nflog_fd(const struct lyhd *d) {
@@ -809,6 +836,7 @@ static void on_prune(evutil_socket_t fd, short what, void *arg) {
     if (retention_step(a, false))
         tv = (struct timeval){.tv_usec = 20000}; /* more may be due: soon, not at once */
     memset(a->ifc, 0, sizeof(a->ifc)); /* interfaces come and go; names are re-read */
+    note_lost(a, false);
     evtimer_add(a->ev_prune, &tv);
 }
 
@@ -1009,8 +1037,9 @@ int audit_start(struct lyhd *d, char *why, size_t whylen) {
     a->ev_flush = evtimer_new(d->base, on_flush, a);
     a->ev_prune = evtimer_new(d->base, on_prune, a);
     a->ev_rate = evtimer_new(d->base, on_rate, a);
+    a->ev_lost = evtimer_new(d->base, on_lost, a);
     audit_rate_init(&a->rate, &req_rate);
-    if (!a->batch || !a->ev_flush || !a->ev_prune || !a->ev_rate) {
+    if (!a->batch || !a->ev_flush || !a->ev_prune || !a->ev_rate || !a->ev_lost) {
         snprintf(why, whylen, "out of memory");
         r = -ENOMEM;
         goto fail;
@@ -1063,6 +1092,8 @@ fail:
         event_free(a->ev_prune);
     if (a->ev_rate)
         event_free(a->ev_rate);
+    if (a->ev_lost)
+        event_free(a->ev_lost);
     free(a->batch);
     return r;
 }
@@ -1072,6 +1103,7 @@ void audit_stop(struct lyhd *d) {
 
     if (!a)
         return;
+    note_lost(a, true);
     report_rate_drops(a, true);
     flush(a);
     /* What retention removed and has not written down yet: now, so it does
@@ -1091,6 +1123,7 @@ void audit_stop(struct lyhd *d) {
     event_free(a->ev_flush);
     event_free(a->ev_prune);
     event_free(a->ev_rate);
+    event_free(a->ev_lost);
     nflog_close(a->nl);
     /* Only a complete write marks the database clean. */
     if (a->n == 0)

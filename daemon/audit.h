@@ -71,7 +71,8 @@ unsigned audit_settle_ms(const struct lyhd *d);
 /* Flow events come decoded from the protocol process (flow_relay.c), which
  * reads the NFLOG socket audit_start bound (audit_nflog_fd). */
 struct pmsg_flows;
-void audit_on_flows(struct lyhd *d, const struct pmsg_flows *m);
+/* -EBADMSG: a sequence number no kernel sent (the caller ends the process). */
+int audit_on_flows(struct lyhd *d, const struct pmsg_flows *m);
 int audit_nflog_fd(const struct lyhd *d);
 /* Ask the protocol process to send every event queued now: the id to wait
  * for (audit_flows_synced_since), 0 when there is nothing to wait for (no

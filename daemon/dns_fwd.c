@@ -66,6 +66,7 @@ struct dns_fwd {
     uint64_t n_unrecorded; /* queries the record rate limit (or a full queue) left out */
     double rec_tokens;
     uint64_t rec_ms;
+    uint64_t gap_ms;       /* when record_gaps last wrote */
     /* What names resolved to for this session: address -> names, expiry
      * (the kernel set element's, with an allowlist). DNS_FWD_MAPS at most;
      * when full, the entry that expired first goes. */
@@ -87,10 +88,16 @@ struct dns_map {
 
 /* Say what the limits left out: queries not recorded, queries dropped at the
  * in-flight bound. */
-static void record_gaps(struct dns_fwd *f) {
+static void record_gaps(struct dns_fwd *f, bool now) {
     char kv[160] = "", n[24];
+    uint64_t t = lyhd_mono_ms();
     if (!f->n_unrecorded && !f->n_dropped)
         return;
+    /* at most one a second (the counts add up meanwhile) but at the end: the
+     * protocol process must not buy a record per message */
+    if (!now && f->gap_ms && t - f->gap_ms < 1000)
+        return;
+    f->gap_ms = t;
     snprintf(n, sizeof(n), "%llu", (unsigned long long)f->n_unrecorded);
     audit_kv(kv, sizeof(kv), "unrecorded", n);
     snprintf(n, sizeof(n), "%llu", (unsigned long long)f->n_dropped);
@@ -113,7 +120,7 @@ static bool record_allowed(struct dns_fwd *f) {
         return false;
     }
     f->rec_tokens -= 1;
-    record_gaps(f);
+    record_gaps(f, false);
     return true;
 }
 
@@ -133,7 +140,7 @@ void dns_fwd_on_record(struct lyhd *d, const struct pmsg_dns_record *m) {
     f->n_dropped += m->dropped_inflight;
     f->n_unrecorded += m->unsent;
     if (m->action == PDNS_NONE) {
-        record_gaps(f);
+        record_gaps(f, false);
         return;
     }
     if (!record_allowed(f))
@@ -606,7 +613,7 @@ void dns_fwd_free(struct dns_fwd *f) {
         if (copy_id(m.session, f->s->row.id) == 0 && pmsg_encode_dns_stop(&m, buf, sizeof(buf), &len) == 0)
             (void)pproc_send(f->d, buf, len, NULL, 0);
     }
-    record_gaps(f);
+    record_gaps(f, true);
     close_all(f);
     free(f->maps);
     free(f->map_index);

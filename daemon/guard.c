@@ -912,16 +912,15 @@ static int base_with_listeners(struct lyhd *d, unsigned *flags) {
      * are told apart by cgroup); without it, a session's DNS goes where its
      * resolv.conf says, through its chain's port-53 rules. */
     g->base.dns = g->have_cgroup;
-    /* ... and the protocol process, which serves them, kept to lo and the
-     * sessions' resolvers (no DNS redirection: no forwarder, no rules) */
-    g->base.proto_uid = g->base.dns ? (uint32_t)d->proto_uid : 0;
+    /* The protocol process (it parses the forwarded DNS and the flow
+     * events) may send only to the sessions' resolvers. */
+    g->base.proto_uid = (uint32_t)d->proto_uid;
     r = nft_ensure_base(g->nft, &g->base, flags);
     if (r < 0 && g->base.dns) {
         log_warn("nftables refused the DNS redirection (%s: %s); sessions' DNS goes where their "
                  "resolv.conf says",
                  nft_last_error_object(g->nft), strerror(-r));
         g->base.dns = false;
-        g->base.proto_uid = 0;
         r = nft_ensure_base(g->nft, &g->base, flags);
     }
     if (r < 0 && g->base.inbound) /* once more: a transient failure must not turn them off */

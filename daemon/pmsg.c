@@ -421,6 +421,14 @@ int pmsg_send(int sock, const uint8_t *buf, size_t len, const int *fds, size_t n
     }
 }
 
+void pmsg_close_fds(const int *fds, size_t n) {
+    static const struct linger now = {.l_onoff = 1, .l_linger = 0};
+    for (size_t i = 0; i < n; i++) {
+        (void)setsockopt(fds[i], SOL_SOCKET, SO_LINGER, &now, sizeof(now)); /* not a socket: ENOTSOCK */
+        close(fds[i]);
+    }
+}
+
 int pmsg_recv(int sock, uint8_t *buf, size_t cap, size_t *ret_len, int *fds, size_t *ret_nfds) {
     union {
         struct cmsghdr h;
@@ -446,8 +454,7 @@ int pmsg_recv(int sock, uint8_t *buf, size_t cap, size_t *ret_len, int *fds, siz
             memcpy(&tmp[got++], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
     }
     if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || got > PMSG_MAX_FDS) {
-        for (size_t i = 0; i < got; i++)
-            close(tmp[i]);
+        pmsg_close_fds(tmp, got);
         return -EBADMSG;
     }
     if (n == 0 && got == 0)

@@ -207,6 +207,10 @@ bool pmsg_id_ok(const char *s);
  * -EAGAIN when the peer's queue is full. */
 int pmsg_send(int sock, const uint8_t *buf, size_t len, const int *fds, size_t nfds);
 
+/* Close fds a possibly compromised peer sent: a socket's close never
+ * lingers (SO_LINGER 0: a socket it set to linger would block the closer). */
+void pmsg_close_fds(const int *fds, size_t n);
+
 /* Receive one datagram into buf (PMSG_MAX_BYTES) and its fds (close-on-exec,
  * up to PMSG_MAX_FDS). A datagram that was cut, or more fds than that:
  * whatever came is closed, -EBADMSG. 0 bytes: the peer is gone (-EPIPE).

@@ -142,9 +142,13 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) 
             return -EBADMSG;
         d->pproc->ready = true;
         log_info("protocol process %d ready (uid %u)", d->pproc->pid, (unsigned)d->pproc->uid);
-        if ((r = dns_fwd_send_policy(d)) < 0 && r != -ENOTCONN)
+        if ((r = dns_fwd_send_policy(d)) < 0) {
+            /* never a relay without the admin's deny list: a new process */
             log_error("cannot send the admin policy's domains to the protocol process: %s",
                       strerror(-r));
+            end_process(d, "it did not take the admin policy");
+            return 0;
+        }
         dns_fwd_announce_all(d);
         send_nflog(d);
         return 0;
@@ -174,9 +178,8 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) 
     }
     case PMSG_FLOWS: {
         static struct pmsg_flows m; /* 10 KiB: not on the stack */
-        if (pmsg_decode_flows(pl, pl_len, &m) < 0)
+        if (pmsg_decode_flows(pl, pl_len, &m) < 0 || audit_on_flows(d, &m) < 0)
             return -EBADMSG;
-        audit_on_flows(d, &m);
         return 0;
     }
     case PMSG_FLOWS_SYNCED: {
@@ -203,13 +206,14 @@ static void on_sock(evutil_socket_t fd, short what, void *arg) {
         if (r == -EAGAIN)
             return;
         if (r == -EPIPE || r == -ECONNRESET) {
-            /* gone: its exit event does the rest */
+            /* gone (its exit event does the rest), or it closed its end
+             * while alive: never left holding the sessions' sockets */
+            end_process(d, "it closed its socket");
             p->ready = false;
             event_del(p->ev_sock);
             return;
         }
-        for (size_t k = 0; k < nfds; k++)
-            close(fds[k]);
+        pmsg_close_fds(fds, nfds);
         if (r < 0 || pproc_dispatch(d, buf, len, nfds) < 0) {
             end_process(d, "it sent a message that makes no sense");
             event_del(p->ev_sock);
@@ -299,8 +303,11 @@ static int spawn(struct lyhd *d) {
 
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
         return -errno;
-    (void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-    (void)setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    /* FORCE: past net.core.wmem_max (root), so that announcing every
+     * session to a new process does not fill the queue */
+    for (int k = 0; k < 2; k++)
+        if (setsockopt(sv[k], SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) < 0)
+            (void)setsockopt(sv[k], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
     snprintf(a_uid, sizeof(a_uid), "%u", (unsigned)p->uid);
     snprintf(a_gid, sizeof(a_gid), "%u", (unsigned)p->gid);
     snprintf(a_flags, sizeof(a_flags), "%u", (d->cfg.verbose ? 1u : 0u) | (d->cfg.use_syslog ? 2u : 0u));
@@ -320,10 +327,15 @@ static int spawn(struct lyhd *d) {
          * wrappers would try to reach the parent's other threads) and can
          * never gain privilege again, before the exec. */
         sigset_t none;
-        if ((sv[1] == 3 ? fcntl(3, F_SETFD, 0) : dup2(sv[1], 3)) < 0)
+        if ((sv[1] == 3 ? fcntl(3, F_SETFD, 0) : dup2(sv[1], 3)) < 0 ||
+            syscall(SYS_close_range, 4u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) < 0)
             _exit(PPROC_EXIT_EXEC);
-        (void)syscall(SYS_close_range, 4u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
         (void)setsid();
+        /* the parent's handlers (libevent's write to its signal socket) must
+         * not run here once the process is _lyhd's to signal */
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sig != SIGKILL && sig != SIGSTOP)
+                (void)signal(sig, SIG_DFL);
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (syscall(SYS_SETGROUPS, 0, NULL) < 0 ||
@@ -386,15 +398,22 @@ int pproc_user(struct lyhd *d, char *why, size_t whylen) {
             log_info("created user %s (uid %u) for the protocol process", LYHD_PROTO_USER,
                      (unsigned)pw->pw_uid);
     }
-    if (pw->pw_uid == 0 || pw->pw_gid == 0 || lyhd_guard_gid(&d->cfg, pw->pw_gid)) {
+    uid_t uid = pw->pw_uid;
+    gid_t gid = pw->pw_gid;
+    /* its own: no other account with that uid (it could signal the process;
+     * the process could signal it) */
+    struct passwd *owner = getpwuid(uid);
+    bool own = owner && strcmp(owner->pw_name, LYHD_PROTO_USER) == 0;
+    if (uid == 0 || gid == 0 || lyhd_guard_gid(&d->cfg, gid) || !own) {
         snprintf(why, whylen,
-                 "user %s has uid %u gid %u: the protocol process needs an unprivileged user of "
+                 "user %s has uid %u gid %u%s: the protocol process needs an unprivileged user of "
                  "its own, outside the guard gids",
-                 LYHD_PROTO_USER, (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
+                 LYHD_PROTO_USER, (unsigned)uid, (unsigned)gid,
+                 own ? "" : ", which another account shares");
         return -EPERM;
     }
-    d->proto_uid = pw->pw_uid;
-    d->proto_gid = pw->pw_gid;
+    d->proto_uid = uid;
+    d->proto_gid = gid;
     return 0;
 }
 
@@ -473,8 +492,7 @@ void pproc_sync_flows(struct lyhd *d, unsigned timeout_ms) {
         int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
         if (r == -EAGAIN)
             continue;
-        for (size_t k = 0; k < nfds; k++)
-            close(fds[k]);
+        pmsg_close_fds(fds, nfds);
         if (r < 0 || pproc_dispatch(d, buf, len, nfds) < 0) {
             if (r != -EPIPE && r != -ECONNRESET)
                 end_process(d, "it sent a message that makes no sense");

@@ -26,6 +26,7 @@
 #include "daemon/lyhd.h"
 #include "daemon/dns_fwd.h"
 #include "daemon/policy.h"
+#include "daemon/pproc.h"
 #include "daemon/rpc.h"
 #include "daemon/session.h"
 #include "platform/linux/nft.h"
@@ -405,6 +406,9 @@ static void update_undo(struct rpc_call *call) {
     call->state = NULL;
     if (d && policy_load(d, why, sizeof(why)) < 0)
         log_error("admin policy: cannot reload after a failed commit: %s", why);
+    /* the relay was told the lists that were not kept: the ones in force again */
+    if (d && dns_fwd_send_policy(d) < 0 && pproc_ready(d))
+        log_error("cannot send the admin policy's domains to the protocol process again");
 }
 
 void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {

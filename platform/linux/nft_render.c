@@ -787,7 +787,7 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         return -EINVAL;
     if (p->dns && !p->cgroupv2)
         return -EINVAL;
-    if (p->proto_uid && (!p->dns || p->proto_uid == UINT32_MAX))
+    if (p->proto_uid == UINT32_MAX)
         return -EINVAL;
 
     _cleanup_free_ struct nftr_base *b = calloc(1, sizeof(*b));
@@ -801,17 +801,24 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
     struct matches ms = { .n = 0 };
     struct nftr_rule *r;
 
-    /* lyhd's protocol process parses what agents and resolvers send; were
-     * it taken over, its own sockets must not become a way out: through lo
-     * (its answers to agents), UDP port 53 to a session's resolver, nothing
-     * else. Its upstream sockets are bound to a session's VPN interface. */
+    /* lyhd's protocol process parses what agents send and resolvers and
+     * NFLOG carry; were it taken over, its own sockets must not become a way
+     * out: UDP port 53 to a session's resolver, and through lo only the
+     * replies of TCP connections agents opened to its forwarders (the socket
+     * it accepted is its file, so its uid), nothing else: no local resolver
+     * or service as a way around the VPN. Its UDP answers to agents leave
+     * through the parent's sockets (root's, not matched here); its upstream
+     * sockets are bound to a session's VPN interface. It makes no TCP socket
+     * of its own (its seccomp filter). */
     if (p->proto_uid) {
         for (int k = 0; k < 4; k++) {
             ms.n = 0;
             mpush(&ms, NFTR_M_SKUID)->id = p->proto_uid;
-            if (k == 0)
+            if (k == 0) {
                 m_oif(&ms, "lo");
-            else if (k < 3) {
+                m_l4proto(&ms, IPPROTO_TCP);
+                mpush(&ms, NFTR_M_CT_REPLY);
+            } else if (k < 3) {
                 m_set(&ms, k == 1 ? AF_INET : AF_INET6, k == 1 ? NFTR_SET_PROTO4 : NFTR_SET_PROTO6);
                 m_dport(&ms, IPPROTO_UDP, 53, 53);
             }

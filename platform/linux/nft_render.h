@@ -189,10 +189,10 @@ struct nftr_base_params {
     /* DNS goes to lyhd: chain dnsnat sends every guarded socket's port-53
      * flow to its session's forwarder (map dnsport). Needs cgroupv2. */
     bool dns;
-    /* With dns: the uid of lyhd's protocol process (0: none). Its sockets
-     * send only through lo and, UDP port 53, to the addresses in sets
-     * proto4/proto6 (the resolvers of the sessions lyhd forwards DNS for);
-     * everything else they send is dropped. */
+    /* The uid of lyhd's protocol process (0: none). Its sockets send only
+     * UDP to port 53 of the addresses in sets proto4/proto6 (the resolvers of
+     * the sessions lyhd forwards DNS for); everything else they send is
+     * dropped, through lo too. */
     uint32_t proto_uid;
 };
 

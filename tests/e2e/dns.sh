@@ -29,8 +29,8 @@
 #      nothing until lyhd listens there again), and a resolver that is an
 #      address of this machine
 #   9. the protocol process: unprivileged, confined, restarted after kill -9
-#  10. the protocol process's uid sends only through lo and to a resolver of a
-#      live session (UDP 53): not to the LAN, not elsewhere through the VPN
+#  10. the protocol process's uid sends only to a resolver of a live session
+#      (UDP 53): not to the LAN, not through lo, not elsewhere through the VPN
 #   7. the admin policy: allowed_domains is a ceiling (a name outside it is
 #      refused; without --allow-domain a session gets the ceiling),
 #      always_deny_domains wins, and a running session follows a change at
@@ -693,9 +693,9 @@ t_check "9: no protocol process was ever killed by its filter (SIGSYS)" \
     eval '! grep -q "killed by signal 31" "$LYH_TMP"/lyhd.*.log'
 
 # ---- 10. where the protocol process may send ---------------------------------------------
-# Were it taken over, its sockets must not be a way out: lo, and UDP port 53
-# to a resolver of a session lyhd forwards DNS for; nothing else (any process
-# of its uid: the probes below run as _lyhd).
+# Were it taken over, its sockets must not be a way out: UDP port 53 to a
+# resolver of a session lyhd forwards DNS for, nothing else, not even lo (any
+# process of its uid: the probes below run as _lyhd).
 echo "# 10. the protocol process's own traffic"
 PGID=$(id -g _lyhd 2>/dev/null)
 (run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /bin/sleep 8 >"$LYH_TMP/s10.out") &
@@ -705,15 +705,18 @@ p_lan=$(lyh_probe_as "$PUID" "$PGID" udp 192.168.77.2 "$LYH_PORT" 1500)
 p_vpn=$(lyh_probe_as "$PUID" "$PGID" tcp 11.77.0.1 "$LYH_PORT" 1500)
 p_res7=$(lyh_probe_as "$PUID" "$PGID" udp 10.77.0.2 "$LYH_PORT" 1500)
 p_res53=$(lyh_probe_as "$PUID" "$PGID" udp 10.77.0.2 53 1500)
+p_lo=$(lyh_probe_as "$PUID" "$PGID" udp 127.0.0.1 53 1500)
 p_ctl=$(lyh_probe_as "$LYH_UID" "$LYH_GID" udp 192.168.77.2 "$LYH_PORT" 1500)
 p_ctl2=$(lyh_probe_as "$LYH_UID" "$LYH_GID" tcp 11.77.0.1 "$LYH_PORT" 1500)
-echo "    as _lyhd: LAN udp: $p_lan; VPN tcp: $p_vpn; resolver:$LYH_PORT: $p_res7; resolver:53: $p_res53; control (the test user): $p_ctl, $p_ctl2"
+echo "    as _lyhd: LAN udp: $p_lan; VPN tcp: $p_vpn; resolver:$LYH_PORT: $p_res7; resolver:53: $p_res53; 127.0.0.1:53: $p_lo; control (the test user): $p_ctl, $p_ctl2"
 t_check "10: the protocol process's uid cannot send to the LAN (the test user can)" \
     eval '[[ $p_lan == unreach* ]] && [[ $p_ctl == ok* ]]'
 # (a dropped SYN is sent again until connect times out: anything but ok,
 # where the test user's connect is answered)
 t_check "10: ... nor through the VPN but to a resolver's port 53" \
     eval '[[ $p_vpn != ok* ]] && [[ $p_ctl2 == ok* ]] && [[ $p_res7 == unreach* ]]'
+t_check "10: ... nor through lo (a local resolver would be a way around the VPN)" \
+    eval '[[ $p_lo == unreach* ]]'
 t_check "10: ... and it can ask the session's resolver" eval '[[ $p_res53 != unreach* ]]'
 wait "$S10" 2>/dev/null
 lyh_wait_until 5 eval '! lyh_nft list set inet lianyaohu proto4 | grep -q "10\.77\.0\.2"'

@@ -705,10 +705,10 @@ static struct nftr_base_params dns_base(void) {
     };
 }
 
-/* The protocol process's uid: its packets leave through lo, or as UDP to
- * port 53 of an address in proto4/proto6, and are dropped otherwise; these
- * rules come first in chain output. Only with DNS redirection (no forwarder,
- * no protocol process to keep in). */
+/* The protocol process's uid: its packets leave only as UDP to port 53 of
+ * an address in proto4/proto6, or through lo as the reply side of a TCP
+ * connection (an agent's to its forwarder), and are dropped otherwise; these
+ * rules come first in chain output, with or without DNS redirection. */
 static void test_base_proto(void **state) {
     (void)state;
     struct nftr_base_params p = dns_base();
@@ -725,8 +725,12 @@ static void test_base_proto(void **state) {
         assert_int_equal(r->match[0].id, 999);
         assert_int_equal(r->verdict, i < 3 ? NFTR_V_ACCEPT : NFTR_V_DROP);
     }
+    assert_int_equal(b->output[0].n_match, 4);
     assert_int_equal(b->output[0].match[1].type, NFTR_M_OIFNAME);
     assert_string_equal(b->output[0].match[1].name, "lo");
+    assert_int_equal(b->output[0].match[2].type, NFTR_M_L4PROTO);
+    assert_int_equal(b->output[0].match[2].l4proto, IPPROTO_TCP);
+    assert_int_equal(b->output[0].match[3].type, NFTR_M_CT_REPLY);
     for (size_t i = 1; i < 3; i++) {
         assert_int_equal(b->output[i].n_match, 3);
         assert_int_equal(b->output[i].match[1].type, NFTR_M_DADDR_SET);
@@ -746,10 +750,12 @@ static void test_base_proto(void **state) {
         for (size_t k = 0; k < b->output[i].n_match; k++)
             assert_int_not_equal(b->output[i].match[k].type, NFTR_M_SKUID);
     nftr_base_free(b);
-    /* a uid without DNS redirection, or (uid_t)-1: refused */
+    /* without DNS redirection too (it reads the flow events); (uid_t)-1: refused */
     p.proto_uid = 999;
     p.dns = false;
-    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+    assert_int_equal(nftr_render_base(&p, &b), 0);
+    assert_int_equal(b->output[0].match[0].type, NFTR_M_SKUID);
+    nftr_base_free(b);
     p.dns = true;
     p.proto_uid = UINT32_MAX;
     assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
