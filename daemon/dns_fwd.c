@@ -582,9 +582,15 @@ static void add_resolvers(const struct session *s, uint8_t (*v4)[16], size_t *n4
  * else (nft_render.h). Made anew after each start and end. A failure is
  * logged: the protocol process then cannot reach a new session's resolver
  * (its agent gets SERVFAIL; nothing opens). */
+static int addr_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
+
 static void sync_resolvers(struct lyhd *d, const struct dns_fwd *gone,
                            const struct session *starting) {
     static uint8_t v4[NFT_PROTO_RESOLVERS_MAX][16], v6[NFT_PROTO_RESOLVERS_MAX][16];
+    /* what the sets hold (the last lists put there): most starts and ends
+     * leave them as they are, and cost no nft transaction */
+    static uint8_t had4[NFT_PROTO_RESOLVERS_MAX][16], had6[NFT_PROTO_RESOLVERS_MAX][16];
+    static size_t n_had4, n_had6;
     size_t n4 = 0, n6 = 0;
     const struct session *s;
 
@@ -595,11 +601,28 @@ static void sync_resolvers(struct lyhd *d, const struct dns_fwd *gone,
     TAILQ_FOREACH(s, &d->sessions, link)
         if (s->dns && s->dns != gone)
             add_resolvers(s, v4, &n4, v6, &n6);
+    qsort(v4, n4, sizeof(v4[0]), addr_cmp);
+    qsort(v6, n6, sizeof(v6[0]), addr_cmp);
+    if (!d->guard->proto_sets_stale && n4 == n_had4 && n6 == n_had6 &&
+        memcmp(v4, had4, n4 * 16) == 0 && memcmp(v6, had6, n6 * 16) == 0)
+        return;
     int r = nft_proto_resolvers_set(d->guard->nft, v4, n4, v6, n6);
-    if (r < 0)
+    if (r < 0) {
         log_error("cannot let the protocol process reach the sessions' resolvers (%zu IPv4, %zu "
                   "IPv6): %s",
                   n4, n6, strerror(-r));
+        d->guard->proto_sets_stale = true; /* try again at the next start or end */
+        return;
+    }
+    memcpy(had4, v4, n4 * 16);
+    memcpy(had6, v6, n6 * 16);
+    n_had4 = n4;
+    n_had6 = n6;
+    d->guard->proto_sets_stale = false;
+}
+
+void dns_fwd_resolvers_sync(struct lyhd *d) {
+    sync_resolvers(d, NULL, NULL);
 }
 
 void dns_fwd_free(struct dns_fwd *f) {

@@ -49,6 +49,9 @@ void dns_fwd_on_record(struct lyhd *d, const struct pmsg_dns_record *m);
 
 /* Stop listening (the protocol process is told), free. Accepts NULL. */
 void dns_fwd_free(struct dns_fwd *f);
+/* Sets proto4/proto6 from every forwarding session's resolvers (after the
+ * table was made anew; starts and ends keep them by themselves). */
+void dns_fwd_resolvers_sync(struct lyhd *d);
 
 /* For a flow record of the session to addr: "names=a.example,b.example"
  * (what resolved to it for the session), and with an allowlist

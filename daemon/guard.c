@@ -795,6 +795,9 @@ static unsigned restore_chains(struct lyhd *d) {
     char why[256];
     unsigned n = 0;
 
+    d->guard->proto_sets_stale = true;
+    dns_fwd_resolvers_sync(d);
+
     for (s = TAILQ_FIRST(&d->sessions); s; s = next) {
         next = TAILQ_NEXT(s, link);
         if (!s->has_chain || s->row.state >= STORE_SESSION_ENDING)
@@ -949,6 +952,7 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
     g->cg.base_fd = -1;
     g->watch_fd = -1;
     d->guard = g;
+    g->proto_sets_stale = true; /* a table kept from the last lyhd: whatever they hold */
     r = nft_open(&g->nft);
     if (r < 0) {
         snprintf(why, whylen, "cannot open the nftables netlink socket: %s", strerror(-r));

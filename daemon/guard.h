@@ -32,6 +32,9 @@ struct guard {
      * any interface but lo. Decided once at startup; when false,
      * listeners_why says why in plain words (RunStarted note, log). */
     bool listeners;
+    /* Sets proto4/proto6 may not hold what dns_fwd last put there (the table
+     * was made anew): dns_fwd fills them again. */
+    bool proto_sets_stale;
     char listeners_why[200];
     /* The next loopback slot to give a session (its conntrack marks, see
      * nft_render.h): counted on from a random start. */

@@ -26,6 +26,7 @@
 #include "common/macros.h"
 #include "daemon/audit.h"
 #include "daemon/closer.h"
+#include "daemon/dns_fwd.h"
 #include "daemon/log.h"
 #include "daemon/policy.h"
 #include "daemon/lyhd.h"
@@ -566,6 +567,8 @@ int main(int argc, char **argv) {
         log_error("egress guard: %s", why);
         goto fail;
     }
+    /* the protocol process's resolvers: those of the sessions adopted */
+    dns_fwd_resolvers_sync(&d);
     if (seccomp_init_prog(&d) < 0)
         goto fail;
     r = pproc_start(&d, why, sizeof(why));
