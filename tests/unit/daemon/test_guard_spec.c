@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "daemon/guard_spec.h"
+#include "tests/unit/daemon/spec_assert.h"
 
 static struct gspec sample(void) {
     struct gspec g;
@@ -22,36 +23,6 @@ static struct gspec sample(void) {
     g.lan[0] = (struct dr_rule){.family = AF_INET, .addr = {192, 168, 1}, .prefix_len = 24};
     g.n_lan = 1;
     return g;
-}
-
-/* Field by field: padding bytes are not part of the value (a struct copy
- * need not keep them). */
-static void dests_equal(const struct dr_rule *a, const struct dr_rule *b, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        assert_int_equal(a[i].family, b[i].family);
-        assert_memory_equal(a[i].addr, b[i].addr, 16);
-        assert_int_equal(a[i].prefix_len, b[i].prefix_len);
-        assert_int_equal(a[i].port_min, b[i].port_min);
-        assert_int_equal(a[i].port_max, b[i].port_max);
-    }
-}
-
-static void spec_equal(const struct gspec *a, const struct gspec *b) {
-    assert_string_equal(a->iface, b->iface);
-    assert_int_equal(a->deny_default, b->deny_default);
-    assert_int_equal(a->ipv6_blocked, b->ipv6_blocked);
-    assert_int_equal(a->n_lan, b->n_lan);
-    dests_equal(a->lan, b->lan, a->n_lan);
-    assert_int_equal(a->n_deny, b->n_deny);
-    dests_equal(a->deny, b->deny, a->n_deny);
-    assert_int_equal(a->n_allow, b->n_allow);
-    dests_equal(a->allow, b->allow, a->n_allow);
-    assert_int_equal(a->dns_port, b->dns_port);
-    assert_int_equal(a->n_resolvers, b->n_resolvers);
-    dests_equal(a->resolvers, b->resolvers, a->n_resolvers);
-    assert_int_equal(a->n_domains, b->n_domains);
-    assert_int_equal(a->domains_len, b->domains_len);
-    assert_memory_equal(a->domains, b->domains, a->domains_len);
 }
 
 static void test_v1_round_trip(void **state) {

@@ -21,6 +21,7 @@
 #include "common/macros.h"
 #include "daemon/guard_spec.h"
 #include "daemon/policy.h"
+#include "tests/unit/daemon/spec_assert.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
 
@@ -44,17 +45,6 @@ static Lianyaohu__V1__DestRule wire_rule(uint8_t *addr, size_t len, uint32_t pre
     r.port_min = pmin;
     r.port_max = pmax;
     return r;
-}
-
-/* Field by field: struct dr_rule has padding, which is no part of the value. */
-static void dests_equal(const struct dr_rule *a, const struct dr_rule *b, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        assert_int_equal(a[i].family, b[i].family);
-        assert_memory_equal(a[i].addr, b[i].addr, 16);
-        assert_int_equal(a[i].prefix_len, b[i].prefix_len);
-        assert_int_equal(a[i].port_min, b[i].port_min);
-        assert_int_equal(a[i].port_max, b[i].port_max);
-    }
 }
 
 #define STRINGS_EQUAL(a, b, n)                                                                     \
@@ -1096,24 +1086,6 @@ static void spec_init(struct gspec *g) {
     g->n_deny = 1;
     g->allow[0] = dest("93.184.216.34:443");
     g->n_allow = 1;
-}
-
-static void spec_equal(const struct gspec *a, const struct gspec *b) {
-    assert_string_equal(a->iface, b->iface);
-    assert_int_equal(a->deny_default, b->deny_default);
-    assert_int_equal(a->ipv6_blocked, b->ipv6_blocked);
-    assert_int_equal(a->n_lan, b->n_lan);
-    dests_equal(a->lan, b->lan, a->n_lan);
-    assert_int_equal(a->n_deny, b->n_deny);
-    dests_equal(a->deny, b->deny, a->n_deny);
-    assert_int_equal(a->n_allow, b->n_allow);
-    dests_equal(a->allow, b->allow, a->n_allow);
-    assert_int_equal(a->dns_port, b->dns_port);
-    assert_int_equal(a->n_resolvers, b->n_resolvers);
-    dests_equal(a->resolvers, b->resolvers, a->n_resolvers);
-    assert_int_equal(a->n_domains, b->n_domains);
-    assert_int_equal(a->domains_len, b->domains_len);
-    assert_memory_equal(a->domains, b->domains, a->domains_len);
 }
 
 /* Wholly within the policy: nothing changes, nothing is said. */
