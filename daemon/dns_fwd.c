@@ -582,6 +582,14 @@ static void add_resolvers(const struct session *s, uint8_t (*v4)[16], size_t *n4
  * else (nft_render.h). Made anew after each start and end. A failure is
  * logged: the protocol process then cannot reach a new session's resolver
  * (its agent gets SERVFAIL; nothing opens). */
+/* What the relay is told must fit its messages whole: a list cut short
+ * would drop deny entries (fail open) or allowed names. */
+_Static_assert(POLICY_MAX_DOMAINS <= PMSG_POLICY_DOMAINS, "the policy's domain lists fit DNS_POLICY");
+_Static_assert(POLICY_DOMAIN_MAX + 1 <= PMSG_PATTERN_MAX, "a policy pattern fits DNS_POLICY");
+_Static_assert(GSPEC_MAX_RESOLVERS <= PMSG_RESOLVERS, "a session's resolvers fit DNS_START");
+_Static_assert(GSPEC_MAX_DOMAINS <= PMSG_DOMAINS && GSPEC_DOMAIN_BYTES <= PMSG_DOMAIN_BYTES,
+               "a session's allowlist fits DNS_START");
+
 static int addr_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
 
 static void sync_resolvers(struct lyhd *d, const struct dns_fwd *gone,

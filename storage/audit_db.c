@@ -9,7 +9,7 @@
  * bound parameter), update or delete a record other than through retention,
  * or keep a read transaction open between calls.
  *
- * ---- Schema (user_version 2; docs/audit.md) ----------------------------------------
+ * ---- Schema (user_version 3; docs/audit.md) ----------------------------------------
  *
  * events: one row per record, never updated, deleted only by audit_db_prune.
  * No column is NULL: "absent" is 0, '' or x'' (a zero-length BLOB).
@@ -20,7 +20,7 @@
  *             in id: flows are stamped when the kernel saw them and arrive in
  *             batches, so neighbours may be a few seconds out of id order (and
  *             the clock itself may step).
- *   kind      1..6, enum audit_kind (= lianyaohu.v1.EventKind).
+ *   kind      1..7, enum audit_kind (= lianyaohu.v1.EventKind).
  *   verdict   0..2, enum audit_verdict; 0 for records that decide nothing.
  *   session   the session id (at most 16 bytes), '' when about no session.
  *   has_uid   1 when uid is known. Then uid is the uid (0 is root); else uid is 0.
@@ -1126,7 +1126,7 @@ static int rec_check(struct audit_db *db, const struct audit_rec *r, size_t i) {
     const char *bad = NULL;
 
     if (r->kind < AUDIT_KIND_FLOW || r->kind > AUDIT_KIND_DNS)
-        bad = "kind is not 1..6";
+        bad = "kind is not 1..7";
     else if (r->verdict > AUDIT_VERDICT_DENIED)
         bad = "verdict is not 0..2";
     else if (family_code(r->family) < 0)

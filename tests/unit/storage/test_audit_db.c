@@ -567,7 +567,7 @@ static void test_append_all_or_nothing(void **state) {
     struct audit_filter all = { 0 };
     struct walk w = { 0 };
     static const char *const why[] = {
-        "kind is not 1..6", "kind is not 1..6", "verdict is not 0..2", "family is not",
+        "kind is not 1..7", "kind is not 1..7", "verdict is not 0..2", "family is not",
         "addr_len is not", "session is not NUL-terminated", "iface is not NUL-terminated",
         "action is not NUL-terminated",
     };
