@@ -65,6 +65,7 @@ extern char **environ;
 
 struct pproc {
     int exe_fd; /* -1 with --protocol-exe (exec by path) */
+    char *env[8]; /* its environment: a few of lyhd's variables, never all of root's */
     uid_t uid;
     gid_t gid;
     int sock; /* -1: no process */
@@ -344,9 +345,9 @@ static int spawn(struct lyhd *d) {
             prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
             _exit(PPROC_EXIT_CREDS);
         if (p->exe_fd >= 0)
-            syscall(SYS_execveat, p->exe_fd, "", argv, environ, AT_EMPTY_PATH);
+            syscall(SYS_execveat, p->exe_fd, "", argv, p->env, AT_EMPTY_PATH);
         else
-            execve(d->cfg.protocol_exe, argv, environ);
+            execve(d->cfg.protocol_exe, argv, environ); /* a test program: what the test set */
         _exit(PPROC_EXIT_EXEC);
     }
     close(sv[1]);
@@ -417,6 +418,22 @@ int pproc_user(struct lyhd *d, char *why, size_t whylen) {
     return 0;
 }
 
+/* The protocol process's environment: the time zone and the locale it logs
+ * in, and the sanitizers' options of a test build; pointers into environ
+ * (lyhd never changes its own). */
+static void pick_env(struct pproc *p) {
+    static const char *const keep[] = {"TZ=", "LANG=", "LC_ALL=", "ASAN_OPTIONS=",
+                                       "UBSAN_OPTIONS=", "LSAN_OPTIONS="};
+    size_t n = 0;
+    for (char **e = environ; e && *e && n < ARRAY_SIZE(p->env) - 1; e++)
+        for (size_t k = 0; k < ARRAY_SIZE(keep); k++)
+            if (strncmp(*e, keep[k], strlen(keep[k])) == 0) {
+                p->env[n++] = *e;
+                break;
+            }
+    p->env[n] = NULL;
+}
+
 /* lyhd's own binary, which the child runs as the user: executable by it. */
 static int open_own_binary(struct pproc *p, char *why, size_t whylen) {
     struct stat st;
@@ -459,6 +476,7 @@ int pproc_start(struct lyhd *d, char *why, size_t whylen) {
         return r;
     p->uid = d->proto_uid;
     p->gid = d->proto_gid;
+    pick_env(p);
     if (d->cfg.protocol_exe)
         log_warn("the protocol process is %s (--protocol-exe: for tests only)",
                  d->cfg.protocol_exe);
