@@ -36,7 +36,9 @@
 #include "daemon/policy.h"
 #include "daemon/rpc.h"
 #include "platform/linux/cgroup.h"
+#include "platform/linux/conntrack.h"
 #include "platform/linux/fsutil.h"
+#include "platform/linux/nft_render.h"
 #include "platform/linux/spawn.h"
 
 /* Waiting for a killed cgroup to empty: 250 x 20 ms. */
@@ -349,6 +351,23 @@ static void teardown_run(struct session *s, bool may_wait) {
                       s->row.id);
     } else if (s->pid > 0) {
         kill(-s->pid, SIGKILL);
+    }
+
+    /* Its forwarder is of no use any more: the conntrack entries that send
+     * flows there go now (before the client, told of the exit, can start
+     * another session), or a later session's query that happens to reuse
+     * one's addresses and ports (an ephemeral port come round) would follow
+     * it to this port and be refused. Nothing of the session runs, so no new
+     * ones come. */
+    if (s->dns && s->spec.dns_port && !s->dns_flows_forgotten) {
+        unsigned n = 0;
+        s->dns_flows_forgotten = true;
+        r = ct_forget_forwarder(s->spec.dns_port, NFTR_DNS_FLOW_MARK, &n);
+        if (r < 0)
+            log_warn("forgetting the DNS flows of session '%s' (port %u) failed: %s; they "
+                     "expire by themselves", s->row.id, s->spec.dns_port, strerror(-r));
+        else if (n)
+            log_debug("session '%s': %u DNS flow(s) forgotten", s->row.id, n);
     }
 
     /* 2. The end, on record, while the chain and its counters still exist. The

@@ -238,11 +238,16 @@ elif op == "qtype":  # NAME TYPE...: one query each, "qtype T rcode=R an=N"
                b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack("!HH", int(t), 1))
         try: r = s.recv(4096); print("qtype", t, "rcode=%d" % (r[3] & 15), "an=%d" % struct.unpack("!H", r[6:8])[0])
         except OSError: print("qtype", t, "none")
-elif op == "fixed":  # one query from a fixed local port, then the socket is closed
+elif op == "fixed":  # PORT [HOLD]: one query from a fixed local port, then the socket is closed
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
-    s.bind(("0.0.0.0", int(sys.argv[2]))); s.sendto(q("allowed.test", 1, 1), ("8.8.8.8", 53))
-    try: r = s.recv(512); print("fixed ok", socket.inet_ntoa(r[-4:]))
-    except OSError: print("fixed none")
+    s.bind(("0.0.0.0", int(sys.argv[2])))
+    try: s.sendto(q("allowed.test", 1, 1), ("8.8.8.8", 53))
+    except OSError as e: print("fixed refused", e.errno); sys.exit(0)
+    try: r = s.recv(512); print("fixed ok", socket.inet_ntoa(r[-4:]), flush=True)
+    except OSError: print("fixed none", flush=True)
+    s.close()
+    if len(sys.argv) > 3:  # HOLD: the session stays that long, its socket closed
+        print("fixed closed", flush=True); time.sleep(float(sys.argv[3]))
 PY
 chown "$LYH_UID:$LYH_GID" "$LYH_HOME/proj/attack.py"
 
@@ -496,7 +501,11 @@ ctr() { # RULE-TEXT-REGEX: the packet count of that rule of chain output
         sed -n "/$1/s/.* counter packets \([0-9]*\) .*/\1/p" | head -n 1
 }
 before=$(ctr 'ct direction original ct mark 0x80000000')
-res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py fixed 40999)
+: >"$LYH_TMP/fixed.out"
+(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py fixed 40999 6 \
+    >"$LYH_TMP/fixed.out") &
+FIXED=$!
+lyh_wait_until 15 grep -q "^fixed closed" "$LYH_TMP/fixed.out"
 res2=$(LYH_CMD_TIMEOUT=20 lyh_as_user /usr/bin/python3 -c '
 import socket, struct
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2); s.bind(("0.0.0.0", 40999))
@@ -505,12 +514,24 @@ try:
     s.recv(512); print("answered")
 except OSError: print("nothing")' 2>&1)
 after=$(ctr 'ct direction original ct mark 0x80000000')
-echo "    agent: $(head -n 1 <<<"$res"); local user: $res2; drops ${before:-?} -> ${after:-?}"
+res=$(cat "$LYH_TMP/fixed.out")
+wait "$FIXED" || true
+echo "    agent: $(grep "^fixed" <<<"$res" | head -n 1); local user: $res2; drops ${before:-?} -> ${after:-?}"
 t_check "8: the agent's query from its fixed port was answered" grep -qx "fixed ok 11.77.0.1" <<<"$res"
 t_check "8: a local user reusing the agent's port and destination gets nothing" \
     eval '[ "$res2" = nothing ] && ! grep -q "exfil" "$VPNLOG"'
 t_check "8: ... stopped by the rule for a DNS flow's original direction from a host socket" \
     eval '[ -n "$after" ] && [ "$after" -gt "${before:-0}" ]'
+
+# a session asks from the port and to the address another, ended, session
+# asked from and to a moment ago: that flow's conntrack entry (which sent it
+# to the ended session's forwarder) must be gone with it, not refuse the new
+# session's query (an ephemeral port is reused so by chance)
+res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py fixed 40998)
+res2=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py fixed 40998)
+echo "    first session: $(grep "^fixed" <<<"$res"); second: $(grep "^fixed" <<<"$res2")"
+t_check "8: a session asking from the port and to the address an ended session just used is answered" \
+    eval 'grep -qx "fixed ok 11.77.0.1" <<<"$res" && grep -qx "fixed ok 11.77.0.1" <<<"$res2"'
 
 # a session asking every second, across a restart of lyhd with a squatter on
 # its forwarder's port meanwhile; the squatter also forges answers to the
