@@ -523,7 +523,8 @@ int audit_fmt_parse_session(const char *text, char *ret, size_t retlen, char *wh
     size_t n = strlen(p);
     if (n == 0 || n > 16 || strspn(p, "0123456789abcdefABCDEF") != n)
         return fail(why, whylen,
-                    "not a session id (16 hexadecimal digits, as `lyh sessions` shows it)");
+                    "not a session id or a prefix of one (up to 16 hexadecimal digits, as "
+                    "`lyh sessions` shows them)");
     for (size_t i = 0; i <= n; i++)
         id[i] = p[i] >= 'A' && p[i] <= 'F' ? (char)(p[i] - 'A' + 'a') : p[i];
     if (retlen <= n)

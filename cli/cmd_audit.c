@@ -76,7 +76,7 @@ static const struct {
 } opt_help[] = {
     {OPT_SINCE, "  --since WHEN          records at or after WHEN\n"},
     {OPT_UNTIL, "  --until WHEN          records before WHEN\n"},
-    {OPT_SESSION, "  --session ID          one session (16 hex digits as `lyh sessions` shows it)\n"},
+    {OPT_SESSION, "  --session ID          one session: its id or a unique prefix of it\n"},
     {OPT_UID, "  --uid UID|USER        records about this user (others' need admin)\n"},
     {OPT_VERDICT, "  --verdict allowed|denied\n"},
     {OPT_DST, "  --dst ADDR[/PREFIX]   destination address or network (10.0.0.0/8, fd00::/8)\n"},
@@ -489,7 +489,9 @@ static int gap_event(const lianyaohu_v1_AuditEvent *ev, void *ud) {
     struct sum_ctx *s = ud;
     const lianyaohu_v1_AuditQueryRequest *q = s->q;
 
-    if (q->session_id[0] && ev->session_id[0] && strcmp(q->session_id, ev->session_id) != 0)
+    /* the selection may name its session by a prefix (lyhd found it unique) */
+    if (q->session_id[0] && ev->session_id[0] &&
+        strncmp(q->session_id, ev->session_id, strlen(q->session_id)) != 0)
         return EXIT_OK;
     if (q->has_uid && ev->has_uid && q->uid != ev->uid)
         return EXIT_OK;

@@ -17,21 +17,60 @@
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 
-/* A whole session id: exactly 16 lowercase hex digits. A prefix is refused
- * rather than matching nothing (the CLI resolves prefixes before asking). */
-static bool session_id_ok(const char *id) {
-    size_t n = strlen(id);
-    if (n != 16)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-            return false;
-    return true;
+/* The most candidates an ambiguous prefix's error names. */
+#define PREFIX_SHOW 6
+
+/* A session id, or a unique prefix of one (1 to 16 lowercase hex digits; a
+ * non-admin's prefix is matched against their own sessions only, so it
+ * neither finds nor counts anyone else's), into f->session; 0, or the call
+ * failed saying what matched. Resolved against state.db, which keeps every
+ * session's row (a session older than a state.db wiped meanwhile needs its
+ * whole id). */
+static int resolve_session(struct lyhd *d, struct rpc_call *call, const char *id,
+                           struct audit_filter *f) {
+    size_t n = strlen(id), k = 0;
+    char found[PREFIX_SHOW][17], list[PREFIX_SHOW * 18 + 16] = "";
+
+    if (n == 0 || n > 16 || strspn(id, "0123456789abcdef") != n) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                 "session id '%.40s' is not a session id or a prefix of one (1 to 16 lowercase "
+                 "hex digits)",
+                 id);
+        return -EINVAL;
+    }
+    if (n == 16) {
+        memcpy(f->session, id, n + 1);
+        return 0;
+    }
+    int r = store_session_ids_by_prefix(d->store, id, call->peer_is_admin, call->peer.uid, found,
+                                        PREFIX_SHOW, &k);
+    if (r < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot look the prefix up: %s",
+                 store_errmsg(d->store));
+        return r;
+    }
+    if (k == 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__NOT_FOUND, "no session%s starts with '%s'",
+                 call->peer_is_admin ? "" : " of yours", id);
+        return -ENOENT;
+    }
+    if (k > 1) {
+        for (size_t i = 0; i < k && i < PREFIX_SHOW; i++) {
+            size_t used = strlen(list);
+            snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", found[i]);
+        }
+        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                 "'%s' is the start of several session ids: %s%s; give more of its digits", id,
+                 list, k > PREFIX_SHOW ? ", and more" : "");
+        return -EINVAL;
+    }
+    memcpy(f->session, found[0], sizeof(found[0]));
+    return 0;
 }
 
 /* Request → filter; 0, or the call failed with a precise message. */
-static int to_filter(struct rpc_call *call, const Lianyaohu__V1__AuditQueryRequest *q,
-                     struct audit_filter *f) {
+static int to_filter(struct lyhd *d, struct rpc_call *call,
+                     const Lianyaohu__V1__AuditQueryRequest *q, struct audit_filter *f) {
     const int bad = LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
 
     memset(f, 0, sizeof(*f));
@@ -48,14 +87,8 @@ static int to_filter(struct rpc_call *call, const Lianyaohu__V1__AuditQueryReque
     }
     f->since_us = (int64_t)q->since_unix_us;
     f->until_us = (int64_t)q->until_unix_us;
-    if (q->session_id && q->session_id[0]) {
-        if (!session_id_ok(q->session_id)) {
-            rpc_fail(call, bad, "session id '%.40s' is not a session id (16 hex digits)",
-                     q->session_id);
-            return -EINVAL;
-        }
-        memcpy(f->session, q->session_id, strlen(q->session_id) + 1);
-    }
+    if (q->session_id && q->session_id[0] && resolve_session(d, call, q->session_id, f) < 0)
+        return -EINVAL;
     if (q->has_uid) {
         f->has_uid = true;
         f->uid = q->uid;
@@ -150,7 +183,7 @@ static void start(struct lyhd *d, struct rpc_call *call, const Lianyaohu__V1__Au
     struct audit_filter f;
     int r;
 
-    if (to_filter(call, q, &f) < 0)
+    if (to_filter(d, call, q, &f) < 0)
         return;
     if (follow && f.until_us) {
         rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,

@@ -62,6 +62,9 @@ static const char *const stmt_sql[STMT__MAX] = {
     [STMT_SESSION_COUNT_LIVE_ALL] = "SELECT count(*) FROM sessions WHERE state <> 4",
     [STMT_SESSION_COUNT_LIVE_UID] = "SELECT count(*) FROM sessions WHERE state <> 4 AND uid = ?1",
     [STMT_SESSION_PRUNE] = "DELETE FROM sessions WHERE state = 4 AND ended_ms < ?1",
+    /* ids are lowercase hex: every id that starts with P lies in [P, P || 'g') */
+    [STMT_SESSION_PREFIX] = "SELECT id FROM sessions WHERE id >= ?1 AND id < ?1 || 'g' "
+                            "AND length(id) = 16 AND (?2 OR uid = ?3) ORDER BY id LIMIT ?4",
     [STMT_GUARD_GET] = "SELECT " GUARD_COLS " FROM guards "
                        "WHERE uid = ?1 AND scope = ?2 AND scope <> 1",
     [STMT_GUARD_GET_BY_CHAIN] = "SELECT " GUARD_COLS " FROM guards WHERE chain = ?1",
@@ -632,6 +635,33 @@ int store_session_count_live(struct store *s, uint32_t uid_or_all, bool all, uin
         return sqlu_fail(&s->sq, s->db, rc, "count live sessions");
     count = sqlite3_column_int64(st, 0);
     *ret = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+    return 0;
+}
+
+int store_session_ids_by_prefix(struct store *s, const char *prefix, bool all, uint32_t uid,
+                                char (*out)[17], size_t max, size_t *ret_n) {
+    _cleanup_reset_ sqlite3_stmt *st = s->stmt[STMT_SESSION_PREFIX];
+    size_t n = 0, len = prefix ? strlen(prefix) : 0;
+    int r, rc;
+
+    s->sq.err[0] = '\0';
+    if (!ret_n || len == 0 || len > 16 || strspn(prefix, "0123456789abcdef") != len ||
+        max > 64)
+        return sqlu_errf(&s->sq, -EINVAL, "session prefix: 1 to 16 lowercase hex digits");
+    r = bind_str(s, st, 1, prefix, "session prefix");
+    r = r ?: sqlu_bind_i64(&s->sq, st, 2, all);
+    r = r ?: sqlu_bind_i64(&s->sq, st, 3, uid);
+    r = r ?: sqlu_bind_i64(&s->sq, st, 4, (int64_t)max + 1);
+    if (r < 0)
+        return r;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n < max && sqlu_column_text_copy(st, 0, out[n], sizeof(out[n])) < 0)
+            return sqlu_corrupt(&s->sq, "a session id of over 16 bytes");
+        n++;
+    }
+    if (rc != SQLITE_DONE)
+        return sqlu_fail(&s->sq, s->db, rc, "find sessions by prefix");
+    *ret_n = n;
     return 0;
 }
 

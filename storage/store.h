@@ -146,6 +146,12 @@ int store_session_foreach_live(struct store *s,
                                void *userdata);
 /* Live sessions of uid_or_all, or of everyone when all is true. */
 int store_session_count_live(struct store *s, uint32_t uid_or_all, bool all, uint32_t *ret);
+/* The ids (any state) that start with prefix (1 to 16 lowercase hex digits),
+ * of uid unless all, in id order: the first max (at most 64) into out, and in
+ * *ret_n how many there are, counting up to max + 1 (more than max: the caller
+ * says "and more"). */
+int store_session_ids_by_prefix(struct store *s, const char *prefix, bool all, uint32_t uid,
+                                char (*out)[17], size_t max, size_t *ret_n);
 /* Delete ENDED sessions with ended_ms < cutoff_ms; returns the count through ret
  * (may be NULL). Live sessions are never pruned. */
 int store_session_prune(struct store *s, int64_t cutoff_ms, uint32_t *ret);

@@ -6,7 +6,8 @@
 #   2. with two VPN interfaces up and stdin not a terminal, lyh never
 #      prompts (stdin is the agent's): it refuses and lists --vpn choices
 #   3. everyday commands: lyh stop ID (a unique prefix; SIGTERM, then
-#      SIGKILL after --grace; an ambiguous prefix lists the candidates),
+#      SIGKILL after --grace; an ambiguous prefix lists the candidates), and
+#      lyh audit query --session PREFIX the same way,
 #      --socket after the command, "did you mean" for a mistyped command
 #   4. interface names: the admin policy decides which are VPNs; by default
 #      the common clients' (tailscale0 works), not eth*, and an admin can
@@ -133,6 +134,21 @@ for id in $(ids); do
 done
 lyh_wait_until 30 eval '[ -z "$(ids)" ]'
 t_check "3: lyh stop --grace 0 ends every other one at once" eval '[ -z "$(ids)" ]'
+# session ids by prefix in the audit log too (the sessions have ended)
+res=$(lyh_u audit query --session "${one:0:12}" --kind session; echo "rc=$?")
+t_check "3: lyh audit query --session PREFIX: that session's records" \
+    eval 'grep -qx "rc=0" <<<"$res" && grep -q "$one" <<<"$res" &&
+          [ -z "$(grep -o "\b[0-9a-f]\{16\}\b" <<<"$res" | grep -vx "$one")" ]'
+res=$(lyh_u audit query --session "$dup"; echo "rc=$?")
+echo "$res" | sed 's/^/    /' | head -n 3
+t_check "3: ... an ambiguous one: refused, naming candidates" \
+    eval '! grep -qx "rc=0" <<<"$res" && grep -q "is the start of several session ids" <<<"$res" &&
+          [ "$(grep -o "\b$dup[0-9a-f]\{15\}\b" <<<"$res" | wc -l)" -ge 2 ]'
+alt=${one:0:9}$([ "${one:9:1}" = 0 ] && echo 1 || echo 0)
+res=$(lyh_u audit query --session "$alt"; echo "rc=$?")
+t_check "3: ... one that matches none: said so, in plain words" \
+    eval '! grep -qx "rc=0" <<<"$res" && grep -q "no session of yours starts with .$alt." <<<"$res" &&
+          ! grep -q "NOT_FOUND" <<<"$res"'
 wait "${RUNS[@]}"
 t_check "3: ... and their lyh run ended with the agent's signal (143 SIGTERM, 137 SIGKILL)" \
     eval 'grep -qx "rc=143" "$LYH_TMP/s1.out" || grep -qx "rc=137" "$LYH_TMP/s1.out"'

@@ -407,12 +407,12 @@ static void test_uid_limit_session(void **state) {
     assert_string_equal(id, "1f");
     strcpy(id, "untouched");
     static const struct bad bads[] = {
-        {"0123456789abcdef0", "not a session id (16 hexadecimal digits, as `lyh sessions` shows it)"},
-        {"s:", "not a session id (16 hexadecimal digits, as `lyh sessions` shows it)"},
-        {"0123456789abcdeg", "not a session id (16 hexadecimal digits, as `lyh sessions` shows it)"},
-        {"a b", "not a session id (16 hexadecimal digits, as `lyh sessions` shows it)"},
-        {"../x", "not a session id (16 hexadecimal digits, as `lyh sessions` shows it)"},
-        {"S:0123456789abcdef", "not a session id (16 hexadecimal digits, as `lyh sessions` shows it)"},
+        {"0123456789abcdef0", "not a session id or a prefix of one (up to 16 hexadecimal digits, as `lyh sessions` shows them)"},
+        {"s:", "not a session id or a prefix of one (up to 16 hexadecimal digits, as `lyh sessions` shows them)"},
+        {"0123456789abcdeg", "not a session id or a prefix of one (up to 16 hexadecimal digits, as `lyh sessions` shows them)"},
+        {"a b", "not a session id or a prefix of one (up to 16 hexadecimal digits, as `lyh sessions` shows them)"},
+        {"../x", "not a session id or a prefix of one (up to 16 hexadecimal digits, as `lyh sessions` shows them)"},
+        {"S:0123456789abcdef", "not a session id or a prefix of one (up to 16 hexadecimal digits, as `lyh sessions` shows them)"},
         {"", "empty session id"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(bads); i++) {

@@ -581,6 +581,59 @@ static void test_insecure_dir(void **state) {
 
 /* ---- sessions -------------------------------------------------------------------------------- */
 
+/* Session ids by prefix (lyh audit query --session 6e): in id order, a
+ * non-admin's own only, the count one past what fits, ids that are not 16
+ * hex digits never matched, and a bad prefix refused. */
+static void test_session_prefix(void **state) {
+    struct fx *f = *state;
+    static const struct {
+        const char *id;
+        uint32_t uid;
+        int state;
+    } rows[] = {
+        {"6e00000000000001", 1000, STORE_SESSION_ENDED},
+        {"6e00000000000002", 1000, STORE_SESSION_RUNNING},
+        {"6e10000000000000", 1001, STORE_SESSION_RUNNING},
+        {"6f00000000000000", 1000, STORE_SESSION_RUNNING},
+        {"6e-not-hex", 1000, STORE_SESSION_RUNNING},
+        {"6e000000000000011", 1000, STORE_SESSION_RUNNING},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+        struct store_session ss = mk_session(rows[i].id, rows[i].uid, 1000 + (int64_t)i, rows[i].state);
+        assert_int_equal(store_session_insert(f->s, &ss), 0);
+    }
+    char out[4][17];
+    size_t n = 99;
+    /* an admin sees every owner's */
+    assert_int_equal(store_session_ids_by_prefix(f->s, "6e", true, 0, out, 4, &n), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(out[0], "6e00000000000001");
+    assert_string_equal(out[1], "6e00000000000002");
+    assert_string_equal(out[2], "6e10000000000000");
+    /* uid 1000 only its own, ended ones too */
+    assert_int_equal(store_session_ids_by_prefix(f->s, "6e", false, 1000, out, 4, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(store_session_ids_by_prefix(f->s, "6e1", false, 1000, out, 4, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(store_session_ids_by_prefix(f->s, "6e1", false, 1001, out, 4, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(out[0], "6e10000000000000");
+    /* room for one: the count still says there are more */
+    assert_int_equal(store_session_ids_by_prefix(f->s, "6", true, 0, out, 1, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(out[0], "6e00000000000001");
+    /* a whole id matches itself */
+    assert_int_equal(store_session_ids_by_prefix(f->s, "6f00000000000000", true, 0, out, 4, &n), 0);
+    assert_int_equal(n, 1);
+    /* not a prefix of an id: refused, nothing written */
+    n = 99;
+    const char *bad[] = {"", "6E", "6e-", "6e%", "6e_", "6e00000000000000011", "g"};
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+        assert_int_equal(store_session_ids_by_prefix(f->s, bad[i], true, 0, out, 4, &n), -EINVAL);
+    assert_int_equal(n, 99);
+    assert_int_equal(store_session_ids_by_prefix(f->s, "6e", true, 0, out, 65, &n), -EINVAL);
+}
+
 static void test_session_crud(void **state) {
     struct fx *f = *state;
     struct store_session ss = mk_session("s-0001a2b3c4d5e6f7", 1000, 1234, STORE_SESSION_STARTING);
@@ -1102,6 +1155,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_locked_rollback_journal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_insecure_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_crud, setup_open, teardown),
+        cmocka_unit_test_setup_teardown(test_session_prefix, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_session_live, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_guards, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_transactions, setup_open, teardown),
