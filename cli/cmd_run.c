@@ -21,6 +21,7 @@
 
 #include "cli/audit_fmt.h"
 #include "cli/cli.h"
+#include "cli/textbuf.h"
 #include "cli/config.h"
 #include "cli/pty_relay.h"
 #include "cli/vpn_pick.h"
@@ -171,12 +172,35 @@ static char env_note[768];
 static char env_names[480]; /* the names for it, ", "-joined */
 static bool quiet;
 
-/* --quiet leaves out the notes that describe (IPv6, DNS); every other one,
- * a warning about what is weaker than usual among them (an old Landlock ABI,
- * let-through sockets, no listeners), still prints, as new ones will. */
-static bool note_informational(const char *note) {
-    return strncmp(note, "IPv6 is blocked for this session", 32) == 0 ||
-           strncmp(note, "DNS: lyhd answers", 17) == 0;
+/* The one line lyh prints when the session started (unless --quiet): where
+ * it runs and what holds it. The daemon's notes are warnings (something
+ * weaker than usual) and print even with --quiet. */
+static void start_line(const lianyaohu_v1_RunStarted *st, char *out, size_t len) {
+    struct sb b;
+    if (sb_init(&b, out, len) < 0)
+        return;
+    sb_printf(&b, "session %.40s", st->session_id);
+    if (st->interface[0])
+        sb_printf(&b, " on %.16s: Landlock ABI %u; %s; ", st->interface, st->landlock_abi,
+                  st->listeners ? "local servers on loopback" : "no local servers");
+    else
+        sb_printf(&b, " with no VPN guard (no network): Landlock ABI %u; ", st->landlock_abi);
+    if (st->resolvers_count) {
+        sb_puts(&b, "DNS through lyhd (asks");
+        for (pb_size_t i = 0; i < st->resolvers_count; i++)
+            sb_printf(&b, "%s%.46s", i ? ", " : " ", st->resolvers[i]);
+        sb_putc(&b, ')');
+        if (st->allowed_domains)
+            sb_printf(&b, ", only %u allowed name%s", st->allowed_domains,
+                      st->allowed_domains == 1 ? "" : "s");
+    } else {
+        sb_puts(&b, "DNS not through lyhd");
+    }
+    if (st->interface[0] && st->ipv6_blocked)
+        sb_printf(&b, "; IPv6 blocked (its default route is not on %.16s)", st->interface);
+    else if (st->interface[0])
+        sb_printf(&b, "; IPv6 through %.16s", st->interface);
+    (void)sb_finish(&b);
 }
 
 /* Add name to the note's list (at most 12 names shown). A name that is not
@@ -390,9 +414,13 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
             ipv6_blocked = ev->event.started.ipv6_blocked;
             if (relay)
                 pty_relay_set_session(relay, c, session_id);
+            if (!quiet) {
+                char line[512];
+                start_line(&ev->event.started, line, sizeof(line));
+                fprintf(stderr, "lyh: %s\r\n", line);
+            }
             for (pb_size_t i = 0; i < ev->event.started.notes_count; i++)
-                if (!quiet || !note_informational(ev->event.started.notes[i]))
-                    fprintf(stderr, "lyh: %s\r\n", ev->event.started.notes[i]);
+                fprintf(stderr, "lyh: %s\r\n", ev->event.started.notes[i]);
             if (!quiet && env_note[0])
                 fprintf(stderr, "lyh: %s\r\n", env_note);
             break;

@@ -463,8 +463,8 @@ static void send_started(struct session *s) {
     Lianyaohu__V1__RunStarted st = LIANYAOHU__V1__RUN_STARTED__INIT;
     Lianyaohu__V1__RunEvent ev = LIANYAOHU__V1__RUN_EVENT__INIT;
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
-    char *notes[6];
-    char v6[160], ll[300], ls[300], sk[1300], dn[400];
+    char *notes[6], *resolvers[GSPEC_MAX_RESOLVERS];
+    char ll[300], ls[300], sk[1300], res[GSPEC_MAX_RESOLVERS][INET6_ADDRSTRLEN];
     size_t n = 0;
 
     if (!s->call)
@@ -475,11 +475,7 @@ static void send_started(struct session *s) {
     st.interface = s->row.interface;
     st.ipv6_blocked = s->spec.ipv6_blocked;
     st.landlock_abi = (uint32_t)s->d->landlock_abi;
-    if (s->spec.ipv6_blocked && s->row.interface[0]) {
-        snprintf(v6, sizeof(v6), "IPv6 is blocked for this session (its default route does not "
-                                 "use %s)", s->row.interface);
-        notes[n++] = v6;
-    }
+    st.listeners = s->d->guard->listeners;
     if (s->d->landlock_abi < (int)POLICY_DEFAULT_MIN_LANDLOCK_ABI) {
         snprintf(ll, sizeof(ll),
                  "Landlock ABI %d (the admin policy accepts it): abstract Unix sockets and signals "
@@ -497,24 +493,14 @@ static void send_started(struct session *s) {
     }
     if (s->path_note[0])
         notes[n++] = s->path_note;
-    if (s->dns) {
-        char res[200] = "";
-        for (size_t i = 0; i < s->spec.n_resolvers; i++) {
-            char a[INET6_ADDRSTRLEN];
-            size_t l = strlen(res);
-            if (inet_ntop(s->spec.resolvers[i].family, s->spec.resolvers[i].addr, a, sizeof(a)))
-                snprintf(res + l, sizeof(res) - l, "%s%s", l ? ", " : "", a);
-        }
-        int k = snprintf(dn, sizeof(dn), "DNS: lyhd answers the agent's queries, asking %s through %s",
-                         res, s->row.interface);
-        if (s->spec.n_domains && k > 0 && (size_t)k < sizeof(dn))
-            snprintf(dn + k, sizeof(dn) - (size_t)k,
-                     "; only the allowed name%s (%zu) resolve%s, and on the VPN the agent reaches "
-                     "only what they resolved to",
-                     s->spec.n_domains == 1 ? "" : "s", s->spec.n_domains,
-                     s->spec.n_domains == 1 ? "s" : "");
-        notes[n++] = dn;
+    /* the DNS it gets, for the client's start line */
+    for (size_t i = 0; s->dns && i < s->spec.n_resolvers && i < GSPEC_MAX_RESOLVERS; i++) {
+        char *a = res[st.n_resolvers];
+        if (inet_ntop(s->spec.resolvers[i].family, s->spec.resolvers[i].addr, a, sizeof(res[0])))
+            resolvers[st.n_resolvers++] = a;
     }
+    st.resolvers = resolvers;
+    st.allowed_domains = s->dns ? (uint32_t)s->spec.n_domains : 0;
     if (s->sockets[0]) {
         snprintf(sk, sizeof(sk),
                  "the agent can reach these sockets of yours (--allow-socket), and what listens "

@@ -205,6 +205,11 @@ echo "$err" | sed 's/^/    /'
 t_check "5: the note names them, with the count" \
     eval 'grep -q "^lyh: [0-9]* of your environment variables are not passed to the agent.*GITHUB_TOKEN" <<<"$err" &&
           grep -q "LYH_TEST_UNLISTED" <<<"$err"'
+t_check "5: one start line: session, interface, Landlock, local servers, DNS, IPv6" \
+    eval '[ "$(grep -c "^lyh: session " <<<"$err")" = 1 ] &&
+          grep -Eq "^lyh: session [0-9a-f]{16} on tun0: Landlock ABI [0-9]+; (local servers on loopback|no local servers); DNS through lyhd \(asks [0-9a-f.:, ]+\); IPv6 (through tun0|blocked .*)$" <<<"$(tr -d "\r" <<<"$err")"'
+t_check "5: ... and no separate IPv6 or DNS note" \
+    eval '! grep -q "IPv6 is blocked\|lyhd answers the agent" <<<"$err"'
 t_check "5: ... never their values, and the agent has neither" \
     eval '! grep -q "secret" <<<"$err" && ! grep -q "secret" <<<"$aout" && grep -q "^HOME=" <<<"$aout"'
 aout=$(run_env --vpn tun0 --no-tui --env GITHUB_TOKEN=given -- /usr/bin/env 2>"$LYH_TMP/err5")

@@ -303,7 +303,7 @@ if agent_start s1; then
         "${LYH_CGBASE#"$LYH_CGMNT"}/$S1"
     agent_probe s1 $VPN_PROBES $LAN_PROBES $ETH_PROBES $ULA_PROBES $V6_PROBES
     check_results "1 (v6 default via tun0)" "$RES" $VPN_PROBES $V6_PROBES -- $LAN_PROBES $ETH_PROBES $ULA_PROBES
-    if grep -q "IPv6 is blocked" "$LYH_TMP/agent.s1.err"; then
+    if grep -q "IPv6 blocked" "$LYH_TMP/agent.s1.err"; then
         t_fail "1: IPv6 not blocked with the IPv6 default via tun0" "$(cat "$LYH_TMP/agent.s1.err")"
     else
         t_pass "1: IPv6 not blocked with the IPv6 default via tun0"
@@ -324,7 +324,7 @@ fi
 lyh_route6_default eth0
 if agent_start s1b; then
     S1B=${A_SID[s1b]}
-    if grep -q "IPv6 is blocked for this session" "$LYH_TMP/agent.s1b.err"; then
+    if grep -q "; IPv6 blocked (its default route is not on tun0)" "$LYH_TMP/agent.s1b.err"; then
         t_pass "1: RunStarted says IPv6 is blocked (IPv6 default via eth0)"
     else
         t_fail "1: RunStarted says IPv6 is blocked (IPv6 default via eth0)" "$(cat "$LYH_TMP/agent.s1b.err")"
