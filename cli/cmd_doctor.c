@@ -257,72 +257,6 @@ static bool preflight(struct doctor *dr, struct lyh_client *c, const char *ifnam
 
 /* ---- the resolver ---------------------------------------------------------------- */
 
-static bool addr_on_vpn(const struct vpn_if *v, size_t n, int family, const void *a,
-                        const char **ret_name) {
-    for (size_t i = 0; i < n; i++) {
-        if (family == AF_INET)
-            for (size_t k = 0; k < v[i].n4; k++)
-                if (memcmp(&v[i].a4[k], a, 4) == 0)
-                    goto found;
-        if (family == AF_INET6)
-            for (size_t k = 0; k < v[i].n6; k++)
-                if (memcmp(&v[i].a6[k], a, 16) == 0)
-                    goto found;
-        continue;
-    found:
-        *ret_name = v[i].name;
-        return true;
-    }
-    return false;
-}
-
-/* The source address the kernel would pick for dst: a UDP connect() sends
- * nothing, it only looks up the route. */
-static int source_for(int family, const void *dst, void *ret_src) {
-    struct sockaddr_storage ss = {0}, src = {0};
-    socklen_t slen = sizeof(src), len;
-    int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    int r = 0;
-
-    if (fd < 0)
-        return -errno;
-    if (family == AF_INET) {
-        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons(53);
-        memcpy(&s4->sin_addr, dst, 4);
-        len = sizeof(*s4);
-    } else {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons(53);
-        memcpy(&s6->sin6_addr, dst, 16);
-        len = sizeof(*s6);
-    }
-    if (connect(fd, (struct sockaddr *)&ss, len) < 0 ||
-        getsockname(fd, (struct sockaddr *)&src, &slen) < 0)
-        r = -errno;
-    else if (family == AF_INET)
-        memcpy(ret_src, &((struct sockaddr_in *)&src)->sin_addr, 4);
-    else
-        memcpy(ret_src, &((struct sockaddr_in6 *)&src)->sin6_addr, 16);
-    close(fd);
-    return r;
-}
-
-struct routed_one {
-    const struct vpn_if *v;
-};
-
-/* Would the kernel send to addr out of this VPN interface (the source address
- * it picks is one of the interface's)? */
-static bool routed_via_one(int family, const uint8_t *addr, void *ud) {
-    const struct routed_one *ro = ud;
-    const char *via = NULL;
-    uint8_t src[16];
-    return source_for(family, addr, src) == 0 && addr_on_vpn(ro->v, 1, family, src, &via);
-}
-
 /* Every DNS query of a session goes to lyhd, which asks the VPN interface's
  * resolver through it: say, per VPN interface, which resolver a launch will
  * find (the same search as lyhd's: the admin's dns_resolvers routed through
@@ -335,7 +269,6 @@ static void check_resolver(struct doctor *dr, const struct vpn_if *v, size_t nv,
 
     for (size_t i = 0; i < nv; i++) {
         struct dr_rule res[DNSCFG_MAX];
-        struct routed_one ro = {.v = &v[i]};
         char source[80] = "", what[400], list[200] = "";
         size_t n = 0;
         unsigned ifindex = if_nametoindex(v[i].name);
@@ -343,11 +276,11 @@ static void check_resolver(struct doctor *dr, const struct vpn_if *v, size_t nv,
             continue;
         if (nadm) {
             for (size_t k = 0; k < nadm && n < DNSCFG_MAX; k++)
-                if (routed_via_one(adm[k].family, adm[k].addr, &ro))
+                if (vpn_routed_via(adm[k].family, adm[k].addr, (void *)&v[i]))
                     res[n++] = adm[k];
             snprintf(source, sizeof(source), "the admin policy");
         } else if (ifindex == 0 ||
-                   dnscfg_system(v[i].name, (int)ifindex, "/etc/resolv.conf", routed_via_one, &ro,
+                   dnscfg_system(v[i].name, (int)ifindex, "/etc/resolv.conf", vpn_routed_via, (void *)&v[i],
                                  res, &n, source, sizeof(source)) < 0) {
             n = 0;
         }

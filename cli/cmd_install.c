@@ -53,7 +53,10 @@ int cmd_install(struct cli *cli, int argc, char **argv) {
         fprintf(stderr, "%s install: unexpected argument '%s'\n", cli->prog, argv[optind]);
         return EXIT_USAGE;
     }
-    rc = vpn_pick(vpn, isatty(0) && isatty(2), in->interface, sizeof(in->interface));
+    struct vpn_pick_in pin = {.explicit_name = vpn,
+                              .interactive = isatty(0) && isatty(2),
+                              .allow_non_default_route = in->allow_non_default_route};
+    rc = vpn_pick(&pin, in->interface, sizeof(in->interface));
     if (rc != EXIT_OK)
         return rc;
     rc = cli_unary(cli, req, lianyaohu_v1_Request_install_tag, lianyaohu_v1_Response_install_tag,

@@ -838,7 +838,13 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     } else {
         char picked[16];
         bool interactive = !o.no_tui && isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
-        rc = vpn_pick(o.vpn, interactive, picked, sizeof(picked));
+        /* `s` in the picker saves to the global config, unless config
+         * files are off (--no-config) */
+        struct vpn_pick_in pin = {.explicit_name = o.vpn,
+                                  .interactive = interactive,
+                                  .allow_non_default_route = rr->allow_non_default_route,
+                                  .save_path = ccli.no_config ? NULL : conf->global_path};
+        rc = vpn_pick(&pin, picked, sizeof(picked));
         if (rc != EXIT_OK)
             return rc;
         snprintf(rr->interface, sizeof(rr->interface), "%s", picked);

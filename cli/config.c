@@ -944,6 +944,125 @@ int cfg_trust_set(const char *trust_path, const char *dir, const char *sha256_he
     return 0;
 }
 
+/* ---- [defaults] vpn_interface, written by the picker ------------------------------------------ */
+
+/* The table a header line opens ("defaults" for "  [ defaults ] # x"), into
+ * name; false when line is no header. Quoted or dotted headers come back as
+ * written: they never equal "defaults", and the parse of the result catches
+ * a table the edit missed. */
+static bool header_name(const char *line, size_t len, char *name, size_t namelen) {
+    size_t i = 0, j;
+    while (i < len && (line[i] == ' ' || line[i] == '\t'))
+        i++;
+    if (i >= len || line[i] != '[')
+        return false;
+    while (i < len && (line[i] == '[' || line[i] == ' ' || line[i] == '\t'))
+        i++;
+    for (j = i; j < len && line[j] != ']'; j++)
+        ;
+    while (j > i && (line[j - 1] == ' ' || line[j - 1] == '\t'))
+        j--;
+    snprintf(name, namelen, "%.*s", (int)(j - i), line + i);
+    return true;
+}
+
+static bool is_key_line(const char *line, size_t len, const char *key) {
+    size_t i = 0, kl = strlen(key);
+    while (i < len && (line[i] == ' ' || line[i] == '\t'))
+        i++;
+    if (len - i < kl || memcmp(line + i, key, kl) != 0)
+        return false;
+    for (i += kl; i < len && (line[i] == ' ' || line[i] == '\t'); i++)
+        ;
+    return i < len && line[i] == '=';
+}
+
+int cfg_edit_default_vpn(const char *in, size_t len, const char *iface, char **ret_out,
+                         struct cfg_error *err) {
+    size_t il = strlen(iface);
+    if (il == 0 || il >= 16 || strspn(iface, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                             "0123456789._@+-") != il)
+        return seterr(err, -EINVAL, "'%s' cannot be saved as an interface name", iface);
+    if (memchr(in, '\0', len))
+        return seterr(err, -EINVAL, "the file has a NUL byte; edit it by hand");
+
+    _cleanup_free_ char *out = NULL;
+    size_t outlen = 0;
+    FILE *f = open_memstream(&out, &outlen);
+    if (!f)
+        return -ENOMEM;
+    char section[64] = "";
+    bool done = false;
+    for (size_t off = 0; off < len;) {
+        const char *line = in + off, *nl = memchr(line, '\n', len - off);
+        size_t ll = nl ? (size_t)(nl - line) : len - off;
+        off += ll + (nl != NULL);
+        if (header_name(line, ll, section, sizeof(section))) {
+            fwrite(line, 1, ll, f);
+            fputc('\n', f);
+            if (!done && strcmp(section, "defaults") == 0) {
+                fprintf(f, "vpn_interface = \"%s\"\n", iface);
+                done = true;
+            }
+            continue;
+        }
+        /* a vpn_interface line under [defaults]: the new one stands in its place */
+        if (strcmp(section, "defaults") == 0 && is_key_line(line, ll, "vpn_interface"))
+            continue;
+        fwrite(line, 1, ll, f);
+        if (nl)
+            fputc('\n', f);
+    }
+    if (!done)
+        fprintf(f, "%s[defaults]\nvpn_interface = \"%s\"\n",
+                len == 0 ? "" : in[len - 1] == '\n' ? "\n" : "\n\n", iface);
+    if (fclose(f) != 0)
+        return -ENOMEM;
+
+    /* The loader must read what the edit meant (a multi-line string or a
+     * dotted key the line view did not see would not). */
+    _cleanup_(toml_freep) struct toml_doc *doc = NULL;
+    struct toml_error terr;
+    const struct toml_value *d = NULL, *v = NULL;
+    if (toml_parse(out, outlen, CFG_MAX_FILE, &doc, &terr) == 0)
+        d = toml_table_get(toml_root(doc), "defaults");
+    if (d && d->type == TOML_TABLE)
+        v = toml_table_get(d, "vpn_interface");
+    if (!v || v->type != TOML_STRING || strcmp(v->u.string.ptr, iface) != 0)
+        return seterr(err, -EINVAL, "cannot set vpn_interface in it safely; edit it by hand: "
+                                    "vpn_interface = \"%s\" under [defaults]", iface);
+    *ret_out = TAKE_PTR(out);
+    return 0;
+}
+
+int cfg_save_default_vpn(const char *path, const char *iface, struct cfg_error *err) {
+    _cleanup_free_ char *buf = NULL, *out = NULL;
+    size_t len = 0;
+    struct stat st;
+    int r;
+
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode))
+            return seterr(err, -ELOOP, "%s is a symbolic link; lyh does not replace it: add "
+                                       "vpn_interface = \"%s\" under [defaults] by hand", path, iface);
+        struct cfg_ctx quiet = {0};
+        r = read_file(&quiet, path, &buf, &len, err);
+        if (r < 0)
+            return r;
+    } else if (errno != ENOENT) {
+        return seterr(err, -errno, "%s: cannot stat: %s", path, strerror(errno));
+    }
+    r = cfg_edit_default_vpn(buf ? buf : "", len, iface, &out, err);
+    if (r < 0) {
+        char why[CFG_ERR_MAX];
+        snprintf(why, sizeof(why), "%s", err->msg);
+        return seterr(err, r, "%s: %s", path, why);
+    }
+    if ((r = write_atomic(path, out, strlen(out))) < 0)
+        return seterr(err, r, "%s: cannot write: %s", path, strerror(-r));
+    return 0;
+}
+
 /* ---- the merge ------------------------------------------------------------------------------- */
 
 static int builtins(struct cfg *c) {

@@ -207,6 +207,19 @@ int cfg_trust_set(const char *trust_path, const char *dir, const char *sha256_he
 /* The approved hash for dir: 0 with *ret (malloc'd), -ENOENT if none. */
 int cfg_trust_get(const char *trust_path, const char *dir, char **ret, struct cfg_error *err);
 
+/* The text of a config file (len bytes at in) with `[defaults] vpn_interface`
+ * set to iface: the key's line replaced where it is, else put under an
+ * existing [defaults], else a [defaults] section added at the end; every other
+ * line as it was. The result must parse and name iface there, or -EINVAL
+ * ("edit it by hand": a multi-line value, a dotted key, ...). iface: 1 to 15
+ * of [A-Za-z0-9._@+-]. 0 with *ret_out (malloc'd, NUL-terminated). */
+int cfg_edit_default_vpn(const char *in, size_t len, const char *iface, char **ret_out,
+                         struct cfg_error *err);
+/* The same on the file at path (the user's global config; absent: a new one),
+ * written 0600 by temp file + rename. A symbolic link is refused (the rename
+ * would replace it), as is a file over CFG_MAX_FILE. */
+int cfg_save_default_vpn(const char *path, const char *iface, struct cfg_error *err);
+
 /* Storage for the strings a cfg_ctx made by cli_config_ctx points into; it
  * must outlive the ctx. */
 struct cfg_ctx_buf {

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* A VPN-named interface (common/vpn_names.h) of this network namespace, as
  * getifaddrs (the kernel) shows it. */
@@ -19,16 +20,32 @@ struct vpn_if {
     size_t n4;
     struct in6_addr a6[4];
     size_t n6;
+    char peer[INET6_ADDRSTRLEN]; /* a point-to-point link's far end, "" none */
 };
 
 /* Up to max of them (up or down, addressed or not) into out, in getifaddrs
  * order. Returns how many; 0 when getifaddrs fails. Needs no privileges. */
 size_t vpn_list(struct vpn_if *out, size_t max);
 
-/* explicit (--vpn) wins; else the only candidate; else the picker when
- * interactive, a numbered prompt when stdin is a terminal (--no-tui), and a
- * refusal listing the candidates when it is not (stdin is then the agent's,
- * never read here). Returns an exit code (EXIT_OK with the name in out). */
-int vpn_pick(const char *explicit_name, bool interactive, char *out, size_t outlen);
+/* Would the kernel send to addr (family's length) out of the interface ud
+ * points to (a const struct vpn_if): is the source address it picks one of
+ * the interface's? A UDP connect() that sends nothing; dnscfg_routed_fn. */
+bool vpn_routed_via(int family, const uint8_t *addr, void *ud);
+
+struct vpn_pick_in {
+    const char *explicit_name; /* --vpn or the config's vpn_interface: wins, NULL none */
+    bool interactive;          /* the full-screen picker on /dev/tty */
+    bool allow_non_default_route; /* an interface without the IPv4 default is usable */
+    const char *save_path; /* the user's config file, where `s` saves the pick as
+                            * [defaults] vpn_interface; NULL: not offered */
+};
+
+/* explicit wins; else the only candidate; else the picker when interactive
+ * (a detail pane for the row under the marker; rows lyh run would refuse are
+ * shown with the fix and cannot be chosen), a numbered prompt when stdin is a
+ * terminal (--no-tui), and a refusal listing the candidates when it is not
+ * (stdin is then the agent's, never read here). Returns an exit code
+ * (EXIT_OK with the name in out). */
+int vpn_pick(const struct vpn_pick_in *in, char *out, size_t outlen);
 
 #endif

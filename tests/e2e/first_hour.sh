@@ -12,8 +12,12 @@
 #   4. interface names: the admin policy decides which are VPNs; by default
 #      the common clients' (tailscale0 works), not eth*, and an admin can
 #      allow another
-#   5. the variables the allowlist keeps from the agent are named once at
-#      start (never their values); --quiet prints no notes
+#   5. one start line (session, interface, enforcement, DNS, IPv6); the
+#      variables the allowlist keeps from the agent are named once at start
+#      (never their values); --quiet prints neither
+#   6. the picker on a terminal (tmux): a detail pane, an interface lyh run
+#      would refuse shown with its fix and not pickable, digits move the
+#      marker, s saves the pick as [defaults] vpn_interface, q cancels
 #
 # usage: first_hour.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Safety: everything happens in the namespaces lib.sh makes.
@@ -218,5 +222,69 @@ t_check "5: a variable given with --env is passed and not listed as dropped" \
 aout=$(run_env --vpn tun0 --no-tui --quiet -- /bin/echo agent-ran 2>"$LYH_TMP/err5")
 t_check "5: --quiet: the agent runs and lyh prints nothing" \
     eval 'grep -qx "agent-ran" <<<"$aout" && [ ! -s "$LYH_TMP/err5" ]'
+# ---- 6. the picker, on a terminal ------------------------------------------------------------
+echo "# 6. the picker (tmux): what each interface is, rows lyh would refuse, digits, save as default"
+for n in tailscale0 eth9; do ip -n "$LYH_MAIN" link del "$n" 2>/dev/null; done
+TM=(tmux -f /dev/null -L lyhfh)
+stop_tmux() {
+    lyh_as_user "${TM[@]}" kill-server >/dev/null 2>&1
+    # the server's socket dir, the test user's own (its uid may be reused later)
+    [ -d "/tmp/tmux-$LYH_UID" ] && [ "$(stat -c %U "/tmp/tmux-$LYH_UID")" = "$LYH_USER" ] &&
+        rm -rf "/tmp/tmux-$LYH_UID"
+}
+lyh_on_cleanup stop_tmux
+screen() { lyh_as_user "${TM[@]}" capture-pane -p -t pick 2>/dev/null; }
+keys() { lyh_as_user "${TM[@]}" send-keys -t pick "$@"; sleep 0.3; }
+CONF="$LYH_HOME/.config/lianyaohu/config.toml"
+rm -f "$CONF" "$LYH_HOME/pick.rc"
+lyh_as_user "${TM[@]}" new-session -d -s pick -x 160 -y 40 \
+    "cd proj && $LYH_LYH --socket $LYH_SOCK run -- /bin/echo agent-picked; echo rc=\$? >$LYH_HOME/pick.rc; sleep 60" ||
+    lyh_die "cannot start tmux"
+lyh_wait_until 10 eval 'screen | grep -q "Pick the VPN interface"'
+scr=$(screen)
+echo "$scr" | sed -n '1,12p' | sed 's/^/    | /'
+t_check "6: both interfaces listed, the marker on the first (tun0)" \
+    eval 'grep -q "^> 1) tun0 .*IPv4 default" <<<"$scr" && grep -q "^  2) wg0 " <<<"$scr"'
+t_check "6: wg0 (no default route) is shown as one lyh run cannot use" \
+    grep -q "2) wg0 .*cannot be used: not the IPv4 default route" <<<"$scr"
+t_check "6: the detail pane: tun0's address, its routes, a resolver line" \
+    eval 'grep -q "tun0: 10.77.0.1" <<<"$scr" && grep -q "IPv4 .*carries the default route" <<<"$scr" &&
+          grep -q "resolver " <<<"$scr"'
+keys 2
+scr=$(screen)
+t_check "6: a digit moves the marker (and runs nothing)" \
+    eval 'grep -q "^> 2) wg0" <<<"$scr" && grep -q "wg0: 10.88.0.1" <<<"$scr" && [ ! -e "$LYH_HOME/pick.rc" ]'
+t_check "6: ... the pane says why wg0 cannot be used and what to do" \
+    eval 'grep -q "lyh run refuses wg0" <<<"$scr" && grep -q -- "--allow-non-default-route" <<<"$scr"'
+keys Enter
+t_check "6: Enter on wg0 picks nothing: the picker stays" \
+    eval 'screen | grep -q "^> 2) wg0" && [ ! -e "$LYH_HOME/pick.rc" ]'
+keys Up
+keys s
+lyh_wait_until 20 test -s "$LYH_HOME/pick.rc"
+scr=$(screen)
+echo "$scr" | grep -v '^$' | tail -n 4 | sed 's/^/    | /'
+t_check "6: s on tun0 runs the agent there (0)" \
+    eval 'grep -qx "rc=0" "$LYH_HOME/pick.rc" && grep -q "agent-picked" <<<"$scr"'
+t_check "6: ... and saves it as the default, saying where" \
+    eval 'grep -qx "vpn_interface = \"tun0\"" "$CONF" && grep -q "^\[defaults\]" "$CONF" &&
+          grep -q "saved vpn_interface = \"tun0\"" <<<"$scr"'
+res=$(run_rc -- /bin/echo by-default)
+t_check "6: the next lyh run, stdin not a terminal, takes the saved default without asking" \
+    eval 'grep -qx "by-default" <<<"$res" && grep -qx "rc=0" <<<"$res"'
+rm -f "$CONF" "$LYH_HOME/pick.rc"
+lyh_as_user "${TM[@]}" kill-session -t pick
+lyh_as_user "${TM[@]}" new-session -d -s pick -x 160 -y 40 \
+    "cd proj && $LYH_LYH --socket $LYH_SOCK run -- /bin/echo agent-picked; echo rc=\$? >$LYH_HOME/pick.rc; sleep 60" ||
+    lyh_die "cannot start tmux (2)"
+lyh_wait_until 10 eval 'screen | grep -q "Pick the VPN interface"'
+keys q
+lyh_wait_until 10 test -s "$LYH_HOME/pick.rc"
+scr=$(screen)
+t_check "6: q cancels: nothing ran, lyh's own status (125), nothing saved" \
+    eval 'grep -qx "rc=125" "$LYH_HOME/pick.rc" && grep -q "lyh: cancelled" <<<"$scr" &&
+          ! grep -q "agent-picked" <<<"$scr" && [ ! -e "$CONF" ]'
+stop_tmux
+
 lyh_daemon_stop
 t_done

@@ -833,9 +833,109 @@ static void test_host_port_parse(void **state) {
     }
 }
 
+/* ---- [defaults] vpn_interface, as the picker's `s` writes it ---------------------------------- */
+
+static void edit_is(const char *in, const char *iface, const char *want) {
+    struct cfg_error err = {{0}};
+    char *out = NULL;
+    assert_int_equal(cfg_edit_default_vpn(in, strlen(in), iface, &out, &err), 0);
+    assert_string_equal(out, want);
+    free(out);
+}
+
+static void test_edit_default_vpn(void **state) {
+    (void)state;
+    /* an empty file; one without [defaults], with and without a last newline */
+    edit_is("", "wg0", "[defaults]\nvpn_interface = \"wg0\"\n");
+    edit_is("# mine\n[network]\ndefault = \"deny\"\n", "tun0",
+            "# mine\n[network]\ndefault = \"deny\"\n\n[defaults]\nvpn_interface = \"tun0\"\n");
+    edit_is("[network]\ndefault = \"deny\"", "tun0",
+            "[network]\ndefault = \"deny\"\n\n[defaults]\nvpn_interface = \"tun0\"\n");
+    /* [defaults] without the key: right under its header, the rest as it was */
+    edit_is("[defaults]\nfirewall = true # keep\n[env]\nA = \"1\"\n", "wg0",
+            "[defaults]\nvpn_interface = \"wg0\"\nfirewall = true # keep\n[env]\nA = \"1\"\n");
+    /* the key there: replaced where it was, comments elsewhere untouched */
+    edit_is("# top\n[ defaults ]  # d\n  vpn_interface   =  'old0' # was\ncommand = [\"x\"]\n",
+            "tailscale0",
+            "# top\n[ defaults ]  # d\nvpn_interface = \"tailscale0\"\ncommand = [\"x\"]\n");
+    /* vpn_interface under another table is not ours to touch */
+    edit_is("[network]\nvpn_interface_note = 1\n", "wg0",
+            "[network]\nvpn_interface_note = 1\n\n[defaults]\nvpn_interface = \"wg0\"\n");
+
+    struct cfg_error err = {{0}};
+    char *out = NULL;
+    /* a dotted key the line view does not see: the parse of the result says no */
+    const char *dotted = "defaults.vpn_interface = \"old\"\n";
+    assert_int_equal(cfg_edit_default_vpn(dotted, strlen(dotted), "wg0", &out, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "edit it by hand"));
+    assert_null(out);
+    /* a multi-line value whose lines look like a key */
+    const char *ml = "[defaults]\ncommand = [\n\"a\",\n]\nvpn_interface = \"\"\"x\n\"\"\"\n";
+    assert_int_equal(cfg_edit_default_vpn(ml, strlen(ml), "wg0", &out, &err), -EINVAL);
+    /* names that cannot be written as given */
+    const char *bad[] = {"", "a\"b", "tun 0", "0123456789abcdef", "x\\y", "wg0\n"};
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+        assert_int_equal(cfg_edit_default_vpn("", 0, bad[i], &out, &err), -EINVAL);
+    /* not TOML at all to begin with */
+    const char *broken = "[defaults\nx = \n";
+    assert_int_equal(cfg_edit_default_vpn(broken, strlen(broken), "wg0", &out, &err), -EINVAL);
+    assert_null(out);
+}
+
+static void test_save_default_vpn(void **state) {
+    struct env *e = *state;
+    struct cfg_error err = {{0}};
+    struct stat st;
+
+    /* no file yet (nor its directory): made, 0600 */
+    char dir[256];
+    snprintf(dir, sizeof(dir), "%s/lianyaohu", e->xdg);
+    assert_int_equal(rmdir(dir), 0);
+    assert_int_equal(cfg_save_default_vpn(e->global, "wg0", &err), 0);
+    _cleanup_free_ char *t = slurp(e->global);
+    assert_string_equal(t, "[defaults]\nvpn_interface = \"wg0\"\n");
+    assert_int_equal(stat(e->global, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    /* and the loader takes it */
+    struct cfg_cli cli = {0};
+    struct cfg *c = NULL;
+    assert_int_equal(cfg_load(&e->ctx, &cli, &c, &err), 0);
+    assert_string_equal(c->vpn_interface.value, "wg0");
+    cfg_free(c);
+    /* again, another name: replaced, not added */
+    assert_int_equal(cfg_save_default_vpn(e->global, "tun0", &err), 0);
+    free(t);
+    t = slurp(e->global);
+    assert_string_equal(t, "[defaults]\nvpn_interface = \"tun0\"\n");
+    /* a symbolic link is refused, and what it points to is left alone */
+    char real[256];
+    snprintf(real, sizeof(real), "%s/real.toml", e->root);
+    write_file(real, "# dotfiles\n", 0600);
+    assert_int_equal(unlink(e->global), 0);
+    assert_int_equal(symlink(real, e->global), 0);
+    assert_int_equal(cfg_save_default_vpn(e->global, "wg0", &err), -ELOOP);
+    assert_non_null(strstr(err.msg, "symbolic link"));
+    free(t);
+    t = slurp(real);
+    assert_string_equal(t, "# dotfiles\n");
+    /* a file that does not parse: refused, unchanged, no temp file left */
+    assert_int_equal(unlink(e->global), 0);
+    write_file(e->global, "[defaults\n", 0600);
+    assert_int_equal(cfg_save_default_vpn(e->global, "wg0", &err), -EINVAL);
+    assert_non_null(strstr(err.msg, e->global));
+    free(t);
+    t = slurp(e->global);
+    assert_string_equal(t, "[defaults\n");
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "test $(ls -A '%s' | wc -l) -eq 1", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_port_parse),
+        cmocka_unit_test(test_edit_default_vpn),
+        cmocka_unit_test_setup_teardown(test_save_default_vpn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_golden_merge_origin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_golden_untrusted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_widening_stripped, setup, teardown),
