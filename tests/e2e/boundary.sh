@@ -50,7 +50,12 @@ undo_made() {
     for ((i = ${#MADE[@]} - 1; i >= 0; i--)); do rm -rf -- "${MADE[$i]}"; done
 }
 lyh_on_cleanup undo_made
-stop_tmux() { lyh_as_user tmux -f /dev/null kill-server >/dev/null 2>&1; }
+stop_tmux() {
+    lyh_as_user tmux -f /dev/null kill-server >/dev/null 2>&1
+    # the server's socket dir, the test user's own (its uid may be reused later)
+    [ -d "/tmp/tmux-$LYH_UID" ] && [ "$(stat -c %U "/tmp/tmux-$LYH_UID")" = "$LYH_USER" ] &&
+        rm -rf "/tmp/tmux-$LYH_UID"
+}
 lyh_on_cleanup stop_tmux
 
 in_session() { # CMD...: run CMD inside a session (no pty), its output on stdout
