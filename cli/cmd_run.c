@@ -9,6 +9,7 @@
  * cannot type into the user's shell. Every exit path restores the terminal. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <poll.h>
 #include <pb_encode.h>
@@ -51,6 +52,7 @@ struct run_opts {
     size_t n_allow, n_deny, n_lan, n_writable, n_read_only, n_host_ports, n_sockets, n_dns, n_domains;
     bool no_firewall, shared_user, allow_non_default, narrow_home;
     bool print_firewall, print_policy, no_tui, monitor;
+    const char *monitor_to; /* --monitor-to: a file, or fd:N */
     char **argv;
     int argc;
 };
@@ -87,7 +89,11 @@ void usage_run(FILE *f) {
             "  --print-firewall           print the rules that would be installed, then exit\n"
             "  --print-policy             print the effective policy, then exit\n"
             "  --no-tui                   no pty and no picker, even on a terminal\n"
-            "  --monitor                  print each refused flow on stderr as it happens\n"
+            "  --monitor                  print each refused flow on stderr as it happens (in a\n"
+            "                             terminal session: when the agent ends, as it would\n"
+            "                             draw over the agent's screen)\n"
+            "  --monitor-to FILE|fd:N     --monitor, each line to FILE (appended) or fd N,\n"
+            "                             as it happens (tail -f it in a second pane)\n"
             "  --quiet                    fewer notes at start (warnings, errors and --monitor\n"
             "                             still print)\n"
             "  --config PATH              the global config file to use (docs/config.md)\n"
@@ -171,6 +177,71 @@ static int add_path(const char *opt, const char *path, char (*arr)[1024], pb_siz
 static char env_note[768];
 static char env_names[480]; /* the names for it, ", "-joined */
 static bool quiet;
+
+/* Where --monitor lines go: a place of their own (--monitor-to), stderr, or,
+ * in a terminal session whose stderr is that terminal, nowhere until the
+ * agent has ended: a line printed meanwhile would draw over a full-screen
+ * agent (vim, Claude Code). The held ones are the last MON_HOLD. */
+#define MON_HOLD 64
+static FILE *mon_out;   /* NULL: held */
+static bool mon_crlf;   /* stderr under a raw-mode relay */
+static char mon_held[MON_HOLD][1024];
+static uint64_t mon_total;
+static char mon_session[40];
+
+static void mon_line(const char *line) {
+    if (mon_out) {
+        fprintf(mon_out, "lyh: %s%s", line, mon_crlf ? "\r\n" : "\n");
+        fflush(mon_out);
+        return;
+    }
+    snprintf(mon_held[mon_total % MON_HOLD], sizeof(mon_held[0]), "%s", line);
+    mon_total++;
+}
+
+/* The held lines, once the terminal is the user's again. */
+static void mon_flush_held(void) {
+    if (mon_out || !mon_total)
+        return;
+    fprintf(stderr, "lyh: %llu refused flow%s while the agent ran%s:\n",
+            (unsigned long long)mon_total, mon_total == 1 ? "" : "s",
+            mon_total > MON_HOLD ? " (the last ones below)" : "");
+    uint64_t first = mon_total > MON_HOLD ? mon_total - MON_HOLD : 0;
+    for (uint64_t i = first; i < mon_total; i++)
+        fprintf(stderr, "lyh: %s\n", mon_held[i % MON_HOLD]);
+    if (mon_total > MON_HOLD && mon_session[0])
+        fprintf(stderr, "lyh: all of them: lyh audit query --session %s --verdict denied\n",
+                mon_session);
+}
+
+/* --monitor-to DEST: "fd:N" (N > 2, open) or a path, appended to (made 0600).
+ * Returns the stream or NULL with the reason printed. */
+static FILE *mon_open(const char *dest) {
+    FILE *f = NULL;
+    if (strncmp(dest, "fd:", 3) == 0) {
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(dest + 3, &end, 10);
+        if (errno || !end || *end || end == dest + 3 || n < 3 || n > INT_MAX ||
+            fcntl((int)n, F_GETFL) < 0) {
+            fprintf(stderr, "lyh run: --monitor-to %s: not an open file descriptor above 2\n",
+                    dest);
+            return NULL;
+        }
+        int fd = fcntl((int)n, F_DUPFD_CLOEXEC, 3);
+        f = fd >= 0 ? fdopen(fd, "a") : NULL;
+        if (!f && fd >= 0)
+            close(fd);
+    } else {
+        int fd = open(dest, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+        f = fd >= 0 ? fdopen(fd, "a") : NULL;
+        if (!f && fd >= 0)
+            close(fd);
+    }
+    if (!f)
+        fprintf(stderr, "lyh run: --monitor-to %s: %s\n", dest, strerror(errno));
+    return f;
+}
 
 /* The one line lyh prints when the session started (unless --quiet): where
  * it runs and what holds it. The daemon's notes are warnings (something
@@ -410,6 +481,7 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
             return EXIT_OK;
         case lianyaohu_v1_RunEvent_started_tag:
             snprintf(session_id, sizeof(session_id), "%s", ev->event.started.session_id);
+            snprintf(mon_session, sizeof(mon_session), "%s", session_id);
             snprintf(vpn, sizeof(vpn), "%s", ev->event.started.interface);
             ipv6_blocked = ev->event.started.ipv6_blocked;
             if (relay)
@@ -425,12 +497,10 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
                 fprintf(stderr, "lyh: %s\r\n", env_note);
             break;
         case lianyaohu_v1_RunEvent_flow_tag: {
-            /* --monitor: one line on stderr; "\r\n" because a pty relay may have
-             * the terminal in raw mode. */
             char line[1024];
             struct audit_fmt_monitor_ctx mc = {.vpn = vpn, .ipv6_blocked = ipv6_blocked};
             if (audit_fmt_monitor_line_ctx(&ev->event.flow, &mc, line, sizeof(line)) >= 0)
-                fprintf(stderr, "lyh: %s\r\n", line);
+                mon_line(line);
             break;
         }
         case lianyaohu_v1_RunEvent_exited_tag:
@@ -663,7 +733,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     enum {
         O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN, O_HOSTPORT, O_SOCKET, O_DNS, O_DOMAIN,
         O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_MONITOR, O_HELP,
-        O_CONFIG, O_NOCONFIG, O_TRUSTPROJ, O_SOCKPATH, O_QUIET,
+        O_CONFIG, O_NOCONFIG, O_TRUSTPROJ, O_SOCKPATH, O_QUIET, O_MONITOR_TO,
     };
     static const struct option opts[] = {
         {"vpn", required_argument, NULL, O_VPN},
@@ -686,6 +756,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         {"print-policy", no_argument, NULL, O_PRINTPOL},
         {"no-tui", no_argument, NULL, O_NOTUI},
         {"monitor", no_argument, NULL, O_MONITOR},
+        {"monitor-to", required_argument, NULL, O_MONITOR_TO},
         {"help", no_argument, NULL, O_HELP},
         {"config", required_argument, NULL, O_CONFIG},
         {"no-config", no_argument, NULL, O_NOCONFIG},
@@ -746,6 +817,10 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         case O_TRUSTPROJ: ccli.trust_project = true; break;
         case O_PRINTFW: rr->print_firewall = true; break;
         case O_MONITOR: rr->monitor = true; break;
+        case O_MONITOR_TO:
+            rr->monitor = true;
+            o.monitor_to = optarg;
+            break;
         case O_PRINTPOL: o.print_policy = true; break;
         case O_NOTUI: o.no_tui = true; break;
         case O_QUIET: quiet = true; break;
@@ -915,6 +990,25 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         return k == -EMSGSIZE ? EXIT_USAGE : EXIT_UNAVAILABLE;
     }
 
+    /* --monitor's lines: their own place, else stderr unless that is the
+     * terminal the agent draws on (then held until it ends) */
+    if (rr->monitor) {
+        if (o.monitor_to) {
+            mon_out = mon_open(o.monitor_to);
+            if (!mon_out) {
+                pty_relay_free(relay);
+                lyh_client_close(client);
+                return EXIT_USAGE;
+            }
+        } else if (!relay || !isatty(STDERR_FILENO)) {
+            mon_out = stderr;
+            mon_crlf = relay != NULL;
+        } else if (!quiet) {
+            fprintf(stderr, "lyh: --monitor: refused flows are listed when the agent ends (here "
+                            "they would draw over its screen); to watch them live, use "
+                            "--monitor-to FILE, or lyh audit follow in a second pane\n");
+        }
+    }
     if (relay) {
         k = pty_relay_start(relay);
         if (k < 0) {
@@ -933,5 +1027,8 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     rc = follow_run(client, id, relay);
     pty_relay_free(relay); /* restores the terminal */
     lyh_client_close(client);
+    mon_flush_held();
+    if (mon_out && mon_out != stderr)
+        fclose(mon_out);
     return rc;
 }

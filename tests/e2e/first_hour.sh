@@ -235,11 +235,16 @@ stop_tmux() {
 lyh_on_cleanup stop_tmux
 screen() { lyh_as_user "${TM[@]}" capture-pane -p -t pick 2>/dev/null; }
 keys() { lyh_as_user "${TM[@]}" send-keys -t pick "$@"; sleep 0.3; }
+tm_run() { # ARGS...: lyh run ARGS in a new tmux session "pick", from proj; its status to pick.rc
+    rm -f "$LYH_HOME/pick.rc"
+    lyh_as_user "${TM[@]}" kill-session -t pick 2>/dev/null
+    lyh_as_user "${TM[@]}" new-session -d -s pick -x 160 -y 40 \
+        "cd proj && $LYH_LYH --socket $LYH_SOCK run $*; echo rc=\$? >$LYH_HOME/pick.rc; sleep 60" ||
+        lyh_die "cannot start tmux"
+}
 CONF="$LYH_HOME/.config/lianyaohu/config.toml"
-rm -f "$CONF" "$LYH_HOME/pick.rc"
-lyh_as_user "${TM[@]}" new-session -d -s pick -x 160 -y 40 \
-    "cd proj && $LYH_LYH --socket $LYH_SOCK run -- /bin/echo agent-picked; echo rc=\$? >$LYH_HOME/pick.rc; sleep 60" ||
-    lyh_die "cannot start tmux"
+rm -f "$CONF"
+tm_run -- /bin/echo agent-picked
 lyh_wait_until 10 eval 'screen | grep -q "Pick the VPN interface"'
 scr=$(screen)
 echo "$scr" | sed -n '1,12p' | sed 's/^/    | /'
@@ -272,11 +277,8 @@ t_check "6: ... and saves it as the default, saying where" \
 res=$(run_rc -- /bin/echo by-default)
 t_check "6: the next lyh run, stdin not a terminal, takes the saved default without asking" \
     eval 'grep -qx "by-default" <<<"$res" && grep -qx "rc=0" <<<"$res"'
-rm -f "$CONF" "$LYH_HOME/pick.rc"
-lyh_as_user "${TM[@]}" kill-session -t pick
-lyh_as_user "${TM[@]}" new-session -d -s pick -x 160 -y 40 \
-    "cd proj && $LYH_LYH --socket $LYH_SOCK run -- /bin/echo agent-picked; echo rc=\$? >$LYH_HOME/pick.rc; sleep 60" ||
-    lyh_die "cannot start tmux (2)"
+rm -f "$CONF"
+tm_run -- /bin/echo agent-picked
 lyh_wait_until 10 eval 'screen | grep -q "Pick the VPN interface"'
 keys q
 lyh_wait_until 10 test -s "$LYH_HOME/pick.rc"
@@ -284,6 +286,40 @@ scr=$(screen)
 t_check "6: q cancels: nothing ran, lyh's own status (125), nothing saved" \
     eval 'grep -qx "rc=125" "$LYH_HOME/pick.rc" && grep -q "lyh: cancelled" <<<"$scr" &&
           ! grep -q "agent-picked" <<<"$scr" && [ ! -e "$CONF" ]'
+
+# --monitor in a terminal session: never drawn over the agent's screen
+echo "# 6b. --monitor in a terminal session"
+PROBE='import socket, time
+s = socket.socket(); s.settimeout(2)
+try: s.connect(("192.168.77.2", 80))
+except OSError as e: print("probe refused", e.errno, flush=True)
+time.sleep(4); print("agent done", flush=True)'
+printf '%s\n' "$PROBE" >"$LYH_TMP/probe.py"
+PROBE_PY=$(lyh_user_install "$LYH_TMP/probe.py" probe.py) || lyh_die "cannot install probe.py"
+rm -f "$LYH_HOME/mon.log"
+tm_run --vpn tun0 --monitor -- /usr/bin/python3 "$PROBE_PY"
+lyh_wait_until 15 eval 'screen | grep -q "probe refused"'
+sleep 1.5 # the refused flow's record has reached lyh by now (the agent sleeps on)
+during=$(screen)
+lyh_wait_until 15 test -s "$LYH_HOME/pick.rc"
+after=$(screen)
+echo "$after" | grep "lyh: " | sed 's/^/    | /'
+t_check "6b: while the agent runs, --monitor draws nothing on its terminal" \
+    eval 'grep -q "probe refused" <<<"$during" && ! grep -q "192.168.77.2" <<<"$during" &&
+          grep -q "refused flows are listed when the agent ends" <<<"$during"'
+t_check "6b: ... and lists the refused flow once it has ended" \
+    eval 'grep -q "1 refused flow while the agent ran" <<<"$after" && grep -q "192.168.77.2" <<<"$after"'
+tm_run --vpn tun0 --monitor-to "$LYH_HOME/mon.log" -- /usr/bin/python3 "$PROBE_PY"
+lyh_wait_until 15 eval 'screen | grep -q "probe refused"'
+lyh_wait_until 3 grep -q "192.168.77.2" "$LYH_HOME/mon.log"
+live=$( [ ! -e "$LYH_HOME/pick.rc" ] && grep -c "192.168.77.2" "$LYH_HOME/mon.log")
+lyh_wait_until 15 test -s "$LYH_HOME/pick.rc"
+t_check "6b: --monitor-to FILE: the line is in the file while the agent still runs" \
+    eval '[ "${live:-0}" = 1 ] && [ "$(stat -c %a "$LYH_HOME/mon.log")" = 600 ]'
+t_check "6b: ... and never on the terminal" eval '! screen | grep -q "192.168.77.2"'
+res=$(run_rc --vpn tun0 --no-tui --monitor-to fd:9 -- /bin/true)
+t_check "6b: --monitor-to fd:N that is not open: refused (125), saying so" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "not an open file descriptor" <<<"$res"'
 stop_tmux
 
 lyh_daemon_stop
