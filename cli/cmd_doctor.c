@@ -196,6 +196,12 @@ static void check_status(struct doctor *dr, const lianyaohu_v1_StatusReply *st) 
     else
         add(dr, "audit", ST_OK, NULL, "audit.db in %s uses %s; retention %s, cap %s",
             st->state_dir, size, age, cap);
+    /* lyhd tried what every launch does first (its cgroup) */
+    if (st->launch_problem[0])
+        add(dr, "launch", ST_FAIL, "do what the detail says, then run lyh doctor again", "%s",
+            st->launch_problem);
+    else
+        add(dr, "launch", ST_OK, NULL, "lyhd can make a session's cgroup now");
 }
 
 /* ---- the route preflight (interfaces: vpn_list) --------------------------------- */
@@ -362,6 +368,13 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
     _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
     if (!dr || !req || !resp)
         return EXIT_DAEMON_ERROR;
+
+    /* 0. Who asks: lyhd runs no agents for root (unless --allow-root-run),
+     * so what a root doctor finds is not what the user's lyh run meets. */
+    if (getuid() == 0)
+        add(dr, "user", ST_WARN, "run lyh doctor and lyh run as the user who runs agents",
+            "you are root: lyh runs agents as a normal user (lyhd refuses root's sessions "
+            "unless it was started with --allow-root-run)");
 
     /* 1. The daemon: Capabilities, then Status. cli_connect says on stderr
      * why it cannot connect and how to start lyhd. */

@@ -428,6 +428,52 @@ int guard_cgroup_create(struct lyhd *d, const char *name, uint64_t *ret_id, int 
     return cg_create(&g->cg, name, ret_id, ret_dir_fd, ret_procs_fd);
 }
 
+void guard_launch_probe(struct lyhd *d, char *problem, size_t len) {
+    struct guard *g = d->guard;
+    uint64_t now = lyhd_mono_ms();
+
+    if (!g->have_cgroup) {
+        snprintf(problem, len, "%s", "");
+        return;
+    }
+    if (g->probe_ms && now - g->probe_ms < GUARD_PROBE_MS) {
+        snprintf(problem, len, "%s", g->probe_problem);
+        return;
+    }
+    g->probe_ms = now;
+    g->probe_problem[0] = '\0';
+    uint32_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+        rnd = (uint32_t)now;
+    char name[32];
+    snprintf(name, sizeof(name), "probe-%08x", rnd);
+    uint64_t id;
+    int dfd = -1, pfd = -1;
+    int r = guard_cgroup_create(d, name, &id, &dfd, &pfd);
+    CLOSE_FD(dfd);
+    CLOSE_FD(pfd);
+    if (r == 0) {
+        int k = cg_remove(&g->cg, name);
+        if (k < 0)
+            log_warn("cannot remove the probe cgroup %s%s/%s: %s", g->cg.mount, g->cg.base, name,
+                     strerror(-k));
+    } else {
+        const char *fix = r == -EAGAIN
+                              ? "its cgroup.max.descendants or cgroup.max.depth is reached: raise "
+                                "it, or end sessions"
+                          : r == -EACCES || r == -EPERM || r == -EROFS
+                              ? "lyhd may not create cgroups there: run it from its systemd unit "
+                                "(Delegate=yes), then restart it"
+                              : "see lyhd's log; restarting lyhd makes the subtree again";
+        snprintf(g->probe_problem, sizeof(g->probe_problem),
+                 "lyhd cannot create a session cgroup under %.120s%.120s (%s), so every lyh run "
+                 "fails: %s",
+                 g->cg.mount, g->cg.base, strerror(-r), fix);
+        log_warn("launch probe: %s", g->probe_problem);
+    }
+    snprintf(problem, len, "%s", g->probe_problem);
+}
+
 /* ---- startup reconciliation ------------------------------------------------------ */
 
 struct reconcile {

@@ -47,6 +47,9 @@ struct guard {
     struct event *ev_check;
     /* Adopted sessions whose DNS forwarder could not listen again: retried. */
     struct event *ev_dns_retry;
+    /* The last launch probe (guard_launch_probe): when, and what it found. */
+    uint64_t probe_ms;
+    char probe_problem[500];
 };
 
 /* Open nft and cgroups, make sure the base table exists (rebuilding it if
@@ -68,6 +71,13 @@ int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_ro
  * vanished while lyhd runs (someone removed the empty base, e.g. another
  * lyhd sharing lyhd's cgroup), it is created again at the same path first,
  * logged and on record; without that every later launch would fail. */
+/* Would a launch get its cgroup now? Creates and removes a probe cgroup (as
+ * Run does, base rebuilt if someone removed it), at most once per
+ * GUARD_PROBE_MS (the last answer is given meanwhile: Status answers anyone).
+ * problem: "" when it worked (or there is no cgroup v2 to probe), else what
+ * fails every launch and what to do, in plain words. */
+#define GUARD_PROBE_MS 2000
+void guard_launch_probe(struct lyhd *d, char *problem, size_t len);
 int guard_cgroup_create(struct lyhd *d, const char *name, uint64_t *ret_id, int *ret_dir_fd,
                         int *ret_procs_fd);
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "daemon/audit.h"
+#include "daemon/guard.h"
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 #include "daemon/server.h"
@@ -93,6 +94,10 @@ void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         st.audit_db_bytes = audit_db_bytes;
     audit_retention(d, &retention_days, &st.audit_max_bytes);
     st.audit_retention_days = retention_days;
+    /* what would make every launch fail (no secret: the path is lyhd's) */
+    char problem[sizeof(d->guard->probe_problem)];
+    guard_launch_probe(d, problem, sizeof(problem));
+    st.launch_problem = problem;
     resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_STATUS;
     resp.status = &st;
     rpc_send(call, &resp, true);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end test of `lyh doctor` through the real lyhd: as the test user in
+# End-to-end test of `lyh doctor` through the real lyhd (a state that fails
+# every launch, root told to ask as the user): as the test user in
 # the lib.sh layout every check is ok or warn (exit 0), the expected checks are
 # there and tun0 is listed and passes the daemon's route preflight; with the
 # daemon stopped, doctor exits 69 and says how to start it.
@@ -32,10 +33,10 @@ t_eq "1: exit status 0" "$rc" 0
 if jq -e . >/dev/null 2>&1 <<<"$out"; then t_pass "1: the output is JSON"; else t_fail "1: the output is JSON" "$out"; fi
 t_eq "1: ok is true" "$(jq -r .ok <<<"$out")" true
 t_eq "1: no check fails" "$(jq -r '[.checks[] | select(.status != "ok" and .status != "warn")] | length' <<<"$out")" 0
-for n in daemon protocol landlock seccomp cgroup2 nftables audit vpn vpn:tun0 resolver; do
+for n in daemon protocol landlock seccomp cgroup2 nftables audit launch vpn vpn:tun0 resolver; do
     t_eq "1: check '$n' present once" "$(jq --arg n "$n" '[.checks[] | select(.name == $n)] | length' <<<"$out")" 1
 done
-for n in daemon protocol landlock seccomp nftables vpn vpn:tun0; do
+for n in daemon protocol landlock seccomp nftables launch vpn vpn:tun0; do
     t_eq "1: check '$n' is ok" "$(jq -r --arg n "$n" '.checks[] | select(.name == $n) | .status' <<<"$out")" ok
 done
 t_check "1: tun0 is listed as a VPN" grep -q 'tun0' <<<"$(jq -r '.checks[] | select(.name == "vpn") | .detail' <<<"$out")"
@@ -49,6 +50,8 @@ t_check "1: the resolver check says what lyhd will ask for tun0 ($rst: $rdet)" \
 t_eq "1: every check has a detail" "$(jq '[.checks[] | select(.detail == "")] | length' <<<"$out")" 0
 t_eq "1: every warn or fail says what to do" "$(jq '[.checks[] | select(.status != "ok" and .fix == "")] | length' <<<"$out")" 0
 t_eq "1: no session was started" "$(lyh_live_rows)" 0
+t_eq "1: ... and the launch probe left no cgroup" "$(lyh_cg_sessions | wc -l)" 0
+t_eq "1: no 'user' check for a normal user" "$(jq '[.checks[] | select(.name == "user")] | length' <<<"$out")" 0
 
 out=$(LYH_CMD_TIMEOUT=30 lyh_cli doctor 2>&1)
 rc=$?
@@ -72,6 +75,28 @@ t_eq "2: IPv4 off the VPN: exit 1" "$rc" 1
 t_eq "2: vpn fails" "$(jq -r '.checks[] | select(.name == "vpn") | .status' <<<"$out")" fail
 t_check "2: vpn:tun0 gives the daemon's reason" grep -q 'would be refused' <<<"$(jq -r '.checks[] | select(.name == "vpn:tun0") | .detail' <<<"$out")"
 lyh_route4_default tun0 && lyh_route6_default tun0 || lyh_die "routes back to tun0"
+
+echo "# 2b. a state that fails every launch: no session cgroup can be made"
+echo 0 >"$LYH_CGBASE/cgroup.max.descendants" || lyh_die "cgroup.max.descendants"
+sleep 2.1 # the probe's last answer is kept 2 s
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli doctor --json 2>&1)
+rc=$?
+echo "$out" | jq -r '.checks[] | select(.name == "launch") | "  | \(.status) \(.detail)"'
+t_eq "2b: exit 1" "$rc" 1
+t_eq "2b: launch fails" "$(jq -r '.checks[] | select(.name == "launch") | .status' <<<"$out")" fail
+t_check "2b: ... naming the subtree, the cause and what to do" \
+    grep -qF "under $LYH_CGBASE (Resource temporarily unavailable), so every lyh run fails: its cgroup.max.descendants" \
+    <<<"$(jq -r '.checks[] | select(.name == "launch") | .detail' <<<"$out")"
+res=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui -- /bin/true 2>&1; echo "rc=$?")
+t_check "2b: ... and indeed lyh run fails (125)" grep -qx "rc=125" <<<"$res"
+echo max >"$LYH_CGBASE/cgroup.max.descendants"
+sleep 2.1
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli doctor --json 2>&1)
+t_eq "2b: fixed: launch ok again" "$(jq -r '.checks[] | select(.name == "launch") | .status' <<<"$out")" ok
+out=$(LYH_CMD_TIMEOUT=30 lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" doctor --json 2>&1)
+t_eq "2b: doctor as root: a 'user' warning" "$(jq -r '.checks[] | select(.name == "user") | .status' <<<"$out")" warn
+t_check "2b: ... saying lyh runs agents as a normal user" \
+    grep -q "lyh runs agents as a normal user" <<<"$(jq -r '.checks[] | select(.name == "user") | .detail' <<<"$out")"
 
 # ---- 3. no daemon ---------------------------------------------------------------------------
 
