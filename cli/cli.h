@@ -81,10 +81,6 @@ int cli_json_only(struct cli *cli, int argc, char **argv, const char *name, void
 int cli_add_rule(const char *opt, const char *text, lianyaohu_v1_DestRule *arr, pb_size_t *count,
                  size_t max);
 
-/* The candidate closest to word (a typo: at most 2 edits, or word is the
- * start of it), or NULL. For "did you mean". */
-const char *cli_closest(const char *word, const char *const *cands, size_t n);
-
 /* For an unknown long option arg ("--vnp", "--vnp=x"): "; did you mean
  * '--vpn'?" into buf when one of opts (ended by a zero entry) is close, else
  * "". */

@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/textbuf.h"
 #include "common/dest_rule.h"
+#include "common/closest.h"
 #include "common/macros.h"
 
 int cli_connect(struct cli *cli, struct lyh_client **ret) {
@@ -238,43 +239,6 @@ void cli_print_error(const char *who, const lianyaohu_v1_Response *resp) {
     fprintf(stderr, "%s: %s\n", who, m);
 }
 
-/* Levenshtein distance, bounded: words longer than 63 bytes count as far. */
-static size_t edits(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b), row[64];
-    if (la >= 64 || lb >= 64)
-        return 99;
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (row[j] + 1 < best)
-                best = row[j] + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
-const char *cli_closest(const char *word, const char *const *cands, size_t n) {
-    const char *best = NULL;
-    size_t best_d = 3, wl = strlen(word);
-    for (size_t i = 0; i < n; i++) {
-        size_t d = wl >= 2 && strncmp(cands[i], word, wl) == 0 ? 1 : edits(word, cands[i]);
-        if (d < best_d) {
-            best_d = d;
-            best = cands[i];
-        }
-    }
-    return best;
-}
-
 void cli_option_hint(const char *arg, const struct option *opts, char *buf, size_t len) {
     buf[0] = '\0';
     if (!arg || strncmp(arg, "--", 2) != 0)
@@ -286,7 +250,7 @@ void cli_option_hint(const char *arg, const struct option *opts, char *buf, size
     size_t n = 0;
     for (; opts[n].name && n < 128; n++)
         names[n] = opts[n].name;
-    const char *near = cli_closest(word, names, n);
+    const char *near = closest_word(word, names, n);
     if (near)
         snprintf(buf, len, "; did you mean '--%s'?", near);
 }

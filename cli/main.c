@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/closest.h"
 #include "common/lyh_limits.h"
 #include "common/macros.h"
 
@@ -114,7 +115,7 @@ int main(int argc, char **argv) {
     const char *names[ARRAY_SIZE(commands)];
     for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
         names[i] = commands[i].name;
-    const char *near = cli_closest(name, names, ARRAY_SIZE(names));
+    const char *near = closest_word(name, names, ARRAY_SIZE(names));
     if (near)
         fprintf(stderr, "lyh: unknown command '%s'; did you mean '%s'?\n\n", name, near);
     else

@@ -12,6 +12,8 @@
  * send packets. A wrong answer here can refuse a launch or start one whose
  * traffic is refused, never let traffic out elsewhere. */
 #include "platform/ifaces.h"
+#include "common/closest.h"
+#include "common/macros.h"
 #include "common/why.h"
 
 #include <errno.h>
@@ -362,7 +364,28 @@ int ifc_validate_vpn(const struct ifc_list *l, const char *name, char *why, size
         return r;
     /* From here on name is known to be short and printable. */
     if (!l || ifc_find(l, name, &i) < 0) {
-        set_why(why, whylen, "interface '%s' does not exist", name);
+        /* a typo: the nearest name, and the ones there are (a user can
+         * list them anyway: ip link) */
+        const char *names[8];
+        char list[8 * (IFC_NAME_MAX + 2) + 8] = "";
+        size_t n = 0, used = 0;
+        for (size_t k = 0; l && k < l->n; k++) {
+            if (l->items[k].loopback)
+                continue;
+            bool more = n == ARRAY_SIZE(names);
+            int w = snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "",
+                             more ? "..." : l->items[k].name);
+            if (w < 0 || (size_t)w >= sizeof(list) - used)
+                break;
+            used += (size_t)w;
+            if (more)
+                break;
+            names[n++] = l->items[k].name;
+        }
+        const char *near = closest_word(name, names, n);
+        set_why(why, whylen, "interface '%s' does not exist%s%s%s (interfaces here: %s)", name,
+                near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "",
+                used ? list : "none but loopback");
         return -ENODEV;
     }
     if (i->loopback) { /* whatever its name */

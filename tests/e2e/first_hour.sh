@@ -57,6 +57,10 @@ lyh_as_user sh -c 'echo "echo hi" >proj/notexec && chmod 0644 proj/notexec'
 res=$(run_rc --vpn tun0 --no-tui -- ./notexec)
 t_check "1: a command that cannot run (not executable): 126, named" \
     eval 'grep -qx "rc=126" <<<"$res" && grep -q "cannot run .\./notexec.: Permission denied" <<<"$res"'
+res=$(run_rc --vpn tunn0 --no-tui -- /bin/true)
+t_check "1: a mistyped --vpn: 125, did you mean, and the interfaces there are" \
+    eval 'grep -qx "rc=125" <<<"$res" &&
+          grep -q "interface .tunn0. does not exist; did you mean .tun0.? (interfaces here: .*tun0" <<<"$res"'
 res=$(run_rc --vpn 'no such' --no-tui -- /bin/true)
 t_check "1: a bad --vpn: 125" grep -qx "rc=125" <<<"$res"
 res=$(run_rc --no-such-option -- /bin/true)

@@ -246,7 +246,8 @@ reset_routes
 expect "(g1) validate addressed tun0 ok" validate tun0 --ok
 expect "(g2) validate lo refused by name" validate lo --error EINVAL \
     --why "'lo' is the loopback interface, not a VPN"
-expect "(g3) validate missing tun9" validate tun9 --error ENODEV --why "interface 'tun9' does not exist"
+expect "(g3) validate missing tun9" validate tun9 --error ENODEV \
+    --why-contains "interface 'tun9' does not exist; did you mean 'tun0'? (interfaces here: "
 
 m addr flush dev tun0
 expect "(g4) validate unaddressed tun0" validate tun0 --error EADDRNOTAVAIL \

@@ -416,7 +416,17 @@ static void test_validate(void **state) {
     /* Up without carrier (VPN daemon reconnecting) is still the interface. */
     expect_validate(&l, "tun2", 0, NULL);
 
-    expect_validate(&l, "tun9", -ENODEV, "interface 'tun9' does not exist");
+    /* a name that is not there: the nearest one and the ones there are
+     * (loopback left out) */
+    expect_validate(&l, "tun9", -ENODEV,
+                    "interface 'tun9' does not exist; did you mean 'tun0'? (interfaces here: eth0, "
+                    "tun0, wg0, tun1, tun2, tun3, tun4)");
+    expect_validate(&l, "wgg0", -ENODEV,
+                    "interface 'wgg0' does not exist; did you mean 'wg0'? (interfaces here: eth0, "
+                    "tun0, wg0, tun1, tun2, tun3, tun4)");
+    expect_validate(&l, "proton0", -ENODEV,
+                    "interface 'proton0' does not exist (interfaces here: eth0, tun0, wg0, tun1, "
+                    "tun2, tun3, tun4)");
     expect_validate(&l, "tun1", -ENETDOWN, "interface 'tun1' is down");
     expect_validate(&l, "tun3", -EADDRNOTAVAIL, "interface 'tun3' has no address");
     expect_validate(&l, "tun4", -EADDRNOTAVAIL,
@@ -429,8 +439,19 @@ static void test_validate(void **state) {
 
     /* An empty or missing list: nothing exists. */
     struct ifc_list empty = {0};
-    expect_validate(&empty, "tun0", -ENODEV, "interface 'tun0' does not exist");
-    expect_validate(NULL, "tun0", -ENODEV, "interface 'tun0' does not exist");
+    expect_validate(&empty, "tun0", -ENODEV,
+                    "interface 'tun0' does not exist (interfaces here: none but loopback)");
+    expect_validate(NULL, "tun0", -ENODEV,
+                    "interface 'tun0' does not exist (interfaces here: none but loopback)");
+    /* many: the first eight, then "..." */
+    struct ifc many_items[10];
+    memset(many_items, 0, sizeof(many_items));
+    for (size_t i = 0; i < 10; i++)
+        snprintf(many_items[i].name, sizeof(many_items[i].name), "veth%zu", i);
+    struct ifc_list many = {.items = many_items, .n = 10};
+    expect_validate(&many, "tun0", -ENODEV,
+                    "interface 'tun0' does not exist (interfaces here: veth0, veth1, veth2, veth3, "
+                    "veth4, veth5, veth6, veth7, ...)");
 }
 
 static void test_validate_link_local_v4(void **state) {
