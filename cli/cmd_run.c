@@ -485,7 +485,7 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
             snprintf(vpn, sizeof(vpn), "%s", ev->event.started.interface);
             ipv6_blocked = ev->event.started.ipv6_blocked;
             if (relay)
-                pty_relay_set_session(relay, c, session_id);
+                pty_relay_set_session(relay, c, session_id, ev->event.started.pid);
             if (!quiet) {
                 char line[512];
                 start_line(&ev->event.started, line, sizeof(line));
@@ -503,6 +503,13 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
                 mon_line(line);
             break;
         }
+        case lianyaohu_v1_RunEvent_stopped_tag:
+            /* Ctrl-Z: the agent stopped; so do we, until `fg` */
+            if (relay) {
+                pty_relay_drain(relay);
+                pty_relay_suspend(relay);
+            }
+            break;
         case lianyaohu_v1_RunEvent_exited_tag:
             if (relay)
                 pty_relay_drain(relay);

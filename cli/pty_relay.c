@@ -30,6 +30,7 @@ struct pty_relay {
     int sigpipe[2];
     struct lyh_client *client;
     char session_id[40];
+    pid_t agent_pgrp; /* the agent's own process group (0: unknown) */
 };
 
 /* The only process-wide state: where signal handlers write (set once). */
@@ -104,8 +105,10 @@ int pty_relay_start(struct pty_relay *r) {
     return 0;
 }
 
-void pty_relay_set_session(struct pty_relay *r, struct lyh_client *c, const char *session_id) {
+void pty_relay_set_session(struct pty_relay *r, struct lyh_client *c, const char *session_id,
+                           uint64_t pid) {
     r->client = c;
+    r->agent_pgrp = pid > 0 && pid <= INT32_MAX ? (pid_t)pid : 0;
     snprintf(r->session_id, sizeof(r->session_id), "%s", session_id);
 }
 
@@ -157,6 +160,50 @@ static int copy(int from, int to) {
     return 0;
 }
 
+/* The user's keys to the agent. The agent's process group has no
+ * job-control parent inside its session (lyhd started it), so the kernel
+ * discards the SIGTSTP its terminal would send on Ctrl-Z: when that group is
+ * the terminal's foreground and the terminal is in a mode where the key
+ * suspends (ISIG, VSUSP), lyh asks lyhd to stop it with SIGSTOP instead, and
+ * lyhd's RunEvent.stopped then suspends lyh (pty_relay_suspend). A job of a
+ * shell inside (its own group, the shell its parent) gets the key as usual,
+ * and the shell handles it. Other bytes go through unchanged. */
+static int keys_in(struct pty_relay *r) {
+    unsigned char buf[16384];
+    struct termios t;
+    ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+
+    if (n < 0)
+        return errno == EINTR || errno == EAGAIN ? 0 : -errno;
+    if (n == 0)
+        return -EPIPE;
+    bool susp = r->agent_pgrp > 0 && tcgetpgrp(r->master) == r->agent_pgrp &&
+                tcgetattr(r->master, &t) == 0 && (t.c_lflag & ISIG) &&
+                t.c_cc[VSUSP] != _POSIX_VDISABLE;
+    ssize_t from = 0;
+    for (ssize_t i = 0; i <= n; i++) {
+        if (i < n && !(susp && buf[i] == t.c_cc[VSUSP]))
+            continue;
+        for (ssize_t off = from; off < i;) {
+            ssize_t w = write(r->master, buf + off, (size_t)(i - off));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0 && errno == EAGAIN) {
+                struct pollfd p = {.fd = r->master, .events = POLLOUT};
+                (void)poll(&p, 1, 100);
+                continue;
+            }
+            if (w < 0)
+                return -errno;
+            off += w;
+        }
+        if (i < n)
+            forward(r, SIGSTOP);
+        from = i + 1;
+    }
+    return 0;
+}
+
 int pty_relay_until_readable(struct pty_relay *r, int fd) {
     bool stdin_open = true, master_open = true;
 
@@ -183,7 +230,7 @@ int pty_relay_until_readable(struct pty_relay *r, int fd) {
                 master_open = false; /* EIO: no slave holder left */
         }
         if (p[3].revents & (POLLIN | POLLHUP | POLLERR)) {
-            if (copy(STDIN_FILENO, r->master) < 0)
+            if (keys_in(r) < 0)
                 stdin_open = false;
         }
         if (p[0].revents)
@@ -200,6 +247,27 @@ void pty_relay_drain(struct pty_relay *r) {
         if (copy(r->master, STDOUT_FILENO) < 0)
             break;
     }
+}
+
+void pty_relay_suspend(struct pty_relay *r) {
+    struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+    struct termios raw = r->saved;
+
+    pty_relay_restore(r);
+    /* Stop as a shell job stops: the shell takes the terminal back and says
+     * so; `fg` continues us. In an orphaned process group (no job control)
+     * the kernel discards the signal and we go on at once. */
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGTSTP, &dfl, &old);
+    (void)kill(getpid(), SIGTSTP);
+    sigaction(SIGTSTP, &old, NULL);
+    /* Continued (in the background, tcsetattr stops us again with SIGTTOU,
+     * as it would any program that wants the terminal) */
+    cfmakeraw(&raw);
+    if (tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0)
+        r->raw = true;
+    forward(r, SIGWINCH); /* the size may have changed meanwhile */
+    forward(r, SIGCONT);
 }
 
 void pty_relay_restore(struct pty_relay *r) {

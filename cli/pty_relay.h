@@ -16,13 +16,21 @@ int pty_relay_open(struct pty_relay **ret, int *ret_slave, uint32_t *rows, uint3
  * are forwarded to the session once it is known). */
 int pty_relay_start(struct pty_relay *r);
 /* The session to forward signals to, over the client's connection. */
-void pty_relay_set_session(struct pty_relay *r, struct lyh_client *c, const char *session_id);
+/* pid: the agent's main process (RunStarted.pid), the leader of its
+ * process group; 0 unknown. */
+void pty_relay_set_session(struct pty_relay *r, struct lyh_client *c, const char *session_id,
+                           uint64_t pid);
 /* Relay until fd is readable. 0 when it is, -errno on failure. */
 int pty_relay_until_readable(struct pty_relay *r, int fd);
 /* After the agent exited: copy what is left in the pty to stdout (bounded). */
 void pty_relay_drain(struct pty_relay *r);
 /* Put the terminal back as it was (idempotent). */
 void pty_relay_restore(struct pty_relay *r);
+/* The agent stopped (RunEvent.stopped): give the terminal back and stop lyh
+ * itself (SIGTSTP) as a shell job; once continued, raw mode again, the
+ * current window size to the pty and SIGCONT to the agent's process group.
+ * Returns when lyh runs again. */
+void pty_relay_suspend(struct pty_relay *r);
 /* Restore and free. Accepts NULL. */
 void pty_relay_free(struct pty_relay *r);
 

@@ -455,6 +455,12 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
     event_base_loopexit(d->base, NULL);
 }
 
+/* A child changed state: exits come through each one's pidfd; a terminal
+ * session's agent that stopped is told to its client. */
+static void on_sigchld(evutil_socket_t sig, short what, void *arg) {
+    session_on_sigchld(arg);
+}
+
 /* The end, after the loop (served: it ran) or a failed start. Running
  * sessions stay running and guarded (the next lyhd re-adopts them); sessions
  * already ending are finished now. They are detached from their calls
@@ -489,9 +495,9 @@ static void teardown(struct lyhd *d, struct event **ev_sig, size_t n_sig, struct
 
 int main(int argc, char **argv) {
     struct lyhd d = {.lock_fd = -1};
-    struct event *ev_sig[3] = {0};
+    struct event *ev_sig[4] = {0};
     struct event *ev_poke = NULL;
-    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
     const char *err = NULL;
     char why[512];
     int r;
@@ -593,7 +599,7 @@ int main(int argc, char **argv) {
         goto fail;
     }
     for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
-        ev_sig[i] = evsignal_new(d.base, sigs[i], on_signal, &d);
+        ev_sig[i] = evsignal_new(d.base, sigs[i], sigs[i] == SIGCHLD ? on_sigchld : on_signal, &d);
         if (!ev_sig[i] || event_add(ev_sig[i], NULL) < 0) {
             log_error("cannot install signal handlers");
             goto fail;

@@ -22,8 +22,8 @@ int rpc_signal_owner(struct lyhd *d, const LyhRequest *req, uid_t *ret_owner) {
 /* Signals a client may forward: the ones a terminal user can send. */
 static bool signal_allowed(int sig) {
     switch (sig) {
-    case SIGINT: case SIGTERM: case SIGHUP: case SIGQUIT: case SIGTSTP: case SIGCONT:
-    case SIGWINCH: case SIGUSR1: case SIGUSR2: case SIGKILL:
+    case SIGINT: case SIGTERM: case SIGHUP: case SIGQUIT: case SIGTSTP: case SIGSTOP:
+    case SIGCONT: case SIGWINCH: case SIGUSR1: case SIGUSR2: case SIGKILL:
         return true;
     default:
         return false;
@@ -45,8 +45,8 @@ void rpc_signal(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     case LIANYAOHU__V1__SIGNAL_REQUEST__WHAT_SIGNAL:
         if (!signal_allowed(sr->signal)) {
             rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                     "signal %d cannot be forwarded (allowed: INT TERM HUP QUIT TSTP CONT WINCH "
-                     "USR1 USR2 KILL)",
+                     "signal %d cannot be forwarded (allowed: INT TERM HUP QUIT TSTP STOP CONT "
+                     "WINCH USR1 USR2 KILL)",
                      sr->signal);
             return;
         }

@@ -459,10 +459,18 @@ void session_teardown(struct session *s) {
     }
 }
 
+/* One RunEvent to the session's Run call (end: the last one). */
+static void send_event(struct rpc_call *call, Lianyaohu__V1__RunEvent *ev, bool end) {
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+
+    resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_RUN_EVENT;
+    resp.run_event = ev;
+    rpc_send(call, &resp, end);
+}
+
 static void send_started(struct session *s) {
     Lianyaohu__V1__RunStarted st = LIANYAOHU__V1__RUN_STARTED__INIT;
     Lianyaohu__V1__RunEvent ev = LIANYAOHU__V1__RUN_EVENT__INIT;
-    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
     char *notes[6], *resolvers[GSPEC_MAX_RESOLVERS];
     char ll[300], ls[300], sk[1300], res[GSPEC_MAX_RESOLVERS][INET6_ADDRSTRLEN];
     size_t n = 0;
@@ -512,15 +520,12 @@ static void send_started(struct session *s) {
     st.notes = notes;
     ev.event_case = LIANYAOHU__V1__RUN_EVENT__EVENT_STARTED;
     ev.started = &st;
-    resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_RUN_EVENT;
-    resp.run_event = &ev;
-    rpc_send(s->call, &resp, false);
+    send_event(s->call, &ev, false);
 }
 
 static void send_exited(struct session *s) {
     Lianyaohu__V1__RunExited ex = LIANYAOHU__V1__RUN_EXITED__INIT;
     Lianyaohu__V1__RunEvent ev = LIANYAOHU__V1__RUN_EVENT__INIT;
-    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
     struct rpc_call *call = s->call;
 
     if (!call)
@@ -533,9 +538,7 @@ static void send_exited(struct session *s) {
     ex.duration_ms = lyhd_mono_ms() - s->started_mono_ms;
     ev.event_case = LIANYAOHU__V1__RUN_EVENT__EVENT_EXITED;
     ev.exited = &ex;
-    resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_RUN_EVENT;
-    resp.run_event = &ev;
-    rpc_send(call, &resp, true);
+    send_event(call, &ev, true);
 }
 
 static void on_status(evutil_socket_t fd, short what, void *arg) {
@@ -609,6 +612,31 @@ static void on_child_exit(evutil_socket_t fd, short what, void *arg) {
     }
     send_exited(s);
     session_teardown(s);
+}
+
+static void send_stopped(struct session *s, int sig) {
+    Lianyaohu__V1__RunStopped st = LIANYAOHU__V1__RUN_STOPPED__INIT;
+    Lianyaohu__V1__RunEvent ev = LIANYAOHU__V1__RUN_EVENT__INIT;
+
+    st.signal = sig;
+    ev.event_case = LIANYAOHU__V1__RUN_EVENT__EVENT_STOPPED;
+    ev.stopped = &st;
+    send_event(s->call, &ev, false);
+}
+
+void session_on_sigchld(struct lyhd *d) {
+    struct session *s;
+
+    /* Only our own children report stops (an adopted session's agent is
+     * not: ECHILD), and only a terminal session's client can act on it. */
+    TAILQ_FOREACH(s, &d->sessions, link) {
+        siginfo_t si = {0};
+        if (s->pidfd < 0 || s->exited || !s->call || s->pty_fd < 0)
+            continue;
+        if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WSTOPPED | WNOHANG) == 0 && si.si_pid &&
+            si.si_code == CLD_STOPPED)
+            send_stopped(s, si.si_status);
+    }
 }
 
 static void on_grace(evutil_socket_t fd, short what, void *arg) {

@@ -96,6 +96,10 @@ void session_tmpdir_jobs_finish(struct lyhd *d);
 
 /* Release a session object (not its kernel objects). */
 void session_free(struct session *s);
+/* SIGCHLD: a terminal session whose agent's main process stopped (Ctrl-Z)
+ * tells its client (RunEvent.stopped), which suspends itself as a shell job
+ * would and sends SIGCONT when continued. */
+void session_on_sigchld(struct lyhd *d);
 
 /* File descriptors the session holds in lyhd (pidfd, status pipe, pty). */
 unsigned session_fds(const struct session *s);

@@ -17,7 +17,8 @@
 #      (never their values); --quiet prints neither
 #   6. the picker on a terminal (tmux): a detail pane, an interface lyh run
 #      would refuse shown with its fix and not pickable, digits move the
-#      marker, s saves the pick as [defaults] vpn_interface, q cancels
+#      marker, s saves the pick as [defaults] vpn_interface, q cancels;
+#      --monitor never drawn over the agent; Ctrl-Z and fg
 #
 # usage: first_hour.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Safety: everything happens in the namespaces lib.sh makes.
@@ -321,6 +322,57 @@ lyh_wait_until 15 test -s "$LYH_HOME/pick.rc"
 t_check "6b: --monitor-to FILE: the line is in the file while the agent still runs" \
     eval '[ "${live:-0}" = 1 ] && [ "$(stat -c %a "$LYH_HOME/mon.log")" = 600 ]'
 t_check "6b: ... and never on the terminal" eval '! screen | grep -q "192.168.77.2"'
+
+# Ctrl-Z in a terminal session: the agent stops, and lyh with it, as a shell
+# job; fg continues both
+echo "# 6c. Ctrl-Z and fg"
+rm -f "$LYH_HOME/pick.rc"
+lyh_as_user "${TM[@]}" kill-session -t pick
+lyh_as_user "${TM[@]}" new-session -d -s pick -x 160 -y 40 "cd proj && exec bash --norc --noprofile -i" ||
+    lyh_die "cannot start tmux (bash)"
+lyh_wait_until 10 eval 'screen | grep -q "\\$ *$\|\$ *$"'
+keys "$LYH_LYH --socket $LYH_SOCK run --vpn tun0 -- /bin/sh -c 'echo agent-started; sleep 3; echo agent-resumed'" Enter
+lyh_wait_until 15 eval 'screen | grep -q "^agent-started"'
+keys C-z
+lyh_wait_until 10 eval 'screen | grep -q "Stopped"'
+states=$(for cg in $(lyh_cg_sessions); do
+    while read -r p; do ps -o stat= -p "$p"; done <"$LYH_CGBASE/$cg/cgroup.procs"
+done | cut -c1 | sort -u | tr -d '\n')
+sleep 4 # longer than the agent's sleep: stopped, it must not have gone on
+scr=$(screen)
+echo "$scr" | grep -v '^$' | tail -n 3 | sed 's/^/    | /'
+t_check "6c: Ctrl-Z stops the agent (its processes: $states) and gives the shell back (Stopped)" \
+    eval '[ "$states" = T ] && grep -q "Stopped" <<<"$scr" && ! grep -q "^agent-resumed" <<<"$scr"'
+keys fg Enter
+lyh_wait_until 15 eval 'screen | grep -q "^agent-resumed"'
+keys "echo rc=\$? >$LYH_HOME/pick.rc" Enter
+lyh_wait_until 10 test -s "$LYH_HOME/pick.rc"
+screen | grep -v '^$' | tail -n 4 | sed 's/^/    | /'
+t_check "6c: fg: the agent goes on and ends, and so does lyh (0)" \
+    eval 'screen | grep -q "^agent-resumed" && grep -qx "rc=0" "$LYH_HOME/pick.rc"'
+# a shell as the agent: Ctrl-Z is its business (its job stops, lyh does not)
+rm -f "$LYH_HOME/pick.rc"
+lyh_as_user "${TM[@]}" send-keys -t pick C-l
+keys "$LYH_LYH --socket $LYH_SOCK run --vpn tun0 -- /bin/bash --norc --noprofile -i; echo rc=\$? >$LYH_HOME/pick.rc" Enter
+lyh_wait_until 15 eval '[ "$(screen | grep -c "bash-5")" -ge 2 ]'
+keys "sleep 30" Enter
+sleep 0.5
+keys C-z
+lyh_wait_until 10 eval 'screen | grep -q "Stopped *sleep 30"'
+keys "echo inner-still-here" Enter
+lyh_wait_until 10 eval 'screen | grep -q "^inner-still-here"'
+scr=$(screen)
+t_check "6c: with a shell as the agent, Ctrl-Z stops its job and the shell goes on (lyh is not stopped)" \
+    eval 'grep -q "Stopped *sleep 30" <<<"$scr" && grep -q "^inner-still-here" <<<"$scr" &&
+          ! grep -q "Stopped .*lyh --socket" <<<"$scr"'
+keys "kill -9 %1" Enter
+sleep 0.5
+keys "exit 0" Enter
+lyh_wait_until 3 test -s "$LYH_HOME/pick.rc" || keys "exit 0" Enter # "There are stopped jobs."
+lyh_wait_until 10 test -s "$LYH_HOME/pick.rc"
+screen | grep -v '^$' | tail -n 4 | sed 's/^/    | /'
+t_check "6c: ... and exit ends the session (0)" grep -qx "rc=0" "$LYH_HOME/pick.rc"
+
 res=$(run_rc --vpn tun0 --no-tui --monitor-to fd:9 -- /bin/true)
 t_check "6b: --monitor-to fd:N that is not open: refused (125), saying so" \
     eval 'grep -qx "rc=125" <<<"$res" && grep -q "not an open file descriptor" <<<"$res"'
