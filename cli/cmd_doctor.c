@@ -413,7 +413,12 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
     }
 
     /* 2. VPN interfaces, each through the daemon's preflight. */
-    size_t nv = vpn_list(vpn, ARRAY_SIZE(vpn));
+    struct vpn_names vnames = {.n = 0};
+    char pats[400];
+    if (reachable)
+        vpn_names_from_policy(cli, &vnames);
+    vpn_names_text(&vnames, pats, sizeof(pats));
+    size_t nv = vpn_list(&vnames, vpn, ARRAY_SIZE(vpn));
     char names[160] = "";
     size_t used = 0;
     for (size_t i = 0; i < nv; i++) {
@@ -434,8 +439,7 @@ int cmd_doctor(struct cli *cli, int argc, char **argv) {
     if (nv == 0)
         add(dr, "vpn", ST_FAIL, "connect your VPN (OpenVPN, WireGuard, ...), then run lyh doctor "
                                 "again",
-            "no VPN interface (tun*, wg*, tailscale*, nordlynx, proton*, mullvad-*) in "
-            "this network namespace");
+            "no VPN interface (%s) in this network namespace", pats);
     else if (usable_any)
         add(dr, "vpn", ST_OK, NULL, "VPN interfaces: %s", names);
     else if (!reachable)

@@ -53,9 +53,13 @@ int cmd_install(struct cli *cli, int argc, char **argv) {
         fprintf(stderr, "%s install: unexpected argument '%s'\n", cli->prog, argv[optind]);
         return EXIT_USAGE;
     }
+    struct vpn_names names = {.n = 0};
+    if (!vpn)
+        vpn_names_from_policy(cli, &names);
     struct vpn_pick_in pin = {.explicit_name = vpn,
                               .interactive = isatty(0) && isatty(2),
-                              .allow_non_default_route = in->allow_non_default_route};
+                              .allow_non_default_route = in->allow_non_default_route,
+                              .names = &names};
     rc = vpn_pick(&pin, in->interface, sizeof(in->interface));
     if (rc != EXIT_OK)
         return rc;

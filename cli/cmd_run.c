@@ -922,10 +922,14 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         bool interactive = !o.no_tui && isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
         /* `s` in the picker saves to the global config, unless config
          * files are off (--no-config) */
+        struct vpn_names names = {.n = 0};
+        if (!o.vpn) /* which names are VPNs is the admin policy's word */
+            vpn_names_from_policy(cli, &names);
         struct vpn_pick_in pin = {.explicit_name = o.vpn,
                                   .interactive = interactive,
                                   .allow_non_default_route = rr->allow_non_default_route,
-                                  .save_path = ccli.no_config ? NULL : conf->global_path};
+                                  .save_path = ccli.no_config ? NULL : conf->global_path,
+                                  .names = &names};
         rc = vpn_pick(&pin, picked, sizeof(picked));
         if (rc != EXIT_OK)
             return rc;

@@ -1,6 +1,7 @@
-/* Candidate VPN interfaces: those named like the common VPN clients'
- * (common/vpn_names.h: tun*, wg*, tailscale*, ...) that are up and have an
- * address other than link-local (a veth or tun gets fe80:: the moment it is up).
+/* Candidate VPN interfaces: those the admin policy's allowed_interface_patterns
+ * name (by default the common VPN clients', common/vpn_names.h: tun*, wg*,
+ * tailscale*, ...) that are up and have an address other than link-local (a
+ * veth or tun gets fe80:: the moment it is up).
  * Listing uses getifaddrs (vpn_list, which `lyh doctor` reads too); nothing
  * here needs privileges. The picker shows what lyh run would find for each
  * (the default routes, the resolver, as doctor does) and lets through only
@@ -247,7 +248,46 @@ static bool link_local4(const struct in_addr *a) {
     return b[0] == 169 && b[1] == 254;
 }
 
-size_t vpn_list(struct vpn_if *out, size_t max) {
+void vpn_names_from_policy(struct cli *cli, struct vpn_names *ret) {
+    struct lyh_client *c = NULL;
+    _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+
+    ret->n = 0;
+    if (!req || !resp || lyh_client_connect(cli->socket_path, &c) < 0)
+        return;
+    req->which_method = lianyaohu_v1_Request_policy_get_tag;
+    if (cli_call(c, req, resp) == 0 && resp->code == lianyaohu_v1_Code_OK &&
+        resp->which_result == lianyaohu_v1_Response_policy_tag) {
+        const lianyaohu_v1_Policy *pm = &resp->result.policy.policy;
+        for (pb_size_t k = 0; k < pm->allowed_interface_patterns_count && ret->n < 32; k++)
+            snprintf(ret->v[ret->n++], sizeof(ret->v[0]), "%s", pm->allowed_interface_patterns[k]);
+    }
+    lyh_client_close(c);
+}
+
+void vpn_names_text(const struct vpn_names *names, char *buf, size_t len) {
+    size_t used = 0, n = names && names->n ? names->n : LYH_VPN_NAME_DEFAULTS;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int k = snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+                         names && names->n ? names->v[i] : lyh_vpn_name_defaults[i]);
+        if (k < 0 || (size_t)k >= len - used)
+            break;
+        used += (size_t)k;
+    }
+}
+
+static bool vpn_name(const struct vpn_names *names, const char *name) {
+    if (!names || !names->n)
+        return lyh_vpn_name_default(name);
+    for (size_t i = 0; i < names->n; i++)
+        if (fnmatch(names->v[i], name, 0) == 0)
+            return true;
+    return false;
+}
+
+size_t vpn_list(const struct vpn_names *names, struct vpn_if *out, size_t max) {
     struct ifaddrs *ifa = NULL;
     size_t n = 0;
 
@@ -255,7 +295,8 @@ size_t vpn_list(struct vpn_if *out, size_t max) {
         return 0;
     for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
         size_t k;
-        if (!lyh_vpn_name_default(i->ifa_name) || strlen(i->ifa_name) >= IF_NAMESIZE)
+        if ((i->ifa_flags & IFF_LOOPBACK) || !vpn_name(names, i->ifa_name) ||
+            strlen(i->ifa_name) >= IF_NAMESIZE)
             continue;
         for (k = 0; k < n; k++)
             if (strcmp(out[k].name, i->ifa_name) == 0)
@@ -363,9 +404,9 @@ static void add_addr(struct cand *c, int family, const void *a) {
 
 /* The candidates: up and addressed, with their addresses but the
  * link-local ones. */
-static size_t list_candidates(struct cand *out, size_t max) {
+static size_t list_candidates(const struct vpn_names *names, struct cand *out, size_t max) {
     struct vpn_if v[2 * PICK_MAX];
-    size_t n = 0, nv = vpn_list(v, ARRAY_SIZE(v));
+    size_t n = 0, nv = vpn_list(names, v, ARRAY_SIZE(v));
 
     for (size_t i = 0; i < nv && n < max; i++) {
         if (!v[i].up || !v[i].addressed)
@@ -435,14 +476,16 @@ int vpn_pick(const struct vpn_pick_in *in, char *out, size_t outlen) {
         snprintf(out, outlen, "%s", in->explicit_name);
         return EXIT_OK;
     }
-    n = list_candidates(c, PICK_MAX);
+    n = list_candidates(in->names, c, PICK_MAX);
     mark_defaults(c, n);
     for (size_t i = 0; i < n; i++)
         judge(&c[i], in->allow_non_default_route);
     if (n == 0) {
-        fprintf(stderr, "lyh: no VPN interface (tun*, wg*, tailscale*, nordlynx, proton*, "
-                        "mullvad-*) is up and addressed.\n"
-                        "Start your VPN, then run lyh again (or name one with --vpn).\n");
+        char pats[400];
+        vpn_names_text(in->names, pats, sizeof(pats));
+        fprintf(stderr, "lyh: no VPN interface (%s) is up and addressed.\n"
+                        "Start your VPN, then run lyh again (or name one with --vpn).\n",
+                pats);
         return EXIT_DAEMON_ERROR;
     }
     /* the only one: taken without asking (lyhd says so if it refuses) */

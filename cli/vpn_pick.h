@@ -23,9 +23,26 @@ struct vpn_if {
     char peer[INET6_ADDRSTRLEN]; /* a point-to-point link's far end, "" none */
 };
 
+/* Which names are VPNs: the admin policy's allowed_interface_patterns
+ * (fnmatch patterns, as lyhd matches them) when lyh could read them, else
+ * the defaults (common/vpn_names.h). Never a loopback interface. */
+struct vpn_names {
+    char v[32][16];
+    size_t n; /* 0: the defaults */
+};
+
+/* The policy's patterns into *ret (ret->n 0 when lyhd cannot be asked or the
+ * policy names none: the defaults apply). Asks lyhd (PolicyGet) on a
+ * connection of its own; prints nothing. */
+struct cli;
+void vpn_names_from_policy(struct cli *cli, struct vpn_names *ret);
+/* "tun*, wg*, ..." (the patterns in force) into buf. */
+void vpn_names_text(const struct vpn_names *names, char *buf, size_t len);
+
 /* Up to max of them (up or down, addressed or not) into out, in getifaddrs
- * order. Returns how many; 0 when getifaddrs fails. Needs no privileges. */
-size_t vpn_list(struct vpn_if *out, size_t max);
+ * order. Returns how many; 0 when getifaddrs fails. Needs no privileges.
+ * names NULL: the defaults. */
+size_t vpn_list(const struct vpn_names *names, struct vpn_if *out, size_t max);
 
 /* Would the kernel send to addr (family's length) out of the interface ud
  * points to (a const struct vpn_if): is the source address it picks one of
@@ -38,6 +55,7 @@ struct vpn_pick_in {
     bool allow_non_default_route; /* an interface without the IPv4 default is usable */
     const char *save_path; /* the user's config file, where `s` saves the pick as
                             * [defaults] vpn_interface; NULL: not offered */
+    const struct vpn_names *names; /* which names are VPNs; NULL: the defaults */
 };
 
 /* explicit wins; else the only candidate; else the picker when interactive

@@ -190,6 +190,13 @@ lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" policy set "$LYH_TMP/pol.toml" >/dev
     t_fail "4: policy set" "refused"
 res=$(run_rc --vpn eth9 --allow-non-default-route --dns 10.90.0.2 --no-tui -- /bin/true)
 t_check "4: an admin who allows eth9: it runs (0)" grep -qx "rc=0" <<<"$res"
+res=$(run_rc --allow-non-default-route --dns 10.90.0.2 --no-tui -- /bin/true)
+t_check "4: ... and with no --vpn lyh offers the policy's names: eth9 is the only one, taken" \
+    eval 'grep -qx "rc=0" <<<"$res" && grep -q "^lyh: session [0-9a-f]* on eth9:" <<<"$res"'
+res=$(LYH_CMD_TIMEOUT=30 lyh_cli doctor --json 2>/dev/null)
+t_check "4: ... and so does lyh doctor (vpn lists eth9, not tun0)" \
+    eval 'jq -r ".checks[] | select(.name == \"vpn\") | .detail" <<<"$res" | grep -q "eth9" &&
+          ! jq -r ".checks[] | select(.name == \"vpn\") | .detail" <<<"$res" | grep -q "tun0"'
 res=$(run_rc --vpn tun0 --no-tui -- /bin/true)
 t_check "4: ... and then tun0 is refused (125)" grep -qx "rc=125" <<<"$res"
 printf 'allowed_interface_patterns = ["*"]\n' >"$LYH_TMP/pol.toml"
