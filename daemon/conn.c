@@ -24,6 +24,8 @@
 #include "daemon/conn.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <stdio.h>
@@ -65,7 +67,6 @@ struct conn {
     struct lyhd *d;
     int fd;
     struct ucred peer;
-    bool peer_is_admin;
     gid_t peer_groups[LYH_MAX_PEER_GROUPS];
     size_t n_peer_groups;
     bool dead;
@@ -383,7 +384,7 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
     call->call_id = req->call_id;
     call->method = req->method_case;
     call->peer = c->peer;
-    call->peer_is_admin = c->peer_is_admin;
+    call->peer_is_admin = conn_admin_now(c->d, c->peer.uid);
     memcpy(call->peer_groups, c->peer_groups, sizeof(call->peer_groups));
     call->n_peer_groups = c->n_peer_groups;
     for (unsigned i = 0; i < LYH_MAX_FDS_PER_MESSAGE; i++)
@@ -604,7 +605,35 @@ int conn_new(struct lyhd *d, int fd, const struct ucred *peer, struct conn **ret
     return 0;
 }
 
-void conn_set_admin(struct conn *c, bool admin) { c->peer_is_admin = admin; }
+bool conn_admin_now(const struct lyhd *d, uid_t uid) {
+    if (uid == 0)
+        return true;
+    if (!d->cfg.admin_group)
+        return false;
+    struct passwd pw, *pwp = NULL;
+    char pbuf[4096];
+    if (getpwuid_r(uid, &pw, pbuf, sizeof(pbuf), &pwp) != 0 || !pwp)
+        return false;
+    if (pw.pw_gid == d->cfg.admin_gid)
+        return true;
+    /* a big group's member list may need more room: up to 1 MiB */
+    for (size_t size = 16384; size <= 1u << 20; size *= 4) {
+        _cleanup_free_ char *gbuf = malloc(size);
+        struct group gr, *grp = NULL;
+        if (!gbuf)
+            return false;
+        int r = getgrgid_r(d->cfg.admin_gid, &gr, gbuf, size, &grp);
+        if (r == ERANGE)
+            continue;
+        if (r != 0 || !grp)
+            return false;
+        for (char **m = gr.gr_mem; m && *m; m++)
+            if (strcmp(*m, pw.pw_name) == 0)
+                return true;
+        return false;
+    }
+    return false;
+}
 
 void conn_set_peer_groups(struct conn *c, const gid_t *groups, size_t n) {
     c->n_peer_groups = n < LYH_MAX_PEER_GROUPS ? n : LYH_MAX_PEER_GROUPS;

@@ -31,7 +31,7 @@ struct rpc_call {
     uint32_t method;            /* Request.method case */
     const struct rpc_method *row;
     struct ucred peer;          /* from SO_PEERCRED at connect */
-    bool peer_is_admin;
+    bool peer_is_admin;         /* decided for this call (conn_admin_now) */
     gid_t peer_groups[LYH_MAX_PEER_GROUPS]; /* SO_PEERGROUPS at connect */
     size_t n_peer_groups;
     int fds[LYH_MAX_FDS_PER_MESSAGE]; /* owned until taken; -1 = taken/none */
@@ -67,9 +67,12 @@ int conn_send_frame(struct conn *c, const uint8_t *frame, size_t len);
 /* Send a connection-level error (call id 0) and close. */
 void conn_refuse(struct conn *c, int code, const char *message);
 
-/* Whether the peer counts as admin (root or --admin-group); set by the server
- * at accept from SO_PEERCRED / SO_PEERGROUPS. */
-void conn_set_admin(struct conn *c, bool admin);
+/* Is uid an admin now: root, or a member of --admin-group in the group
+ * database as it is at this moment (primary group or member list), not as it
+ * was when the connection was opened: a revoked admin's open connection (an
+ * ssh forward) loses the rights with their next request. A lookup that fails
+ * counts as no. */
+bool conn_admin_now(const struct lyhd *d, uid_t uid);
 /* The peer's supplementary groups as the kernel recorded them at connect. */
 void conn_set_peer_groups(struct conn *c, const gid_t *groups, size_t n);
 /* A finished call outside dispatch: unlink from its connection and free. */

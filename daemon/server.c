@@ -121,22 +121,6 @@ void server_tick(struct server *s) {
     }
 }
 
-/* Is the peer an admin: root, or a member of --admin-group (primary or
- * supplementary, as the kernel recorded them at connect). */
-static bool peer_is_admin(const struct server *s, const struct ucred *cred, const gid_t *groups,
-                          size_t n_groups) {
-    if (cred->uid == 0)
-        return true;
-    if (!s->d->cfg.admin_group)
-        return false;
-    if (cred->gid == s->d->cfg.admin_gid)
-        return true;
-    for (size_t i = 0; i < n_groups; i++)
-        if (groups[i] == s->d->cfg.admin_gid)
-            return true;
-    return false;
-}
-
 static void accept_one(struct server *s, int fd) {
     struct ucred cred;
     socklen_t len = sizeof(cred);
@@ -166,7 +150,6 @@ static void accept_one(struct server *s, int fd) {
         return;
     }
     conn_set_peer_groups(c, groups, glen / sizeof(gid_t));
-    conn_set_admin(c, peer_is_admin(s, &cred, groups, glen / sizeof(gid_t)));
     if (s->n_slots == s->cap_slots) {
         unsigned ncap = s->cap_slots ? s->cap_slots * 2 : 64;
         struct conn_slot *n = reallocarray(s->slots, ncap, sizeof(*n));

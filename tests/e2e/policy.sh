@@ -252,6 +252,31 @@ else
     t_fail "8: version 7 has exactly version 6's content" "6: $a | 7: $b"
 fi
 
+# ---- 9. admin rights at each request -------------------------------------------------------
+
+echo "# 9. --admin-group: revoking a member takes effect on an open connection"
+AG="lyhag$$"
+groupadd "$AG" || lyh_die "groupadd $AG"
+undo_group() { groupdel "$AG" 2>/dev/null; }
+lyh_on_cleanup undo_group
+lyh_daemon_stop
+LYH_DAEMON_ARGS+=(--admin-group "$AG")
+lyh_daemon_start || lyh_die "lyhd does not start with --admin-group"
+gpasswd -a "$LYH_USER" "$AG" >/dev/null || lyh_die "gpasswd -a"
+rm -f "$LYH_TMP/revoked"
+(pc_user twice '{"max_sessions_per_uid":5}' "$LYH_TMP/revoked" >"$LYH_TMP/twice.out" 2>&1) &
+TW=$!
+lyh_wait_until 15 grep -q . "$LYH_TMP/twice.out"
+gpasswd -d "$LYH_USER" "$AG" >/dev/null || lyh_die "gpasswd -d"
+touch "$LYH_TMP/revoked"
+wait "$TW"
+out=$(cat "$LYH_TMP/twice.out")
+echo "$out" | sed 's/^/    /'
+t_check "9: a member of the admin group sets a policy" eval '[ "$(sed -n 1p <<<"$out" | cut -d" " -f1)" = OK ]'
+t_check "9: removed from the group, the same open connection is refused at its next request" \
+    eval '[ "$(sed -n 2p <<<"$out" | cut -d" " -f1)" = PERMISSION_DENIED ]'
+groupdel "$AG" 2>/dev/null
+
 [ -n "${LYH_POLICY_DEBUG:-}" ] && q_pol >"$LYH_POLICY_DEBUG" 2>&1
 lyh_daemon_stop
 t_done

@@ -7,6 +7,9 @@ exists.
 usage: policy_client.py PYMOD_DIR SOCKET set JSON [EXPECT_VERSION]
        policy_client.py PYMOD_DIR SOCKET rollback VERSION [EXPECT_VERSION]
        policy_client.py PYMOD_DIR SOCKET get
+       policy_client.py PYMOD_DIR SOCKET twice JSON FLAGFILE
+("twice": one connection, a set, then -- once FLAGFILE exists, at most 30 s --
+a second set on the same connection: one line for each.)
 
 JSON keys are the Policy field names; destinations are "ADDR[/PREFIX]" or
 "ADDR[/PREFIX]:PORT[-PORT]" strings. Prints one line:
@@ -22,17 +25,26 @@ import sys
 from py_client import recv_exact  # installed beside this file by the test
 
 
-def call(pb, path, req):
-    req.call_id = 1
-    req.protocol_version = 1
+def connect(path):
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(30)
     sock.connect(path)
+    return sock
+
+
+def ask(pb, sock, req, call_id=1):
+    req.call_id = call_id
+    req.protocol_version = 1
     body = req.SerializeToString()
     sock.sendall(struct.pack(">BI", 0, len(body)) + body)
     flag, length = struct.unpack(">BI", recv_exact(sock, 5))
     assert flag == 0 and length <= 1 << 20
-    resp = pb.Response.FromString(recv_exact(sock, length))
+    return pb.Response.FromString(recv_exact(sock, length))
+
+
+def call(pb, path, req):
+    sock = connect(path)
+    resp = ask(pb, sock, req)
     sock.close()
     return resp
 
@@ -88,6 +100,21 @@ def main():
             req.policy_update.expect_version = int(sys.argv[5])
     elif op == "get":
         req.policy_get.SetInParent()
+    elif op == "twice":
+        import os
+        import time
+        req.policy_update.policy.CopyFrom(build(pb, json.loads(sys.argv[4])))
+        sock = connect(path)
+        for i in (1, 2):
+            if i == 2:
+                end = time.time() + 30
+                while not os.path.exists(sys.argv[5]) and time.time() < end:
+                    time.sleep(0.05)
+            resp = ask(pb, sock, req, i)
+            version = resp.policy.version if resp.code == pb.OK else 0
+            print(f"{pb.Code.Name(resp.code)} {version} {resp.message}", flush=True)
+        sock.close()
+        return
     else:
         raise SystemExit(f"unknown op {op}")
     resp = call(pb, path, req)

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <pwd.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <stdio.h>
@@ -67,7 +69,6 @@ static int setup(void **state) {
     TAILQ_INIT(&f->d.tmpdir_jobs);
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
     assert_int_equal(conn_new(&f->d, sv[0], &cred, &c), 0);
-    conn_set_admin(c, true);
     f->peer = sv[1];
     *state = f;
     return 0;
@@ -320,12 +321,39 @@ static void test_table_verify_refuses(void **state) {
     assert_false(rpc_table_verify_in(owner, ARRAY_SIZE(owner)));
 }
 
+/* Who is an admin is asked of the group database at each request: root
+ * always; with no --admin-group nobody else; a user whose primary group it is
+ * (from passwd now, not the connection's credentials). The member-list case
+ * and a revocation on an open connection are in tests/e2e/policy.sh. */
+static void test_admin_now(void **state) {
+    struct fx *f = *state;
+    struct passwd *pw = getpwnam("daemon");
+    if (!pw)
+        pw = getpwuid(1);
+    assert_non_null(pw);
+    uid_t u = pw->pw_uid;
+    gid_t g = pw->pw_gid;
+
+    f->d.cfg.admin_group = NULL;
+    assert_true(conn_admin_now(&f->d, 0));
+    assert_false(conn_admin_now(&f->d, u));
+    f->d.cfg.admin_group = "lyh-test-admins";
+    f->d.cfg.admin_gid = g;
+    assert_true(conn_admin_now(&f->d, u));
+    f->d.cfg.admin_gid = g + 4242;
+    assert_false(conn_admin_now(&f->d, u));
+    /* a uid with no passwd entry: not an admin, whatever its groups */
+    assert_false(conn_admin_now(&f->d, 4000000000u));
+    f->d.cfg.admin_group = NULL;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_held_answer_lost_undoes_the_change, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fake_table_authorization, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fake_table_transaction, setup, teardown),
         cmocka_unit_test(test_table_verify_refuses),
+        cmocka_unit_test_setup_teardown(test_admin_now, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
