@@ -15,15 +15,17 @@
 
 void usage_policy(FILE *f) {
     fprintf(f, "Usage: lyh policy get [--json|--toml]\n"
-               "       lyh policy set FILE|- [--expect-version N]\n"
+               "       lyh policy set FILE|- [--expect-version N] [--json]\n"
                "       lyh policy history [--json]\n"
-               "       lyh policy rollback VERSION [--expect-version N]\n"
+               "       lyh policy rollback VERSION [--expect-version N] [--json]\n"
                "Show the admin policy in force (--toml: as a file `set` reads back), set it\n"
                "from a TOML file (- = stdin; keys in docs/admin.md; a key left out keeps\n"
                "its built-in default), list every stored version (newest last), or make a\n"
                "stored version current again (a new version with its content). set and\n"
                "rollback are for root and the admin group.\n"
-               "--expect-version N: refuse (ABORTED) unless version N is the current one.\n");
+               "--expect-version N: refuse (ABORTED) unless version N is the current one.\n"
+               "set and rollback to the content in force make no new version and say so\n"
+               "(exit 0; --json: {\"version\":N,\"changed\":false}).\n");
 }
 
 static void dest_text(const lianyaohu_v1_DestRule *d, char *buf, size_t len) {
@@ -236,9 +238,10 @@ static int parse_version(const char *what, const char *s, uint64_t *ret) {
  * (*ret_has says whether it was given: 0 is a version too, the built-in
  * default's). Returns an exit code to return now, or -1 with *ret_arg set. */
 static int one_arg_and_expect(int argc, char **argv, const char **ret_arg, uint64_t *ret_expect,
-                              bool *ret_has) {
+                              bool *ret_has, bool *ret_json) {
     static const struct option opts[] = {
         {"expect-version", required_argument, NULL, 'e'},
+        {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -254,6 +257,7 @@ static int one_arg_and_expect(int argc, char **argv, const char **ret_arg, uint6
                 return EXIT_USAGE;
             *ret_has = true;
             break;
+        case 'j': *ret_json = true; break;
         case 'h': usage_policy(stdout); return EXIT_OK;
         default: usage_policy(stderr); return EXIT_USAGE;
         }
@@ -278,11 +282,27 @@ static int policy_update(struct cli *cli, lianyaohu_v1_Request *req, bool has_ex
                      lianyaohu_v1_Response_policy_tag, "a policy", ret_resp);
 }
 
+/* What a set or rollback did: a new version, or none (the content was in
+ * force already). */
+static int update_said(const lianyaohu_v1_PolicyReply *p, bool json) {
+    if (json)
+        printf("{\"version\":%" PRIu64 ",\"changed\":%s}\n", p->version,
+               p->unchanged ? "false" : "true");
+    else if (p->unchanged)
+        printf("policy version %" PRIu64 " is already in force with this content; nothing "
+               "changed\n",
+               p->version);
+    else
+        printf("policy version %" PRIu64 " is now in force\n", p->version);
+    return EXIT_OK;
+}
+
 static int policy_rollback(struct cli *cli, int argc, char **argv) {
     uint64_t to = 0, expect = 0;
     bool has_expect = false;
     const char *arg = NULL;
-    int rc = one_arg_and_expect(argc, argv, &arg, &expect, &has_expect);
+    bool json = false;
+    int rc = one_arg_and_expect(argc, argv, &arg, &expect, &has_expect, &json);
 
     if (rc >= 0)
         return rc;
@@ -299,6 +319,8 @@ static int policy_rollback(struct cli *cli, int argc, char **argv) {
     rc = policy_update(cli, req, has_expect, expect, &resp);
     if (rc != EXIT_OK)
         return rc;
+    if (json || resp->result.policy.unchanged)
+        return update_said(&resp->result.policy, json);
     printf("policy version %" PRIu64 " is now in force (the content of version %" PRIu64 ")\n",
            resp->result.policy.version, to);
     return EXIT_OK;
@@ -328,7 +350,8 @@ static int policy_set(struct cli *cli, int argc, char **argv) {
     uint64_t expect = 0;
     bool has_expect = false;
     const char *path = NULL;
-    int orc = one_arg_and_expect(argc, argv, &path, &expect, &has_expect);
+    bool json = false;
+    int orc = one_arg_and_expect(argc, argv, &path, &expect, &has_expect, &json);
 
     if (orc >= 0)
         return orc;
@@ -355,8 +378,7 @@ static int policy_set(struct cli *cli, int argc, char **argv) {
     int rc = policy_update(cli, req, has_expect, expect, &resp);
     if (rc != EXIT_OK)
         return rc;
-    printf("policy version %" PRIu64 " is now in force\n", resp->result.policy.version);
-    return EXIT_OK;
+    return update_said(&resp->result.policy, json);
 }
 
 int cmd_policy(struct cli *cli, int argc, char **argv) {

@@ -31,7 +31,7 @@
 #include "daemon/session.h"
 #include "platform/linux/nft.h"
 
-static void send_policy(struct rpc_call *call, const struct policy *p, bool end) {
+static void send_policy(struct rpc_call *call, const struct policy *p, bool unchanged, bool end) {
     _cleanup_free_ struct policy_msg *h = calloc(1, sizeof(*h));
     Lianyaohu__V1__PolicyReply rep = LIANYAOHU__V1__POLICY_REPLY__INIT;
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
@@ -45,6 +45,7 @@ static void send_policy(struct rpc_call *call, const struct policy *p, bool end)
     rep.policy = &h->m;
     rep.set_by_uid = p->set_by_uid;
     rep.set_unix_ms = p->set_ms > 0 ? (uint64_t)p->set_ms : 0;
+    rep.unchanged = unchanged;
     resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_POLICY;
     resp.policy = &rep;
     rpc_send(call, &resp, end);
@@ -52,7 +53,7 @@ static void send_policy(struct rpc_call *call, const struct policy *p, bool end)
 
 void rpc_policy_get(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     (void)req;
-    send_policy(call, policy_current(d), true);
+    send_policy(call, policy_current(d), false, true);
 }
 
 /* ---- history ------------------------------------------------------------------- */
@@ -116,7 +117,7 @@ void rpc_policy_history(struct lyhd *d, struct rpc_call *call, const LyhRequest 
         p->version = h.v[i].version;
         p->set_by_uid = h.v[i].set_by_uid;
         p->set_ms = h.v[i].set_ms;
-        send_policy(call, p, false);
+        send_policy(call, p, false, false);
     }
     rpc_send(call, &end, true);
 out:
@@ -473,6 +474,20 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
         }
     }
     r = policy_pack(np, &blob, &len);
+    /* The content in force already (a config-management run that finds
+     * nothing to do): no new version, nothing narrowed, said so. */
+    if (r == 0) {
+        _cleanup_free_ uint8_t *cur_blob = NULL;
+        size_t cur_len = 0;
+        r = policy_pack(cur, &cur_blob, &cur_len);
+        if (r == 0 && cur_len == len && memcmp(cur_blob, blob, len) == 0) {
+            log_info("policy %s by uid %u: the content of version %" PRIu64
+                     " is in force already; nothing changed",
+                     action, call->peer.uid, cur->version);
+            send_policy(call, cur, true, true);
+            goto out;
+        }
+    }
     if (r == 0)
         r = store_policy_append(d->store, blob, len, call->peer.uid, lyhd_wall_ms(), &version);
     if (r < 0) {
@@ -527,7 +542,7 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
     }
     call->state = d;
     call->on_disconnect = update_undo;
-    send_policy(call, d->policy, true);
+    send_policy(call, d->policy, false, true);
     /* Finished: the hook is only for the dispatcher's failed commit. */
 out:
     free(blob);
