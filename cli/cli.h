@@ -81,6 +81,10 @@ int cli_json_only(struct cli *cli, int argc, char **argv, const char *name, void
 int cli_add_rule(const char *opt, const char *text, lianyaohu_v1_DestRule *arr, pb_size_t *count,
                  size_t max);
 
+/* "WHO: the socket at PATH accepted the connection but closed it without an
+ * answer (an ssh forward ...)": the peer closed before answering anything. */
+void cli_say_closed(const struct cli *cli, const char *who);
+
 /* For an unknown long option arg ("--vnp", "--vnp=x"): "; did you mean
  * '--vpn'?" into buf when one of opts (ended by a zero entry) is close, else
  * "". */

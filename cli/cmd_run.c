@@ -993,6 +993,12 @@ static int run_main(struct cli *cli, int argc, char **argv) {
             return error_exit(why);
         }
     }
+    if (k == -EPIPE || k == -ECONNRESET) {
+        cli_say_closed(cli, "lyh run");
+        pty_relay_free(relay);
+        lyh_client_close(client);
+        return EXIT_UNAVAILABLE;
+    }
     if (k < 0) {
         fprintf(stderr, "lyh run: sending the request failed: %s\n",
                 k == -EMSGSIZE ? "it is larger than 1 MiB" : strerror(-k));

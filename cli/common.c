@@ -31,6 +31,14 @@ int cli_connect(struct cli *cli, struct lyh_client **ret) {
     return EXIT_UNAVAILABLE;
 }
 
+void cli_say_closed(const struct cli *cli, const char *who) {
+    fprintf(stderr,
+            "%s: the socket at %s accepted the connection but closed it without an answer "
+            "(an ssh forward whose far end is gone, or whose sshd refuses forwarding: see "
+            "docs/admin.md; or lyhd stopped)\n",
+            who, cli->socket_path);
+}
+
 /* A daemon's error code as lyh's exit code: "out of room" and "cannot now"
  * are the daemon being unavailable; every other refusal is its answer. */
 static int code_exit(int code) {
@@ -71,9 +79,13 @@ int cli_unary(struct cli *cli, lianyaohu_v1_Request *req, pb_size_t method, pb_s
         return rc;
     r = cli_call(c, req, resp);
     lyh_client_close(c);
+    if (r == -ECONNRESET || r == -EPIPE) {
+        cli_say_closed(cli, cli->prog);
+        return EXIT_UNAVAILABLE;
+    }
     if (r < 0) {
         fprintf(stderr, "%s: call to lyhd on %s failed: %s\n", cli->prog, cli->socket_path,
-                r == -ECONNRESET ? "the daemon closed the connection" : strerror(-r));
+                strerror(-r));
         return EXIT_UNAVAILABLE;
     }
     if (resp->code != lianyaohu_v1_Code_OK) {
@@ -92,6 +104,7 @@ int cli_stream(struct cli *cli, struct lyh_client *c, const char *who, lianyaohu
                int timeout_ms, cli_stream_fn fn, void *ud) {
     struct lyh_client *own = NULL;
     uint64_t id = 0;
+    bool answered = false;
     int r, rc;
 
     _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
@@ -115,6 +128,11 @@ int cli_stream(struct cli *cli, struct lyh_client *c, const char *who, lianyaohu
     for (;;) {
         memset(resp, 0, sizeof(*resp));
         int rr = lyh_client_recv(c, resp, timeout_ms);
+        if (rr == -ECONNRESET && !answered) {
+            cli_say_closed(cli, who);
+            rc = EXIT_UNAVAILABLE;
+            break;
+        }
         if (rr < 0) {
             fprintf(stderr, "%s: %s\n", who,
                     rr == -ECONNRESET  ? "lyhd closed the connection"
@@ -124,6 +142,7 @@ int cli_stream(struct cli *cli, struct lyh_client *c, const char *who, lianyaohu
             rc = EXIT_UNAVAILABLE;
             break;
         }
+        answered = true;
         if (r < 0 && resp->call_id != 0)
             continue;
         if (resp->call_id != id && resp->call_id != 0)

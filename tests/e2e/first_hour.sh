@@ -75,6 +75,26 @@ t_check "1: ... said in plain words, without a status name ($(head -n 1 <<<"$res
     eval 'grep -q "^lyh run: writable path /nonexistent-lyh" <<<"$res" && ! grep -Eq "INVALID_ARGUMENT|FAILED_PRECONDITION|PERMISSION_DENIED" <<<"$res"'
 res=$(LYH_CMD_TIMEOUT=20 lyh_as_user "$LYH_LYH" --socket /nonexistent/lyh.sock run --vpn tun0 --no-tui -- /bin/true </dev/null 2>&1; echo "rc=$?")
 t_check "1: no daemon: 125" grep -qx "rc=125" <<<"$res"
+# a socket that accepts and closes at once, as an ssh forward whose far end
+# is gone does
+CLOSER="$LYH_HOME/closer.sock"
+lyh_as_user /usr/bin/python3 -c 'import socket, sys, time, os
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+open(sys.argv[1] + ".up", "w").close(); end = time.time() + 60
+while time.time() < end:
+    s.settimeout(1)
+    try: c, _ = s.accept(); c.close()
+    except OSError: pass' "$CLOSER" >/dev/null 2>&1 &
+lyh_track_pid "$!"
+lyh_wait_until 5 test -e "$CLOSER.up"
+res=$(LYH_CMD_TIMEOUT=20 lyh_as_user "$LYH_LYH" --socket "$CLOSER" status </dev/null 2>&1; echo "rc=$?")
+t_check "1: a socket that accepts and closes: said so, pointing at an ssh forward (69)" \
+    eval 'grep -qx "rc=69" <<<"$res" &&
+          grep -q "the socket at $CLOSER accepted the connection but closed it without an answer (an ssh forward" <<<"$res" &&
+          ! grep -q "Start it as root" <<<"$res"'
+res=$(LYH_CMD_TIMEOUT=20 lyh_as_user "$LYH_LYH" --socket "$CLOSER" run --vpn tun0 --no-tui -- /bin/true </dev/null 2>&1; echo "rc=$?")
+t_check "1: ... lyh run too (125)" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "accepted the connection but closed it" <<<"$res"'
 
 # ---- 2. no prompt on a non-terminal --------------------------------------------------------
 echo "# 2. two VPN interfaces, stdin a pipe: no prompt"
