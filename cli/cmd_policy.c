@@ -17,11 +17,12 @@ void usage_policy(FILE *f) {
     fprintf(f, "Usage: lyh policy get [--json|--toml]\n"
                "       lyh policy set FILE|- [--expect-version N] [--json]\n"
                "       lyh policy history [--json]\n"
-               "       lyh policy rollback VERSION [--expect-version N] [--json]\n"
+               "       lyh policy rollback VERSION|default [--expect-version N] [--json]\n"
                "Show the admin policy in force (--toml: as a file `set` reads back), set it\n"
                "from a TOML file (- = stdin; keys in docs/admin.md; a key left out keeps\n"
                "its built-in default), list every stored version (newest last), or make a\n"
-               "stored version current again (a new version with its content). set and\n"
+               "stored version current again (a new version with its content; default: the\n"
+               "built-in policy's). set and\n"
                "rollback are for root and the admin group.\n"
                "--expect-version N: refuse (ABORTED) unless version N is the current one.\n"
                "set and rollback to the content in force make no new version and say so\n"
@@ -306,9 +307,11 @@ static int policy_rollback(struct cli *cli, int argc, char **argv) {
 
     if (rc >= 0)
         return rc;
-    if (parse_version("VERSION", arg, &to) < 0 || to == 0) {
+    bool builtin = strcmp(arg, "default") == 0;
+    if (!builtin && (parse_version("VERSION", arg, &to) < 0 || to == 0)) {
         if (to == 0)
-            fprintf(stderr, "lyh policy rollback: VERSION must be a stored version (1 or more)\n");
+            fprintf(stderr, "lyh policy rollback: VERSION must be a stored version (1 or more), "
+                            "or default (the built-in policy)\n");
         return EXIT_USAGE;
     }
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
@@ -316,13 +319,19 @@ static int policy_rollback(struct cli *cli, int argc, char **argv) {
     if (!req)
         return EXIT_DAEMON_ERROR;
     req->method.policy_update.rollback_to = to;
+    req->method.policy_update.rollback_to_default = builtin;
     rc = policy_update(cli, req, has_expect, expect, &resp);
     if (rc != EXIT_OK)
         return rc;
     if (json || resp->result.policy.unchanged)
         return update_said(&resp->result.policy, json);
-    printf("policy version %" PRIu64 " is now in force (the content of version %" PRIu64 ")\n",
-           resp->result.policy.version, to);
+    if (builtin)
+        printf("policy version %" PRIu64 " is now in force (the built-in default)\n",
+               resp->result.policy.version);
+    else
+        printf("policy version %" PRIu64 " is now in force (the content of version %" PRIu64
+               ")\n",
+               resp->result.policy.version, to);
     return EXIT_OK;
 }
 

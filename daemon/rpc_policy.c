@@ -421,7 +421,7 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
     size_t len = 0, narrowed = 0, cut = 0;
     uint64_t version = 0;
     char why[POLICY_WHY_MAX];
-    const char *action = u->rollback_to ? "rollback" : "set";
+    const char *action = u->rollback_to || u->rollback_to_default ? "rollback" : "set";
     int r;
 
     if (!np) {
@@ -436,12 +436,14 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
                  u->expect_version, cur->version);
         goto out;
     }
-    if (u->rollback_to) {
-        if (u->policy) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                     "policy: give either policy or rollback_to, not both");
-            goto out;
-        }
+    if ((u->policy != NULL) + (u->rollback_to != 0) + u->rollback_to_default > 1) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                 "policy: give one of policy, rollback_to and rollback_to_default");
+        goto out;
+    }
+    if (u->rollback_to_default) {
+        policy_default(np);
+    } else if (u->rollback_to) {
         r = store_policy_get(d->store, u->rollback_to, &old);
         if (r == -ENOENT) {
             rpc_fail(call, LIANYAOHU__V1__CODE__NOT_FOUND,
@@ -462,7 +464,8 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
     } else {
         if (!u->policy) {
             rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                     "policy: missing (give policy, or rollback_to a stored version)");
+                     "policy: missing (give policy, rollback_to a stored version, or "
+                     "rollback_to_default)");
             goto out;
         }
         r = policy_from_msg(u->policy, np, why, sizeof(why));
@@ -514,6 +517,8 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
         if (u->rollback_to && k > 0 && (size_t)k < sizeof(detail))
             k += snprintf(detail + k, sizeof(detail) - (size_t)k, " rollback_to=%" PRIu64,
                           u->rollback_to);
+        else if (u->rollback_to_default && k > 0 && (size_t)k < sizeof(detail))
+            k += snprintf(detail + k, sizeof(detail) - (size_t)k, " rollback_to=default");
         if (k > 0 && (size_t)k < sizeof(detail))
             snprintf(detail + k, sizeof(detail) - (size_t)k, " narrowed=%zu cut=%zu", narrowed, cut);
         audit_note(d, AUDIT_KIND_POLICY, NULL, true, call->peer.uid, action, "%s", detail);

@@ -257,6 +257,20 @@ t_eq "8: ... and history still ends at 6" \
 printf 'max_sessions_per_uid = 9\n' >"$LYH_TMP/pol8b.toml"
 out=$(lyh_root policy set "$LYH_TMP/pol8b.toml" --json 2>&1)
 t_eq "8: a change: --json says changed true (version 7)" "$out" '{"version":7,"changed":true}'
+# back to the built-in default, audited as a rollback
+out=$(lyh_root policy rollback default 2>&1)
+t_check "8: lyh policy rollback default makes version 8" \
+    grep -qx "policy version 8 is now in force (the built-in default)" <<<"$out"
+t_check "8: ... with the built-in content (every default pattern)" \
+    eval 'lyh_root policy get 2>&1 | grep -qE "allowed_interface_patterns += tun\* wg\* tailscale\* nordlynx proton\* mullvad-\*$"'
+pol_wait_detail() { lyh_wait_until 10 sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --kind policy --json | grep -q '$1'"; }
+pol_wait_detail "new_version=8"
+t_check "8: ... on record as a rollback to default" \
+    eval 'q_pol 2>&1 | grep -q "\"action\":\"rollback\".*old_version=7 new_version=8 by_uid=0 rollback_to=default"'
+out=$(lyh_root policy rollback default --json 2>&1)
+t_eq "8: ... again: nothing changed" "$out" '{"version":8,"changed":false}'
+out=$(lyh_cli policy rollback default 2>&1)
+t_check "8: ... not for a non-admin" grep -q 'needs root or membership in the admin group' <<<"$out"
 
 # ---- 9. admin rights at each request -------------------------------------------------------
 
