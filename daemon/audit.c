@@ -53,6 +53,7 @@
 #include "daemon/rpc.h"
 #include "daemon/session.h"
 #include "platform/linux/nft.h"
+#include "platform/linux/proc.h"
 
 #define AUDIT_FLUSH_COUNT 512      /* write when the batch holds this many */
 #define AUDIT_BATCH_MAX 16384      /* beyond this (audit.db stuck), count and drop */
@@ -404,6 +405,10 @@ bool audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *method, int
     audit_kv(detail, sizeof(detail), "code", num);
     snprintf(num, sizeof(num), "%d", (int)pid);
     audit_kv(detail, sizeof(detail), "pid", num);
+    char label[80];
+    if (proc_label(pid, label, sizeof(label)) < 0)
+        snprintf(label, sizeof(label), "?");
+    audit_kv(detail, sizeof(detail), "proc", label);
     audit_kv(detail, sizeof(detail), "why", why);
     audit_note(d, AUDIT_KIND_REQUEST, NULL, true, uid, action, "%s", detail);
     return true;

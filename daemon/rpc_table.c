@@ -196,7 +196,11 @@ void rpc_fail(struct rpc_call *call, int code, const char *fmt, ...) {
     resp.code = code;
     resp.message = msg;
     resp.end_of_stream = true;
-    if (code == LIANYAOHU__V1__CODE__PERMISSION_DENIED || code == LIANYAOHU__V1__CODE__INVALID_ARGUMENT) {
+    /* refusals, and a policy update that lost a race (ABORTED: who tried to
+     * change the policy is on record even when nothing changed) */
+    if (code == LIANYAOHU__V1__CODE__PERMISSION_DENIED || code == LIANYAOHU__V1__CODE__INVALID_ARGUMENT ||
+        (code == LIANYAOHU__V1__CODE__ABORTED &&
+         call->method == LIANYAOHU__V1__REQUEST__METHOD_POLICY_UPDATE)) {
         /* The log line is held to the audit's per-user limits too: a flood of
          * bad requests must not flood the log either (what the limits drop is
          * counted in the audit's gap records). */

@@ -296,6 +296,17 @@ t_check "9: a member of the admin group sets a policy" eval '[ "$(sed -n 1p <<<"
 t_check "9: removed from the group, the same open connection is refused at its next request" \
     eval '[ "$(sed -n 2p <<<"$out" | cut -d" " -f1)" = PERMISSION_DENIED ]'
 groupdel "$AG" 2>/dev/null
+# who tried: the set's record names the connecting process, and the refused
+# and the ABORTED (section 2) attempts are on record too
+lyh_wait_until 10 eval "q_pol 2>&1 | grep -q 'by_uid=$LYH_UID'"
+rec=$(q_pol 2>&1 | grep "by_uid=$LYH_UID" | tail -n 1)
+t_check "9: the member's set is on record with its pid and process (by_proc=/usr/bin/python3)" \
+    eval 'grep -q "by_pid=[0-9][0-9]* by_proc=/usr/bin/python3" <<<"$rec"'
+req=$(lyh_root audit query --kind request --json 2>&1)
+t_check "9: the revoked member's refused attempt is on record (PolicyUpdate, code 7, its process)" \
+    eval 'grep "\"uid\":$LYH_UID" <<<"$req" | grep -q "method=PolicyUpdate code=7 pid=[0-9]* proc=/usr/bin/python3"'
+t_check "9: so is section 2's ABORTED one (code 10)" \
+    eval 'grep -q "method=PolicyUpdate code=10 pid=[0-9]* proc=" <<<"$req"'
 
 [ -n "${LYH_POLICY_DEBUG:-}" ] && q_pol >"$LYH_POLICY_DEBUG" 2>&1
 lyh_daemon_stop
