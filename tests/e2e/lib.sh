@@ -91,10 +91,12 @@ t_fail() {
 }
 
 # t_check NAME CMD...: PASS if CMD exits 0, else FAIL with its output.
+# (Its locals have names no test uses, so a check's `eval '... "$out"'` reads
+# the caller's variable, not an empty local.)
 t_check() {
-    local name=$1 out
+    local _tc_name=$1 _tc_out
     shift
-    if out=$("$@" 2>&1); then t_pass "$name"; else t_fail "$name" "$out"; fi
+    if _tc_out=$("$@" 2>&1); then t_pass "$_tc_name"; else t_fail "$_tc_name" "$_tc_out"; fi
 }
 
 # t_eq NAME GOT WANT: PASS if the strings are equal.

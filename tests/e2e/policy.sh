@@ -76,10 +76,10 @@ t_eq "2: stale expect_version is ABORTED" "$(field "$out" 1)" "ABORTED"
 out=$(pc_root set '{"allowed_interface_patterns":["wg*"]}' 0)
 t_eq "2: expect_version 0 once version 1 exists is ABORTED" "$(field "$out" 1)" "ABORTED"
 printf 'allowed_interface_patterns = ["wg*"]\n' >"$LYH_TMP/pol0.toml"
-out=$(lyh_root policy set "$LYH_TMP/pol0.toml" --expect-version 0 2>&1)
+res=$(lyh_root policy set "$LYH_TMP/pol0.toml" --expect-version 0 2>&1)
 t_check "2: lyh policy set --expect-version 0 once version 1 exists is refused, nothing changed" \
-    grep -q 'but the current version is .*nothing was changed' <<<"$out"
-t_check "2: ... in plain words, no status name" eval '! grep -q ABORTED <<<"$out"'
+    grep -q 'but the current version is .*nothing was changed' <<<"$res"
+t_check "2: ... in plain words, no status name" eval '! grep -q ABORTED <<<"$res"'
 out=$(pc_root get)
 t_eq "2: ... and nothing changed (still version 1)" "$(field "$out" 2)" 1
 out=$(pc_root set '{"allowed_interface_patterns":["tu*n"]}')
@@ -244,10 +244,10 @@ else
 fi
 # the content in force, set again (a config-management run with nothing to
 # do): no new version, said so, exit 0
-out=$(lyh_root policy get --toml 2>&1 | lyh_root policy set - --expect-version 6 2>&1)
+res=$(lyh_root policy get --toml 2>&1 | lyh_root policy set - --expect-version 6 2>&1)
 rc=$?
 t_check "8: get --toml | set - (the same content): no new version, said so (0)" \
-    eval '[ "$rc" = 0 ] && grep -qx "policy version 6 is already in force with this content; nothing changed" <<<"$out"'
+    eval '[ "$rc" = 0 ] && grep -qx "policy version 6 is already in force with this content; nothing changed" <<<"$res"'
 out=$(lyh_root policy get --toml 2>&1 | lyh_root policy set - --json 2>&1)
 t_eq "8: ... --json: changed false" "$out" '{"version":6,"changed":false}'
 out=$(lyh_root policy rollback 6 --json 2>&1)
@@ -284,17 +284,17 @@ LYH_DAEMON_ARGS+=(--admin-group "$AG")
 lyh_daemon_start || lyh_die "lyhd does not start with --admin-group"
 gpasswd -a "$LYH_USER" "$AG" >/dev/null || lyh_die "gpasswd -a"
 rm -f "$LYH_TMP/revoked"
-(pc_user twice '{"max_sessions_per_uid":5}' "$LYH_TMP/revoked" >"$LYH_TMP/twice.out" 2>&1) &
+(pc_user twice '{"allowed_interface_patterns":["tun*"],"max_sessions_per_uid":5}' "$LYH_TMP/revoked" >"$LYH_TMP/twice.out" 2>&1) &
 TW=$!
 lyh_wait_until 15 grep -q . "$LYH_TMP/twice.out"
 gpasswd -d "$LYH_USER" "$AG" >/dev/null || lyh_die "gpasswd -d"
 touch "$LYH_TMP/revoked"
 wait "$TW"
-out=$(cat "$LYH_TMP/twice.out")
-echo "$out" | sed 's/^/    /'
-t_check "9: a member of the admin group sets a policy" eval '[ "$(sed -n 1p <<<"$out" | cut -d" " -f1)" = OK ]'
+res=$(cat "$LYH_TMP/twice.out")
+echo "$res" | sed 's/^/    /'
+t_check "9: a member of the admin group sets a policy" eval '[ "$(sed -n 1p <<<"$res" | cut -d" " -f1)" = OK ]'
 t_check "9: removed from the group, the same open connection is refused at its next request" \
-    eval '[ "$(sed -n 2p <<<"$out" | cut -d" " -f1)" = PERMISSION_DENIED ]'
+    eval '[ "$(sed -n 2p <<<"$res" | cut -d" " -f1)" = PERMISSION_DENIED ]'
 groupdel "$AG" 2>/dev/null
 # who tried: the set's record names the connecting process, and the refused
 # and the ABORTED (section 2) attempts are on record too

@@ -653,7 +653,8 @@ static void test_two_methods_refused(void **state) {
 
 /* An audit filter is checked like a policy rule: a destination with host bits
  * below its prefix is refused, not masked (10.1.2.3/8 does not mean 10/8);
- * a session id is 16 hex digits (a prefix would silently match nothing). */
+ * a session id is 16 lowercase hex digits or a prefix of one, looked up (a
+ * prefix that matches nothing is NOT_FOUND, never an empty answer). */
 static void test_audit_filter_strict(void **state) {
     struct fixture *f = *state;
     static const uint8_t host_bits[4] = {10, 1, 2, 3}, net[4] = {10, 0, 0, 0};
@@ -665,7 +666,10 @@ static void test_audit_filter_strict(void **state) {
     } cases[] = {
         {host_bits, NULL, lianyaohu_v1_Code_INVALID_ARGUMENT, "host bits"},
         {net, NULL, lianyaohu_v1_Code_OK, NULL},
-        {NULL, "63e5", lianyaohu_v1_Code_INVALID_ARGUMENT, "16 hex digits"},
+        /* a prefix is looked up (none of this daemon's sessions has it) */
+        {NULL, "63e5", lianyaohu_v1_Code_NOT_FOUND, "no session starts with '63e5'"},
+        {NULL, "63E5", lianyaohu_v1_Code_INVALID_ARGUMENT, "1 to 16 lowercase hex digits"},
+        {NULL, "63e5a1b2c3d4e5f6a", lianyaohu_v1_Code_INVALID_ARGUMENT, "prefix of one"},
         {NULL, "63e5a1b2c3d4e5f6", lianyaohu_v1_Code_OK, NULL},
     };
     int fd = conn(f);

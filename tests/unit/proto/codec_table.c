@@ -30,6 +30,7 @@
     X(RunRequest, run_request, UNSIZED)                        \
     X(RunStarted, run_started, SIZED)                          \
     X(RunExited, run_exited, SIZED)                            \
+    X(RunStopped, run_stopped, SIZED)                          \
     X(RunEvent, run_event, SIZED)                              \
     X(WindowSize, window_size, SIZED)                          \
     X(SignalRequest, signal_request, SIZED)                    \
