@@ -98,7 +98,7 @@ static void judge(struct cand *c, bool allow_non_default) {
     c->usable = c->default4 || allow_non_default;
     if (!c->usable)
         snprintf(c->why, sizeof(c->why),
-                 "lyh run refuses %s: it does not carry the IPv4 default route. Route your VPN "
+                 "lyh run refuses %.15s: it does not carry the IPv4 default route. Route your VPN "
                  "as the default, or run with --allow-non-default-route",
                  c->name);
 }
@@ -106,8 +106,8 @@ static void judge(struct cand *c, bool allow_non_default) {
 /* The detail pane's lines for c (PANE_LINES of them). */
 #define PANE_LINES 5
 static void pane(const struct cand *c, char lines[PANE_LINES][256]) {
-    snprintf(lines[0], 256, "  %s: %s", c->name, c->addrs[0] ? c->addrs : "(no address)");
-    snprintf(lines[1], 256, "    peer      %s", c->peer[0] ? c->peer : "(none: not point-to-point)");
+    snprintf(lines[0], 256, "  %.15s: %.200s", c->name, c->addrs[0] ? c->addrs : "(no address)");
+    snprintf(lines[1], 256, "    peer      %.46s", c->peer[0] ? c->peer : "(none: not point-to-point)");
     snprintf(lines[2], 256, "    IPv4      %s",
              c->default4 ? "carries the default route"
                          : "does not carry the default route");
@@ -171,7 +171,7 @@ static int pick_tui(const struct cand *c, size_t n, const char *save_path, bool 
                 describe(&c[i], d, sizeof(d));
             else
                 snprintf(d, sizeof(d), "cannot be used: not the IPv4 default route");
-            snprintf(row, sizeof(row), "%c %zu) %-10s %s", (int)i == sel ? '>' : ' ', i + 1,
+            snprintf(row, sizeof(row), "%c %zu) %-10.15s %.256s", (int)i == sel ? '>' : ' ', i + 1,
                      c[i].name, d);
             put_line(fd, w, (int)i == sel ? "\033[7m" : "", row);
         }
