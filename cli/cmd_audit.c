@@ -143,7 +143,7 @@ void usage_audit(FILE *f) {
     for (size_t i = 0; i < ARRAY_SIZE(opt_help); i++)
         fputs(opt_help[i].text, f);
     fprintf(f, "\n%s", time_help);
-    fprintf(f, "Output formats: docs/audit.md (\"CLI output\"). A non-admin sees only their own\n"
+    fprintf(f, "Output formats: lyh(1), \"lyh audit\". A non-admin sees only their own\n"
                "records. Exit codes: 0 ok, 1 the daemon refused, 2 usage, 69 no daemon.\n");
 }
 

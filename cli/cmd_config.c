@@ -22,7 +22,7 @@ void usage_config(FILE *f) {
             "       lyh config path\n"
             "       lyh config trust [DIR]\n"
             "       lyh config revoke [DIR]\n"
-            "The layered configuration of lyh run (docs/config.md): built-ins, the global\n"
+            "The layered configuration of lyh run (lianyaohu.toml(5)): built-ins, the global\n"
             "file, the nearest %s (walking up to $HOME), the command line.\n\n"
             "  show      print the merged configuration as TOML; --origin adds where each\n"
             "            value came from (file:line, built-in, command line)\n"

@@ -19,7 +19,7 @@ void usage_policy(FILE *f) {
                "       lyh policy history [--json]\n"
                "       lyh policy rollback VERSION|default [--expect-version N] [--json]\n"
                "Show the admin policy in force (--toml: as a file `set` reads back), set it\n"
-               "from a TOML file (- = stdin; keys in docs/admin.md; a key left out keeps\n"
+               "from a TOML file (- = stdin; keys in lianyaohu.toml(5); a key left out keeps\n"
                "its built-in default), list every stored version (newest last), or make a\n"
                "stored version current again (a new version with its content; default: the\n"
                "built-in policy's). set and\n"

@@ -96,7 +96,7 @@ void usage_run(FILE *f) {
             "                             as it happens (tail -f it in a second pane)\n"
             "  --quiet                    fewer notes at start (warnings, errors and --monitor\n"
             "                             still print)\n"
-            "  --config PATH              the global config file to use (docs/config.md)\n"
+            "  --config PATH              the global config file to use (lianyaohu.toml(5))\n"
             "  --no-config                read no config file at all\n"
             "  --trust-project            apply the project file's widenings this once\n"
             "Options not given come from the config files; list options add to them.\n"

@@ -34,8 +34,8 @@ int cli_connect(struct cli *cli, struct lyh_client **ret) {
 void cli_say_closed(const struct cli *cli, const char *who) {
     fprintf(stderr,
             "%s: the socket at %s accepted the connection but closed it without an answer "
-            "(an ssh forward whose far end is gone, or whose sshd refuses forwarding: see "
-            "docs/admin.md; or lyhd stopped)\n",
+            "(an ssh forward whose far end is gone, or whose sshd refuses socket forwarding; "
+            "or lyhd stopped)\n",
             who, cli->socket_path);
 }
 

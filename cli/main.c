@@ -24,7 +24,7 @@ static const struct cli_command commands[] = {
     {"doctor", "check what a guarded run needs, and what to fix", cmd_doctor, usage_doctor},
     {"audit", "query, follow, summarize and export the audit log", cmd_audit, usage_audit},
     {"policy", "the admin policy: get, set, history, rollback", cmd_policy, usage_policy},
-    {"config", "your config files: show, path, trust, revoke (docs/config.md)", cmd_config, usage_config},
+    {"config", "your config files: show, path, trust, revoke (lianyaohu.toml(5))", cmd_config, usage_config},
 };
 
 /* Take "--socket PATH" / "--socket=PATH" out of a subcommand's arguments

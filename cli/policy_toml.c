@@ -227,7 +227,7 @@ int policy_from_toml(const char *name, const char *buf, size_t len, lianyaohu_v1
                 p.audit_max_bytes = u;
         } else
             r = fail(&c, &k->pos, key, -EBADMSG,
-                     "unknown key (see docs/admin.md for the policy keys)");
+                     "unknown key (lianyaohu.toml(5) lists the policy keys)");
 #undef STRINGS
 #undef DESTS
 #undef BOOL

@@ -103,9 +103,18 @@ int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_ro
         k = ifc_validate_vpn(&ifs, iface, why, whylen);
     if (k == 0)
         k = ifc_find(&ifs, iface, &ifc);
-    if (k == 0)
+    if (k == 0) {
         k = route_preflight_on(d->guard->route, iface, ifc->ifindex, allow_non_default_route, &pre,
                                why, whylen);
+        /* a route that does not go there: what the user can do about it */
+        size_t used = strnlen(why, whylen);
+        if (k == -ENETUNREACH && !allow_non_default_route && used + 1 < whylen)
+            snprintf(why + used, whylen - used,
+                     "; route your VPN as the default (0.0.0.0/0, or 0.0.0.0/1 and 128.0.0.0/1, "
+                     "through %s), or run with --allow-non-default-route (traffic the routes send "
+                     "elsewhere is then refused, not steered)",
+                     iface);
+    }
     ifc_list_free(&ifs);
     if (k == 0)
         *ret_ipv6_blocked = pre.ipv6_blocked;

@@ -111,6 +111,10 @@ t_check "2: ... and nothing of stdin was read as an answer (no agent ran)" eval 
 res=$(printf 'hello\n' | LYH_CMD_TIMEOUT=30 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" \
     --socket "$LYH_SOCK" run --vpn tun0 -- cat 2>/dev/null; echo "rc=$?")
 t_check "2: with --vpn, the agent gets all of stdin" eval 'grep -qx hello <<<"$res" && grep -qx "rc=0" <<<"$res"'
+res=$(run_rc --vpn wg0 --dns 10.88.0.2 --no-tui -- /bin/true)
+t_check "2: wg0 (not the default route): 125, with the reason and both ways out" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "default IPv4 route uses tun0, not wg0; route your VPN as the default" <<<"$res" &&
+          grep -q -- "or run with --allow-non-default-route" <<<"$res" && ! grep -q FAILED_PRECONDITION <<<"$res"'
 
 # ---- 3. everyday commands ------------------------------------------------------------------
 echo "# 3. lyh stop, options after the command, did you mean"

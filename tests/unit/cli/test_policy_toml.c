@@ -116,7 +116,7 @@ static void test_errors(void **state) {
         const char *msg;
     } cases[] = {
         {"permit_no_firewal = true\n", -EBADMSG,
-         "pol.toml:1:1: permit_no_firewal: unknown key (see docs/admin.md for the policy keys)"},
+         "pol.toml:1:1: permit_no_firewal: unknown key (lianyaohu.toml(5) lists the policy keys)"},
         {"\nlog_allowed_flows = \"yes\"\n", -EBADMSG,
          "pol.toml:2:21: log_allowed_flows: expected bool, found string"},
         {"always_deny = [\"10.0.0.1/8\"]\n", -EBADMSG, NULL},
