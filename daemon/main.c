@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <spawn.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -457,7 +458,12 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
 
 /* A child changed state: exits come through each one's pidfd; a terminal
  * session's agent that stopped is told to its client. */
-static void on_sigchld(evutil_socket_t sig, short what, void *arg) {
+static void on_sigchld(evutil_socket_t fd, short what, void *arg) {
+    struct signalfd_siginfo si[16];
+
+    /* one look at every session covers all that is queued */
+    while (read(fd, si, sizeof(si)) > 0)
+        ;
     session_on_sigchld(arg);
 }
 
@@ -478,9 +484,17 @@ static void teardown(struct lyhd *d, struct event **ev_sig, size_t n_sig, struct
         event_base_loop(d->base, EVLOOP_NONBLOCK);
     pproc_stop(d);
     audit_stop(d);
-    for (size_t i = 0; i < n_sig; i++)
-        if (ev_sig[i])
-            event_free(ev_sig[i]);
+    for (size_t i = 0; i < n_sig; i++) {
+        if (!ev_sig[i])
+            continue;
+        /* the SIGCHLD watch owns its signalfd; a signal event's fd is the
+         * signal's number */
+        bool owns_fd = !(event_get_events(ev_sig[i]) & EV_SIGNAL);
+        evutil_socket_t fd = event_get_fd(ev_sig[i]);
+        event_free(ev_sig[i]);
+        if (owns_fd)
+            close(fd);
+    }
     if (ev_poke)
         event_free(ev_poke);
     closer_stop(d->closer);
@@ -497,7 +511,7 @@ int main(int argc, char **argv) {
     struct lyhd d = {.lock_fd = -1};
     struct event *ev_sig[4] = {0};
     struct event *ev_poke = NULL;
-    const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
     const char *err = NULL;
     char why[512];
     int r;
@@ -599,11 +613,28 @@ int main(int argc, char **argv) {
         goto fail;
     }
     for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
-        ev_sig[i] = evsignal_new(d.base, sigs[i], sigs[i] == SIGCHLD ? on_sigchld : on_signal, &d);
+        ev_sig[i] = evsignal_new(d.base, sigs[i], on_signal, &d);
         if (!ev_sig[i] || event_add(ev_sig[i], NULL) < 0) {
             log_error("cannot install signal handlers");
             goto fail;
         }
+    }
+    /* SIGCHLD (a terminal session's agent stopped) through a signalfd, the
+     * signal blocked: a handler would make every blocking poll() and read in
+     * lyhd return EINTR whenever an agent stops or a child exits. What lyhd
+     * starts unblocks it before exec (spawn.c, pproc.c). */
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    int sfd = sigprocmask(SIG_BLOCK, &chld, NULL) == 0
+                  ? signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)
+                  : -1;
+    ev_sig[3] = sfd >= 0 ? event_new(d.base, sfd, EV_READ | EV_PERSIST, on_sigchld, &d) : NULL;
+    if (!ev_sig[3] || event_add(ev_sig[3], NULL) < 0) {
+        log_error("cannot watch SIGCHLD: %s", strerror(errno));
+        if (sfd >= 0)
+            close(sfd);
+        goto fail;
     }
     d.fd_base = count_open_fds();
     log_info("lyhd %s listening on %s (state %s, pid %d, %u of %u fds in use)", LYH_VERSION,
