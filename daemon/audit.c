@@ -80,6 +80,7 @@ struct audit_stream {
     bool idle;           /* follow: caught up, waiting for the next commit */
     bool in_pump;        /* inside audit_db_page: a vanished client only marks it */
     bool gone;
+    uint64_t admin_checked_ms; /* an admin's stream: rights last checked */
     struct event *ev;
     TAILQ_ENTRY(audit_stream) link;
 };
@@ -386,7 +387,8 @@ static void on_rate(evutil_socket_t fd, short what, void *arg) {
     report_rate_drops(arg, false);
 }
 
-bool audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *method, int code,
+bool audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *label, const char *method,
+                   int code,
                    const char *action, const char *why) {
     struct audit *a = d->audit;
     char detail[1024] = "";
@@ -405,9 +407,9 @@ bool audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *method, int
     audit_kv(detail, sizeof(detail), "code", num);
     snprintf(num, sizeof(num), "%d", (int)pid);
     audit_kv(detail, sizeof(detail), "pid", num);
-    char label[80];
-    if (proc_label(pid, label, sizeof(label)) < 0)
-        snprintf(label, sizeof(label), "?");
+    char now[32];
+    if (!label || !label[0]) /* not read at connect: now */
+        label = proc_label(pid, now, sizeof(now)) == 0 ? now : "?";
     audit_kv(detail, sizeof(detail), "proc", label);
     audit_kv(detail, sizeof(detail), "why", why);
     audit_note(d, AUDIT_KIND_REQUEST, NULL, true, uid, action, "%s", detail);
@@ -920,6 +922,20 @@ static void pump(evutil_socket_t fd, short what, void *arg) {
 
     if (!st->call)
         return;
+    /* An admin's follow sees every user's records: it ends when the rights
+     * do (checked at most once a second), as a new request would be refused. */
+    if (st->follow && st->call->peer_is_admin &&
+        lyhd_mono_ms() - st->admin_checked_ms >= 1000) {
+        st->admin_checked_ms = lyhd_mono_ms();
+        if (!conn_admin_now(st->a->d, st->call->peer.uid)) {
+            struct rpc_call *call = st->call;
+            stream_free(st);
+            rpc_fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                     "your admin rights were revoked; this follow ends (a new one shows your own "
+                     "records)");
+            return;
+        }
+    }
     if (conn_out_pending(st->call->conn) > AUDIT_OUT_HIGH) {
         struct timeval tv = {.tv_usec = 2000};
         evtimer_add(st->ev, &tv);

@@ -44,11 +44,14 @@ void audit_dns(struct lyhd *d, const struct session *s, bool denied, const char 
  * and in all (a client spamming bad requests cannot flood the log, nor push
  * another user's refusals out of it); what the limits drop is counted per
  * uid and written, within about a second, as a GAP record (action
- * "requests") about that uid. method may be NULL (refused at connect).
+ * "requests") about that uid. method may be NULL (refused at connect);
+ * label: what the peer called itself when it connected (proc_label), NULL or
+ * "" to read it now.
  * Returns whether the record was kept (false: the limits dropped it, or the
  * audit is not running), so a caller can hold its own log line to the same
  * limits. */
-bool audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *method, int code,
+bool audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *label, const char *method,
+                   int code,
                    const char *action, const char *why);
 
 /* Append ` key=value` to buf (quoted and escaped when needed), never

@@ -19,6 +19,7 @@
  * carries fds in one sendmsg). Each received fd is tagged with that offset; a
  * completed frame [start, end) owns the fds tagged <= end. Fds the request does
  * not take are closed once it has been dispatched. */
+#include "platform/linux/proc.h"
 #include "daemon/audit.h"
 #include "daemon/closer.h"
 #include "daemon/conn.h"
@@ -67,6 +68,7 @@ struct conn {
     struct lyhd *d;
     int fd;
     struct ucred peer;
+    char peer_label[32]; /* its comm at accept, for the audit log ("" unknown) */
     gid_t peer_groups[LYH_MAX_PEER_GROUPS];
     size_t n_peer_groups;
     bool dead;
@@ -217,9 +219,9 @@ static void reply_error(struct conn *c, uint64_t call_id, int code, const char *
     resp.message = msg;
     resp.end_of_stream = true;
     if (code == LIANYAOHU__V1__CODE__PERMISSION_DENIED || code == LIANYAOHU__V1__CODE__INVALID_ARGUMENT)
-        audit_request(c->d, c->peer.uid, c->peer.pid, NULL, code, "refused", msg);
+        audit_request(c->d, c->peer.uid, c->peer.pid, c->peer_label, NULL, code, "refused", msg);
     else if (code == LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED)
-        audit_request(c->d, c->peer.uid, c->peer.pid, NULL, code, "limit", msg);
+        audit_request(c->d, c->peer.uid, c->peer.pid, c->peer_label, NULL, code, "limit", msg);
     (void)conn_send(c, &resp);
 }
 
@@ -384,6 +386,7 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
     call->call_id = req->call_id;
     call->method = req->method_case;
     call->peer = c->peer;
+    memcpy(call->peer_label, c->peer_label, sizeof(call->peer_label));
     call->peer_is_admin = conn_admin_now(c->d, c->peer.uid);
     memcpy(call->peer_groups, c->peer_groups, sizeof(call->peer_groups));
     call->n_peer_groups = c->n_peer_groups;
@@ -582,6 +585,10 @@ int conn_new(struct lyhd *d, int fd, const struct ucred *peer, struct conn **ret
     c->d = d;
     c->fd = fd;
     c->peer = *peer;
+    /* what the peer calls itself, now, while its pid is most likely still its
+     * own (for the audit log only) */
+    if (proc_label(peer->pid, c->peer_label, sizeof(c->peer_label)) < 0)
+        c->peer_label[0] = '\0';
     TAILQ_INIT(&c->calls);
     frame_reader_init(&c->reader, LYH_MAX_FRAME_BYTES);
     c->out = evbuffer_new();

@@ -31,6 +31,7 @@ struct rpc_call {
     uint32_t method;            /* Request.method case */
     const struct rpc_method *row;
     struct ucred peer;          /* from SO_PEERCRED at connect */
+    char peer_label[32];        /* its comm when it connected ("" unknown) */
     bool peer_is_admin;         /* decided for this call (conn_admin_now) */
     gid_t peer_groups[LYH_MAX_PEER_GROUPS]; /* SO_PEERGROUPS at connect */
     size_t n_peer_groups;

@@ -30,7 +30,6 @@
 #include "daemon/rpc.h"
 #include "daemon/session.h"
 #include "platform/linux/nft.h"
-#include "platform/linux/proc.h"
 
 static void send_policy(struct rpc_call *call, const struct policy *p, bool unchanged, bool end) {
     _cleanup_free_ struct policy_msg *h = calloc(1, sizeof(*h));
@@ -522,14 +521,12 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
             k += snprintf(detail + k, sizeof(detail) - (size_t)k, " rollback_to=default");
         if (k > 0 && (size_t)k < sizeof(detail))
             snprintf(detail + k, sizeof(detail) - (size_t)k, " narrowed=%zu cut=%zu", narrowed, cut);
-        /* who, beyond the uid: the connecting process (an ssh forward's
-         * sshd shows "sshd: admin@notty"), as /proc says now */
-        char num[24], label[80];
+        /* who, beyond the uid: the connecting process and the name it had
+         * when it connected ("sshd" through a forward; conn.c) */
+        char num[24];
         snprintf(num, sizeof(num), "%d", (int)call->peer.pid);
         audit_kv(detail, sizeof(detail), "by_pid", num);
-        if (proc_label(call->peer.pid, label, sizeof(label)) < 0)
-            snprintf(label, sizeof(label), "?");
-        audit_kv(detail, sizeof(detail), "by_proc", label);
+        audit_kv(detail, sizeof(detail), "by_proc", call->peer_label[0] ? call->peer_label : "?");
         audit_note(d, AUDIT_KIND_POLICY, NULL, true, call->peer.uid, action, "%s", detail);
     }
     log_info("policy version %" PRIu64 " (%s by uid %u, was %" PRIu64 "): %zu session(s) narrowed, "

@@ -206,7 +206,8 @@ void rpc_fail(struct rpc_call *call, int code, const char *fmt, ...) {
          * counted in the audit's gap records). */
         struct lyhd *d = call->conn ? conn_lyhd(call->conn) : NULL;
         if (!d || !d->audit ||
-            audit_request(d, call->peer.uid, call->peer.pid, call->row ? call->row->name : NULL,
+            audit_request(d, call->peer.uid, call->peer.pid, call->peer_label,
+                          call->row ? call->row->name : NULL,
                           code, "refused", msg))
             log_info("refused %s from uid %u pid %d: %s", call->row ? call->row->name : "request",
                      call->peer.uid, call->peer.pid, msg);

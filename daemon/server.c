@@ -169,7 +169,7 @@ static void accept_one(struct server *s, int fd) {
      * methods through groups its user has. */
     if (lyhd_guard_gid(&s->d->cfg, cred.gid)) {
         if (!s->d->audit ||
-            audit_request(s->d, cred.uid, cred.pid, NULL, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+            audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                           "refused", "connection from inside a lyh sandbox"))
             log_warn("refused a connection from inside a sandbox (uid %u pid %d)", cred.uid,
                      cred.pid);
@@ -189,7 +189,7 @@ static void accept_one(struct server *s, int fd) {
         snprintf(msg, sizeof(msg),
                  "lyhd is still closing %u file descriptors you passed it; try again later",
                  closer_pending(s->d->closer, cred.uid));
-        audit_request(s->d, cred.uid, cred.pid, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+        audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
                       "limit", msg);
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
         return;
@@ -201,7 +201,7 @@ static void accept_one(struct server *s, int fd) {
                  s->d->cfg.max_conns);
         log_warn("connection limit reached (%u); refused uid %u pid %d", s->d->cfg.max_conns,
                  cred.uid, cred.pid);
-        audit_request(s->d, cred.uid, cred.pid, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+        audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
                       "limit", msg);
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
         return;
@@ -214,7 +214,7 @@ static void accept_one(struct server *s, int fd) {
                  cred.uid, s->d->cfg.max_conns_per_uid);
         log_warn("per-uid connection limit reached for uid %u (%u)", cred.uid,
                  s->d->cfg.max_conns_per_uid);
-        audit_request(s->d, cred.uid, cred.pid, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+        audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
                       "limit", msg);
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
         return;

@@ -58,27 +58,23 @@ int proc_start_time(pid_t pid, uint64_t *ret) {
 }
 
 int proc_label(pid_t pid, char *buf, size_t len) {
-    char path[64], raw[256];
-    ssize_t n = -1;
+    char path[64], raw[64];
 
     if (pid <= 0 || !buf || len < 2)
         return -EINVAL;
-    static const char *const files[] = {"cmdline", "comm"};
-    for (size_t f = 0; f < 2 && n <= 0; f++) {
-        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, files[f]);
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0) {
-            if (errno == ENOENT || errno == ESRCH)
-                return -ENOENT;
-            continue;
-        }
-        n = read(fd, raw, sizeof(raw) - 1);
-        close(fd);
-    }
+    /* comm, not cmdline: reading another process's cmdline reads its memory,
+     * which that process can make hang (a page of a FUSE file that never
+     * answers) and with it whoever reads it */
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return errno == ENOENT || errno == ESRCH ? -ENOENT : -errno;
+    ssize_t n = read(fd, raw, sizeof(raw) - 1);
+    close(fd);
     if (n <= 0)
         return -ENOENT;
     raw[n] = '\0';
-    raw[strcspn(raw, "\n")] = '\0'; /* comm ends in a newline */
+    raw[strcspn(raw, "\n")] = '\0';
     size_t k = 0;
     for (; raw[k] && k < len - 1; k++)
         buf[k] = raw[k] >= 0x20 && raw[k] < 0x7f ? raw[k] : '?';

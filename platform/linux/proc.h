@@ -10,11 +10,12 @@
  * -ENOENT when there is no such process, -ESRCH when it is a zombie. */
 int proc_start_time(pid_t pid, uint64_t *ret);
 
-/* What the process calls itself: the first string of /proc/PID/cmdline (an
- * ssh forward's sshd shows "sshd: admin@notty"), else its comm, into buf (len
- * > 1), every byte outside printable ASCII as '?', cut to len - 1. For the
- * record only: the pid may be reused by then, and the process may set it to
- * anything. -ENOENT when it is gone. */
+/* What the process calls itself: its comm (/proc/PID/comm, at most 15
+ * characters: "sshd", "python3"), into buf (len > 1), every byte outside
+ * printable ASCII as '?', cut to len - 1. Never its cmdline: that read
+ * touches the process's memory, which it can make hang. For the record only:
+ * the process may set it to anything, and the pid may be another process's
+ * by then. -ENOENT when it is gone. */
 int proc_label(pid_t pid, char *buf, size_t len);
 
 #endif
