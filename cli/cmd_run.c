@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <getopt.h>
 #include <poll.h>
 #include <pb_encode.h>
@@ -233,7 +234,24 @@ static FILE *mon_open(const char *dest) {
         if (!f && fd >= 0)
             close(fd);
     } else {
-        int fd = open(dest, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+        /* A file of the user's own, as named: not through a symlink, not a
+         * FIFO or device (an agent may plant one in a directory it can
+         * write, to aim lyh, which runs outside the sandbox, at a file it
+         * cannot write, or to make lyh block). */
+        struct stat st;
+        int fd = open(dest, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW |
+                                O_NONBLOCK,
+                      0600);
+        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())) {
+            fprintf(stderr, "lyh run: --monitor-to %s: not a regular file of yours\n", dest);
+            close(fd);
+            return NULL;
+        }
+        if (fd < 0 && errno == ELOOP) {
+            fprintf(stderr, "lyh run: --monitor-to %s: a symbolic link; name the file itself\n",
+                    dest);
+            return NULL;
+        }
         f = fd >= 0 ? fdopen(fd, "a") : NULL;
         if (!f && fd >= 0)
             close(fd);

@@ -340,6 +340,8 @@ during=$(screen)
 lyh_wait_until 15 test -s "$LYH_HOME/pick.rc"
 after=$(screen)
 echo "$after" | grep "lyh: " | sed 's/^/    | /'
+t_check "6b: in a terminal session too, one start line (session, interface, Landlock, DNS)" \
+    eval '[ "$(grep -c "^lyh: session [0-9a-f]\{16\} on tun0: Landlock ABI [0-9]*; .*DNS through lyhd" <<<"$during")" = 1 ]'
 t_check "6b: while the agent runs, --monitor draws nothing on its terminal" \
     eval 'grep -q "probe refused" <<<"$during" && ! grep -q "192.168.77.2" <<<"$during" &&
           grep -q "refused flows are listed when the agent ends" <<<"$during"'
@@ -404,6 +406,13 @@ lyh_wait_until 10 test -s "$LYH_HOME/pick.rc"
 screen | grep -v '^$' | tail -n 4 | sed 's/^/    | /'
 t_check "6c: ... and exit ends the session (0)" grep -qx "rc=0" "$LYH_HOME/pick.rc"
 
+lyh_as_user sh -c 'echo mine >"$HOME/target.txt" && ln -sf "$HOME/target.txt" "$HOME/mon-link.log" &&
+    mkfifo "$HOME/mon.fifo"'
+res=$(run_rc --vpn tun0 --no-tui --monitor-to "$LYH_HOME/mon-link.log" -- /bin/true)
+t_check "6b: --monitor-to through a symbolic link (an agent could plant one): refused (125), the target untouched" \
+    eval 'grep -qx "rc=125" <<<"$res" && grep -q "a symbolic link" <<<"$res" && [ "$(cat "$LYH_HOME/target.txt")" = mine ]'
+res=$(run_rc --vpn tun0 --no-tui --monitor-to "$LYH_HOME/mon.fifo" -- /bin/true)
+t_check "6b: --monitor-to a FIFO: refused at once (125), no hang" grep -qx "rc=125" <<<"$res"
 res=$(run_rc --vpn tun0 --no-tui --monitor-to fd:9 -- /bin/true)
 t_check "6b: --monitor-to fd:N that is not open: refused (125), saying so" \
     eval 'grep -qx "rc=125" <<<"$res" && grep -q "not an open file descriptor" <<<"$res"'
