@@ -296,7 +296,9 @@ size_t vpn_list(const struct vpn_names *names, struct vpn_if *out, size_t max) {
     for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
         size_t k;
         if ((i->ifa_flags & IFF_LOOPBACK) || !vpn_name(names, i->ifa_name) ||
-            strlen(i->ifa_name) >= IF_NAMESIZE)
+            strlen(i->ifa_name) >= IF_NAMESIZE ||
+            strspn(i->ifa_name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+                strlen(i->ifa_name)) /* lyhd takes no other; nothing odd reaches the terminal */
             continue;
         for (k = 0; k < n; k++)
             if (strcmp(out[k].name, i->ifa_name) == 0)

@@ -370,7 +370,8 @@ int ifc_validate_vpn(const struct ifc_list *l, const char *name, char *why, size
         char list[8 * (IFC_NAME_MAX + 2) + 8] = "";
         size_t n = 0, used = 0;
         for (size_t k = 0; l && k < l->n; k++) {
-            if (l->items[k].loopback)
+            /* only names lyh could take (no terminal escapes in the message) */
+            if (l->items[k].loopback || ifc_name_check(l->items[k].name, NULL, 0) < 0)
                 continue;
             bool more = n == ARRAY_SIZE(names);
             int w = snprintf(list + used, sizeof(list) - used, "%s%s", used ? ", " : "",

@@ -173,43 +173,78 @@ static void put_copy(struct nlmsghdr *nlh, const struct nlattr *a) {
         mnl_attr_put(nlh, a->nla_type, mnl_attr_get_payload_len(a), mnl_attr_get_payload(a));
 }
 
-/* Delete the entry an answer of the dump described: by its original tuple,
- * zone and id. 0 also when it is gone already. */
-static int ct_delete(struct ct_nl *del, uint8_t family, const void *attrs, size_t len,
-                     int64_t deadline) {
-    static uint32_t seq;
-    char req[1024], ack[1024];
-    int err = 0;
-    const struct nlattr *orig = attr_find(attrs, len, CTA_TUPLE_ORIG, &err);
-    const struct nlattr *zone = attr_find(attrs, len, CTA_ZONE, &err);
-    const struct nlattr *id = attr_find(attrs, len, CTA_ID, &err);
-    if (err || !orig || !id)
-        return -EBADMSG;
-    if (MNL_ALIGN(sizeof(struct nlmsghdr)) + MNL_ALIGN(sizeof(struct nfgenmsg)) +
-            MNL_ALIGN(orig->nla_len) + (zone ? MNL_ALIGN(zone->nla_len) : 0) +
-            MNL_ALIGN(id->nla_len) > sizeof(req))
-        return -EBADMSG;
-    struct nlmsghdr *nlh = ct_req(req, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, family, ++seq);
-    put_copy(nlh, orig);
-    put_copy(nlh, zone);
-    put_copy(nlh, id);
-    if (mnl_socket_sendto(del->nl, nlh, nlh->nlmsg_len) != (ssize_t)nlh->nlmsg_len)
-        return -errno ? -errno : -EIO;
-    for (;;) {
+/* Deletes go out in batches (several requests in one datagram, each acked):
+ * one round trip per batch, not per entry. */
+struct ct_batch {
+    char buf[16384];
+    size_t used;
+    uint32_t first_seq, next_seq;
+    unsigned deleted; /* acked with 0 */
+};
+
+/* Send what is batched and read every ack: 0, or the first error other than
+ * "gone already" (ENOENT). */
+static int ct_flush(struct ct_nl *del, struct ct_batch *b, int64_t deadline) {
+    if (!b->used)
+        return 0;
+    if (mnl_socket_sendto(del->nl, b->buf, b->used) != (ssize_t)b->used)
+        return errno ? -errno : -EIO;
+    b->used = 0;
+    uint32_t want = b->next_seq - b->first_seq, got = 0;
+    int first_err = 0;
+    char ack[8192];
+    while (got < want) {
         ssize_t n = ct_recv(del, ack, sizeof(ack), deadline);
         if (n < 0)
             return (int)n;
         int left = (int)n;
         for (const struct nlmsghdr *h = (const void *)ack; mnl_nlmsg_ok(h, left);
              h = mnl_nlmsg_next(h, &left)) {
-            if (h->nlmsg_seq != seq || h->nlmsg_pid != del->portid || h->nlmsg_type != NLMSG_ERROR)
+            if (h->nlmsg_pid != del->portid || h->nlmsg_type != NLMSG_ERROR ||
+                h->nlmsg_seq - b->first_seq >= want)
                 continue;
             if (mnl_nlmsg_get_payload_len(h) < sizeof(struct nlmsgerr))
                 return -EBADMSG;
             const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
-            return e->error == -ENOENT ? 0 : e->error;
+            got++;
+            if (e->error == 0)
+                b->deleted++;
+            else if (e->error != -ENOENT && !first_err)
+                first_err = e->error;
         }
     }
+    b->first_seq = b->next_seq;
+    return first_err;
+}
+
+/* Batch the delete of the entry an answer of the dump described: by its
+ * original tuple, zone and id (an entry made again with the same tuple has
+ * another id and stays). */
+static int ct_delete(struct ct_nl *del, struct ct_batch *b, uint8_t family, const void *attrs,
+                     size_t len, int64_t deadline) {
+    int err = 0;
+    const struct nlattr *orig = attr_find(attrs, len, CTA_TUPLE_ORIG, &err);
+    const struct nlattr *zone = attr_find(attrs, len, CTA_ZONE, &err);
+    const struct nlattr *id = attr_find(attrs, len, CTA_ID, &err);
+    if (err || !orig || !id)
+        return -EBADMSG;
+    size_t need = MNL_ALIGN(sizeof(struct nlmsghdr)) + MNL_ALIGN(sizeof(struct nfgenmsg)) +
+                  MNL_ALIGN(orig->nla_len) + (zone ? MNL_ALIGN(zone->nla_len) : 0) +
+                  MNL_ALIGN(id->nla_len);
+    if (need > 1024)
+        return -EBADMSG;
+    if (b->used + need > sizeof(b->buf)) {
+        int r = ct_flush(del, b, deadline);
+        if (r < 0)
+            return r;
+    }
+    struct nlmsghdr *nlh =
+        ct_req(b->buf + b->used, IPCTNL_MSG_CT_DELETE, NLM_F_ACK, family, b->next_seq++);
+    put_copy(nlh, orig);
+    put_copy(nlh, zone);
+    put_copy(nlh, id);
+    b->used += MNL_ALIGN(nlh->nlmsg_len);
+    return 0;
 }
 
 int ct_forget_forwarder(uint16_t fwd_port, uint32_t mark, unsigned *ret_n) {
@@ -217,13 +252,15 @@ int ct_forget_forwarder(uint16_t fwd_port, uint32_t mark, unsigned *ret_n) {
         return -EINVAL;
     struct ct_nl dump = {0}, del = {0};
     _cleanup_free_ char *buf = malloc(CT_BUF_SIZE);
+    _cleanup_free_ struct ct_batch *batch = calloc(1, sizeof(*batch));
     int64_t deadline = now_ms() + CT_TIMEOUT_MS;
     unsigned n_del = 0;
     bool done = false;
     int r;
 
-    if (!buf)
+    if (!buf || !batch)
         return -ENOMEM;
+    batch->first_seq = batch->next_seq = 1;
     r = ct_nl_open(&dump);
     if (r == 0)
         r = ct_nl_open(&del);
@@ -270,7 +307,7 @@ int ct_forget_forwarder(uint16_t fwd_port, uint32_t mark, unsigned *ret_n) {
                 if (m < 0)
                     r = m;
                 else if (m > 0 && n_del < CT_FORGET_MAX) {
-                    r = ct_delete(&del, g->nfgen_family, attrs, alen, deadline);
+                    r = ct_delete(&del, batch, g->nfgen_family, attrs, alen, deadline);
                     n_del += r == 0;
                 }
             }
@@ -278,10 +315,12 @@ int ct_forget_forwarder(uint16_t fwd_port, uint32_t mark, unsigned *ret_n) {
         if (r == 0 && !done && left > 0)
             r = -EBADMSG;
     }
+    if (r == 0)
+        r = ct_flush(&del, batch, deadline);
 out:
     ct_nl_close(&dump);
     ct_nl_close(&del);
     if (r == 0 && ret_n)
-        *ret_n = n_del;
+        *ret_n = batch->deleted;
     return r;
 }
