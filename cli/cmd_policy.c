@@ -15,9 +15,10 @@
 
 void usage_policy(FILE *f) {
     fprintf(f, "Usage: lyh policy get [--json|--toml]\n"
-               "       lyh policy set FILE|- [--expect-version N] [--json]\n"
+               "       lyh policy set FILE|- [--expect-version N] [--dry-run] [--json]\n"
+               "       lyh policy diff FILE|- [--json]\n"
                "       lyh policy history [--json]\n"
-               "       lyh policy rollback VERSION|default [--expect-version N] [--json]\n"
+               "       lyh policy rollback VERSION|default [--expect-version N] [--dry-run] [--json]\n"
                "Show the admin policy in force (--toml: as a file `set` reads back), set it\n"
                "from a TOML file (- = stdin; keys in lianyaohu.toml(5); a key left out keeps\n"
                "its built-in default), list every stored version (newest last), or make a\n"
@@ -25,6 +26,9 @@ void usage_policy(FILE *f) {
                "built-in policy's). set and\n"
                "rollback are for root and the admin group.\n"
                "--expect-version N: refuse (ABORTED) unless version N is the current one.\n"
+               "--dry-run (set, rollback) and diff change nothing: they say whether a new\n"
+               "version would be made, diff the lines of `get --toml` it would change, and\n"
+               "both name the running sessions it would narrow or cut (admins only).\n"
                "set and rollback to the content in force make no new version and say so\n"
                "(exit 0; --json: {\"version\":N,\"changed\":false}).\n");
 }
@@ -239,10 +243,11 @@ static int parse_version(const char *what, const char *s, uint64_t *ret) {
  * (*ret_has says whether it was given: 0 is a version too, the built-in
  * default's). Returns an exit code to return now, or -1 with *ret_arg set. */
 static int one_arg_and_expect(int argc, char **argv, const char **ret_arg, uint64_t *ret_expect,
-                              bool *ret_has, bool *ret_json) {
+                              bool *ret_has, bool *ret_json, bool *ret_dry) {
     static const struct option opts[] = {
         {"expect-version", required_argument, NULL, 'e'},
         {"json", no_argument, NULL, 'j'},
+        {"dry-run", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -259,6 +264,7 @@ static int one_arg_and_expect(int argc, char **argv, const char **ret_arg, uint6
             *ret_has = true;
             break;
         case 'j': *ret_json = true; break;
+        case 'n': *ret_dry = true; break;
         case 'h': usage_policy(stdout); return EXIT_OK;
         default: usage_policy(stderr); return EXIT_USAGE;
         }
@@ -298,12 +304,103 @@ static int update_said(const lianyaohu_v1_PolicyReply *p, bool json) {
     return EXIT_OK;
 }
 
+/* Two renderings of a policy, line by line (diff). */
+struct diff_lines {
+    const char *a, *b; /* the one in force, the one asked for */
+};
+
+/* Is line (len bytes) one of text's lines? */
+static bool has_line(const char *text, const char *line, size_t len) {
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl ? (size_t)(nl - p) : strlen(p);
+        if (l == len && memcmp(p, line, len) == 0)
+            return true;
+        p = nl ? nl + 1 : NULL;
+    }
+    return false;
+}
+
+/* Each line of from that to lacks, as "SIGN line" (JSON: a string of a list). */
+static void diff_side(const char *from, const char *to, const char *sign, bool json, bool *first) {
+    for (const char *p = from; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl ? (size_t)(nl - p) : strlen(p);
+        if (l && p[0] != '#' && !has_line(to, p, l)) {
+            char line[600];
+            snprintf(line, sizeof(line), "%.*s", (int)(l < 590 ? l : 590), p);
+            if (json) {
+                fputs(*first ? "" : ",", stdout);
+                json_string(stdout, line);
+                *first = false;
+            } else {
+                printf("%s %s\n", sign, line);
+            }
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+}
+
+/* What a dry run answered: whether anything would change, the lines (diff),
+ * and the sessions it would narrow or cut. */
+static int dry_said(const lianyaohu_v1_PolicyReply *p, bool json, const struct diff_lines *dl) {
+    if (json) {
+        printf("{\"version\":%" PRIu64 ",\"changed\":%s", p->version,
+               p->unchanged ? "false" : "true");
+        if (dl) {
+            bool first = true;
+            printf(",\"removed\":[");
+            diff_side(dl->a, dl->b, "-", true, &first);
+            first = true;
+            printf("],\"added\":[");
+            diff_side(dl->b, dl->a, "+", true, &first);
+            printf("]");
+        }
+        printf(",\"effects\":[");
+        for (pb_size_t i = 0; i < p->effects_count; i++) {
+            const lianyaohu_v1_PolicyEffect *e = &p->effects[i];
+            printf("%s{\"session\":", i ? "," : "");
+            json_string(stdout, e->session_id);
+            printf(",\"chain\":");
+            json_string(stdout, e->chain);
+            printf(",\"uid\":%" PRIu32 ",\"cut\":%s,\"why\":", e->uid, e->cut ? "true" : "false");
+            json_string(stdout, e->why);
+            printf("}");
+        }
+        printf("]}\n");
+        return EXIT_OK;
+    }
+    if (p->unchanged) {
+        printf("nothing would change: policy version %" PRIu64 " is in force with this content\n",
+               p->version);
+        return EXIT_OK;
+    }
+    if (dl) {
+        bool first = true;
+        diff_side(dl->a, dl->b, "-", false, &first);
+        diff_side(dl->b, dl->a, "+", false, &first);
+    }
+    printf("would replace policy version %" PRIu64 " (nothing was changed)\n", p->version);
+    if (!p->effects_count)
+        printf("running sessions: none would be narrowed or cut\n");
+    for (pb_size_t i = 0; i < p->effects_count; i++) {
+        const lianyaohu_v1_PolicyEffect *e = &p->effects[i];
+        char what[128];
+        if (e->session_id[0])
+            snprintf(what, sizeof(what), "session %.16s of uid %" PRIu32, e->session_id, e->uid);
+        else
+            snprintf(what, sizeof(what), "firewall %.63s of uid %" PRIu32, e->chain, e->uid);
+        printf("  %s %s: %s\n", e->cut ? "cut:     " : "narrowed:", what, e->why);
+    }
+    return EXIT_OK;
+}
+
 static int policy_rollback(struct cli *cli, int argc, char **argv) {
     uint64_t to = 0, expect = 0;
     bool has_expect = false;
     const char *arg = NULL;
-    bool json = false;
-    int rc = one_arg_and_expect(argc, argv, &arg, &expect, &has_expect, &json);
+    bool json = false, dry = false;
+    int rc = one_arg_and_expect(argc, argv, &arg, &expect, &has_expect, &json, &dry);
 
     if (rc >= 0)
         return rc;
@@ -320,9 +417,12 @@ static int policy_rollback(struct cli *cli, int argc, char **argv) {
         return EXIT_DAEMON_ERROR;
     req->method.policy_update.rollback_to = to;
     req->method.policy_update.rollback_to_default = builtin;
+    req->method.policy_update.dry_run = dry;
     rc = policy_update(cli, req, has_expect, expect, &resp);
     if (rc != EXIT_OK)
         return rc;
+    if (dry)
+        return dry_said(&resp->result.policy, json, NULL);
     if (json || resp->result.policy.unchanged)
         return update_said(&resp->result.policy, json);
     if (builtin)
@@ -355,38 +455,84 @@ static int read_input(const char *path, char **ret, size_t *ret_len) {
     return 0;
 }
 
-static int policy_set(struct cli *cli, int argc, char **argv) {
-    uint64_t expect = 0;
-    bool has_expect = false;
-    const char *path = NULL;
-    bool json = false;
-    int orc = one_arg_and_expect(argc, argv, &path, &expect, &has_expect, &json);
-
-    if (orc >= 0)
-        return orc;
+/* The file's policy asked of lyhd as a dry run (diff) or set (dry: as a
+ * dry run). 0 with *ret_resp, or an exit code. */
+static int set_from_file(struct cli *cli, const char *who, const char *path, bool has_expect,
+                         uint64_t expect, bool dry, lianyaohu_v1_Response **ret_resp) {
     const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
     int r = read_input(path, &buf, &len);
     if (r < 0) {
-        fprintf(stderr, "%s policy set: %s: %s\n", cli->prog, name,
+        fprintf(stderr, "%s %s: %s: %s\n", cli->prog, who, name,
                 r == -EFBIG ? "larger than 256 KiB; a policy file is small" : strerror(-r));
         return EXIT_USAGE;
     }
     _cleanup_free_ lianyaohu_v1_Request *req = calloc(1, sizeof(*req));
-    _cleanup_free_ lianyaohu_v1_Response *resp = NULL;
     char err[512];
     if (!req)
         return EXIT_DAEMON_ERROR;
     r = policy_from_toml(name, buf, len, &req->method.policy_update.policy, err, sizeof(err));
     if (r < 0) {
-        fprintf(stderr, "%s policy set: %s\n", cli->prog, err);
+        fprintf(stderr, "%s %s: %s\n", cli->prog, who, err);
         return EXIT_USAGE;
     }
     req->method.policy_update.has_policy = true;
-    int rc = policy_update(cli, req, has_expect, expect, &resp);
+    req->method.policy_update.dry_run = dry;
+    return policy_update(cli, req, has_expect, expect, ret_resp);
+}
+
+/* lyh policy diff FILE [--json]: the lines of `policy get --toml` that the
+ * file would change, and what it would do to running sessions (a dry run:
+ * lyhd checks the file and normalizes it; nothing changes). */
+static int policy_diff(struct cli *cli, int argc, char **argv) {
+    uint64_t expect = 0;
+    bool has_expect = false, json = false, dry = true;
+    const char *path = NULL;
+    int rc = one_arg_and_expect(argc, argv, &path, &expect, &has_expect, &json, &dry);
+    if (rc >= 0)
+        return rc;
+    _cleanup_free_ lianyaohu_v1_Response *cur = NULL, *next = NULL;
+    rc = cli_unary(cli, NULL, lianyaohu_v1_Request_policy_get_tag,
+                   lianyaohu_v1_Response_policy_tag, "a policy", &cur);
     if (rc != EXIT_OK)
         return rc;
+    rc = set_from_file(cli, "policy diff", path, has_expect, expect, true, &next);
+    if (rc != EXIT_OK)
+        return rc;
+    _cleanup_free_ char *a = NULL, *b = NULL;
+    size_t al = 0, bl = 0;
+    FILE *fa = open_memstream(&a, &al), *fb = open_memstream(&b, &bl);
+    if (!fa || !fb) {
+        if (fa)
+            fclose(fa);
+        if (fb)
+            fclose(fb);
+        return EXIT_DAEMON_ERROR;
+    }
+    policy_print_toml(fa, &cur->result.policy.policy);
+    policy_print_toml(fb, &next->result.policy.policy);
+    fclose(fa);
+    fclose(fb);
+    struct diff_lines dl = {.a = a, .b = b};
+    return dry_said(&next->result.policy, json, &dl);
+}
+
+static int policy_set(struct cli *cli, int argc, char **argv) {
+    uint64_t expect = 0;
+    bool has_expect = false;
+    const char *path = NULL;
+    bool json = false, dry = false;
+    int orc = one_arg_and_expect(argc, argv, &path, &expect, &has_expect, &json, &dry);
+
+    if (orc >= 0)
+        return orc;
+    _cleanup_free_ lianyaohu_v1_Response *resp = NULL;
+    int rc = set_from_file(cli, "policy set", path, has_expect, expect, dry, &resp);
+    if (rc != EXIT_OK)
+        return rc;
+    if (dry)
+        return dry_said(&resp->result.policy, json, NULL);
     return update_said(&resp->result.policy, json);
 }
 
@@ -409,6 +555,8 @@ int cmd_policy(struct cli *cli, int argc, char **argv) {
         return policy_history(cli, argc - 1, argv + 1);
     if (strcmp(sub, "rollback") == 0)
         return policy_rollback(cli, argc - 1, argv + 1);
+    if (strcmp(sub, "diff") == 0)
+        return policy_diff(cli, argc - 1, argv + 1);
     fprintf(stderr, "lyh policy: unknown subcommand '%s'\n", sub);
     usage_policy(stderr);
     return EXIT_USAGE;

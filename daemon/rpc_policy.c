@@ -31,7 +31,40 @@
 #include "daemon/session.h"
 #include "platform/linux/nft.h"
 
-static void send_policy(struct rpc_call *call, const struct policy *p, bool unchanged, bool end) {
+/* A dry run's answer: what narrow_sessions would do (the first
+ * EFFECTS_MAX; strings cut to what the client holds, proto options). */
+#define EFFECTS_MAX 32
+struct effects {
+    Lianyaohu__V1__PolicyEffect e[EFFECTS_MAX];
+    Lianyaohu__V1__PolicyEffect *p[EFFECTS_MAX];
+    char id[EFFECTS_MAX][17], chain[EFFECTS_MAX][64], why[EFFECTS_MAX][256];
+    size_t n;
+};
+
+static void effect_add(struct effects *ef, const char *id, const char *chain, uint32_t uid,
+                       bool cut, const char *why) {
+    if (ef->n >= EFFECTS_MAX)
+        return;
+    size_t i = ef->n++;
+    lianyaohu__v1__policy_effect__init(&ef->e[i]);
+    snprintf(ef->id[i], sizeof(ef->id[i]), "%s", id);
+    snprintf(ef->chain[i], sizeof(ef->chain[i]), "%s", chain);
+    snprintf(ef->why[i], sizeof(ef->why[i]), "%s", why);
+    ef->e[i].session_id = ef->id[i];
+    ef->e[i].chain = ef->chain[i];
+    ef->e[i].uid = uid;
+    ef->e[i].cut = cut;
+    ef->e[i].why = ef->why[i];
+    ef->p[i] = &ef->e[i];
+}
+
+static void effects_to_reply(struct effects *fx, Lianyaohu__V1__PolicyReply *rep) {
+    rep->n_effects = fx->n;
+    rep->effects = fx->p;
+}
+
+static void send_policy_fx(struct rpc_call *call, const struct policy *p, bool unchanged,
+                           struct effects *fx, bool end) {
     _cleanup_free_ struct policy_msg *h = calloc(1, sizeof(*h));
     Lianyaohu__V1__PolicyReply rep = LIANYAOHU__V1__POLICY_REPLY__INIT;
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
@@ -46,9 +79,15 @@ static void send_policy(struct rpc_call *call, const struct policy *p, bool unch
     rep.set_by_uid = p->set_by_uid;
     rep.set_unix_ms = p->set_ms > 0 ? (uint64_t)p->set_ms : 0;
     rep.unchanged = unchanged;
+    if (fx)
+        effects_to_reply(fx, &rep);
     resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_POLICY;
     resp.policy = &rep;
     rpc_send(call, &resp, end);
+}
+
+static void send_policy(struct rpc_call *call, const struct policy *p, bool unchanged, bool end) {
+    send_policy_fx(call, p, unchanged, NULL, end);
 }
 
 void rpc_policy_get(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
@@ -227,8 +266,9 @@ static bool shared_cut(const struct guard_walk *w, const struct session *s) {
  * batch; a shared chain that cannot keep its rules (its interface is no
  * longer allowed) keeps loopback only: the user asked for "only through the
  * VPN", and the safe reading of "that VPN is not allowed" is "nothing". */
-static int narrow_sessions(struct lyhd *d, const struct policy *np, size_t *ret_narrowed,
-                           size_t *ret_cut, char *why, size_t whylen) {
+/* dry: only say what it would do (into *dry), change nothing. */
+static int narrow_sessions(struct lyhd *d, const struct policy *np, struct effects *dry,
+                           size_t *ret_narrowed, size_t *ret_cut, char *why, size_t whylen) {
     struct session *s;
     size_t cap = 0, n = 0, n_chains = 0, cut = 0;
     _cleanup_free_ struct narrowed *v = NULL;
@@ -288,6 +328,14 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, size_t *ret_
             continue;
         x->rebuild = true;
         n++;
+    }
+    if (dry) {
+        for (size_t i = 0; i < n; i++)
+            effect_add(dry, v[i].s->row.id, "", v[i].s->row.uid, v[i].cut, v[i].why);
+        for (size_t i = 0; i < gw.n; i++)
+            effect_add(dry, "", gw.v[i].g.chain, gw.v[i].g.uid, gw.v[i].cut, gw.v[i].why);
+        r = 0;
+        goto out;
     }
     /* 1. state.db (the caller's transaction): the narrowed specs. */
     for (size_t i = 0; i < n; i++) {
@@ -491,6 +539,21 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
             goto out;
         }
     }
+    /* A dry run: what it would do to running sessions, and nothing else. */
+    if (r == 0 && u->dry_run) {
+        _cleanup_free_ struct effects *fx = calloc(1, sizeof(*fx));
+        size_t nn = 0, nc = 0;
+        r = fx ? narrow_sessions(d, np, fx, &nn, &nc, why, sizeof(why)) : -ENOMEM;
+        if (r < 0) {
+            rpc_fail(call, r == -ENOMEM ? LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED
+                                        : LIANYAOHU__V1__CODE__UNAVAILABLE,
+                     "policy: %s", r == -ENOMEM ? "out of memory" : why);
+            goto out;
+        }
+        np->version = cur->version;
+        send_policy_fx(call, np, false, fx, true);
+        goto out;
+    }
     if (r == 0)
         r = store_policy_append(d->store, blob, len, call->peer.uid, lyhd_wall_ms(), &version);
     if (r < 0) {
@@ -501,7 +564,7 @@ void rpc_policy_update(struct lyhd *d, struct rpc_call *call, const LyhRequest *
     np->version = version;
     np->set_by_uid = call->peer.uid;
     np->set_ms = lyhd_wall_ms();
-    r = narrow_sessions(d, np, &narrowed, &cut, why, sizeof(why));
+    r = narrow_sessions(d, np, NULL, &narrowed, &cut, why, sizeof(why));
     if (r < 0) {
         log_error("policy version %" PRIu64 " not applied: %s", version, why);
         rpc_fail(call, r == -ENOMEM ? LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED

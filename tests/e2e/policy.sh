@@ -257,6 +257,32 @@ t_eq "8: ... and history still ends at 6" \
 printf 'max_sessions_per_uid = 9\n' >"$LYH_TMP/pol8b.toml"
 out=$(lyh_root policy set "$LYH_TMP/pol8b.toml" --json 2>&1)
 t_eq "8: a change: --json says changed true (version 7)" "$out" '{"version":7,"changed":true}'
+# what a change would do, changing nothing: --dry-run and diff
+printf 'max_sessions_per_uid = 10\n' >"$LYH_TMP/pol8c.toml"
+res=$(lyh_root policy set "$LYH_TMP/pol8c.toml" --dry-run 2>&1)
+t_check "8: set --dry-run says it would replace version 7, and that no session is touched" \
+    eval 'grep -qx "would replace policy version 7 (nothing was changed)" <<<"$res" &&
+          grep -qx "running sessions: none would be narrowed or cut" <<<"$res"'
+res=$(lyh_root policy diff "$LYH_TMP/pol8c.toml" 2>&1)
+echo "$res" | sed 's/^/    /'
+t_check "8: diff shows the line it changes" \
+    eval 'grep -qx -- "- max_sessions_per_uid = 9" <<<"$res" && grep -qx -- "+ max_sessions_per_uid = 10" <<<"$res"'
+t_eq "8: ... and neither changed anything (history ends at 7)" \
+    "$(lyh_root policy history --json 2>&1 | sed -n 's/^{"version":\([0-9]*\),.*/\1/p' | tail -n 1)" 7
+# a running session the change would end
+(LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- /bin/sleep 40 </dev/null >/dev/null 2>&1) &
+DRYS=$!
+lyh_track_pid "$DRYS"
+lyh_wait_until 15 eval 'lyh_cli sessions --json 2>/dev/null | grep -q "^{\"id\""'
+sid=$(lyh_cli sessions --json 2>/dev/null | sed -n 's/^{"id":"\([0-9a-f]*\)".*/\1/p' | head -n 1)
+printf 'allowed_interface_patterns = ["wg*"]\n' >"$LYH_TMP/pol8d.toml"
+res=$(lyh_root policy diff "$LYH_TMP/pol8d.toml" --json 2>&1)
+t_check "8: diff --json names the running session it would cut (${sid:-none})" \
+    eval '[ -n "$sid" ] && grep -q "\"session\":\"$sid\",\"chain\":\"\",\"uid\":$LYH_UID,\"cut\":true" <<<"$res"'
+t_check "8: ... and the session still runs" eval 'lyh_cli sessions --json 2>/dev/null | grep -q "$sid"'
+lyh_cli stop --grace 0 "$sid" >/dev/null 2>&1
+wait "$DRYS" 2>/dev/null
+
 # back to the built-in default, audited as a rollback
 out=$(lyh_root policy rollback default 2>&1)
 t_check "8: lyh policy rollback default makes version 8" \
