@@ -313,6 +313,12 @@ rm -f "$LYH_TMP/revoked"
 (pc_user twice '{"allowed_interface_patterns":["tun*"],"max_sessions_per_uid":5}' "$LYH_TMP/revoked" >"$LYH_TMP/twice.out" 2>&1) &
 TW=$!
 lyh_wait_until 15 grep -q . "$LYH_TMP/twice.out"
+# an admin's follow of every user's records, open across the revocation
+(LYH_CMD_TIMEOUT=30 lyh_cli audit follow --kind request >"$LYH_TMP/follow9.out" 2>&1
+    echo "rc=$?" >>"$LYH_TMP/follow9.out") &
+F9=$!
+lyh_track_pid "$F9"
+sleep 1.5 # its rights are checked at most once a second
 gpasswd -d "$LYH_USER" "$AG" >/dev/null || lyh_die "gpasswd -d"
 touch "$LYH_TMP/revoked"
 wait "$TW"
@@ -321,6 +327,10 @@ echo "$res" | sed 's/^/    /'
 t_check "9: a member of the admin group sets a policy" eval '[ "$(sed -n 1p <<<"$res" | cut -d" " -f1)" = OK ]'
 t_check "9: removed from the group, the same open connection is refused at its next request" \
     eval '[ "$(sed -n 2p <<<"$res" | cut -d" " -f1)" = PERMISSION_DENIED ]'
+lyh_wait_until 10 grep -q "^rc=" "$LYH_TMP/follow9.out"
+res=$(cat "$LYH_TMP/follow9.out")
+t_check "9: the revoked member's open audit follow ends at the next record, saying why" \
+    eval 'grep -q "admin rights were revoked" <<<"$res" && ! grep -qx "rc=0" <<<"$res"'
 groupdel "$AG" 2>/dev/null
 # who tried: the set's record names the connecting process, and the refused
 # and the ABORTED (section 2) attempts are on record too
