@@ -47,6 +47,7 @@
     X(PolicyUpdateRequest, policy_update_request, SIZED)       \
     X(PolicyHistoryRequest, policy_history_request, SIZED)     \
     X(PolicyReply, policy_reply, SIZED)                        \
+    X(PolicyEffect, policy_effect, SIZED)                      \
     X(CancelRequest, cancel_request, SIZED)                    \
     X(CancelReply, cancel_reply, SIZED)
 
