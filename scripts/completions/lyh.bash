@@ -98,7 +98,7 @@ _lyh() {
         _lyh_compgen_files -d "$cur"
         return 0
         ;;
-    --config)
+    --config | --monitor-to)
         _lyh_compgen_files -f "$cur"
         return 0
         ;;
@@ -140,7 +140,7 @@ _lyh() {
     run)
         opts="--vpn --cwd --env --allow-dest --deny-dest --lan-allow --writable --read-only
               --narrow-home --allow-non-default-route --no-firewall --shared-user-firewall
-              --print-firewall --print-policy --no-tui --monitor --quiet --config --no-config
+              --print-firewall --print-policy --no-tui --monitor --monitor-to --quiet --config --no-config
               --trust-project --dns --allow-domain --allow-host-port --allow-socket --socket
               --help --"
         ;;
@@ -176,14 +176,15 @@ _lyh() {
             if [[ $cur == -* ]]; then
                 _lyh_compgen_words "--help" "$cur"
             else
-                _lyh_compgen_words "get set history rollback" "$cur"
+                _lyh_compgen_words "get set diff history rollback" "$cur"
             fi
             return 0
         fi
         case $sub in
         get) opts="--json --toml --help" ;;
-        set)
-            opts="--expect-version --help"
+        set | diff)
+            opts="--expect-version --dry-run --json --help"
+            [[ $sub == diff ]] && opts="--json --help"
             if [[ $cur != -* ]]; then
                 _lyh_compgen_files -f "$cur"
                 [[ - == "$cur"* ]] && COMPREPLY+=(-)
@@ -191,7 +192,7 @@ _lyh() {
             fi
             ;;
         history) opts="--json --help" ;;
-        rollback) opts="--expect-version --help" ;;
+        rollback) opts="--expect-version --dry-run --json --help" ;;
         esac
         ;;
     config)
