@@ -51,6 +51,8 @@ void rpc_signal(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
             return;
         }
         /* To the agent's process group: that is what a terminal would do. */
+        if (sr->signal == SIGCONT)
+            s->stop_told = false; /* the next stop is told again */
         if (kill(-s->pid, sr->signal) < 0 && errno != ESRCH) {
             rpc_fail(call, LIANYAOHU__V1__CODE__INTERNAL, "kill: %s", strerror(errno));
             return;

@@ -633,9 +633,17 @@ void session_on_sigchld(struct lyhd *d) {
         siginfo_t si = {0};
         if (s->pidfd < 0 || s->exited || !s->call || s->pty_fd < 0)
             continue;
-        if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WSTOPPED | WNOHANG) == 0 && si.si_pid &&
-            si.si_code == CLD_STOPPED)
+        if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WSTOPPED | WCONTINUED | WNOHANG) < 0 ||
+            !si.si_pid)
+            continue;
+        /* one word per stop: an agent that stops and continues itself in a
+         * loop does not flood its client */
+        if (si.si_code == CLD_STOPPED && !s->stop_told) {
+            s->stop_told = true;
             send_stopped(s, si.si_status);
+        } else if (si.si_code == CLD_CONTINUED) {
+            s->stop_told = false;
+        }
     }
 }
 

@@ -50,6 +50,7 @@ struct session {
     uint32_t flows_sync;      /* teardown: the FLOWS_SYNC waited for (0: none) */
     bool flows_sync_asked;
     bool dns_flows_forgotten; /* teardown: its forwarder's conntrack entries deleted */
+    bool stop_told;           /* its client heard of the agent's stop, not yet continued */
     bool audit_ended;         /* the end is on record */
     char path_note[400];      /* RunStarted note about its paths ("" none) */
     uint32_t lo_slot;         /* its loopback marks' slot (0: none, no listeners) */
