@@ -434,7 +434,9 @@ static int error_exit(const lianyaohu_v1_Response *resp) {
 }
 
 /* Read responses of call `id` until the end; returns the process exit code. */
-static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay) {
+static int follow_run(const struct cli *cli, struct lyh_client *c, uint64_t id,
+                      struct pty_relay *relay) {
+    bool answered = false; /* anything came back on the connection */
     _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
     char session_id[40] = "";
     char vpn[16] = "";
@@ -471,6 +473,13 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
         int r = lyh_client_recv(c, resp, 30000);
         if (r == -ETIMEDOUT)
             continue;
+        if (r == -ECONNRESET && !answered) {
+            /* closed before a word: not a session that was lost */
+            if (relay)
+                pty_relay_restore(relay);
+            cli_say_closed(cli, "lyh run");
+            return EXIT_UNAVAILABLE;
+        }
         if (r < 0) {
             fprintf(stderr,
                     "lyh run: lost contact with lyhd (%s); if the agent still runs it stays "
@@ -480,6 +489,7 @@ static int follow_run(struct lyh_client *c, uint64_t id, struct pty_relay *relay
                 pty_relay_drain(relay);
             return EXIT_UNAVAILABLE;
         }
+        answered = true;
         if (resp->call_id != id && resp->call_id != 0)
             continue; /* an answer to a Signal call */
         if (resp->code != lianyaohu_v1_Code_OK) {
@@ -1059,7 +1069,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGHUP, &sa, NULL);
     }
-    rc = follow_run(client, id, relay);
+    rc = follow_run(cli, client, id, relay);
     pty_relay_free(relay); /* restores the terminal */
     lyh_client_close(client);
     mon_flush_held();
