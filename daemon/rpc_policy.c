@@ -37,9 +37,20 @@
 struct effects {
     Lianyaohu__V1__PolicyEffect e[EFFECTS_MAX];
     Lianyaohu__V1__PolicyEffect *p[EFFECTS_MAX];
-    char id[EFFECTS_MAX][17], chain[EFFECTS_MAX][64], why[EFFECTS_MAX][256];
+    char id[EFFECTS_MAX][40], chain[EFFECTS_MAX][64], why[EFFECTS_MAX][256];
     size_t n;
 };
+
+/* Copy src into dst[n], cut (on a UTF-8 character boundary) when longer:
+ * a dry run's "why" is the daemon's POLICY_WHY_MAX, the client holds 256. */
+static void copy_cut(char *dst, size_t n, const char *src) {
+    size_t l = strnlen(src, n);
+    if (l == n) /* longer: cut before the character that would not fit */
+        for (l = n - 1; l > 0 && ((unsigned char)src[l] & 0xC0) == 0x80;)
+            l--;
+    memcpy(dst, src, l);
+    dst[l] = '\0';
+}
 
 static void effect_add(struct effects *ef, const char *id, const char *chain, uint32_t uid,
                        bool cut, const char *why) {
@@ -47,9 +58,9 @@ static void effect_add(struct effects *ef, const char *id, const char *chain, ui
         return;
     size_t i = ef->n++;
     lianyaohu__v1__policy_effect__init(&ef->e[i]);
-    snprintf(ef->id[i], sizeof(ef->id[i]), "%s", id);
-    snprintf(ef->chain[i], sizeof(ef->chain[i]), "%s", chain);
-    snprintf(ef->why[i], sizeof(ef->why[i]), "%s", why);
+    copy_cut(ef->id[i], sizeof(ef->id[i]), id);
+    copy_cut(ef->chain[i], sizeof(ef->chain[i]), chain);
+    copy_cut(ef->why[i], sizeof(ef->why[i]), why);
     ef->e[i].session_id = ef->id[i];
     ef->e[i].chain = ef->chain[i];
     ef->e[i].uid = uid;
