@@ -517,6 +517,13 @@ int dr_format(const struct dr_rule *r, char *buf, size_t len) {
     return 0;
 }
 
+bool dr_is_loopback(const struct dr_rule *r) {
+    static const uint8_t one[16] = {[15] = 1};
+    if (r->family == AF_INET)
+        return r->prefix_len >= 8 && r->addr[0] == 127;
+    return r->family == AF_INET6 && r->prefix_len == 128 && memcmp(r->addr, one, 16) == 0;
+}
+
 bool dr_equal(const struct dr_rule *a, const struct dr_rule *b) {
     return a && b && a->family == b->family && memcmp(a->addr, b->addr, 16) == 0 &&
            a->prefix_len == b->prefix_len && a->port_min == b->port_min &&

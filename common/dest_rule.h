@@ -64,6 +64,9 @@ int dr_check(const struct dr_rule *r, char *why, size_t whylen);
  * (DR_FORMAT_MAX always suffices); buf is untouched on failure. */
 int dr_format(const struct dr_rule *r, char *buf, size_t len);
 
+/* Is r a loopback destination (inside 127.0.0.0/8, or ::1 itself)? */
+bool dr_is_loopback(const struct dr_rule *r);
+
 /* Field-wise equality (struct padding is never compared). */
 bool dr_equal(const struct dr_rule *a, const struct dr_rule *b);
 

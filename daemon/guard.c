@@ -70,7 +70,7 @@ int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_ch
         .uid = s->row.uid,
         .guard_gid = d->cfg.guard_gid,
         .guard_gid_max = d->cfg.guard_gid_max,
-        .iface = s->spec.iface,
+        .iface = s->spec.iface[0] ? s->spec.iface : NULL, /* none: proxy-only */
         .log = d->guard->base.log,
         .dns_port = own && d->guard->base.dns ? s->spec.dns_port : 0,
         .domain_sets = own && d->guard->base.dns && s->spec.dns_port && s->spec.n_domains,

@@ -1,6 +1,6 @@
 /* Encoding of the guard spec. Format (version 1), all integers big-endian:
  *   u8 version, u8 flags (1 = deny_default, 2 = ipv6_blocked),
- *   u8 iface length, iface bytes,
+ *   u8 iface length, iface bytes (0 bytes: proxy-only, no VPN, never with DNS),
  *   3 lists (lan exceptions, deny, allow), each: u8 count, then per entry
  *   u8 family (4 or 6), u8 prefix, u16 port_min, u16 port_max, 4 or 16 address bytes.
  * Version 2 (a session whose DNS lyhd forwards) adds, after the lists:
@@ -46,7 +46,7 @@ int gspec_encode(const struct gspec *g, uint8_t *buf, size_t len, size_t *ret_le
 
     if (il >= sizeof(g->iface))
         return -EINVAL;
-    if (g->dns_port && (g->n_resolvers == 0 || g->n_resolvers > GSPEC_MAX_RESOLVERS))
+    if (g->dns_port && (g->n_resolvers == 0 || g->n_resolvers > GSPEC_MAX_RESOLVERS || il == 0))
         return -EINVAL;
     bw_put8(&w, g->dns_port ? GSPEC_VERSION_DNS : GSPEC_VERSION);
     bw_put8(&w, (uint8_t)((g->deny_default ? 1 : 0) | (g->ipv6_blocked ? 2 : 0)));
@@ -153,8 +153,8 @@ int gspec_decode(const uint8_t *buf, size_t len, struct gspec *ret) {
                 return -EBADMSG;
         }
     }
-    if (r.bad || r.off != r.len)
-        return -EBADMSG;
+    if (r.bad || r.off != r.len || (!g.iface[0] && g.dns_port))
+        return -EBADMSG; /* proxy-only (no interface) has no DNS */
     *ret = g;
     return 0;
 }

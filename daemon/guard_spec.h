@@ -17,7 +17,7 @@
 #define GSPEC_DOMAIN_BYTES 3072 /* the patterns, each with its NUL */
 
 struct gspec {
-    char iface[NFTR_IFNAME_MAX];
+    char iface[NFTR_IFNAME_MAX]; /* "": proxy-only (no VPN; the proxy is in lan) */
     bool deny_default;
     bool ipv6_blocked;
     struct dr_rule lan[GSPEC_MAX_DESTS];

@@ -359,14 +359,6 @@ uint32_t nftr_served_mark(uint32_t slot) {
     return NFTR_LO_MARK_OURS | NFTR_LO_MARK_SERVED | (slot & NFTR_LO_SLOT_MAX);
 }
 
-/* Is d a loopback destination (inside 127.0.0.0/8, or ::1)? A LAN exception
- * that is one is a listed host port. */
-static bool dest_loopback(const struct dr_rule *d) {
-    static const uint8_t one[16] = {[15] = 1};
-    if (d->family == AF_INET)
-        return d->prefix_len >= 8 && d->addr[0] == 127;
-    return d->family == AF_INET6 && d->prefix_len == 128 && memcmp(d->addr, one, 16) == 0;
-}
 
 /* An accept for a destination in chain input's terms (the flow's original
  * direction, no interface), per protocol when it has ports. */
@@ -445,19 +437,23 @@ static void render_lo_chain(const struct nftr_input *in, const struct logctx *lc
     else
         snprintf(m->name, sizeof(m->name), "%" PRIu64, in->base_cgroup_id);
     emit_reject(rs, lc, &ms, REJECT_ANY, lc->reject_prefix);
-    if (!in->dns_port) {
+    if (!in->dns_port && in->iface) { /* proxy-only: no DNS at all */
         lo_dest_accept(rs, &dns4);
         lo_dest_accept(rs, &dns6);
     }
     for (size_t i = 0; i < in->policy.n_lan_exceptions; i++)
-        if (dest_loopback(&in->policy.lan_exceptions[i]))
+        if (dr_is_loopback(&in->policy.lan_exceptions[i]))
             lo_dest_accept(rs, &in->policy.lan_exceptions[i]);
     ms.n = 0;
     emit_reject(rs, lc, &ms, REJECT_ANY, lc->reject_prefix);
 }
 
 static int input_valid(const struct nftr_input *in) {
-    if (!in || !iface_valid(in->iface))
+    if (!in)
+        return -EINVAL;
+    /* no interface: proxy-only, a session's own chain without DNS */
+    if (in->iface ? !iface_valid(in->iface)
+                  : in->scope != NFTR_SCOPE_SESSION || in->dns_port || in->domain_sets)
         return -EINVAL;
     switch (in->scope) {
     case NFTR_SCOPE_SESSION:
@@ -618,14 +614,14 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
             m_daddr(&ms, los[i]);
             m_l4proto(&ms, los[i]->family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
             emit_accept(&rs, &lc, &ms);
-            if (in->dns_port)
+            if (in->dns_port || !in->iface)
                 continue;
             struct dr_rule dns = *los[i];
             dns.port_min = dns.port_max = 53;
             emit_dest_accept(&rs, &lc, "lo", &dns);
         }
         for (size_t i = 0; i < p->n_lan_exceptions; i++)
-            if (dest_loopback(&p->lan_exceptions[i]))
+            if (dr_is_loopback(&p->lan_exceptions[i]))
                 emit_dest_accept(&rs, &lc, "lo", &p->lan_exceptions[i]);
     }
     /* (2) the policy's LAN exceptions, on any interface but lo: the host's
@@ -634,7 +630,7 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
      * exception, handled above or in chain lo-<id>) */
     for (size_t i = 0; i < p->n_lan_exceptions; i++) {
         const struct dr_rule *d = &p->lan_exceptions[i];
-        if (dest_loopback(d))
+        if (dr_is_loopback(d))
             continue;
         if (!sandboxed) {
             emit_dest_accept(&rs, &lc, NULL, d);
@@ -696,7 +692,9 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
             emit_accept(&rs, &lc, &ms);
         }
     }
-    if (!p->deny_default && !in->domain_sets) {
+    if (!in->iface) {
+        /* proxy-only: no VPN; the proxy is a LAN exception, above */
+    } else if (!p->deny_default && !in->domain_sets) {
         ms.n = 0;
         m_oif(&ms, in->iface);
         emit_accept(&rs, &lc, &ms);

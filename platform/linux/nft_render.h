@@ -165,7 +165,10 @@ struct nftr_input {
      * its forwarder fills with what allowed names resolved to, each with a
      * timeout) and its explicit allow rules, whatever deny_default says. */
     bool domain_sets;
-    const char *iface;      /* the VPN: 1..15 chars of [A-Za-z0-9_.-], not "lo" */
+    /* The VPN: 1..15 chars of [A-Za-z0-9_.-], not "lo". NULL: proxy-only
+     * (NFTR_SCOPE_SESSION, no dns_port): no VPN and no DNS; the session
+     * reaches its LAN exceptions (the proxy) and its own listeners only. */
+    const char *iface;
     struct nftr_log_params log;
     struct nftr_policy policy;
 };

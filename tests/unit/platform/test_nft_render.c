@@ -125,8 +125,8 @@ static void check_invariants(const struct nftr_chain *c) {
             continue;
         assert_int_equal(r->match[1].type, NFTR_M_DADDR);
         if (r->match[1].family == AF_INET) {
-            assert_int_equal(r->match[1].addr[0], 127);
-            assert_int_equal(r->match[1].prefix_len, 8);
+            assert_int_equal(r->match[1].addr[0], 127); /* inside 127.0.0.0/8 */
+            assert_true(r->match[1].prefix_len >= 8);
         } else {
             static const uint8_t one[16] = {[15] = 1};
             assert_int_equal(r->match[1].family, AF_INET6);
@@ -693,6 +693,75 @@ static void test_session_listeners(void **state) {
     assert_int_equal(nftr_served_mark(NFTR_LO_SLOT_MAX), 0xffffffffu);
 }
 
+/* Proxy-only (no interface): the proxy's port on loopback and ICMP there,
+ * nothing else: no VPN accept, no resolver port on loopback, no DNS; with
+ * listeners the lo-<id> chain lands flows on the proxy's port and the
+ * session's own sockets only. Refused without a session scope of its own or
+ * with DNS forwarding. */
+static void test_session_proxy_only(void **state) {
+    (void)state;
+    struct dr_rule lan[] = {v4("127.0.0.1", 32, 3128, 3128)};
+    struct nftr_input in = session_input();
+    in.iface = NULL;
+    in.policy.deny_default = true;
+    in.policy.lan_exceptions = lan;
+    in.policy.n_lan_exceptions = ARRAY_SIZE(lan);
+    render_check(&in, "session_proxy_only");
+
+    for (int listeners = 0; listeners < 2; listeners++) {
+        struct nftr_chain *c = NULL;
+        if (listeners) {
+            in.lo_slot = 7;
+            in.cgroup_level = 3;
+            in.base_cgroup_id = 9876;
+        }
+        assert_int_equal(nftr_render_chain(&in, &c), 0);
+        size_t proxy = 0;
+        for (int lo_chain = 0; lo_chain < 2; lo_chain++) {
+            const struct nftr_rule *v = lo_chain ? c->lo_rules : c->rules;
+            size_t n = lo_chain ? c->n_lo_rules : c->n_rules;
+            for (size_t i = 0; i < n; i++) {
+                const struct nftr_rule *r = &v[i];
+                for (size_t j = 0; j < r->n_match; j++) {
+                    const struct nftr_match *m = &r->match[j];
+                    /* no interface but lo is ever named for an accept */
+                    if (r->verdict == NFTR_V_ACCEPT && m->type == NFTR_M_OIFNAME)
+                        assert_string_equal(m->name, "lo");
+                    /* no resolver port anywhere accepted */
+                    if (m->type == NFTR_M_DPORT && r->verdict == NFTR_V_ACCEPT)
+                        assert_int_not_equal(m->port_min, 53);
+                    if (m->type == NFTR_M_DPORT && m->port_min == 3128 &&
+                        r->verdict == NFTR_V_ACCEPT)
+                        proxy++;
+                }
+            }
+        }
+        assert_int_equal(proxy, 2); /* tcp and udp, in the chain or in lo-<id> */
+        /* nothing after loopback is accepted: every accept names lo or is
+         * in lo-<id> */
+        for (size_t i = 0; i < c->n_rules; i++)
+            if (c->rules[i].verdict == NFTR_V_ACCEPT)
+                assert_true(c->rules[i].n_match > 0 &&
+                            c->rules[i].match[0].type == NFTR_M_OIFNAME &&
+                            strcmp(c->rules[i].match[0].name, "lo") == 0);
+        nftr_chain_free(c);
+    }
+
+    struct nftr_chain *c = NULL;
+    in = session_input();
+    in.iface = NULL;
+    in.dns_port = 53053;
+    assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
+    in.dns_port = 0;
+    in.scope = NFTR_SCOPE_UID;
+    in.uid = 1000;
+    assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
+    in.scope = NFTR_SCOPE_SHARED_USER;
+    in.guard_gid = NFTR_DEFAULT_GUARD_GID;
+    assert_int_equal(nftr_render_chain(&in, &c), -EINVAL);
+    assert_null(c);
+}
+
 /* A base with DNS redirection, cgroup v2 at level 3, no listeners. */
 static struct nftr_base_params dns_base(void) {
     return (struct nftr_base_params){
@@ -937,6 +1006,7 @@ int main(void) {
         cmocka_unit_test(test_base_dns),
         cmocka_unit_test(test_base_proto),
         cmocka_unit_test(test_session_dns),
+        cmocka_unit_test(test_session_proxy_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
