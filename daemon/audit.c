@@ -645,6 +645,8 @@ void audit_session_started(struct lyhd *d, const struct session *s) {
     audit_kv(detail, sizeof(detail), "cwd", s->row.cwd);
     audit_kv(detail, sizeof(detail), "scope", scope_name(s->row.scope));
     audit_kv(detail, sizeof(detail), "interface", s->row.interface[0] ? s->row.interface : "none");
+    if (s->proxy[0])
+        audit_kv(detail, sizeof(detail), "proxy", s->proxy);
     snprintf(num, sizeof(num), "%" PRIu64, s->row.policy_version);
     audit_kv(detail, sizeof(detail), "policy_version", num);
     snprintf(num, sizeof(num), "%d", d->landlock_abi);

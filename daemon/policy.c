@@ -166,6 +166,8 @@ int policy_from_msg(const Lianyaohu__V1__Policy *m, struct policy *ret, char *wh
     p->permit_non_default_route = m->permit_allow_non_default_route;
     p->permit_no_firewall = m->permit_no_firewall;
     p->permit_shared_user_firewall = m->permit_shared_user_firewall;
+    p->forbid_proxy_only = m->forbid_proxy_only;
+    p->permit_lan_proxy = m->permit_lan_proxy;
     r = dests_from_msg("lan_allow_ceiling", m->lan_allow_ceiling, m->n_lan_allow_ceiling,
                     POLICY_MAX_CEILING, true, p->lan_ceiling, why, whylen);
     if (r < 0)
@@ -316,6 +318,8 @@ void policy_to_msg(const struct policy *p, struct policy_msg *h) {
     h->m.permit_allow_non_default_route = p->permit_non_default_route;
     h->m.permit_no_firewall = p->permit_no_firewall;
     h->m.permit_shared_user_firewall = p->permit_shared_user_firewall;
+    h->m.forbid_proxy_only = p->forbid_proxy_only;
+    h->m.permit_lan_proxy = p->permit_lan_proxy;
     for (size_t i = 0; i < p->n_lan_ceiling; i++) {
         msg_dest(&p->lan_ceiling[i], &h->dr[k]);
         h->ceil[i] = &h->dr[k++];
@@ -475,7 +479,11 @@ bool policy_narrow_spec(const struct policy *p, struct gspec *spec, bool *ret_cu
     bool cut = false;
 
     why[0] = '\0';
-    if (!policy_iface_ok(p, spec->iface)) {
+    if (!spec->iface[0] && p->forbid_proxy_only) {
+        snprintf(why, whylen, "policy: proxy-only mode is now forbidden (forbid_proxy_only); "
+                              "egress cut, session ended");
+        cut = true;
+    } else if (spec->iface[0] && !policy_iface_ok(p, spec->iface)) {
         policy_patterns_text(p, pats, sizeof(pats));
         snprintf(why, whylen,
                  "policy: interface '%s' no longer matches allowed_interface_patterns (%s); "
@@ -485,7 +493,9 @@ bool policy_narrow_spec(const struct policy *p, struct gspec *spec, bool *ret_cu
     }
     for (size_t i = 0; i < spec->n_lan; i++) {
         char lwhy[POLICY_WHY_MAX];
-        if (policy_lan_ok(p, &spec->lan[i], lwhy, sizeof(lwhy)))
+        /* proxy-only: a LAN address (its proxy) needs permit_lan_proxy */
+        if (policy_lan_ok(p, &spec->lan[i], lwhy, sizeof(lwhy)) &&
+            (spec->iface[0] || p->permit_lan_proxy || dr_is_loopback(&spec->lan[i])))
             spec->lan[keep++] = spec->lan[i];
         else
             dropped++;

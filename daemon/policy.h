@@ -59,6 +59,8 @@ struct policy {
     bool permit_non_default_route;
     bool permit_no_firewall;
     bool permit_shared_user_firewall;
+    bool forbid_proxy_only; /* no session in proxy-only mode (RunRequest.proxy) */
+    bool permit_lan_proxy;  /* its proxy may be a LAN address; else loopback only */
     struct dr_rule lan_ceiling[POLICY_MAX_CEILING];
     size_t n_lan_ceiling;
     struct dr_rule always_deny[POLICY_MAX_ALWAYS_DENY];

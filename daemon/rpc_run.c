@@ -281,6 +281,75 @@ static int apply_policy_dests(struct rpc_call *call, const struct policy *pol, s
     return 0;
 }
 
+/* Proxy-only mode (RunRequest.proxy): no VPN interface; the session reaches
+ * its proxy (a LAN exception of one port, checked against the policy with the
+ * others by apply_policy_dests) and its own listeners, nothing else: no DNS
+ * (the proxy resolves names), no VPN, no other LAN exception unless the
+ * policy lets the proxy be on the LAN. Text of the proxy into ret_text. */
+static int add_proxy(struct lyhd *d, struct rpc_call *call, const Lianyaohu__V1__RunRequest *r,
+                     const struct policy *pol, struct gspec *spec, char ret_text[DR_FORMAT_MAX]) {
+    const int bad = LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
+    const int denied = LIANYAOHU__V1__CODE__PERMISSION_DENIED;
+    unsigned long long ver = (unsigned long long)pol->version;
+    const Lianyaohu__V1__DestRule *m = r->proxy;
+    char why[DR_WHY_MAX], txt[DR_FORMAT_MAX];
+    struct dr_rule px;
+
+    if (pol->forbid_proxy_only)
+        return fail(call, denied,
+                    "policy: proxy-only mode (--vpn none) is forbidden (forbid_proxy_only is on, "
+                    "policy version %llu); pick a VPN interface",
+                    ver);
+    if (r->no_firewall || r->interface[0] || r->shared_user_firewall)
+        return fail(call, bad,
+                    "proxy-only mode (--vpn none) has no VPN interface and a firewall of the "
+                    "session's own; it cannot be combined with %s",
+                    r->no_firewall ? "--no-firewall" : r->interface[0] ? "an interface"
+                                                                       : "--shared-user-firewall");
+    if (r->n_allow || r->n_deny || r->n_dns || r->n_allow_domains || r->allow_non_default_route)
+        return fail(call, bad,
+                    "proxy-only mode (--vpn none) reaches its proxy and nothing else: "
+                    "--allow-dest, --deny-dest, --dns, --allow-domain and "
+                    "--allow-non-default-route do not apply; drop them or pick a VPN");
+    if (!d->guard->have_cgroup)
+        return fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
+                    "proxy-only mode needs a firewall chain of the session's own (cgroup v2), "
+                    "which lyhd does not have here; see `lyh doctor`");
+    if (dr_from_parts(m->addr.data, m->addr.len, m->prefix_len, m->port_min, m->port_max, &px,
+                      why, sizeof(why)) < 0)
+        return fail(call, bad, "proxy: %s", why);
+    if (px.prefix_len != (px.family == AF_INET ? 32 : 128) || px.port_min == 0 ||
+        px.port_max != px.port_min)
+        return fail(call, bad, "proxy: one address and one port, such as 127.0.0.1:3128");
+    dr_format(&px, txt, sizeof(txt));
+    if (!dr_is_loopback(&px) && !dr_in_blocked_ranges(&px))
+        return fail(call, bad,
+                    "proxy: %s is neither on this machine nor on the LAN; a proxy elsewhere is "
+                    "reached through a VPN: pick one instead of --vpn none",
+                    txt);
+    /* the proxy and the user's LAN exceptions alike: with no VPN, a LAN
+     * address is where the agent's traffic leaves this machine */
+    for (size_t i = 0; i <= spec->n_lan; i++) {
+        const struct dr_rule *x = i < spec->n_lan ? &spec->lan[i] : &px;
+        char xt[DR_FORMAT_MAX];
+        if (dr_is_loopback(x) || pol->permit_lan_proxy)
+            continue;
+        dr_format(x, xt, sizeof(xt));
+        return fail(call, denied,
+                    "policy: %s %s is not on this machine (127.0.0.1 or ::1); in proxy-only mode "
+                    "the admin policy allows loopback only (permit_lan_proxy is off, policy "
+                    "version %llu); run the proxy on this machine",
+                    i < spec->n_lan ? "LAN exception" : "the proxy", xt, ver);
+    }
+    if (spec->n_lan >= GSPEC_MAX_DESTS)
+        return fail(call, bad, "too many LAN exceptions for proxy-only mode (at most %d)",
+                    GSPEC_MAX_DESTS - 1);
+    spec->lan[spec->n_lan++] = px;
+    spec->deny_default = true;
+    memcpy(ret_text, txt, sizeof(txt));
+    return 0;
+}
+
 /* Home from the passwd entry of the peer uid: a directory the user owns. */
 static int lookup_home(struct rpc_call *call, uid_t uid, struct run_prep *p) {
     struct passwd pw, *res = NULL;
@@ -1145,6 +1214,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                     &s->spec.n_lan) < 0 ||
         check_dests(call, "deny", r->deny, r->n_deny, false, s->spec.deny, &s->spec.n_deny) < 0 ||
         check_dests(call, "allow", r->allow, r->n_allow, false, s->spec.allow, &s->spec.n_allow) < 0 ||
+        (r->proxy && add_proxy(d, call, r, pol, &s->spec, s->proxy) < 0) ||
         apply_policy_dests(call, pol, &s->spec) < 0)
         goto out;
     if (r->no_firewall) {
@@ -1170,8 +1240,10 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                      "use `lyh install` for your other processes and a plain `lyh run`");
             goto out;
         }
-        k = guard_check_vpn(d, r->interface, r->allow_non_default_route, &s->spec.ipv6_blocked,
-                            why, sizeof(why));
+        /* proxy-only: no interface to check (add_proxy checked the rest) */
+        k = r->proxy ? 0
+                     : guard_check_vpn(d, r->interface, r->allow_non_default_route,
+                                       &s->spec.ipv6_blocked, why, sizeof(why));
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION, "%s", why);
             goto out;
@@ -1183,7 +1255,9 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                      s->row.id);
         /* Its DNS goes to a forwarder of its own (chain dnsnat), which asks
          * these resolvers through the interface. */
-        if (s->row.chain[0] && d->guard->base.dns) {
+        if (r->proxy) {
+            /* no DNS: the proxy resolves names (socks5h, CONNECT) */
+        } else if (s->row.chain[0] && d->guard->base.dns) {
             char source[80];
             if (pick_resolvers(d, call, r, pol, s, source, sizeof(source)) < 0 ||
                 pick_domains(call, r, pol, s) < 0)

@@ -471,7 +471,7 @@ static void send_event(struct rpc_call *call, Lianyaohu__V1__RunEvent *ev, bool 
 static void send_started(struct session *s) {
     Lianyaohu__V1__RunStarted st = LIANYAOHU__V1__RUN_STARTED__INIT;
     Lianyaohu__V1__RunEvent ev = LIANYAOHU__V1__RUN_EVENT__INIT;
-    char *notes[6], *resolvers[GSPEC_MAX_RESOLVERS];
+    char *notes[7], *resolvers[GSPEC_MAX_RESOLVERS];
     char ll[300], ls[300], sk[1300], res[GSPEC_MAX_RESOLVERS][INET6_ADDRSTRLEN];
     size_t n = 0;
 
@@ -481,9 +481,16 @@ static void send_started(struct session *s) {
     st.pid = (uint64_t)s->pid;
     st.scope = s->row.scope;
     st.interface = s->row.interface;
+    st.proxy = s->proxy;
     st.ipv6_blocked = s->spec.ipv6_blocked;
     st.landlock_abi = (uint32_t)s->d->landlock_abi;
     st.listeners = s->d->guard->listeners;
+    bool lan_proxy = false;
+    for (size_t i = 0; s->proxy[0] && i < s->spec.n_lan; i++)
+        lan_proxy |= !dr_is_loopback(&s->spec.lan[i]);
+    if (lan_proxy)
+        notes[n++] = "proxy-only on the LAN (the admin policy permits it): what the agent "
+                     "sends through the proxy leaves this machine by its LAN, not a VPN";
     if (s->d->landlock_abi < (int)POLICY_DEFAULT_MIN_LANDLOCK_ABI) {
         snprintf(ll, sizeof(ll),
                  "Landlock ABI %d (the admin policy accepts it): abstract Unix sockets and signals "

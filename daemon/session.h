@@ -53,6 +53,8 @@ struct session {
     bool stop_told;           /* its client heard of the agent's stop, not yet continued */
     bool audit_ended;         /* the end is on record */
     char path_note[400];      /* RunStarted note about its paths ("" none) */
+    char proxy[DR_FORMAT_MAX]; /* proxy-only mode: its proxy, as text ("" none; not
+                                * restored after a restart of lyhd) */
     uint32_t lo_slot;         /* its loopback marks' slot (0: none, no listeners) */
     struct dns_fwd *dns;      /* owned: its DNS forwarder (spec.dns_port), NULL: none */
     bool wants_dns;           /* Run: its DNS is to be forwarded (resolvers picked) */

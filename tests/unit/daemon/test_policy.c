@@ -62,6 +62,8 @@ static void policy_equal(const struct policy *a, const struct policy *b) {
     assert_int_equal(a->permit_non_default_route, b->permit_non_default_route);
     assert_int_equal(a->permit_no_firewall, b->permit_no_firewall);
     assert_int_equal(a->permit_shared_user_firewall, b->permit_shared_user_firewall);
+    assert_int_equal(a->forbid_proxy_only, b->forbid_proxy_only);
+    assert_int_equal(a->permit_lan_proxy, b->permit_lan_proxy);
     assert_int_equal(a->n_lan_ceiling, b->n_lan_ceiling);
     dests_equal(a->lan_ceiling, b->lan_ceiling, a->n_lan_ceiling);
     assert_int_equal(a->n_always_deny, b->n_always_deny);
@@ -167,6 +169,8 @@ static void full_msg(Lianyaohu__V1__Policy *m, Lianyaohu__V1__DestRule dr[4],
     m->permit_allow_non_default_route = true;
     m->permit_no_firewall = false;
     m->permit_shared_user_firewall = true;
+    m->forbid_proxy_only = true;
+    m->permit_lan_proxy = true;
     dr[0] = wire_rule(full_lan, 4, 16, 0, 0);
     dr[1] = wire_rule(full_lan6, 16, 8, 443, 0);
     dr[2] = wire_rule(full_deny, 4, 24, 22, 25);
@@ -759,7 +763,7 @@ static void test_unpack_truncated(void **state) {
     assert_int_equal(policy_unpack(b, 0, &f->out, f->why, sizeof(f->why)), -EINVAL);
     assert_non_null(strstr(f->why, "allowed_interface_patterns: at least one pattern"));
     untouched(&f->out);
-    /* the last byte missing: inside dns_resolvers[1] */
+    /* the last byte missing: permit_lan_proxy's tag without its value */
     poison(&f->out);
     assert_int_equal(policy_unpack(b, n - 1, &f->out, f->why, sizeof(f->why)), -EBADMSG);
     assert_string_equal(f->why, "the stored policy does not decode");
@@ -781,6 +785,7 @@ static void test_unpack_truncated(void **state) {
     p->n_socket_patterns = p->n_domain_ceiling = p->n_deny_domains = p->n_resolvers = 0;
     p->permit_non_default_route = p->permit_shared_user_firewall = false;
     p->forbid_allow_socket = p->log_allowed_flows = false;
+    p->forbid_proxy_only = p->permit_lan_proxy = false;
     p->max_sessions_per_uid = p->audit_retention_days = p->min_landlock_abi = 0;
     p->audit_max_bytes = 0;
     assert_int_equal(policy_pack(p, &only_pat, &n_pat), 0);
@@ -1192,6 +1197,47 @@ static void test_narrow_iface_cut(void **state) {
     assert_true(cut);
 }
 
+/* Proxy-only (no interface): the interface patterns do not apply;
+ * forbid_proxy_only cuts it; with permit_lan_proxy off, a LAN proxy is
+ * dropped (a loopback one stays), with it on, it stays. */
+static void test_narrow_proxy_only(void **state) {
+    struct fx *f = *state;
+    struct policy *p = &f->base;
+    struct gspec g;
+    char why[POLICY_WHY_MAX];
+    bool cut = true;
+
+    memset(&g, 0, sizeof(g));
+    g.deny_default = true;
+    g.lan[0] = dest("127.0.0.1:3128");
+    g.lan[1] = dest("192.168.1.5:8080");
+    g.n_lan = 2;
+    p->permit_lan_proxy = true;
+    struct gspec before = g;
+    assert_false(policy_narrow_spec(p, &g, &cut, why, sizeof(why)));
+    assert_false(cut);
+    spec_equal(&g, &before);
+
+    p->permit_lan_proxy = false;
+    assert_true(policy_narrow_spec(p, &g, &cut, why, sizeof(why)));
+    assert_false(cut);
+    assert_int_equal(g.n_lan, 1);
+    dests_equal(&g.lan[0], &before.lan[0], 1);
+
+    p->forbid_proxy_only = true;
+    assert_true(policy_narrow_spec(p, &g, &cut, why, sizeof(why)));
+    assert_true(cut);
+    assert_string_equal(why, "policy: proxy-only mode is now forbidden (forbid_proxy_only); "
+                             "egress cut, session ended");
+    assert_int_equal(g.n_lan, 0);
+
+    /* a session on a VPN keeps its LAN exceptions whatever permit_lan_proxy says */
+    spec_init(&g);
+    before = g;
+    assert_false(policy_narrow_spec(p, &g, &cut, why, sizeof(why)));
+    spec_equal(&g, &before);
+}
+
 /* always_deny that does not fit the session's deny rules cuts it. */
 static void test_narrow_deny_overflow(void **state) {
     struct fx *f = *state;
@@ -1387,6 +1433,7 @@ int main(void) {
         T(test_narrow_within_policy),
         T(test_narrow_drops_and_adds),
         T(test_narrow_iface_cut),
+        T(test_narrow_proxy_only),
         T(test_narrow_deny_overflow),
         T(test_narrow_leaves_names),
         T(test_narrow_cut_drops_domain_allowlist),
