@@ -80,6 +80,9 @@ int cli_json_only(struct cli *cli, int argc, char **argv, const char *name, void
  * --lan-allow) and append it to arr (count < max). Prints why on failure. */
 int cli_add_rule(const char *opt, const char *text, lianyaohu_v1_DestRule *arr, pb_size_t *count,
                  size_t max);
+/* r (valid) as a DestRule message. */
+struct dr_rule;
+void cli_dest_msg(const struct dr_rule *r, lianyaohu_v1_DestRule *d);
 
 /* "WHO: the socket at PATH accepted the connection but closed it without an
  * answer (an ssh forward ...)": the peer closed before answering anything. */

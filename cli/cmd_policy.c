@@ -71,6 +71,8 @@ static void print_text(const lianyaohu_v1_PolicyReply *p) {
     printf("\n  permit_allow_non_default_route = %s\n", m->permit_allow_non_default_route ? "yes" : "no");
     printf("  permit_no_firewall             = %s\n", m->permit_no_firewall ? "yes" : "no");
     printf("  permit_shared_user_firewall    = %s\n", m->permit_shared_user_firewall ? "yes" : "no");
+    printf("  forbid_proxy_only              = %s\n", m->forbid_proxy_only ? "yes" : "no");
+    printf("  permit_lan_proxy               = %s\n", m->permit_lan_proxy ? "yes" : "no");
     printf("  lan_allow_ceiling              =");
     for (pb_size_t i = 0; i < m->lan_allow_ceiling_count; i++) {
         dest_text(&m->lan_allow_ceiling[i], buf, sizeof(buf));
@@ -135,9 +137,11 @@ static void print_json(const lianyaohu_v1_PolicyReply *p) {
     json_strings(&m->allowed_interface_patterns[0][0], sizeof(m->allowed_interface_patterns[0]),
                  m->allowed_interface_patterns_count);
     printf(",\"permit_allow_non_default_route\":%s,\"permit_no_firewall\":%s,"
-           "\"permit_shared_user_firewall\":%s,\"lan_allow_ceiling\":",
+           "\"permit_shared_user_firewall\":%s",
            m->permit_allow_non_default_route ? "true" : "false",
            m->permit_no_firewall ? "true" : "false", m->permit_shared_user_firewall ? "true" : "false");
+    printf(",\"forbid_proxy_only\":%s,\"permit_lan_proxy\":%s,\"lan_allow_ceiling\":",
+           m->forbid_proxy_only ? "true" : "false", m->permit_lan_proxy ? "true" : "false");
     json_dests(m->lan_allow_ceiling, m->lan_allow_ceiling_count);
     printf(",\"always_deny\":");
     json_dests(m->always_deny, m->always_deny_count);

@@ -27,6 +27,7 @@
 #include "cli/config.h"
 #include "cli/pty_relay.h"
 #include "cli/vpn_pick.h"
+#include "cli/proxy.h"
 #include "common/dest_rule.h"
 #include "common/env_policy.h"
 #include "common/lyh_limits.h"
@@ -64,6 +65,8 @@ void usage_run(FILE *f) {
             "Start COMMAND (default: claude) so it reaches the network only through a VPN.\n\n"
             "  --vpn NAME                 the VPN interface (one the admin policy allows:\n"
             "                             tun*, wg*, tailscale*, ... by default); else picked\n"
+            "  --vpn none                 proxy-only: no VPN; the agent reaches only the proxy in\n"
+            "                             --env HTTPS_PROXY=URL (or [defaults] proxy), on loopback\n"
             "  --cwd PATH                 working directory (default: the current one)\n"
             "  --env NAME=VALUE           set a variable for the agent (repeatable)\n"
             "  --allow-dest RULE          with a deny-default policy: allow this destination\n"
@@ -269,7 +272,11 @@ static void start_line(const lianyaohu_v1_RunStarted *st, char *out, size_t len)
     if (sb_init(&b, out, len) < 0)
         return;
     sb_printf(&b, "session %.40s", st->session_id);
-    if (st->interface[0])
+    if (st->proxy[0])
+        sb_printf(&b, " proxy-only through %.56s (no VPN, no DNS): Landlock ABI %u; %s; ",
+                  st->proxy, st->landlock_abi,
+                  st->listeners ? "local servers on loopback" : "no local servers");
+    else if (st->interface[0])
         sb_printf(&b, " on %.16s: Landlock ABI %u; %s; ", st->interface, st->landlock_abi,
                   st->listeners ? "local servers on loopback" : "no local servers");
     else
@@ -282,8 +289,10 @@ static void start_line(const lianyaohu_v1_RunStarted *st, char *out, size_t len)
         if (st->allowed_domains)
             sb_printf(&b, ", only %u allowed name%s", st->allowed_domains,
                       st->allowed_domains == 1 ? "" : "s");
-    } else {
+    } else if (!st->proxy[0]) {
         sb_puts(&b, "DNS not through lyhd");
+    } else {
+        sb_puts(&b, "names resolved by the proxy");
     }
     if (st->interface[0] && st->ipv6_blocked)
         sb_printf(&b, "; IPv6 blocked (its default route is not on %.16s)", st->interface);
@@ -571,7 +580,16 @@ static void print_policy(const struct run_opts *o, const lianyaohu_v1_RunRequest
     printf("command    =");
     for (size_t i = 0; i < argv->n; i++)
         printf(" %s", argv->v[i]);
-    printf("\ninterface  = %s\n", rr->no_firewall ? "(none: --no-firewall)" : rr->interface);
+    printf("\ninterface  = %s\n", rr->no_firewall ? "(none: --no-firewall)"
+                                   : rr->has_proxy ? "(none: proxy-only)"
+                                                   : rr->interface);
+    if (rr->has_proxy) {
+        struct dr_rule px;
+        if (dr_from_parts(rr->proxy.addr.bytes, rr->proxy.addr.size, rr->proxy.prefix_len,
+                          rr->proxy.port_min, rr->proxy.port_max, &px, NULL, 0) == 0 &&
+            dr_format(&px, buf, sizeof(buf)) == 0)
+            printf("proxy      = %s\n", buf);
+    }
     printf("cwd        = %s\n", rr->cwd);
     printf("default    = %s\n",
            rr->network_default == lianyaohu_v1_NetworkDefault_NETWORK_DEFAULT_DENY ? "deny"
@@ -747,6 +765,79 @@ static int apply_config(const struct cfg_cli *ccli, const char *cwd, bool may_as
     for (size_t i = 0; i < c->env.n; i++)
         o->env[i] = c->env.v[i].value;
     *ret = TAKE_PTR(c);
+    return EXIT_OK;
+}
+
+/* Proxy-only mode (--vpn none): the proxy from --env / [env]
+ * (HTTPS_PROXY, ALL_PROXY, HTTP_PROXY), else [defaults] proxy, else asked on
+ * a terminal; without one, refused. It goes to lyhd as the one address the
+ * agent may reach, and to the agent as its proxy variables (those it was not
+ * given), with NO_PROXY naming loopback (its own servers). */
+static char proxy_env_buf[PROXY_ENV_NAMES][PROXY_URL_MAX + 16];
+static int setup_proxy(struct run_opts *o, const struct cfg *conf, bool ask,
+                       lianyaohu_v1_RunRequest *rr) {
+    const char *name = NULL, *url = proxy_from_env(o->env, o->n_env, &name), *from;
+    char line[PROXY_URL_MAX], why[PROXY_WHY_MAX], from_buf[64];
+    struct proxy_url px;
+
+    if (url) {
+        snprintf(from_buf, sizeof(from_buf), "%s in the agent's environment", name);
+        from = from_buf;
+    } else if (conf->proxy.value) {
+        url = conf->proxy.value;
+        from = conf->proxy.origin;
+    } else if (ask && isatty(STDIN_FILENO) && isatty(STDERR_FILENO)) {
+        fprintf(stderr, "Proxy-only mode: the agent reaches a proxy on this machine and nothing "
+                        "else.\nProxy URL (such as http://127.0.0.1:3128 or "
+                        "socks5h://127.0.0.1:1080; empty to cancel): ");
+        if (!fgets(line, sizeof(line), stdin) || line[0] == '\n' || line[0] == '\0') {
+            fprintf(stderr, "\nlyh run: cancelled\n");
+            return EXIT_USAGE;
+        }
+        line[strcspn(line, "\r\n")] = '\0';
+        url = line;
+        from = "your answer";
+    } else {
+        fprintf(stderr,
+                "lyh run: proxy-only mode needs a local proxy, and none is configured: add\n"
+                "  proxy = \"http://127.0.0.1:PORT\"\nunder [defaults] in %s, or pass "
+                "--env HTTPS_PROXY=http://127.0.0.1:PORT (or ALL_PROXY=socks5h://...)\n",
+                conf->global_path ? conf->global_path : "your config file");
+        return EXIT_USAGE;
+    }
+    if (proxy_url_parse(url, &px, why, sizeof(why)) < 0) {
+        fprintf(stderr, "lyh run: proxy (from %s): %s\n", from, why);
+        return EXIT_USAGE;
+    }
+    if (rr->allow_count || rr->dns_count || conf->allow_domains.n) {
+        fprintf(stderr, "lyh run: proxy-only mode (--vpn none) reaches its proxy and nothing "
+                        "else: --allow-dest, --dns and --allow-domain (or network.allow, "
+                        "network.dns, network.allow_domains) do not apply; drop them or pick a "
+                        "VPN\n");
+        return EXIT_USAGE;
+    }
+    /* refusals add nothing where nothing else is reachable */
+    rr->deny_count = 0;
+    rr->allow_non_default_route = false;
+    rr->interface[0] = '\0';
+    rr->has_proxy = true;
+    cli_dest_msg(&px.dest, &rr->proxy);
+    for (size_t k = 0; k < PROXY_ENV_NAMES; k++) {
+        size_t l = strlen(proxy_env_names[k]);
+        bool given = false;
+        for (size_t i = 0; i < o->n_env && !given; i++)
+            given = strncmp(o->env[i], proxy_env_names[k], l) == 0 && o->env[i][l] == '=';
+        if (given)
+            continue;
+        if (o->n_env >= RUN_MAX_ENV) {
+            fprintf(stderr, "lyh run: too many environment variables (at most %d)\n",
+                    RUN_MAX_ENV);
+            return EXIT_USAGE;
+        }
+        snprintf(proxy_env_buf[k], sizeof(proxy_env_buf[k]), "%s=%s", proxy_env_names[k],
+                 k < 6 ? url : PROXY_NO_PROXY);
+        o->env[o->n_env++] = proxy_env_buf[k];
+    }
     return EXIT_OK;
 }
 
@@ -962,6 +1053,9 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         if (rc != EXIT_OK)
             return rc;
         snprintf(rr->interface, sizeof(rr->interface), "%s", picked);
+        if (strcmp(picked, VPN_PICK_NONE) == 0 &&
+            (rc = setup_proxy(&o, conf, !o.no_tui, rr)) != EXIT_OK)
+            return rc;
     }
 
     if (o.print_policy) {

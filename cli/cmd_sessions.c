@@ -39,7 +39,10 @@ static int print_session(const lianyaohu_v1_Response *resp, void *ud) {
         struct tm tm;
         strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
         printf("%-18s %-6u %-8llu %-8s %-19s %s (%s)\n", s->id, s->uid, (unsigned long long)s->pid,
-               s->interface[0] ? s->interface : "-", when, s->argv0, s->cwd);
+               s->interface[0]                         ? s->interface
+               : s->scope == lianyaohu_v1_Scope_SCOPE_NONE ? "-"
+                                                           : "proxy", /* proxy-only */
+               when, s->argv0, s->cwd);
     }
     return EXIT_OK;
 }

@@ -224,14 +224,17 @@ int cli_add_rule(const char *opt, const char *text, lianyaohu_v1_DestRule *arr,
         fprintf(stderr, "lyh: too many %s rules (at most %zu)\n", opt, max);
         return -E2BIG;
     }
-    lianyaohu_v1_DestRule *d = &arr[(*count)++];
-    size_t alen = r.family == AF_INET ? 4 : 16;
-    memcpy(d->addr.bytes, r.addr, alen);
-    d->addr.size = (pb_size_t)alen;
-    d->prefix_len = r.prefix_len;
-    d->port_min = r.port_min;
-    d->port_max = r.port_max;
+    cli_dest_msg(&r, &arr[(*count)++]);
     return 0;
+}
+
+void cli_dest_msg(const struct dr_rule *r, lianyaohu_v1_DestRule *d) {
+    size_t alen = r->family == AF_INET ? 4 : 16;
+    memcpy(d->addr.bytes, r->addr, alen);
+    d->addr.size = (pb_size_t)alen;
+    d->prefix_len = r->prefix_len;
+    d->port_min = r->port_min;
+    d->port_max = r->port_max;
 }
 
 

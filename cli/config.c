@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli/config.h"
+#include "cli/proxy.h"
 #include "cli/toml.h"
 #include "common/home_entry.h"
 #include "common/dest_rule.h"
@@ -144,6 +145,7 @@ void cfg_free(struct cfg *c) {
     free(c->project_path);
     free(c->project_dir);
     item_clear(&c->vpn_interface);
+    item_clear(&c->proxy);
     item_clear(&c->network_default);
     free(c->firewall.origin);
     free(c->shared_user_firewall.origin);
@@ -445,7 +447,7 @@ static char *resolve_path(const char *p, const char *base, const char *home) {
 
 /* ---- the schema ------------------------------------------------------------------------ */
 
-enum kind { K_STR, K_BOOL, K_CMD, K_RULES, K_PATHS, K_NAMES, K_PORTS, K_HOMEREL, K_DEFAULT, K_ADDRS, K_DOMAINS };
+enum kind { K_STR, K_PROXY, K_BOOL, K_CMD, K_RULES, K_PATHS, K_NAMES, K_PORTS, K_HOMEREL, K_DEFAULT, K_ADDRS, K_DOMAINS };
 
 struct field {
     const char *section, *name;
@@ -457,6 +459,8 @@ struct field {
 #define F(sec, nm, k, member, w) {sec, nm, k, offsetof(struct cfg, member), w}
 static const struct field fields[] = {
     F("defaults", "vpn_interface", K_STR, vpn_interface, true),
+    /* proxy-only mode's proxy: where all the agent's traffic goes */
+    F("defaults", "proxy", K_PROXY, proxy, true),
     F("defaults", "firewall", K_BOOL, firewall, false),
     F("defaults", "shared_user_firewall", K_BOOL, shared_user_firewall, false),
     F("defaults", "allow_non_default_route", K_BOOL, allow_non_default_route, false),
@@ -616,6 +620,19 @@ static int apply_field(struct apply *a, const struct field *f, const struct toml
         if (!v->u.string.ptr[0] || v->u.string.len >= 16)
             return seterr(a->err, -EINVAL, "%s:%u:%u: %s: an interface name of 1-15 bytes",
                           a->path, v->pos.line, v->pos.column, key);
+        if (a->project && !a->trusted)
+            return ignore(a, key, v->pos);
+        _cleanup_free_ char *o = origin_of(a, v->pos);
+        return o ? item_set(dst, v->u.string.ptr, o) : -ENOMEM;
+    }
+    case K_PROXY: {
+        struct proxy_url px;
+        char why[PROXY_WHY_MAX];
+        if (!plain_string(v))
+            return type_err(a, key, v, "a string");
+        if (proxy_url_parse(v->u.string.ptr, &px, why, sizeof(why)) < 0)
+            return seterr(a->err, -EINVAL, "%s:%u:%u: %s: %s", a->path, v->pos.line,
+                          v->pos.column, key, why);
         if (a->project && !a->trusted)
             return ignore(a, key, v->pos);
         _cleanup_free_ char *o = origin_of(a, v->pos);
@@ -1399,6 +1416,11 @@ void cfg_show(FILE *f, const struct cfg *c, bool origin) {
         origin_comment(f, origin, c->vpn_interface.origin);
     } else {
         fputs("# vpn_interface is not set: lyh run picks one\n", f);
+    }
+    if (c->proxy.value) {
+        fputs("proxy = ", f);
+        toml_quote(f, c->proxy.value);
+        origin_comment(f, origin, c->proxy.origin);
     }
     show_bool(f, "firewall", &c->firewall, origin);
     show_bool(f, "shared_user_firewall", &c->shared_user_firewall, origin);

@@ -153,6 +153,7 @@ struct cfg {
     enum cfg_trust trust;
 
     struct cfg_item vpn_interface; /* value NULL when unset: lyh run picks */
+    struct cfg_item proxy;         /* proxy-only mode's proxy URL, NULL when unset */
     struct cfg_bool firewall, shared_user_firewall, allow_non_default_route, narrow_home;
     struct cfg_list command; /* replaced as a whole, never concatenated */
     struct cfg_list env;     /* "NAME=value" */

@@ -191,6 +191,10 @@ int policy_from_toml(const char *name, const char *buf, size_t len, lianyaohu_v1
             r = BOOL(permit_no_firewall);
         else if (KEY(permit_shared_user_firewall))
             r = BOOL(permit_shared_user_firewall);
+        else if (KEY(forbid_proxy_only))
+            r = BOOL(forbid_proxy_only);
+        else if (KEY(permit_lan_proxy))
+            r = BOOL(permit_lan_proxy);
         else if (KEY(lan_allow_ceiling))
             r = DESTS(lan_allow_ceiling);
         else if (KEY(always_deny))
@@ -281,6 +285,8 @@ void policy_print_toml(FILE *f, const lianyaohu_v1_Policy *p) {
     BOOL(permit_allow_non_default_route);
     BOOL(permit_no_firewall);
     BOOL(permit_shared_user_firewall);
+    BOOL(forbid_proxy_only);
+    BOOL(permit_lan_proxy);
     DESTS(lan_allow_ceiling);
     DESTS(always_deny);
     STRINGS(extra_env_block);

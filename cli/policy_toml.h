@@ -6,6 +6,8 @@
  *   permit_allow_non_default_route = true
  *   permit_no_firewall = false
  *   permit_shared_user_firewall = true
+ *   forbid_proxy_only = false
+ *   permit_lan_proxy = false
  *   lan_allow_ceiling = ["192.168.0.0/16"]      (DestRule strings)
  *   always_deny = ["203.0.113.7", "[2001:db8::/32]:443"]
  *   extra_env_block = ["AWS_PROFILE"]

@@ -39,6 +39,7 @@ struct cand {
     bool default4; /* carries the IPv4 default (or both halves of the split) */
     bool default6;
     bool usable;   /* lyh run would take it (as far as the client can tell) */
+    bool proxy_only; /* the row VPN_PICK_NONE: no interface, proxy-only mode */
     char why[240]; /* !usable: why not, and what to do */
 };
 
@@ -87,6 +88,10 @@ static void mark_defaults(struct cand *c, size_t n) {
 }
 
 static void describe(const struct cand *c, char *out, size_t len) {
+    if (c->proxy_only) {
+        snprintf(out, len, "proxy-only: no VPN; the agent reaches a proxy on this machine only");
+        return;
+    }
     snprintf(out, len, "%s%s%s  %s", c->carrier ? "up" : "up, no carrier",
              c->default4 ? ", IPv4 default" : ", not the IPv4 default",
              c->default6 ? ", IPv6 default" : "", c->addrs);
@@ -95,7 +100,7 @@ static void describe(const struct cand *c, char *out, size_t len) {
 /* Can lyh run use it? lyhd refuses an interface that does not carry the IPv4
  * default route unless --allow-non-default-route (the route preflight). */
 static void judge(struct cand *c, bool allow_non_default) {
-    c->usable = c->default4 || allow_non_default;
+    c->usable = c->proxy_only || c->default4 || allow_non_default;
     if (!c->usable)
         snprintf(c->why, sizeof(c->why),
                  "lyh run refuses %.15s: it does not carry the IPv4 default route. Route your VPN "
@@ -106,6 +111,14 @@ static void judge(struct cand *c, bool allow_non_default) {
 /* The detail pane's lines for c (PANE_LINES of them). */
 #define PANE_LINES 5
 static void pane(const struct cand *c, char lines[PANE_LINES][256]) {
+    if (c->proxy_only) {
+        snprintf(lines[0], 256, "  none: proxy-only mode");
+        snprintf(lines[1], 256, "    reaches   your proxy (its port on loopback) and its own servers");
+        snprintf(lines[2], 256, "    not       the VPN, the LAN, other services of this machine");
+        snprintf(lines[3], 256, "    DNS       none: the proxy resolves names (socks5h, CONNECT)");
+        snprintf(lines[4], 256, "    proxy     [defaults] proxy, --env HTTPS_PROXY=..., or asked");
+        return;
+    }
     snprintf(lines[0], 256, "  %.15s: %.200s", c->name, c->addrs[0] ? c->addrs : "(no address)");
     snprintf(lines[1], 256, "    peer      %.46s", c->peer[0] ? c->peer : "(none: not point-to-point)");
     snprintf(lines[2], 256, "    IPv4      %s",
@@ -463,7 +476,7 @@ static void list_rows(const struct cand *c, size_t n, bool as_options) {
 }
 
 int vpn_pick(const struct vpn_pick_in *in, char *out, size_t outlen) {
-    struct cand c[PICK_MAX];
+    struct cand c[PICK_MAX + 1]; /* + the proxy-only row */
     size_t n;
     char line[32];
 
@@ -486,7 +499,8 @@ int vpn_pick(const struct vpn_pick_in *in, char *out, size_t outlen) {
         char pats[400];
         vpn_names_text(in->names, pats, sizeof(pats));
         fprintf(stderr, "lyh: no VPN interface (%s) is up and addressed.\n"
-                        "Start your VPN, then run lyh again (or name one with --vpn).\n",
+                        "Start your VPN, then run lyh again (or name one with --vpn; "
+                        "--vpn none runs proxy-only, through a proxy on this machine).\n",
                 pats);
         return EXIT_DAEMON_ERROR;
     }
@@ -495,6 +509,12 @@ int vpn_pick(const struct vpn_pick_in *in, char *out, size_t outlen) {
         snprintf(out, outlen, "%s", c[0].name);
         return EXIT_OK;
     }
+    /* several: proxy-only is offered too, last */
+    memset(&c[n], 0, sizeof(c[n]));
+    snprintf(c[n].name, sizeof(c[n].name), VPN_PICK_NONE);
+    c[n].proxy_only = true;
+    judge(&c[n], false);
+    n++;
     if (in->interactive) {
         bool saved = false;
         int k = pick_tui(c, n, in->save_path, &saved);

@@ -49,6 +49,10 @@ size_t vpn_list(const struct vpn_names *names, struct vpn_if *out, size_t max);
  * the interface's? A UDP connect() that sends nothing; dnscfg_routed_fn. */
 bool vpn_routed_via(int family, const uint8_t *addr, void *ud);
 
+/* The name that picks proxy-only mode (no interface; cli/proxy.h): an
+ * interface really called "none" cannot be chosen by name. */
+#define VPN_PICK_NONE "none"
+
 struct vpn_pick_in {
     const char *explicit_name; /* --vpn or the config's vpn_interface: wins, NULL none */
     bool interactive;          /* the full-screen picker on /dev/tty */

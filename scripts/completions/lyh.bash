@@ -86,8 +86,8 @@ _lyh() {
         _lyh_compgen_files -f "$cur"
         return 0
         ;;
-    --vpn)
-        _lyh_compgen_words "$(_lyh_vpn_ifaces)" "$cur"
+    --vpn) # lyh run also takes none: proxy-only mode
+        _lyh_compgen_words "$(_lyh_vpn_ifaces; [[ $cmd == run ]] && echo none)" "$cur"
         return 0
         ;;
     --session)

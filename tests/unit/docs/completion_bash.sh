@@ -52,7 +52,9 @@ expect "query" lyh audit q
 expect "--vpn" lyh run --v
 expect "--socket" lyh --so
 expect "stop status" lyh --socket /x st
-expect "tun0 wg1" lyh run --vpn ""
+expect "tun0 wg1 none" lyh run --vpn ""
+expect "none" lyh run --vpn n
+expect "" lyh install --vpn n
 expect "wg1" lyh install --vpn w
 expect "--uid" lyh audit follow --u
 expect "" lyh audit follow --unt
