@@ -323,6 +323,23 @@ t_check "6: q cancels: nothing ran, lyh's own status (125), nothing saved" \
     eval 'grep -qx "rc=125" "$LYH_HOME/pick.rc" && grep -q "lyh: cancelled" <<<"$scr" &&
           ! grep -q "agent-picked" <<<"$scr" && [ ! -e "$CONF" ]'
 
+# the picker's last row: proxy-only, which asks for the proxy on the terminal
+tm_run -- /bin/echo agent-none
+lyh_wait_until 10 eval 'screen | grep -q "Pick the VPN interface"'
+keys 3
+scr=$(screen)
+t_check "6: the picker offers none (proxy-only) last, with its own pane" \
+    eval 'grep -q "^> 3) none .*proxy-only: no VPN" <<<"$scr" && grep -q "none: proxy-only mode" <<<"$scr"'
+keys Enter
+lyh_wait_until 10 eval 'screen | grep -q "Proxy URL"'
+keys "socks5h://127.0.0.1:1080" Enter
+lyh_wait_until 20 test -s "$LYH_HOME/pick.rc"
+scr=$(screen)
+echo "$scr" | grep "lyh: session" | sed 's/^/    | /'
+t_check "6: ... Enter asks for the proxy on the terminal, and the agent runs proxy-only through it" \
+    eval 'grep -qx "rc=0" "$LYH_HOME/pick.rc" && grep -q "agent-none" <<<"$scr" &&
+          grep -q "proxy-only through 127.0.0.1:1080" <<<"$scr" && [ ! -e "$CONF" ]'
+
 # --monitor in a terminal session: never drawn over the agent's screen
 echo "# 6b. --monitor in a terminal session"
 PROBE='import socket, time
