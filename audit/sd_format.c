@@ -167,3 +167,31 @@ int audit_sd_format(const struct audit_rec *r, char *buf, size_t size) {
     buf[o.off] = '\0';
     return cut ? -ENOSPC : 0;
 }
+
+static bool ident_ok(const char *s) {
+    if (!s || !*s)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '.' || *s == '_' || *s == '-'))
+            return false;
+    return true;
+}
+
+int audit_syslog_frame(char *buf, size_t size, int pri, const struct tm *tm, const char *ident,
+                       long pid, const char *msg) {
+    static const char mon[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+    if (pri < 0 || pri > 191 || !ident_ok(ident) || !tm || tm->tm_mon < 0 || tm->tm_mon > 11 ||
+        !msg)
+        return -EINVAL;
+    int k = snprintf(buf, size, "<%d>%s %2d %02d:%02d:%02d %s[%ld]: %s", pri, mon[tm->tm_mon],
+                     tm->tm_mday, tm->tm_hour, tm->tm_min, tm->tm_sec, ident, pid, msg);
+    if (k < 0 || (size_t)k >= size) {
+        if (size)
+            buf[0] = '\0';
+        return -ENOSPC;
+    }
+    return k;
+}

@@ -52,6 +52,7 @@
 #include "daemon/pproc.h"
 #include "daemon/rpc.h"
 #include "daemon/session.h"
+#include "daemon/syslog_out.h"
 #include "platform/linux/nft.h"
 #include "platform/linux/proc.h"
 
@@ -110,6 +111,7 @@ struct audit {
     struct event *ev_lost;    /* writes a held-back one */
     struct audit_rate rate;   /* request records: per-uid and global buckets */
     struct event *ev_rate;    /* writes the rate limit's drops as gap records */
+    struct syslog_out *so;    /* --syslog-audit: where committed records also go */
     struct ifcache_ent ifc[AUDIT_IFCACHE];
     unsigned ifc_next;
     TAILQ_HEAD(, audit_stream) streams;
@@ -212,22 +214,22 @@ static void push(struct audit *a, const struct audit_rec *rec) {
         arm_flush(a, a->d->cfg.audit_flush_ms);
 }
 
-static void syslog_rec(const struct audit_rec *rec) {
+static void syslog_rec(struct audit *a, const struct audit_rec *rec) {
     char line[AUDIT_DETAIL_MAX + 1024];
     int k = audit_sd_format(rec, line, sizeof(line));
 
     if (k < 0 && k != -ENOSPC) /* -ENOSPC: cut, still a complete element */
         return;
-    int prio = rec->verdict == AUDIT_VERDICT_DENIED || rec->kind == AUDIT_KIND_GAP ? LOG_WARNING
-                                                                                   : LOG_INFO;
-    syslog(LOG_AUTHPRIV | prio, "%s", line);
+    int sev = rec->verdict == AUDIT_VERDICT_DENIED || rec->kind == AUDIT_KIND_GAP ? LOG_WARNING
+                                                                                  : LOG_INFO;
+    syslog_out_send(a->so, sev, line);
 }
 
 static void forward_syslog(struct audit *a, size_t n) {
-    if (!a->d->cfg.syslog_audit)
+    if (!a->so)
         return;
     for (size_t i = 0; i < n; i++)
-        syslog_rec(&a->batch[i]);
+        syslog_rec(a, &a->batch[i]);
 }
 
 static void free_batch(struct audit *a) {
@@ -790,7 +792,7 @@ void audit_session_chain_built(struct lyhd *d, struct session *s) {
 /* ---- retention ------------------------------------------------------------------ */
 
 static int syslog_row(const struct audit_rec *rec, void *ud) {
-    syslog_rec(rec);
+    syslog_rec(ud, rec);
     return 0;
 }
 
@@ -799,9 +801,9 @@ static int syslog_row(const struct audit_rec *rec, void *ud) {
  * and tell the followers. */
 static void retention_gaps_written(struct audit *a, const struct audit_prune_result *res) {
     log_debug("audit.db retention wrote %u gap record(s)", res->gaps);
-    if (a->d->cfg.syslog_audit) {
+    if (a->so) {
         struct audit_filter f = {.kind = AUDIT_KIND_GAP, .after_id = res->first_gap_id - 1};
-        if (audit_db_page(a->db, &f, res->gaps, syslog_row, NULL) < 0)
+        if (audit_db_page(a->db, &f, res->gaps, syslog_row, a) < 0)
             log_warn("audit.db: reading retention gap records back for syslog failed: %s",
                      audit_db_errmsg(a->db));
     }
@@ -1093,6 +1095,15 @@ int audit_start(struct lyhd *d, char *why, size_t whylen) {
                  np.group, strerror(-r));
         goto fail;
     }
+    if (d->cfg.syslog_audit) {
+        const char *sp = d->cfg.syslog_audit_socket ? d->cfg.syslog_audit_socket : SYSLOG_OUT_DEFAULT;
+        a->so = syslog_out_new(d->base, sp);
+        if (!a->so) {
+            r = -errno;
+            snprintf(why, whylen, "--syslog-audit-socket %s: %s", sp, strerror(errno));
+            goto fail;
+        }
+    }
     /* Not read here: the protocol process decodes it (PMSG_NFLOG_START). */
     struct timeval tv = {.tv_sec = 1};
     evtimer_add(a->ev_prune, &tv);
@@ -1106,6 +1117,7 @@ int audit_start(struct lyhd *d, char *why, size_t whylen) {
     return 0;
 
 fail:
+    syslog_out_free(a->so);
     nflog_close(a->nl);
     /* Not close: that would mark the file clean and hide an earlier crash. */
     audit_db_abandon(a->db);
@@ -1147,6 +1159,7 @@ void audit_stop(struct lyhd *d) {
     event_free(a->ev_prune);
     event_free(a->ev_rate);
     event_free(a->ev_lost);
+    syslog_out_free(a->so);
     nflog_close(a->nl);
     /* Only a complete write marks the database clean. */
     if (a->n == 0)

@@ -69,6 +69,8 @@ static void usage(FILE *f) {
             "                            weaker sandbox, which the policy refuses below 6)\n"
             "  --syslog                  also log to syslog\n"
             "  --syslog-audit            forward every audit record to syslog (RFC 5424 SD)\n"
+            "  --syslog-audit-socket PATH  ... to the unix datagram socket PATH instead of\n"
+            "                            /dev/log (implies --syslog-audit)\n"
             "  --audit-flush-ms MS       longest an audit record waits to be written (default 200)\n"
             "  --audit-max-age-days N    drop audit records older than this (default 90, 0 = keep)\n"
             "  --audit-max-mb N          keep audit.db under this size (default 1024, 0 = no cap)\n"
@@ -100,7 +102,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
         O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN, O_NOCG,
         O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT, O_LLMAX, O_RESOLV, O_DNSTTL, O_DNSGRACE,
-        O_PEXE,
+        O_PEXE, O_SYSLOG_SOCK,
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
@@ -122,6 +124,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"landlock-abi-max", required_argument, NULL, O_LLMAX},
         {"syslog", no_argument, NULL, O_SYSLOG},
         {"syslog-audit", no_argument, NULL, O_SYSLOG_AUDIT},
+        {"syslog-audit-socket", required_argument, NULL, O_SYSLOG_SOCK},
         {"audit-flush-ms", required_argument, NULL, O_AFLUSH},
         {"audit-max-age-days", required_argument, NULL, O_AAGE},
         {"audit-max-mb", required_argument, NULL, O_ASIZE},
@@ -200,6 +203,10 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         case O_NOCG: cfg->no_cgroup = true; break;
         case O_SYSLOG: cfg->use_syslog = true; break;
         case O_SYSLOG_AUDIT: cfg->syslog_audit = true; break;
+        case O_SYSLOG_SOCK:
+            cfg->syslog_audit = true;
+            cfg->syslog_audit_socket = optarg;
+            break;
         case O_PEXE: cfg->protocol_exe = optarg; break;
         case O_VERBOSE: cfg->verbose = true; break;
         case O_VERSION: printf("lyhd %s (protocol %u)\n", LYH_VERSION, LYH_PROTOCOL_VERSION); return 1;
@@ -213,9 +220,10 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         return -EINVAL;
     }
     if (cfg->socket_path[0] != '/' || cfg->state_dir[0] != '/' || cfg->tmp_parent[0] != '/' ||
-        cfg->resolv_conf[0] != '/' || (cfg->protocol_exe && cfg->protocol_exe[0] != '/')) {
-        fprintf(stderr, "lyhd: --socket, --state-dir, --tmp-dir, --resolv-conf and "
-                        "--protocol-exe must be absolute paths\n");
+        cfg->resolv_conf[0] != '/' || (cfg->protocol_exe && cfg->protocol_exe[0] != '/') ||
+        (cfg->syslog_audit_socket && cfg->syslog_audit_socket[0] != '/')) {
+        fprintf(stderr, "lyhd: --socket, --state-dir, --tmp-dir, --resolv-conf, "
+                        "--syslog-audit-socket and --protocol-exe must be absolute paths\n");
         return -EINVAL;
     }
     if (cfg->admin_group) {

@@ -156,6 +156,34 @@ static void test_names(void **state) {
     assert_null(audit_proto_name(0));
 }
 
+/* The datagram glibc's syslog(3) would send, byte for byte (rsyslog and
+ * journald parse exactly this), and the refusals. */
+static void test_syslog_frame(void **state) {
+    (void)state;
+    char buf[128];
+    struct tm tm = {.tm_mon = 11, .tm_mday = 3, .tm_hour = 9, .tm_min = 5, .tm_sec = 7};
+    int k = audit_syslog_frame(buf, sizeof(buf), 4 * 8 + 6, &tm, "lyhd", 321, "[lyh@32473 id=\"1\"]");
+    assert_string_equal(buf, "<38>Dec  3 09:05:07 lyhd[321]: [lyh@32473 id=\"1\"]");
+    assert_int_equal(k, (int)strlen(buf));
+    tm.tm_mon = 0;
+    tm.tm_mday = 31;
+    assert_true(audit_syslog_frame(buf, sizeof(buf), 191, &tm, "a.b_c-9", 1, "") > 0);
+    assert_string_equal(buf, "<191>Jan 31 09:05:07 a.b_c-9[1]: ");
+
+    /* too small: nothing half-written */
+    char small[20];
+    memset(small, 'Z', sizeof(small));
+    assert_int_equal(audit_syslog_frame(small, sizeof(small), 38, &tm, "lyhd", 1, "x"), -ENOSPC);
+    assert_string_equal(small, "");
+    assert_int_equal(audit_syslog_frame(buf, sizeof(buf), 192, &tm, "lyhd", 1, "x"), -EINVAL);
+    assert_int_equal(audit_syslog_frame(buf, sizeof(buf), -1, &tm, "lyhd", 1, "x"), -EINVAL);
+    assert_int_equal(audit_syslog_frame(buf, sizeof(buf), 38, &tm, "", 1, "x"), -EINVAL);
+    assert_int_equal(audit_syslog_frame(buf, sizeof(buf), 38, &tm, "ly hd", 1, "x"), -EINVAL);
+    assert_int_equal(audit_syslog_frame(buf, sizeof(buf), 38, &tm, "lyhd:", 1, "x"), -EINVAL);
+    tm.tm_mon = 12;
+    assert_int_equal(audit_syslog_frame(buf, sizeof(buf), 38, &tm, "lyhd", 1, "x"), -EINVAL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flow),
@@ -164,6 +192,7 @@ int main(void) {
         cmocka_unit_test(test_escaping),
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_syslog_frame),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
