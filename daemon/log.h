@@ -9,6 +9,9 @@ void log_init(bool use_syslog, bool verbose);
 /* After log_init, in lyhd's protocol process: its lines say "lyhd-NAME"
  * (stderr) and its syslog ident is lyhd-protocol. name is kept (static). */
 void log_set_process(const char *name);
+/* --syslog's socket: /dev/log unless this names another (--syslog-socket).
+ * Before log_init, which connects it. 0 or -ENAMETOOLONG. */
+int log_syslog_path(const char *path);
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

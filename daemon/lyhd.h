@@ -49,6 +49,7 @@ struct lyhd_config {
     unsigned audit_max_mb;       /* retention by size (0: none) */
     bool syslog_audit;           /* forward every record to syslog (RFC 5424 SD) */
     const char *syslog_audit_socket; /* ... to this socket (NULL: /dev/log) */
+    const char *syslog_socket;       /* --syslog to this socket (NULL: /dev/log) */
     const char *protocol_exe;    /* tests: run this as the protocol process (NULL: lyhd itself) */
 };
 

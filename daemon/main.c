@@ -68,6 +68,8 @@ static void usage(FILE *f) {
             "  --landlock-abi-max N      use at most Landlock ABI N (tests; a lower ABI is a\n"
             "                            weaker sandbox, which the policy refuses below 6)\n"
             "  --syslog                  also log to syslog\n"
+            "  --syslog-socket PATH      ... to the unix datagram socket PATH instead of\n"
+            "                            /dev/log (implies --syslog)\n"
             "  --syslog-audit            forward every audit record to syslog (RFC 5424 SD)\n"
             "  --syslog-audit-socket PATH  ... to the unix datagram socket PATH instead of\n"
             "                            /dev/log (implies --syslog-audit)\n"
@@ -102,7 +104,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
         O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN, O_NOCG,
         O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT, O_LLMAX, O_RESOLV, O_DNSTTL, O_DNSGRACE,
-        O_PEXE, O_SYSLOG_SOCK,
+        O_PEXE, O_SYSLOG_SOCK, O_SYSLOG_LOGSOCK,
     };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
@@ -125,6 +127,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"syslog", no_argument, NULL, O_SYSLOG},
         {"syslog-audit", no_argument, NULL, O_SYSLOG_AUDIT},
         {"syslog-audit-socket", required_argument, NULL, O_SYSLOG_SOCK},
+        {"syslog-socket", required_argument, NULL, O_SYSLOG_LOGSOCK},
         {"audit-flush-ms", required_argument, NULL, O_AFLUSH},
         {"audit-max-age-days", required_argument, NULL, O_AAGE},
         {"audit-max-mb", required_argument, NULL, O_ASIZE},
@@ -203,6 +206,10 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         case O_NOCG: cfg->no_cgroup = true; break;
         case O_SYSLOG: cfg->use_syslog = true; break;
         case O_SYSLOG_AUDIT: cfg->syslog_audit = true; break;
+        case O_SYSLOG_LOGSOCK:
+            cfg->use_syslog = true;
+            cfg->syslog_socket = optarg;
+            break;
         case O_SYSLOG_SOCK:
             cfg->syslog_audit = true;
             cfg->syslog_audit_socket = optarg;
@@ -221,9 +228,10 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
     }
     if (cfg->socket_path[0] != '/' || cfg->state_dir[0] != '/' || cfg->tmp_parent[0] != '/' ||
         cfg->resolv_conf[0] != '/' || (cfg->protocol_exe && cfg->protocol_exe[0] != '/') ||
-        (cfg->syslog_audit_socket && cfg->syslog_audit_socket[0] != '/')) {
+        (cfg->syslog_audit_socket && cfg->syslog_audit_socket[0] != '/') ||
+        (cfg->syslog_socket && cfg->syslog_socket[0] != '/')) {
         fprintf(stderr, "lyhd: --socket, --state-dir, --tmp-dir, --resolv-conf, "
-                        "--syslog-audit-socket and --protocol-exe must be absolute paths\n");
+                        "--syslog-socket, --syslog-audit-socket and --protocol-exe must be absolute paths\n");
         return -EINVAL;
     }
     if (cfg->admin_group) {
@@ -530,6 +538,11 @@ int main(int argc, char **argv) {
     r = parse_args(argc, argv, &d.cfg);
     if (r != 0)
         return r > 0 ? 0 : 2;
+    if (d.cfg.syslog_socket && log_syslog_path(d.cfg.syslog_socket) < 0) {
+        fprintf(stderr, "lyhd: --syslog-socket %s: the path is too long for a socket\n",
+                d.cfg.syslog_socket);
+        return 2;
+    }
     log_init(d.cfg.use_syslog, d.cfg.verbose);
     if (!rpc_table_verify()) {
         log_error("the RPC table is inconsistent (a method without a handler, or an owner-only "

@@ -299,7 +299,7 @@ static int spawn(struct lyhd *d) {
     int sv[2];
     char a_uid[16], a_gid[16], a_flags[4];
     char *argv[] = {(char *)"lyhd", (char *)"--protocol-process", (char *)"3", a_uid, a_gid,
-                    a_flags, NULL};
+                    a_flags, NULL, NULL};
     int buf = PPROC_SNDBUF;
 
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
@@ -312,6 +312,8 @@ static int spawn(struct lyhd *d) {
     snprintf(a_uid, sizeof(a_uid), "%u", (unsigned)p->uid);
     snprintf(a_gid, sizeof(a_gid), "%u", (unsigned)p->gid);
     snprintf(a_flags, sizeof(a_flags), "%u", (d->cfg.verbose ? 1u : 0u) | (d->cfg.use_syslog ? 2u : 0u));
+    if (d->cfg.use_syslog && d->cfg.syslog_socket)
+        argv[6] = (char *)d->cfg.syslog_socket;
     pid_t pid = fork();
     if (pid < 0) {
         int e = -errno;

@@ -208,7 +208,7 @@ int proto_main(int argc, char **argv) {
     int type = 0;
     socklen_t tl = sizeof(type);
 
-    if (argc != 6 || parse_num(argv[2], 1024, &fd) < 0 || parse_num(argv[3], 0xfffffffe, &uid) < 0 ||
+    if ((argc != 6 && argc != 7) || (argc == 7 && log_syslog_path(argv[6]) < 0) || parse_num(argv[2], 1024, &fd) < 0 || parse_num(argv[3], 0xfffffffe, &uid) < 0 ||
         parse_num(argv[4], 0xfffffffe, &gid) < 0 || parse_num(argv[5], 3, &flags) < 0) {
         fprintf(stderr, "lyhd: --protocol-process is started by lyhd itself\n");
         return 2;

@@ -124,7 +124,9 @@ global(workDirectory="$T/$h/rsyslog" localHostName="$h")
 module(load="imuxsock" SysSock.Use="off")
 input(type="imuxsock" Socket="$T/$h/log.sock" Annotate="on" ParseTrusted="on" RateLimit.Interval="0")
 template(name="local-msg" type="string" string="%msg%\n")
-if \$programname == "lyhd" then action(type="omfile" file="$T/$h/local.log" template="local-msg")
+if \$programname == "lyhd" and \$syslogfacility-text == "authpriv" then action(type="omfile" file="$T/$h/local.log" template="local-msg")
+template(name="daemon-msg" type="string" string="%programname% %syslogseverity-text% %msg%\n")
+if \$syslogfacility-text == "daemon" then action(type="omfile" file="$T/$h/daemon.log" template="daemon-msg")
 include(file="$T/$h/lyh-forward.conf")
 EOF
     start_rsyslog "$P-$h" "$T/$h"
@@ -144,12 +146,14 @@ echo "nameserver 10.80.1.2" >"$T/resolv.conf"
 # start_lyhd HOST: lyhd in HOST's namespace and a cgroup of its own; waits
 # (20 s) until it answers. Its session subtree is removed before its cgroup.
 start_lyhd() {
-    local h=$1 dcg=$LYH_CGMNT/$P-$1-d i
+    local h=$1 dcg=$LYH_CGMNT/$P-$1-d i logopt=()
+    # h1's log lines go to its rsyslog too (lyhd --syslog-socket, §6f)
+    [ "$h" = h1 ] && logopt=(--syslog-socket "$T/$h/log.sock" --verbose)
     mkdir -p "$T/$h/state" && install -d -m 1777 "$T/$h/tmp" && mkdir "$dcg" || return 1
     _LYH_CGDIRS+=("$dcg" "$dcg/lyh")
     nsenter --net="/run/netns/$P-$h" sh -c 'echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"' \
         sh "$dcg" "$LYH_LYHD" --socket "$T/$h/lyhd.sock" --state-dir "$T/$h/state" \
-        --tmp-dir "$T/$h/tmp" --resolv-conf "$T/resolv.conf" --syslog-audit-socket "$T/$h/log.sock" </dev/null >/dev/null 2>"$T/$h/lyhd.log" &
+        --tmp-dir "$T/$h/tmp" --resolv-conf "$T/resolv.conf" --syslog-audit-socket "$T/$h/log.sock" "${logopt[@]}" </dev/null >/dev/null 2>"$T/$h/lyhd.log" &
     DPID[$h]=$!
     lyh_track_pid "$!"
     for ((i = 0; i < 200; i++)); do
@@ -384,6 +388,14 @@ lyh_wait_until 30 all_arrived h1
 t_check "6d: h1's rsyslog got the forgery (the check below is not vacuous)" grep -q 'id="999999"' "$T/h1/local.log"
 t_check "6d: the records after it arrived" all_arrived h1
 t_check "6d: the forgery did not reach the collector" sh -c "! grep -q 'id=\"999999\"' '$T/col/logs/${ADDR[h1]}.log'"
+
+echo "# 6f. h1's lyhd also logs to its rsyslog (--syslog-socket): nothing of that leaves the host"
+t_check "6f: lyhd's lines reach h1's syslog (facility daemon, tag lyhd)" grep -q '^lyhd info  *[a-z]' "$T/h1/daemon.log"
+t_check "6f: ... and the protocol process's, sent after it confined itself" \
+    grep -q '^lyhd-protocol debug  *protocol process [0-9]* confined and ready' "$T/h1/daemon.log"
+t_check "6f: the lines lyhd could not send while its syslog was down (6c) are counted" \
+    grep -q '^lyhd warning  *[0-9]* earlier log line(s) were not sent to syslog' "$T/h1/daemon.log"
+t_check "6f: the collector has audit records only" sh -c "! grep -qv '^\[lyh@32473 ' '$T/col/logs/${ADDR[h1]}.log'"
 
 echo "# 6e. a hostile sender on the network claims to be h1, then names a path as its hostname"
 ROGUE=10.79.0.10 # the admin namespace's address, where it sends from

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
@@ -87,12 +89,131 @@ static void test_one_line(void **state) {
     assert_non_null(strstr(buf, "cwd /x\\x0a12:00:00.000 lyhd info: forged: ENOENT\n"));
 }
 
+/* --syslog against a real datagram socket standing for /dev/log. */
+struct sysfix {
+    char dir[64], path[96];
+    int rd, saved_err, devnull;
+};
+
+static int bind_at(const char *path) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    assert_true(fd >= 0);
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+static void sys_open(struct sysfix *f) {
+    snprintf(f->dir, sizeof(f->dir), "/tmp/lyh-test-log.XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->path, sizeof(f->path), "%s/log.sock", f->dir);
+    f->rd = bind_at(f->path);
+    assert_int_equal(log_syslog_path(f->path), 0);
+    log_init(true, false);
+    /* the lines also go to stderr: not into the test's output */
+    f->saved_err = dup(2);
+    f->devnull = open("/dev/null", O_WRONLY);
+    assert_true(f->saved_err >= 0 && f->devnull >= 0);
+    assert_int_equal(dup2(f->devnull, 2), 2);
+}
+
+static void sys_close(struct sysfix *f) {
+    log_init(false, false);
+    assert_int_equal(log_syslog_path("/dev/log"), 0);
+    assert_int_equal(dup2(f->saved_err, 2), 2);
+    close(f->saved_err);
+    close(f->devnull);
+    if (f->rd >= 0)
+        close(f->rd);
+    unlink(f->path);
+    rmdir(f->dir);
+}
+
+/* Every datagram waiting, each one's message (after "lyhd[PID]: ") into got[]. */
+static size_t sys_read(struct sysfix *f, char got[][256], size_t max) {
+    char buf[4096], tag[64];
+    size_t n = 0;
+
+    snprintf(tag, sizeof(tag), " lyhd[%ld]: ", (long)getpid());
+    for (;;) {
+        ssize_t r = recv(f->rd, buf, sizeof(buf) - 1, 0);
+        if (r < 0)
+            return n;
+        buf[r] = '\0';
+        assert_true(strncmp(buf, "<3", 2) == 0 || strncmp(buf, "<2", 2) == 0); /* daemon.* */
+        char *m = strstr(buf, tag);
+        assert_non_null(m);
+        assert_true(n < max);
+        snprintf(got[n++], 256, "%s", m + strlen(tag));
+    }
+}
+
+/* A syslog that does not read: logging never waits; what did not go is
+ * counted and said, once, ahead of the next line that goes. */
+static void test_syslog_never_blocks(void **state) {
+    struct sysfix f;
+    static char got[256][256];
+    (void)state;
+
+    sys_open(&f);
+    for (int i = 0; i < 100; i++) /* far past the socket's queue (max_dgram_qlen) */
+        log_info("line %d", i);
+    size_t n = sys_read(&f, got, 256);
+    assert_true(n > 0 && n < 100);
+    for (size_t i = 0; i < n; i++) {
+        char want[32];
+        snprintf(want, sizeof(want), "line %zu", i);
+        assert_string_equal(got[i], want); /* the first ones, in order */
+    }
+    log_warn("after");
+    assert_int_equal(sys_read(&f, got, 256), 2);
+    char want[200];
+    snprintf(want, sizeof(want),
+             "%zu earlier log line(s) were not sent to syslog (it was not reading or not "
+             "there); lyhd's standard error has them",
+             100 - n);
+    assert_string_equal(got[0], want);
+    assert_string_equal(got[1], "after");
+    log_info("and on");
+    assert_int_equal(sys_read(&f, got, 256), 1);
+    assert_string_equal(got[0], "and on");
+    sys_close(&f);
+}
+
+/* syslog restarting: lines meanwhile are counted; once it is back (tried
+ * again at most once a second) the count goes first. */
+static void test_syslog_gone_and_back(void **state) {
+    struct sysfix f;
+    static char got[16][256];
+    (void)state;
+
+    sys_open(&f);
+    log_info("one");
+    assert_int_equal(sys_read(&f, got, 16), 1);
+    close(f.rd);
+    unlink(f.path);
+    log_info("two"); /* the socket is gone: not waited for */
+    f.rd = bind_at(f.path);
+    log_info("three"); /* within the second: not tried yet */
+    assert_int_equal(sys_read(&f, got, 16), 0);
+    usleep(1100 * 1000);
+    log_info("four");
+    assert_int_equal(sys_read(&f, got, 16), 2);
+    assert_non_null(strstr(got[0], "2 earlier log line(s) were not sent to syslog"));
+    assert_string_equal(got[1], "four");
+    sys_close(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_controls),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_cut),
         cmocka_unit_test(test_one_line),
+        cmocka_unit_test(test_syslog_never_blocks),
+        cmocka_unit_test(test_syslog_gone_and_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
