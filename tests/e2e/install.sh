@@ -223,11 +223,32 @@ t_eq "d: unit dir as before" "$(tree "$T/etc")" "$before_units"
 t_eq "d: group as before" "$(getent group _lianyaohu || true)" "$group_before"
 t_eq "d: the protocol process's user as before" "$(getent passwd _lyhd || true)" "$puser_before"
 t_check "d: state dir kept (no --purge)" test -f "$STATE/state.db"
+# --purge while a process of _lyhd runs (another lyhd's protocol process, here a
+# sleep): userdel refuses; uninstall says so and finishes the rest. The user as
+# lyhd makes it when missing (the uninstall above removed install's).
+getent passwd _lyhd >/dev/null ||
+    useradd --system --no-create-home --shell /usr/sbin/nologin --user-group _lyhd ||
+    t_fail "d: make _lyhd as lyhd does" "useradd failed"
+if getent passwd _lyhd >/dev/null; then
+    setpriv --reuid=_lyhd --regid=_lyhd --clear-groups sleep 60 </dev/null >/dev/null 2>&1 &
+    busy=$!
+    lyh_track_pid "$busy"
+    lyh_wait_until 5 pgrep -u _lyhd -x sleep >/dev/null
+    if out=$("$src/scripts/uninstall" "${uopts[@]}" --purge 2>&1); then
+        t_pass "d: scripts/uninstall --purge with a process of _lyhd running"
+    else
+        t_fail "d: scripts/uninstall --purge with a process of _lyhd running" "$out"
+    fi
+    t_check "d: ... says it kept the user, and why" grep -qE "kept user _lyhd: userdel refused \(a process of it still runs: ([0-9]+ )*$busy( [0-9]+)*\)" <<<"$out"
+    t_check "d: ... and removed the state dir all the same" test ! -e "$STATE"
+    lyh_stop_pid "$busy" 5
+fi
 if out=$("$src/scripts/uninstall" "${uopts[@]}" --purge 2>&1); then
     t_pass "d: scripts/uninstall again (--purge)"
 else
     t_fail "d: scripts/uninstall again (--purge)" "$out"
 fi
+t_eq "d: --purge removed _lyhd once nothing of it ran" "$(getent passwd _lyhd || true)" ""
 t_check "d: --purge removed the state dir" test ! -e "$STATE"
 t_eq "d: prefix still as before" "$(tree "$T/prefix")" "$before_prefix"
 
