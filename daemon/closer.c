@@ -189,6 +189,11 @@ void closer_stop(struct closer *c) {
     free(c);
 }
 
+void closer_close_all(struct closer *c, uid_t uid, const int *fds, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        closer_close(c, uid, fds[i]);
+}
+
 void closer_close(struct closer *c, uid_t uid, int fd) {
     struct fdk_info info;
     struct closer_job *j;

@@ -29,6 +29,8 @@ void closer_stop(struct closer *c);
  * blocks on the fd; takes ownership in every case. c NULL: closes at once
  * (tests that run no workers). */
 void closer_close(struct closer *c, uid_t uid, int fd);
+/* The same for n fds (each taken). */
+void closer_close_all(struct closer *c, uid_t uid, const int *fds, size_t n);
 /* Closes of uid's fds queued or running (for refusing a user who piles them). */
 unsigned closer_pending(struct closer *c, uid_t uid);
 /* Closes of everyone's fds queued or running: fds lyhd still holds. */

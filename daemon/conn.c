@@ -1,24 +1,25 @@
-/* One client connection: reads frames and the fds that come with them, checks
- * each request, dispatches it, and writes responses.
+/* One client connection, as the parent sees it: its peer (credentials read
+ * here from our duplicate of the socket), the requests that reach it from
+ * the protocol process, the calls in flight, and the responses on their way
+ * out.
  *
- * What this file owns: the connection's socket, its frame reader, the queue of
- * received fds, the output buffer and the list of calls in flight. It never
- * interprets a request beyond the envelope; that is rpc_table.c's job.
+ * The protocol process (proto_clients.c) holds the socket, reads the frames
+ * and the fds that come with them, checks each request's envelope and sends
+ * what passed as PMSG_REQUEST, encoded again, with the fds. This file checks
+ * it again as if a client had sent it (the protocol process may be
+ * compromised): one encoding only (protobuf-c's own, which decoding and
+ * encoding again must give back byte for byte), the envelope, the fds'
+ * kinds, the call ids in flight. It never reads the client's socket.
  *
- * Failure policy: a malformed frame (bad flag byte, oversize length, bytes that
- * are not a Request) closes this connection only. A well-formed request that we
- * cannot serve (unknown field, unknown method, limit reached) gets an error
- * response and the connection stays open. Nothing a client sends can stop the
- * daemon from serving everyone else.
+ * Responses are framed here (the parent is the only author of the stream a
+ * client reads) and go to the protocol process as PMSG_OUT, at most
+ * CONN_WINDOW bytes per connection and CONN_WINDOW_ALL for all of them not
+ * yet written to their clients (PMSG_DRAINED says what was), so the socket
+ * between the processes never fills with one client's stream.
  *
- * fd passing: libevent bufferevents drop ancillary data, so we read with
- * recvmsg(MSG_CMSG_CLOEXEC) ourselves. On a Unix stream socket the kernel hands
- * out the fds of a sendmsg together with bytes of that same sendmsg and stops
- * the read there, so the stream offset at the end of the read that delivered
- * them lies inside the frame they were sent with (clients send a frame that
- * carries fds in one sendmsg). Each received fd is tagged with that offset; a
- * completed frame [start, end) owns the fds tagged <= end. Fds the request does
- * not take are closed once it has been dispatched. */
+ * Failure policy: bad client input closes that connection or gets an error
+ * answer, as before; a message from the protocol process that is not its to
+ * send returns -EBADMSG and the parent ends that process. */
 #include "platform/linux/proc.h"
 #include "daemon/audit.h"
 #include "daemon/closer.h"
@@ -27,6 +28,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <stdio.h>
@@ -35,69 +37,92 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/frame.h"
 #include "common/macros.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
+#include "daemon/pmsg.h"
+#include "daemon/pproc.h"
 #include "daemon/rpc.h"
 #include "daemon/server.h"
 #include "platform/linux/fdkind.h"
 
 /* A client that does not read its responses may make us buffer this much. */
 #define CONN_MAX_OUTPUT (8u << 20)
-/* Most bytes read per readiness event, so one busy client cannot starve others. */
-#define CONN_READ_BUDGET (256u << 10)
-/* Received fds waiting for their frame; more than this is abuse. */
-#define CONN_MAX_QUEUED_FDS 16u
-/* The most fds one recvmsg can carry (the kernel's SCM_MAX_FD). The control
- * buffer has room for all of them: fds that did not fit would be dropped by
- * the kernel inside recvmsg, and the last reference of such a file (a
- * lingering TCP socket) would then be released on the event loop. */
-#define CONN_SCM_MAX_FD 253u
+/* Bytes handed to the protocol process and not yet written to the client:
+ * per connection, and for all together (the socket between the processes
+ * holds 2 MiB). */
+#define CONN_WINDOW     (256u << 10)
+#define CONN_WINDOW_ALL (1u << 20)
 /* A user with more of their fds than this waiting in the closer gets nothing
  * more read from their connections until it drains: the fds stay in the
  * kernel, counted against the sender's own limits, not lyhd's. */
 #define CONN_PAUSE_PENDING 16u
 
-struct queued_fd {
-    int fd;          /* -1: an fd the kernel delivered beyond the limit (closed) */
-    uint64_t tag;    /* stream offset at the end of the read that delivered it */
-};
-
 struct conn {
     struct lyhd *d;
-    int fd;
+    uint64_t id;             /* the protocol process's name for it */
+    int fd;                  /* our duplicate of the client's socket */
     struct ucred peer;
     char peer_label[32]; /* its comm at accept, for the audit log ("" unknown) */
     gid_t peer_groups[LYH_MAX_PEER_GROUPS];
     size_t n_peer_groups;
-    bool dead;
+    bool dead;               /* closed for lyhd; the protocol process may not know yet */
+    bool released;           /* conn_release ran: freed on the next loop pass */
     bool paused;             /* reading stopped: too many of its user's fds being closed */
-    struct event *ev_read;
-    struct event *ev_write;
-    struct event *ev_frame_timeout;
-    struct evbuffer *out;
-    struct frame_reader reader;
-    uint64_t frame_started_mono_ms;
-    struct queued_fd fds[CONN_MAX_QUEUED_FDS];
-    unsigned n_fds;
+    struct evbuffer *out;    /* framed responses not yet handed over */
+    size_t inflight;         /* handed over, not yet written to the client */
+    uint8_t *req;            /* a request arriving in pieces */
+    uint32_t req_total, req_have;
     TAILQ_HEAD(, rpc_call) calls;
     unsigned n_calls;
 };
 
+static size_t inflight_all; /* every connection's inflight (one parent per process) */
+static bool window_full;    /* a connection waits for room in CONN_WINDOW_ALL */
+
 uid_t conn_uid(const struct conn *c) { return c->peer.uid; }
 bool conn_is_dead(const struct conn *c) { return c->dead; }
 unsigned conn_calls_in_flight(const struct conn *c) { return c->n_calls; }
-size_t conn_out_pending(const struct conn *c) { return c->dead ? 0 : evbuffer_get_length(c->out); }
+size_t conn_out_pending(const struct conn *c) {
+    return c->dead ? 0 : evbuffer_get_length(c->out) + c->inflight;
+}
 struct lyhd *conn_lyhd(const struct conn *c) { return c->d; }
+uint64_t conn_id(const struct conn *c) { return c->id; }
+int conn_fd(const struct conn *c) { return c->fd; }
+bool conn_has_partial(const struct conn *c) { return c->req != NULL || c->inflight > 0; }
 
 static void conn_free_cb(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
     struct conn *c = arg;
 
-    frame_reader_done(&c->reader);
     if (c->out)
         evbuffer_free(c->out);
+    free(c->req);
     free(c);
+}
+
+/* Tell the protocol process one thing about this connection. */
+static int tell(struct conn *c, uint16_t type, const struct pmsg_conn *m) {
+    uint8_t buf[PMSG_MAX_BYTES];
+    size_t len;
+    int r = pmsg_encode_conn(type, m, buf, sizeof(buf), &len);
+    return r < 0 ? r : pproc_send(c->d, buf, len, NULL, 0);
+}
+
+void conn_release(struct conn *c) {
+    if (c->released)
+        return;
+    c->released = true;
+    c->dead = true;
+    inflight_all -= c->inflight;
+    c->inflight = 0;
+    /* Off the loop: fds still in flight in its queue go with the socket's
+     * last reference, on a closer worker. */
+    closer_close(c->d->closer, c->peer.uid, TAKE_FD(c->fd));
+    server_conn_removed(c->d->server, c);
+    /* We may be inside one of this connection's callbacks: free later. */
+    if (event_base_once(c->d->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL) < 0)
+        log_error("cannot schedule connection release; leaking %zu bytes", sizeof(*c));
 }
 
 void conn_close(struct conn *c, const char *why) {
@@ -116,44 +141,43 @@ void conn_close(struct conn *c, const char *why) {
         call->conn = NULL;
         if (call->on_disconnect)
             call->on_disconnect(call);
-        /* A call being dispatched right now is freed by handle_frame(), one
-         * whose response is being written (the write failed and closed us) by
-         * rpc_send() when that returns. */
+        /* A call being dispatched right now is freed by handle_request(),
+         * one whose response is being written (the write failed and closed
+         * us) by rpc_send() when that returns. */
         if (!call->in_dispatch && !call->in_emit)
             rpc_call_free(call);
     }
-    for (unsigned i = 0; i < c->n_fds; i++)
-        closer_close(c->d->closer, c->peer.uid, TAKE_FD(c->fds[i].fd));
-    c->n_fds = 0;
-    event_free(c->ev_read);
-    event_free(c->ev_write);
-    event_free(c->ev_frame_timeout);
-    c->ev_read = c->ev_write = c->ev_frame_timeout = NULL;
-    /* Off the loop: fds still in flight in its queue go with the socket's
-     * last reference, on a closer worker. */
-    closer_close(c->d->closer, c->peer.uid, TAKE_FD(c->fd));
-    server_conn_removed(c->d->server, c);
-    /* We may be inside one of this connection's callbacks: free later. */
-    if (event_base_once(c->d->base, -1, EV_TIMEOUT, conn_free_cb, c, NULL) < 0)
-        log_error("cannot schedule connection release; leaking %zu bytes", sizeof(*c));
+    free(c->req);
+    c->req = NULL;
+    /* What it has not handed over is dropped; what it has (a refusal) the
+     * protocol process writes before it closes. Its CONN_GONE then releases
+     * the connection here; with no protocol process, now. */
+    struct pmsg_conn m = {.id = c->id};
+    if (!pproc_ready(c->d) || tell(c, PMSG_CONN_CLOSE, &m) < 0)
+        conn_release(c);
 }
 
-static void on_writable(evutil_socket_t fd, short what, void *arg) {
-    struct conn *c = arg;
+/* Hand what is queued to the protocol process, within the windows. */
+void conn_flush(struct conn *c) {
+    uint8_t chunk[PMSG_CHUNK];
+    uint8_t buf[PMSG_MAX_BYTES];
 
-    while (evbuffer_get_length(c->out) > 0) {
-        int n = evbuffer_write(c->out, c->fd);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                break;
-            conn_close(c, "write failed");
-            return;
-        }
-        if (n == 0)
-            break;
+    if (inflight_all >= CONN_WINDOW_ALL && evbuffer_get_length(c->out) > 0)
+        window_full = true;
+    while (!c->dead && pproc_ready(c->d) && evbuffer_get_length(c->out) > 0 &&
+           c->inflight < CONN_WINDOW && inflight_all < CONN_WINDOW_ALL) {
+        size_t n = evbuffer_get_length(c->out), len;
+        if (n > sizeof(chunk))
+            n = sizeof(chunk);
+        evbuffer_copyout(c->out, chunk, n);
+        struct pmsg_conn m = {.id = c->id, .data = chunk, .data_len = n};
+        if (pmsg_encode_conn(PMSG_OUT, &m, buf, sizeof(buf), &len) < 0 ||
+            pproc_send(c->d, buf, len, NULL, 0) < 0)
+            return; /* the process is gone or ended: the next one gets it */
+        evbuffer_drain(c->out, n);
+        c->inflight += n;
+        inflight_all += n;
     }
-    if (evbuffer_get_length(c->out) == 0)
-        event_del(c->ev_write);
 }
 
 int conn_send(struct conn *c, const LyhResponse *resp) {
@@ -172,7 +196,7 @@ int conn_send(struct conn *c, const LyhResponse *resp) {
 int conn_send_frame(struct conn *c, const uint8_t *buf, size_t len) {
     if (c->dead)
         return -ENOTCONN;
-    if (evbuffer_get_length(c->out) + len > CONN_MAX_OUTPUT) {
+    if (conn_out_pending(c) + len > CONN_MAX_OUTPUT) {
         log_warn("client uid %u pid %d does not read its responses; closing", c->peer.uid,
                  c->peer.pid);
         conn_close(c, "output limit");
@@ -184,12 +208,23 @@ int conn_send_frame(struct conn *c, const uint8_t *buf, size_t len) {
         conn_close(c, "out of memory");
         return -ENOMEM;
     }
-    /* Try at once: most responses fit the socket buffer and this saves a
-     * trip through the loop. */
-    on_writable(c->fd, EV_WRITE, c);
-    if (!c->dead && evbuffer_get_length(c->out) > 0)
-        event_add(c->ev_write, NULL);
+    conn_flush(c);
     return 0;
+}
+
+int conn_drained(struct conn *c, uint32_t n) {
+    if (n > c->inflight)
+        return -EBADMSG; /* more than it was given */
+    c->inflight -= n;
+    inflight_all -= n;
+    conn_flush(c);
+    return 0;
+}
+
+bool conn_window_was_full(void) {
+    bool was = window_full;
+    window_full = false;
+    return was;
 }
 
 void conn_refuse(struct conn *c, int code, const char *message) {
@@ -204,9 +239,7 @@ void conn_refuse(struct conn *c, int code, const char *message) {
 }
 
 /* Answer a request that never reaches a handler. */
-static void reply_error(struct conn *c, uint64_t call_id, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void reply_error(struct conn *c, uint64_t call_id, int code, const char *fmt, ...) {
+void conn_reply_error(struct conn *c, uint64_t call_id, int code, const char *fmt, ...) {
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
     char msg[512];
     va_list ap;
@@ -234,61 +267,42 @@ struct rpc_call *conn_find_call(struct conn *c, uint64_t call_id) {
     return NULL;
 }
 
-/* Take the fds that came with the frame ending at stream offset end. Returns
- * how many real fds were taken, or -E2BIG if the kernel delivered more than
- * the limit with this frame (those were closed on arrival). */
-static int take_frame_fds(struct conn *c, uint64_t end, int *out, unsigned max, unsigned *ret_n) {
-    unsigned n = 0, keep = 0;
-    bool overflow = false;
-
-    for (unsigned i = 0; i < c->n_fds; i++) {
-        if (c->fds[i].tag > end) {
-            c->fds[keep++] = c->fds[i];
-            continue;
-        }
-        if (c->fds[i].fd < 0 || n >= max) {
-            overflow = true;
-            closer_close(c->d->closer, c->peer.uid, TAKE_FD(c->fds[i].fd));
-            continue;
-        }
-        out[n++] = c->fds[i].fd;
-    }
-    c->n_fds = keep;
-    *ret_n = n;
-    return overflow ? -E2BIG : 0;
-}
-
-static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t end) {
+/* One whole request from the protocol process, checked again. -EBADMSG: it
+ * is not what that process may send (not protobuf-c's own encoding). */
+static int handle_request(struct conn *c, const uint8_t *body, uint32_t len, int *fds,
+                          unsigned n_fds) {
     LyhRequest *req = NULL;
-    struct wire_check chk;
     struct rpc_call *call = NULL;
-    int fds[LYH_MAX_FDS_PER_MESSAGE];
-    unsigned n_fds = 0;
     unsigned max_fds = c->d->cfg.max_fds_per_msg;
-    int r;
+    char msg[512];
+    bool close_conn;
+    int code;
 
     if (max_fds > LYH_MAX_FDS_PER_MESSAGE)
         max_fds = LYH_MAX_FDS_PER_MESSAGE;
-    r = take_frame_fds(c, end, fds, max_fds, &n_fds);
-
     if (wire_request_decode(body, len, &req) < 0) {
-        for (unsigned i = 0; i < n_fds; i++)
-            closer_close(c->d->closer, c->peer.uid, fds[i]);
-        conn_close(c, "malformed request");
-        return;
+        closer_close_all(c->d->closer, c->peer.uid, fds, n_fds);
+        return -EBADMSG;
     }
-
-    if (r == -E2BIG) {
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
-                    "too many file descriptors with one message (limit %u); they were closed",
-                    max_fds);
-        goto out_fds;
+    /* one encoding: what protobuf-c makes of what it decoded */
+    size_t again = lianyaohu__v1__request__get_packed_size(req);
+    _cleanup_free_ uint8_t *re = again == len ? malloc(len ? len : 1) : NULL;
+    if (again != len || (re && (lianyaohu__v1__request__pack(req, re) != len ||
+                                memcmp(re, body, len) != 0))) {
+        wire_request_free(req);
+        closer_close_all(c->d->closer, c->peer.uid, fds, n_fds);
+        return -EBADMSG;
     }
-    if (req->fd_count != n_fds) {
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                    "request says it carries %u file descriptors but %u arrived with it; send "
-                    "them with the sendmsg that carries the frame",
-                    req->fd_count, n_fds);
+    /* the protocol process checked all this: a request that fails here means
+     * it did not; the client still gets its answer */
+    code = wire_envelope_check(req, body, len, n_fds, n_fds > max_fds, max_fds, msg, sizeof(msg),
+                               &close_conn);
+    if (code != 0) {
+        log_warn("the protocol process passed a request it should have refused (%s)", msg);
+        if (close_conn)
+            conn_refuse(c, code, msg);
+        else
+            conn_reply_error(c, req->call_id, code, "%s", msg);
         goto out_fds;
     }
     /* Only the kinds Run needs are kept; anything else (a TCP socket whose
@@ -298,87 +312,38 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
         struct fdk_info info;
         int k = fdk_classify(fds[i], &info);
         if (k < 0 || info.kind == FDK_REFUSED) {
-            reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                        "file descriptor %u of %u is %s; lyhd takes only terminals, pipes, AF_UNIX "
-                        "sockets, regular files and /dev/null-like devices",
-                        i + 1, n_fds, k < 0 ? "of a kind lyhd cannot tell" : info.what);
+            conn_reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
+                             "file descriptor %u of %u is %s; lyhd takes only terminals, pipes, "
+                             "AF_UNIX sockets, regular files and /dev/null-like devices",
+                             i + 1, n_fds, k < 0 ? "of a kind lyhd cannot tell" : info.what);
             goto out_fds;
         }
     }
-    wire_request_check(req, &chk);
-    switch (chk.verdict) {
-    case WIRE_OK:
-        break;
-    case WIRE_UNKNOWN_METHOD:
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__UNIMPLEMENTED,
-                    "method field %u is not known to lyhd %s (protocol %u)", chk.field, LYH_VERSION,
-                    LYH_PROTOCOL_VERSION);
-        goto out_fds;
-    case WIRE_UNKNOWN_FIELD:
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
-                    "field %u of %s is not known to lyhd %s (protocol %u); refusing rather than "
-                    "ignoring it: upgrade lyhd or drop the option",
-                    chk.field, chk.message, LYH_VERSION, LYH_PROTOCOL_VERSION);
-        goto out_fds;
-    case WIRE_NO_METHOD:
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                    "request names no method");
-        goto out_fds;
-    case WIRE_NUL_IN_STRING:
-    case WIRE_TWO_METHODS:
-        break;
-    }
-    if (wire_find_second_method(body, len, &chk)) {
-        const char *a = wire_method_name(chk.first), *b = wire_method_name(chk.field);
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                    "request sets more than one method (field %u %s, then field %u %s); set "
-                    "exactly one",
-                    chk.first, a ? a : "(unknown)", chk.field, b ? b : "(unknown)");
-        goto out_fds;
-    }
-    if (wire_find_nul_string(body, len, &chk)) {
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                    "field %u of %s contains a NUL byte; strings must not", chk.field, chk.message);
-        goto out_fds;
-    }
-    if (req->protocol_version != LYH_PROTOCOL_VERSION) {
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
-                    "client speaks protocol %u, lyhd %s speaks protocol %u", req->protocol_version,
-                    LYH_VERSION, LYH_PROTOCOL_VERSION);
-        goto out_fds;
-    }
-    /* Call ids are how responses find their call: a missing or reused one is
-     * a protocol error (like a reused HTTP/2 stream id), answered once at the
-     * connection level and then the connection is closed, because any answer
-     * carrying that id would be mistaken for the other call's. */
-    if (req->call_id == 0 || conn_find_call(c, req->call_id)) {
-        char msg[128];
-        snprintf(msg, sizeof(msg),
-                 req->call_id == 0 ? "call_id must be non-zero"
-                                   : "call_id %llu is already in flight on this connection",
+    /* A reused call id is a protocol error (like a reused HTTP/2 stream id),
+     * answered once at the connection level and then the connection is
+     * closed, because any answer carrying that id would be mistaken for the
+     * other call's. */
+    if (conn_find_call(c, req->call_id)) {
+        snprintf(msg, sizeof(msg), "call_id %llu is already in flight on this connection",
                  (unsigned long long)req->call_id);
         conn_refuse(c, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, msg);
-        goto out_fds;
-    }
-    if (req->deadline_ms > 0 && lyhd_mono_ms() - c->frame_started_mono_ms > req->deadline_ms) {
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__DEADLINE_EXCEEDED,
-                    "deadline of %u ms passed before the request was complete", req->deadline_ms);
         goto out_fds;
     }
     /* A Cancel is always taken, even with every slot held by streams: it is
      * how a client frees one (it is unary, done before dispatch returns). */
     if (c->n_calls >= c->d->cfg.max_calls_per_conn &&
         req->method_case != LIANYAOHU__V1__REQUEST__METHOD_CANCEL) {
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
-                    "too many calls in flight on this connection (limit %u); wait for one to "
-                    "finish or open another connection",
-                    c->d->cfg.max_calls_per_conn);
+        conn_reply_error(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                         "too many calls in flight on this connection (limit %u); wait for one "
+                         "to finish or open another connection",
+                         c->d->cfg.max_calls_per_conn);
         goto out_fds;
     }
 
     call = calloc(1, sizeof(*call));
     if (!call) {
-        reply_error(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+        conn_reply_error(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                         "out of memory");
         goto out_fds;
     }
     call->conn = c;
@@ -412,9 +377,40 @@ static void handle_frame(struct conn *c, uint8_t *body, uint32_t len, uint64_t e
     }
 
 out_fds:
-    for (unsigned i = 0; i < n_fds; i++)
-        closer_close(c->d->closer, c->peer.uid, fds[i]);
+    closer_close_all(c->d->closer, c->peer.uid, fds, n_fds);
     wire_request_free(req);
+    return 0;
+}
+
+int conn_on_request(struct conn *c, const struct pmsg_conn *m, int *fds, size_t nfds) {
+    bool last = m->offset + m->data_len == m->total;
+
+    if (nfds && !last)
+        return -EBADMSG; /* fds come with the last piece */
+    if (m->offset == 0) {
+        if (c->req)
+            return -EBADMSG; /* a new request before the last one was whole */
+        c->req = malloc(m->total ? m->total : 1);
+        if (!c->req) {
+            /* the client's stream cannot be followed any more */
+            closer_close_all(c->d->closer, c->peer.uid, fds, nfds);
+            conn_close(c, "out of memory");
+            return 0;
+        }
+        c->req_total = m->total;
+        c->req_have = 0;
+    } else if (!c->req || m->offset != c->req_have || m->total != c->req_total) {
+        return -EBADMSG;
+    }
+    if (m->data_len)
+        memcpy(c->req + c->req_have, m->data, m->data_len);
+    c->req_have += (uint32_t)m->data_len;
+    if (!last)
+        return 0;
+    _cleanup_free_ uint8_t *body = TAKE_PTR(c->req);
+    int fdv[PMSG_MAX_FDS];
+    memcpy(fdv, fds, nfds * sizeof(int));
+    return handle_request(c, body, c->req_total, fdv, (unsigned)nfds);
 }
 
 void conn_call_done(struct rpc_call *call) {
@@ -425,62 +421,6 @@ void conn_call_done(struct rpc_call *call) {
         c->n_calls--;
         rpc_call_free(call);
     }
-}
-
-static int queue_fds(struct conn *c, struct msghdr *mh, uint64_t tag) {
-    int dropped = 0;
-
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
-        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        const unsigned char *data = CMSG_DATA(cm);
-        for (size_t i = 0; i < n; i++) {
-            int fd;
-            memcpy(&fd, data + i * sizeof(int), sizeof(int));
-            if (c->n_fds >= CONN_MAX_QUEUED_FDS) {
-                closer_close(c->d->closer, c->peer.uid, fd);
-                dropped++;
-                continue;
-            }
-            c->fds[c->n_fds].fd = fd;
-            c->fds[c->n_fds].tag = tag;
-            c->n_fds++;
-        }
-    }
-    if (mh->msg_flags & MSG_CTRUNC)
-        dropped++;
-    /* Record the loss so the frame these came with is refused, not run with
-     * fewer fds than it sent. */
-    if (dropped && c->n_fds < CONN_MAX_QUEUED_FDS) {
-        c->fds[c->n_fds].fd = -1;
-        c->fds[c->n_fds].tag = tag;
-        c->n_fds++;
-        return 0;
-    }
-    return dropped ? -E2BIG : 0;
-}
-
-static void arm_frame_timeout(struct conn *c) {
-    if (frame_reader_partial(&c->reader)) {
-        if (!event_pending(c->ev_frame_timeout, EV_TIMEOUT, NULL)) {
-            struct timeval tv = {
-                .tv_sec = c->d->cfg.frame_timeout_ms / 1000,
-                .tv_usec = (c->d->cfg.frame_timeout_ms % 1000) * 1000,
-            };
-            event_add(c->ev_frame_timeout, &tv);
-        }
-    } else {
-        event_del(c->ev_frame_timeout);
-    }
-}
-
-static void on_frame_timeout(evutil_socket_t fd, short what, void *arg) {
-    struct conn *c = arg;
-
-    log_warn("client uid %u pid %d did not finish a frame within %u ms; dropped", c->peer.uid,
-             c->peer.pid, c->d->cfg.frame_timeout_ms);
-    conn_close(c, "frame timeout");
 }
 
 /* Read nothing more from this connection for now: the fds its user handed
@@ -494,95 +434,39 @@ static bool conn_must_pause(const struct conn *c) {
                   closer_total_pending(cl) > all_cap);
 }
 
-static void conn_pause(struct conn *c) {
-    if (c->paused)
+static void conn_set_paused(struct conn *c, bool paused) {
+    struct pmsg_conn m = {.id = c->id, .count = paused ? 1 : 0};
+    if (c->paused == paused || c->dead)
         return;
-    c->paused = true;
-    event_del(c->ev_read);
-    log_warn("not reading from uid %u pid %d for now: %u of its file descriptors are still "
-             "being closed",
-             c->peer.uid, c->peer.pid, closer_pending(c->d->closer, c->peer.uid));
+    c->paused = paused;
+    if (paused)
+        log_warn("not reading from uid %u pid %d for now: %u of its file descriptors are still "
+                 "being closed",
+                 c->peer.uid, c->peer.pid, closer_pending(c->d->closer, c->peer.uid));
+    if (pproc_ready(c->d))
+        (void)tell(c, PMSG_CONN_PAUSE, &m);
+}
+
+void conn_pause_if_needed(struct conn *c) {
+    if (!c->paused && !c->dead && conn_must_pause(c))
+        conn_set_paused(c, true);
 }
 
 void conn_resume_if_ok(struct conn *c) {
     if (!c->paused || c->dead || conn_must_pause(c))
         return;
-    c->paused = false;
-    event_add(c->ev_read, NULL);
+    conn_set_paused(c, false);
 }
 
-static void on_readable(evutil_socket_t fd, short what, void *arg) {
-    struct conn *c = arg;
-    uint8_t buf[64 * 1024];
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * CONN_SCM_MAX_FD)];
-    } ctl;
-    size_t budget = CONN_READ_BUDGET;
+bool conn_paused(const struct conn *c) { return c->paused; }
 
-    while (budget > 0 && !c->dead) {
-        if (conn_must_pause(c)) {
-            conn_pause(c);
-            return;
-        }
-        struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
-        struct msghdr mh = {
-            .msg_iov = &iov,
-            .msg_iovlen = 1,
-            .msg_control = ctl.buf,
-            .msg_controllen = sizeof(ctl.buf),
-        };
-        ssize_t n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                break;
-            conn_close(c, "read failed");
-            return;
-        }
-        if (n == 0) {
-            conn_close(c, "client closed");
-            return;
-        }
-        budget -= (size_t)n < budget ? (size_t)n : budget;
-        if (queue_fds(c, &mh, c->reader.offset + (uint64_t)n) < 0) {
-            conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
-                        "too many file descriptors sent without a frame to carry them");
-            return;
-        }
-
-        size_t off = 0;
-        while (off < (size_t)n && !c->dead) {
-            bool done = false;
-            if (!frame_reader_partial(&c->reader))
-                c->frame_started_mono_ms = lyhd_mono_ms();
-            ssize_t used = frame_reader_feed(&c->reader, buf + off, (size_t)n - off, &done);
-            if (used < 0) {
-                conn_close(c, used == -EMSGSIZE ? "frame larger than the limit"
-                                                : "malformed frame header");
-                return;
-            }
-            off += (size_t)used;
-            if (done) {
-                uint32_t len;
-                uint64_t start, end;
-                _cleanup_free_ uint8_t *body = frame_reader_take(&c->reader, &len, &start, &end);
-                /* Each frame gets the full frame timeout from its own start. */
-                if (c->ev_frame_timeout)
-                    event_del(c->ev_frame_timeout);
-                handle_frame(c, body, len, end);
-            }
-        }
-    }
-    if (!c->dead)
-        arm_frame_timeout(c);
-}
-
-int conn_new(struct lyhd *d, int fd, const struct ucred *peer, struct conn **ret) {
+int conn_new(struct lyhd *d, uint64_t id, int fd, const struct ucred *peer, struct conn **ret) {
     struct conn *c = calloc(1, sizeof(*c));
 
     if (!c)
         return -ENOMEM;
     c->d = d;
+    c->id = id;
     c->fd = fd;
     c->peer = *peer;
     /* what the peer calls itself, now, while its pid is most likely still its
@@ -590,21 +474,8 @@ int conn_new(struct lyhd *d, int fd, const struct ucred *peer, struct conn **ret
     if (proc_label(peer->pid, c->peer_label, sizeof(c->peer_label)) < 0)
         c->peer_label[0] = '\0';
     TAILQ_INIT(&c->calls);
-    frame_reader_init(&c->reader, LYH_MAX_FRAME_BYTES);
     c->out = evbuffer_new();
-    c->ev_read = event_new(d->base, fd, EV_READ | EV_PERSIST, on_readable, c);
-    c->ev_write = event_new(d->base, fd, EV_WRITE | EV_PERSIST, on_writable, c);
-    c->ev_frame_timeout = evtimer_new(d->base, on_frame_timeout, c);
-    if (!c->out || !c->ev_read || !c->ev_write || !c->ev_frame_timeout ||
-        event_add(c->ev_read, NULL) < 0) {
-        if (c->out)
-            evbuffer_free(c->out);
-        if (c->ev_read)
-            event_free(c->ev_read);
-        if (c->ev_write)
-            event_free(c->ev_write);
-        if (c->ev_frame_timeout)
-            event_free(c->ev_frame_timeout);
+    if (!c->out) {
         free(c);
         return -ENOMEM;
     }

@@ -52,11 +52,18 @@ struct rpc_call {
     TAILQ_ENTRY(rpc_call) link;
 };
 
-/* Takes ownership of fd (a connected, non-blocking, CLOEXEC socket). */
-int conn_new(struct lyhd *d, int fd, const struct ucred *peer, struct conn **ret);
-/* Tear down: open calls get on_disconnect, fds are closed, the server is told.
- * Safe to call from inside the connection's own callbacks (freeing is deferred). */
+/* A connection the protocol process accepted (its id) whose socket fd (our
+ * duplicate: taken) has this peer. */
+int conn_new(struct lyhd *d, uint64_t id, int fd, const struct ucred *peer, struct conn **ret);
+/* Tear down: open calls get on_disconnect, the protocol process is told to
+ * close it (its CONN_GONE then calls conn_release; with no protocol process
+ * that happens now). Safe to call from inside the connection's own
+ * callbacks (freeing is deferred). */
 void conn_close(struct conn *c, const char *why);
+/* The end: our duplicate of the socket closed off the loop, the server
+ * told, the memory freed later. After conn_close, or instead of it when the
+ * calls are gone already. */
+void conn_release(struct conn *c);
 /* Queue one response frame. -EMSGSIZE if it cannot be framed; -ENOBUFS when the
  * client does not read and the output limit is reached (the connection is then
  * closed). */
@@ -67,6 +74,29 @@ int conn_send(struct conn *c, const LyhResponse *resp);
 int conn_send_frame(struct conn *c, const uint8_t *frame, size_t len);
 /* Send a connection-level error (call id 0) and close. */
 void conn_refuse(struct conn *c, int code, const char *message);
+/* Answer a request that never reaches a handler (refusals and limits go to
+ * the audit log). */
+void conn_reply_error(struct conn *c, uint64_t call_id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The protocol process's messages about this connection. -EBADMSG: not its
+ * to send (the caller ends the process). */
+struct pmsg_conn;
+/* A piece of a request (fds with the last piece, taken in every case). */
+int conn_on_request(struct conn *c, const struct pmsg_conn *m, int *fds, size_t nfds);
+/* n bytes of what it was handed were written to the client. */
+int conn_drained(struct conn *c, uint32_t n);
+/* Hand queued responses over (a new protocol process, room in the windows). */
+void conn_flush(struct conn *c);
+/* Did a connection find every connection's window full since the last
+ * call? (Then each gets a conn_flush once there is room.) */
+bool conn_window_was_full(void);
+
+uint64_t conn_id(const struct conn *c);
+int conn_fd(const struct conn *c);
+/* A request half received, or responses handed over but not known to be
+ * written: a protocol process that dies now may have cut a frame. */
+bool conn_has_partial(const struct conn *c);
 
 /* Is uid an admin now: root, or a member of --admin-group in the group
  * database as it is at this moment (primary group or member list), not as it
@@ -79,9 +109,12 @@ void conn_set_peer_groups(struct conn *c, const gid_t *groups, size_t n);
 /* A finished call outside dispatch: unlink from its connection and free. */
 void conn_call_done(struct rpc_call *call);
 
-/* Start reading again from a connection paused because its user's fds were
- * still being closed, once that is no longer so (a timer calls this). */
+/* Stop reading from a connection whose user's fds are still being closed
+ * (after each of its requests), and start again once that is no longer so
+ * (a timer calls conn_resume_if_ok). */
+void conn_pause_if_needed(struct conn *c);
 void conn_resume_if_ok(struct conn *c);
+bool conn_paused(const struct conn *c);
 
 /* The open call with this id, or NULL. */
 struct rpc_call *conn_find_call(struct conn *c, uint64_t call_id);

@@ -453,9 +453,17 @@ int pmsg_recv(int sock, uint8_t *buf, size_t cap, size_t *ret_len, int *fds, siz
         for (size_t i = 0; i < k && got < ARRAY_SIZE(tmp); i++)
             memcpy(&tmp[got++], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
     }
-    if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || got > PMSG_MAX_FDS) {
+    if ((mh.msg_flags & MSG_TRUNC) || got > PMSG_MAX_FDS) {
         pmsg_close_fds(tmp, got);
         return -EBADMSG;
+    }
+    if (mh.msg_flags & MSG_CTRUNC) {
+        /* the kernel had no fd numbers left for us: the message came, its
+         * fds did not (those that did are closed) */
+        pmsg_close_fds(tmp, got);
+        *ret_nfds = 0;
+        *ret_len = (size_t)n;
+        return -EMFILE;
     }
     if (n == 0 && got == 0)
         return -EPIPE;
@@ -590,4 +598,141 @@ int pmsg_decode_sync(uint16_t type, const uint8_t *p, size_t len, struct pmsg_sy
         return -EBADMSG;
     ret->id = type == PMSG_NFLOG_START ? 0 : br_get32(&r);
     return done(&r);
+}
+
+/* ---- client connections -------------------------------------------------------------- */
+
+bool pmsg_conn_type(uint16_t type) {
+    return (type >= PMSG_CONN_OPEN && type <= PMSG_FDS) ||
+           (type >= PMSG_LISTEN_START && type <= PMSG_CONN_PAUSE);
+}
+
+static bool text_ok(const char *t) {
+    size_t n = strnlen(t, PMSG_TEXT_MAX);
+    if (n == 0 || n >= PMSG_TEXT_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (t[i] < 0x20 || t[i] > 0x7e)
+            return false;
+    return true;
+}
+
+
+/* Every field as the decoder requires it: one encoding per message. */
+static bool conn_ok(uint16_t type, const struct pmsg_conn *m) {
+    bool id = m->id != 0;
+    switch (type) {
+    case PMSG_CONN_OPEN:
+    case PMSG_CONN_GONE:
+    case PMSG_FDS:
+    case PMSG_CONN_ADOPT:
+    case PMSG_CONN_CLOSE:
+        return id;
+    case PMSG_CONN_PAUSE:
+        return id && m->count <= 1;
+    case PMSG_DRAINED:
+        return id && m->count >= 1;
+    case PMSG_REQUEST:
+        return id && m->total <= PMSG_REQUEST_MAX && m->data_len <= PMSG_CHUNK &&
+               (m->data_len >= 1 || m->total == 0) && m->offset <= m->total &&
+               m->data_len <= m->total - m->offset;
+    case PMSG_OUT:
+        return id && m->data_len >= 1 && m->data_len <= PMSG_CHUNK;
+    case PMSG_REFUSE:
+        return id && m->code >= 1 && m->code <= 16 && (m->flags & ~PMSG_REFUSE_CLOSE) == 0 &&
+               (!(m->flags & PMSG_REFUSE_CLOSE) || m->call_id == 0) &&
+               text_ok(m->text);
+    case PMSG_LISTEN_START:
+        return id && m->count >= 1 && m->code >= 1 && m->code <= 3;
+    default:
+        return false;
+    }
+}
+
+int pmsg_encode_conn(uint16_t type, const struct pmsg_conn *m, uint8_t *buf, size_t cap,
+                     size_t *ret_len) {
+    struct bw w;
+    int r = 0;
+    if (!pmsg_conn_type(type) || !conn_ok(type, m))
+        return -EINVAL;
+    begin(&w, buf, cap, type);
+    bw_put32(&w, (uint32_t)(m->id >> 32));
+    bw_put32(&w, (uint32_t)m->id);
+    switch (type) {
+    case PMSG_CONN_PAUSE:
+        bw_put8(&w, (uint8_t)m->count);
+        break;
+    case PMSG_DRAINED:
+        bw_put32(&w, m->count);
+        break;
+    case PMSG_REQUEST:
+        bw_put32(&w, m->total);
+        bw_put32(&w, m->offset);
+        bw_put(&w, m->data, m->data_len);
+        break;
+    case PMSG_OUT:
+        bw_put(&w, m->data, m->data_len);
+        break;
+    case PMSG_REFUSE:
+        bw_put32(&w, (uint32_t)(m->call_id >> 32));
+        bw_put32(&w, (uint32_t)m->call_id);
+        bw_put8(&w, m->code);
+        bw_put8(&w, m->flags);
+        r = put_str(&w, m->text, PMSG_TEXT_MAX);
+        break;
+    case PMSG_LISTEN_START:
+        bw_put32(&w, m->count);
+        bw_put8(&w, m->code);
+        break;
+    }
+    return finish(&w, r, ret_len);
+}
+
+int pmsg_decode_conn(uint16_t type, const uint8_t *p, size_t len, struct pmsg_conn *ret) {
+    struct br r = {.p = p, .len = len};
+    struct pmsg_conn m;
+    uint64_t hi, lo;
+
+    memset(&m, 0, sizeof(m));
+    if (!pmsg_conn_type(type))
+        return -EBADMSG;
+    hi = br_get32(&r), lo = br_get32(&r);
+    m.id = hi << 32 | lo;
+    switch (type) {
+    case PMSG_CONN_PAUSE:
+        m.count = br_get8(&r);
+        break;
+    case PMSG_DRAINED:
+        m.count = br_get32(&r);
+        break;
+    case PMSG_REQUEST:
+        m.total = br_get32(&r);
+        m.offset = br_get32(&r);
+        if (!r.bad) { /* the rest is the data */
+            m.data_len = r.len - r.off;
+            m.data = br_take(&r, m.data_len);
+        }
+        break;
+    case PMSG_OUT:
+        if (!r.bad) {
+            m.data_len = r.len - r.off;
+            m.data = br_take(&r, m.data_len);
+        }
+        break;
+    case PMSG_REFUSE:
+        hi = br_get32(&r), lo = br_get32(&r);
+        m.call_id = hi << 32 | lo;
+        m.code = br_get8(&r);
+        m.flags = br_get8(&r);
+        get_str(&r, m.text, PMSG_TEXT_MAX);
+        break;
+    case PMSG_LISTEN_START:
+        m.count = br_get32(&r);
+        m.code = br_get8(&r);
+        break;
+    }
+    if (done(&r) < 0 || !conn_ok(type, &m))
+        return -EBADMSG;
+    *ret = m;
+    return 0;
 }

@@ -42,6 +42,12 @@ enum pmsg_type {
     PMSG_DNS_RECORD = 3, /* a query's outcome, for the audit log */
     PMSG_FLOWS = 4,      /* flow events it read from NFLOG, for the audit log */
     PMSG_FLOWS_SYNCED = 5, /* every event queued when FLOWS_SYNC came was sent */
+    PMSG_CONN_OPEN = 6,    /* a client connected (its socket comes along) */
+    PMSG_CONN_GONE = 7,    /* a client's connection is closed (on our side) */
+    PMSG_REQUEST = 8,      /* a piece of a client's request, checked and encoded again */
+    PMSG_REFUSE = 9,       /* a request refused before the parent (its fds come along) */
+    PMSG_DRAINED = 10,     /* bytes of OUT written to the client */
+    PMSG_FDS = 11,         /* fds a client sent that no request takes: for the parent to close */
     /* parent -> protocol process */
     PMSG_DNS_START = 64,    /* serve a session's DNS (its listening sockets come along) */
     PMSG_DNS_STOP = 65,     /* stop serving it */
@@ -49,6 +55,11 @@ enum pmsg_type {
     PMSG_DNS_ANSWERED = 67, /* the addresses of a DNS_ANSWER are in place (or not) */
     PMSG_NFLOG_START = 68,  /* read the guard's flow events (the NFLOG socket comes along) */
     PMSG_FLOWS_SYNC = 69,   /* send what is queued now, then FLOWS_SYNCED */
+    PMSG_LISTEN_START = 70, /* accept clients (lyhd's listening socket comes along) */
+    PMSG_CONN_ADOPT = 71,   /* serve a connection an earlier protocol process served */
+    PMSG_OUT = 72,          /* bytes for a client (whole frames, or a piece of one) */
+    PMSG_CONN_CLOSE = 73,   /* close a connection */
+    PMSG_CONN_PAUSE = 74,   /* stop or start reading from a connection */
 };
 
 struct pmsg_ready {
@@ -163,6 +174,32 @@ struct pmsg_sync {
     uint32_t id;
 };
 
+/* The client connections' messages (CONN_*, REQUEST, REFUSE, DRAINED, FDS,
+ * LISTEN_START, OUT): one layout, the fields each type uses. A connection's
+ * id is chosen by the protocol process, counting up from LISTEN_START's
+ * first_id; never 0. A request larger than one datagram comes in pieces, in
+ * order, its fds with the last. */
+#define PMSG_CHUNK       (PMSG_MAX_BYTES - 64) /* bytes of REQUEST or OUT in one datagram */
+#define PMSG_TEXT_MAX    256                   /* REFUSE's text, with its NUL */
+#define PMSG_REQUEST_MAX (1u << 20)            /* a whole request (LYH_MAX_FRAME_BYTES) */
+
+enum { PMSG_REFUSE_CLOSE = 1 }; /* REFUSE: answer with call id 0 and close the connection */
+
+struct pmsg_conn {
+    uint64_t id;
+    uint64_t call_id;    /* REFUSE: the call it answers (0 with PMSG_REFUSE_CLOSE; may
+                          * be 0 without: a request that said 0 and failed earlier) */
+    uint32_t total;      /* REQUEST: the whole request's length (<= PMSG_REQUEST_MAX) */
+    uint32_t offset;     /* REQUEST: where this piece starts */
+    uint32_t count;      /* DRAINED: bytes written (>= 1); LISTEN_START: the frame
+                          * timeout in ms (>= 1); CONN_PAUSE: 1 stop, 0 start */
+    uint8_t code;        /* REFUSE: the status (1..16); LISTEN_START: fds per request (1..3) */
+    uint8_t flags;       /* REFUSE: PMSG_REFUSE_* */
+    char text[PMSG_TEXT_MAX]; /* REFUSE: what the client is told: printable ASCII, 1..255 */
+    const uint8_t *data; /* REQUEST, OUT: the bytes (into the caller's buffer) */
+    size_t data_len;     /* REQUEST: 1..PMSG_CHUNK (0 only for an empty request); OUT: 1.. */
+};
+
 /* Encoders: the whole datagram (header and payload) into buf. -ENOBUFS when
  * it does not fit, -EINVAL for a field out of range. */
 int pmsg_encode_ready(const struct pmsg_ready *m, uint8_t *buf, size_t cap, size_t *ret_len);
@@ -184,6 +221,10 @@ int pmsg_encode_flows(const struct pmsg_flows *m, uint8_t *buf, size_t cap, size
 int pmsg_encode_sync(uint16_t type, const struct pmsg_sync *m, uint8_t *buf, size_t cap,
                      size_t *ret_len);
 
+/* type: one of the connection messages above. */
+int pmsg_encode_conn(uint16_t type, const struct pmsg_conn *m, uint8_t *buf, size_t cap,
+                     size_t *ret_len);
+
 /* The header of a datagram: its type, and where its payload is. -EBADMSG
  * for a short datagram, another version, or a length that disagrees. */
 int pmsg_header(const uint8_t *buf, size_t len, uint16_t *ret_type, const uint8_t **ret_payload,
@@ -199,6 +240,10 @@ int pmsg_decode_dns_policy(const uint8_t *p, size_t len, struct pmsg_dns_policy 
 int pmsg_decode_dns_answered(const uint8_t *p, size_t len, struct pmsg_dns_answered *ret);
 int pmsg_decode_flows(const uint8_t *p, size_t len, struct pmsg_flows *ret);
 int pmsg_decode_sync(uint16_t type, const uint8_t *p, size_t len, struct pmsg_sync *ret);
+/* m->data points into p. */
+int pmsg_decode_conn(uint16_t type, const uint8_t *p, size_t len, struct pmsg_conn *ret);
+/* Is type one of the connection messages? */
+bool pmsg_conn_type(uint16_t type);
 
 /* Is s a session id: PMSG_ID_LEN lowercase hex characters? */
 bool pmsg_id_ok(const char *s);
@@ -213,7 +258,9 @@ void pmsg_close_fds(const int *fds, size_t n);
 
 /* Receive one datagram into buf (PMSG_MAX_BYTES) and its fds (close-on-exec,
  * up to PMSG_MAX_FDS). A datagram that was cut, or more fds than that:
- * whatever came is closed, -EBADMSG. 0 bytes: the peer is gone (-EPIPE).
+ * whatever came is closed, -EBADMSG. Fds the kernel could not give us (we
+ * are out of fd numbers): the message is in buf, its fds are not, -EMFILE.
+ * 0 bytes: the peer is gone (-EPIPE).
  * -EAGAIN when none is waiting. */
 int pmsg_recv(int sock, uint8_t *buf, size_t cap, size_t *ret_len, int *fds, size_t *ret_nfds);
 

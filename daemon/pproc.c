@@ -40,6 +40,7 @@
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
 #include "daemon/pmsg.h"
+#include "daemon/server.h"
 #include "storage/audit_db.h"
 
 #define PPROC_BACKOFF_MIN_MS 250
@@ -125,17 +126,32 @@ static void send_nflog(struct lyhd *d) {
                   strerror(-r));
 }
 
-int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) {
+int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, int *fds, size_t nfds) {
     uint16_t type;
     const uint8_t *pl;
     size_t pl_len;
     bool ready = pproc_ready(d);
     int r;
 
-    /* it never sends fds; every message but READY comes after READY */
-    if (pmsg_header(buf, len, &type, &pl, &pl_len) < 0 || nfds ||
-        (type != PMSG_READY && !ready) || (d->pproc && d->pproc->ending))
+    /* every message but READY comes after READY */
+    if (pmsg_header(buf, len, &type, &pl, &pl_len) < 0 || (type != PMSG_READY && !ready) ||
+        (d->pproc && d->pproc->ending)) {
+        pmsg_close_fds(fds, nfds);
         return -EBADMSG;
+    }
+    /* the client connections' messages: the only ones that carry fds */
+    if (pmsg_conn_type(type) && type < PMSG_LISTEN_START) {
+        struct pmsg_conn m;
+        if (pmsg_decode_conn(type, pl, pl_len, &m) < 0) {
+            pmsg_close_fds(fds, nfds);
+            return -EBADMSG;
+        }
+        return server_on_message(d->server, type, &m, fds, nfds);
+    }
+    if (nfds) {
+        pmsg_close_fds(fds, nfds);
+        return -EBADMSG;
+    }
     switch (type) {
     case PMSG_READY: {
         struct pmsg_ready m;
@@ -152,6 +168,10 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) 
         }
         dns_fwd_announce_all(d);
         send_nflog(d);
+        if ((r = server_protocol_ready(d->server)) < 0 && d->pproc->ready) {
+            log_error("cannot hand lyhd's clients to the protocol process: %s", strerror(-r));
+            end_process(d, "it did not take the clients");
+        }
         return 0;
     }
     case PMSG_DNS_ANSWER: {
@@ -194,6 +214,20 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds) 
     }
 }
 
+/* A message whose fds we had no room for (pmsg_recv's -EMFILE). */
+static int fds_lost(struct lyhd *d, const uint8_t *buf, size_t len) {
+    uint16_t type;
+    const uint8_t *pl;
+    size_t pl_len;
+    struct pmsg_conn m;
+
+    if (!pproc_ready(d) || pmsg_header(buf, len, &type, &pl, &pl_len) < 0 ||
+        !pmsg_conn_type(type) || type >= PMSG_LISTEN_START ||
+        pmsg_decode_conn(type, pl, pl_len, &m) < 0)
+        return -EBADMSG;
+    return server_fds_lost(d->server, type, &m);
+}
+
 static void on_sock(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     struct lyhd *d = arg;
@@ -214,8 +248,8 @@ static void on_sock(evutil_socket_t fd, short what, void *arg) {
             event_del(p->ev_sock);
             return;
         }
-        pmsg_close_fds(fds, nfds);
-        if (r < 0 || pproc_dispatch(d, buf, len, nfds) < 0) {
+        if (r == -EMFILE ? fds_lost(d, buf, len) < 0
+                         : r < 0 || pproc_dispatch(d, buf, len, fds, nfds) < 0) {
             end_process(d, "it sent a message that makes no sense");
             event_del(p->ev_sock);
             return;
@@ -275,6 +309,8 @@ static void on_exit_event(evutil_socket_t fd, short what, void *arg) {
     else
         snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
     close_process(p);
+    /* its clients wait for the next one (but those it may have left mid-frame) */
+    server_protocol_gone(d->server);
     uint64_t now = lyhd_mono_ms();
     if (now - p->started_ms >= PPROC_STABLE_MS)
         p->backoff_ms = PPROC_BACKOFF_MIN_MS;
@@ -512,8 +548,8 @@ void pproc_sync_flows(struct lyhd *d, unsigned timeout_ms) {
         int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
         if (r == -EAGAIN)
             continue;
-        pmsg_close_fds(fds, nfds);
-        if (r < 0 || pproc_dispatch(d, buf, len, nfds) < 0) {
+        if (r == -EMFILE ? fds_lost(d, buf, len) < 0
+                         : r < 0 || pproc_dispatch(d, buf, len, fds, nfds) < 0) {
             if (r != -EPIPE && r != -ECONNRESET)
                 end_process(d, "it sent a message that makes no sense");
             break;

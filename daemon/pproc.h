@@ -49,8 +49,9 @@ int pproc_send(struct lyhd *d, const uint8_t *buf, size_t len, const int *fds, s
 int pproc_attach_for_test(struct lyhd *d, int sock);
 
 /* The parent's handling of one datagram from the protocol process (decode,
- * check, act). Exposed for tests and fuzz/fuzz_pmsg.c. -EBADMSG: malformed
- * or not its to send (the caller then ends the process). */
-int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, size_t nfds);
+ * check, act) and the fds that came with it (taken in every case). Exposed
+ * for tests and fuzz/fuzz_pmsg.c. -EBADMSG: malformed or not its to send
+ * (the caller then ends the process). */
+int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, int *fds, size_t nfds);
 
 #endif

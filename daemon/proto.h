@@ -18,6 +18,8 @@ struct event_base;
 struct event;
 struct relay;
 struct flow_reader;
+struct pconn;
+struct outmsg;
 
 struct proto {
     struct event_base *base;
@@ -27,6 +29,17 @@ struct proto {
     TAILQ_HEAD(relay_list, relay) relays;
     uint32_t next_req;
     struct flow_reader *flows; /* NULL until NFLOG_START */
+    /* proto_clients.c: lyhd's clients (after LISTEN_START) */
+    int listen_fd;  /* -1 until LISTEN_START */
+    int reserve_fd; /* a spare fd for when there are none (proto_clients.c) */
+    bool accept_paused;
+    struct event *ev_accept, *ev_accept_retry, *ev_sock_write;
+    uint64_t next_id;
+    unsigned frame_timeout_ms, max_fds;
+    TAILQ_HEAD(pconn_list, pconn) conns;
+    unsigned n_conns;
+    TAILQ_HEAD(outmsg_list, outmsg) outq; /* for the parent, in order */
+    size_t outq_bytes;
 };
 
 /* Send one message to the parent (encoded by the caller). -errno. */
@@ -53,5 +66,18 @@ int flows_start(struct proto *p, int fd);
 /* Read everything queued now, send it, then FLOWS_SYNCED with id. */
 void flows_sync(struct proto *p, uint32_t id);
 void flows_free(struct proto *p);
+
+/* proto_clients.c: the client connections. Accept on lyhd's listening
+ * socket fd (taken) with the settings of LISTEN_START. -EBADMSG: a second. */
+int clients_listen(struct proto *p, const struct pmsg_conn *m, int fd);
+/* Serve a connection an earlier protocol process served (fd taken).
+ * -EBADMSG for an id this process could have chosen itself or serves. */
+int clients_adopt(struct proto *p, const struct pmsg_conn *m, int fd);
+/* OUT, CONN_CLOSE, CONN_PAUSE for a connection (one that ended here already:
+ * nothing). */
+void clients_on_message(struct proto *p, uint16_t type, const struct pmsg_conn *m);
+/* The socket to the parent can take more (its write event). */
+void clients_on_sock_writable(struct proto *p);
+void clients_free(struct proto *p);
 
 #endif

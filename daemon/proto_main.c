@@ -22,6 +22,7 @@
 #include "daemon/proto.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,15 @@ static int dispatch(struct proto *p, const uint8_t *buf, size_t len, int *fds, s
             log_error("cannot serve the DNS of session '%s': %s", m.session, strerror(-r));
         return r == -EBADMSG ? r : 0;
     }
+    if (r == 0 && (type == PMSG_LISTEN_START || type == PMSG_CONN_ADOPT)) {
+        struct pmsg_conn m;
+        if (nfds != 1 || pmsg_decode_conn(type, pl, pl_len, &m) < 0)
+            goto bad;
+        r = type == PMSG_LISTEN_START ? clients_listen(p, &m, fds[0]) : clients_adopt(p, &m, fds[0]);
+        if (r < 0 && r != -EBADMSG)
+            log_error("cannot serve lyhd's clients: %s", strerror(-r));
+        return r == -EBADMSG ? r : 0;
+    }
     if (r == 0 && nfds)
         r = -EBADMSG; /* fds with a message that takes none */
     if (r < 0)
@@ -96,6 +106,15 @@ static int dispatch(struct proto *p, const uint8_t *buf, size_t len, int *fds, s
         flows_sync(p, m.id);
         return 0;
     }
+    case PMSG_OUT:
+    case PMSG_CONN_CLOSE:
+    case PMSG_CONN_PAUSE: {
+        struct pmsg_conn m;
+        if ((r = pmsg_decode_conn(type, pl, pl_len, &m)) < 0)
+            return r;
+        clients_on_message(p, type, &m);
+        return 0;
+    }
     case PMSG_DNS_ANSWERED: {
         struct pmsg_dns_answered m;
         if ((r = pmsg_decode_dns_answered(pl, pl_len, &m)) < 0)
@@ -109,6 +128,11 @@ static int dispatch(struct proto *p, const uint8_t *buf, size_t len, int *fds, s
 bad:
     close_fds(fds, nfds);
     return -EBADMSG;
+}
+
+static void on_parent_writable(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    clients_on_sock_writable(arg);
 }
 
 static void on_parent(evutil_socket_t fd, short what, void *arg) {
@@ -202,7 +226,7 @@ static int parse_num(const char *s, unsigned long max, unsigned long *ret) {
 }
 
 int proto_main(int argc, char **argv) {
-    struct proto p = {.sock = -1};
+    struct proto p = {.sock = -1, .listen_fd = -1, .reserve_fd = -1};
     unsigned long fd, uid, gid, flags;
     char why[300];
     int type = 0;
@@ -221,12 +245,18 @@ int proto_main(int argc, char **argv) {
         _exit(1);
     }
     TAILQ_INIT(&p.relays);
+    TAILQ_INIT(&p.conns);
+    TAILQ_INIT(&p.outq);
     p.base = event_base_new();
     p.ev_sock = p.base ? event_new(p.base, p.sock, EV_READ | EV_PERSIST, on_parent, &p) : NULL;
-    if (!p.ev_sock || event_add(p.ev_sock, NULL) < 0) {
+    p.ev_sock_write = p.base ? event_new(p.base, p.sock, EV_WRITE, on_parent_writable, &p) : NULL;
+    if (!p.ev_sock || !p.ev_sock_write || event_add(p.ev_sock, NULL) < 0) {
         log_error("cannot set up the event loop");
         _exit(1);
     }
+    /* a client that closed before its answer was written is an error from
+     * writev, not a signal that ends this process */
+    signal(SIGPIPE, SIG_IGN);
     if (confine((uid_t)uid, (gid_t)gid, why, sizeof(why)) < 0) {
         log_error("cannot confine the protocol process: %s", why);
         _exit(1);
@@ -242,5 +272,6 @@ int proto_main(int argc, char **argv) {
     event_base_dispatch(p.base);
     relay_free_all(&p);
     flows_free(&p);
+    clients_free(&p);
     _exit(0);
 }

@@ -16,11 +16,16 @@
  * (/proc/self/fd/N/NAME), so nobody can swap the directory or the name under
  * us between the check and the use, and clients who reach the path reach us.
  *
- * Why an fd reserve: when the process runs out of fds, accept() keeps failing
- * with EMFILE while the pending connection stays in the backlog, and a
- * level-triggered loop would spin. We keep one spare fd; on EMFILE we free it,
- * accept and close the waiting connection (the client sees EOF rather than a
- * hang), and stop accepting until some connection closes. */
+ * Who accepts: the protocol process (proto_clients.c). This file binds the
+ * socket, hands it over (PMSG_LISTEN_START) to every protocol process that
+ * starts, and keeps its own copy: while none runs, clients wait in the
+ * backlog. Each accepted connection comes back as PMSG_CONN_OPEN with a
+ * duplicate of its socket, from which the peer's credentials are read here,
+ * from the kernel: never what the protocol process says. The duplicate is
+ * kept, so a connection outlives the protocol process that served it: the
+ * next one adopts it (PMSG_CONN_ADOPT), unless a frame may have been cut
+ * (conn_has_partial), and the sessions whose clients are connected carry
+ * on. */
 #include "daemon/audit.h"
 #include "daemon/closer.h"
 #include "daemon/server.h"
@@ -30,6 +35,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +48,8 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
+#include "daemon/pmsg.h"
+#include "daemon/pproc.h"
 #include "storage/dircheck.h"
 
 /* Closes of one user's fds that may still be pending before lyhd refuses
@@ -58,11 +66,11 @@ struct server {
     int listen_fd;
     int dir_fd;                 /* the socket's directory, checked */
     char name[NAME_MAX + 1];    /* the socket's name in it */
-    int reserve_fd;
-    bool accept_paused;
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* as bound (getsockname) */
     bool stopping;
     bool unlinked;
-    struct event *ev_accept;
+    uint64_t next_id;           /* above every connection id seen */
+    uint64_t first_id;          /* the current protocol process's first */
     struct conn_slot *slots;
     unsigned n_slots;
     unsigned cap_slots;
@@ -80,11 +88,6 @@ unsigned server_conn_count_uid(const struct server *s, uid_t uid) {
     return n;
 }
 
-static void reserve_fd_take(struct server *s) {
-    if (s->reserve_fd < 0)
-        s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-}
-
 void server_conn_removed(struct server *s, struct conn *c) {
     if (!s)
         return;
@@ -94,14 +97,6 @@ void server_conn_removed(struct server *s, struct conn *c) {
             break;
         }
     }
-    if (s->accept_paused && !s->stopping) {
-        reserve_fd_take(s);
-        if (s->reserve_fd >= 0) {
-            s->accept_paused = false;
-            event_add(s->ev_accept, NULL);
-            log_info("fds available again; accepting connections");
-        }
-    }
 }
 
 void server_tick(struct server *s) {
@@ -109,19 +104,40 @@ void server_tick(struct server *s) {
         return;
     for (unsigned i = 0; i < s->n_slots; i++)
         conn_resume_if_ok(s->slots[i].conn);
-    /* A closed connection's fd may have been released by a closer worker
-     * after server_conn_removed() tried to take the reserve back. */
-    if (s->accept_paused) {
-        reserve_fd_take(s);
-        if (s->reserve_fd >= 0) {
-            s->accept_paused = false;
-            event_add(s->ev_accept, NULL);
-            log_info("fds available again; accepting connections");
-        }
-    }
 }
 
-static void accept_one(struct server *s, int fd) {
+static struct conn *find(const struct server *s, uint64_t id) {
+    for (unsigned i = 0; i < s->n_slots; i++)
+        if (conn_id(s->slots[i].conn) == id)
+            return s->slots[i].conn;
+    return NULL;
+}
+
+/* Is fd a connection accepted on our socket: an AF_UNIX stream socket whose
+ * own address is the path we bound? (A socket the protocol process made
+ * itself would carry its own credentials; this keeps it to real clients.) */
+static bool ours(const struct server *s, int fd) {
+    struct sockaddr_un sa;
+    socklen_t len = sizeof(sa);
+    int v = 0;
+    socklen_t vl = sizeof(v);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &vl) < 0 || v != AF_UNIX)
+        return false;
+    vl = sizeof(v);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl) < 0 || v != SOCK_STREAM)
+        return false;
+    memset(&sa, 0, sizeof(sa));
+    if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || len <= offsetof(struct sockaddr_un, sun_path))
+        return false;
+    size_t n = len - offsetof(struct sockaddr_un, sun_path);
+    return strnlen(sa.sun_path, n) == strlen(s->path) && memcmp(sa.sun_path, s->path, strlen(s->path)) == 0;
+}
+
+/* A new client (CONN_OPEN): its credentials from the kernel, the limits.
+ * -EBADMSG: not a connection of ours, or an id in use or below the first
+ * the protocol process was given. */
+static int conn_open(struct server *s, uint64_t id, int fd) {
     struct ucred cred;
     socklen_t len = sizeof(cred);
     struct conn *c = NULL;
@@ -131,11 +147,13 @@ static void accept_one(struct server *s, int fd) {
     char msg[256];
     int r;
 
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-        log_warn("SO_PEERCRED failed on a new connection: %s; closing it", strerror(errno));
-        close(fd);
-        return;
+    if (id < s->first_id || find(s, id) || !ours(s, fd) ||
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        pmsg_close_fds(&fd, 1);
+        return -EBADMSG;
     }
+    if (id >= s->next_id)
+        s->next_id = id + 1;
     /* Supplementary groups; more than we can hold means we cannot decide
      * admin membership or drop groups correctly, so refuse (fail closed). */
     glen = sizeof(groups);
@@ -143,23 +161,24 @@ static void accept_one(struct server *s, int fd) {
         groups_ok = false;
         glen = 0;
     }
-    r = conn_new(s->d, fd, &cred, &c);
-    if (r < 0) {
-        log_error("cannot set up a connection for uid %u: %s", cred.uid, strerror(-r));
-        close(fd);
-        return;
-    }
-    conn_set_peer_groups(c, groups, glen / sizeof(gid_t));
     if (s->n_slots == s->cap_slots) {
         unsigned ncap = s->cap_slots ? s->cap_slots * 2 : 64;
         struct conn_slot *n = reallocarray(s->slots, ncap, sizeof(*n));
         if (!n) {
-            conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "lyhd is out of memory");
-            return;
+            log_error("cannot take a connection of uid %u: out of memory", cred.uid);
+            closer_close(s->d->closer, cred.uid, fd);
+            return 0; /* its CONN_CLOSE never comes: the protocol process times it out */
         }
         s->slots = n;
         s->cap_slots = ncap;
     }
+    r = conn_new(s->d, id, fd, &cred, &c);
+    if (r < 0) {
+        log_error("cannot set up a connection for uid %u: %s", cred.uid, strerror(-r));
+        closer_close(s->d->closer, cred.uid, fd);
+        return 0;
+    }
+    conn_set_peer_groups(c, groups, glen / sizeof(gid_t));
     s->slots[s->n_slots].conn = c;
     s->slots[s->n_slots].uid = cred.uid;
     s->n_slots++;
@@ -175,12 +194,12 @@ static void accept_one(struct server *s, int fd) {
                      cred.pid);
         conn_refuse(c, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
                     "requests from inside a lyh sandbox are refused");
-        return;
+        return 0;
     }
     if (!groups_ok) {
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
                     "your process has more supplementary groups than lyhd accepts (64)");
-        return;
+        return 0;
     }
     /* A user whose fds lyhd is still closing (a close that hangs: a FUSE
      * server that does not answer) gets no new connection that could hand it
@@ -192,7 +211,7 @@ static void accept_one(struct server *s, int fd) {
         audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
                       "limit", msg);
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
-        return;
+        return 0;
     }
     /* Limits are answered with a frame so the client can say why. */
     if (s->n_slots > s->d->cfg.max_conns) {
@@ -204,7 +223,7 @@ static void accept_one(struct server *s, int fd) {
         audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
                       "limit", msg);
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
-        return;
+        return 0;
     }
     /* Root is not capped per uid: it can stop the daemon anyway, and the
      * global cap still holds. */
@@ -217,43 +236,178 @@ static void accept_one(struct server *s, int fd) {
         audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
                       "limit", msg);
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
+        return 0;
+    }
+    return 0;
+}
+
+int server_on_message(struct server *s, uint16_t type, const struct pmsg_conn *m, int *fds,
+                      size_t nfds) {
+    struct conn *c = s ? find(s, m->id) : NULL;
+    int r = 0;
+
+    if (!s || s->stopping) {
+        pmsg_close_fds(fds, nfds);
+        return 0;
+    }
+    if (type == PMSG_CONN_OPEN)
+        return nfds == 1 ? conn_open(s, m->id, fds[0]) : (pmsg_close_fds(fds, nfds), -EBADMSG);
+    if (m->id >= s->next_id || m->id < s->first_id) { /* never opened: it makes that up */
+        pmsg_close_fds(fds, nfds);
+        return -EBADMSG;
+    }
+    switch (type) {
+    case PMSG_FDS:
+        if (nfds == 0)
+            return -EBADMSG;
+        if (c)
+            closer_close_all(s->d->closer, conn_uid(c), fds, nfds);
+        else
+            pmsg_close_fds(fds, nfds);
+        break;
+    case PMSG_CONN_GONE:
+        if (nfds)
+            return pmsg_close_fds(fds, nfds), -EBADMSG;
+        if (c) {
+            conn_close(c, "client closed");
+            if (find(s, m->id) == c) /* still here: released now */
+                conn_release(c);
+        }
+        return 0;
+    case PMSG_REQUEST:
+        if (!c || conn_is_dead(c)) { /* it ended meanwhile */
+            if (c)
+                closer_close_all(s->d->closer, conn_uid(c), fds, nfds);
+            else
+                pmsg_close_fds(fds, nfds);
+            return 0;
+        }
+        r = conn_on_request(c, m, fds, nfds);
+        break;
+    case PMSG_REFUSE:
+        if (!c || conn_is_dead(c)) {
+            if (c)
+                closer_close_all(s->d->closer, conn_uid(c), fds, nfds);
+            else
+                pmsg_close_fds(fds, nfds);
+            return 0;
+        }
+        closer_close_all(s->d->closer, conn_uid(c), fds, nfds);
+        if (m->flags & PMSG_REFUSE_CLOSE)
+            conn_refuse(c, m->code, m->text);
+        else
+            conn_reply_error(c, m->call_id, m->code, "%s", m->text);
+        break;
+    case PMSG_DRAINED:
+        if (nfds)
+            return pmsg_close_fds(fds, nfds), -EBADMSG;
+        if (c && !conn_is_dead(c))
+            r = conn_drained(c, m->count);
+        if (r == 0 && conn_window_was_full())
+            for (unsigned i = 0; i < s->n_slots; i++)
+                conn_flush(s->slots[i].conn);
+        return r;
+    default:
+        pmsg_close_fds(fds, nfds);
+        return -EBADMSG;
+    }
+    if (r == 0 && (c = find(s, m->id)) != NULL)
+        conn_pause_if_needed(c);
+    return r;
+}
+
+int server_fds_lost(struct server *s, uint16_t type, const struct pmsg_conn *m) {
+    static const char msg[] = "lyhd is out of file descriptors; try again shortly";
+
+    if (!s || s->stopping)
+        return 0;
+    if (type != PMSG_CONN_OPEN && type != PMSG_REQUEST && type != PMSG_REFUSE && type != PMSG_FDS)
+        return -EBADMSG; /* it carries none */
+    log_warn("out of file descriptors: turned a client away (connection %llu); the limit is %u",
+             (unsigned long long)m->id, s->d->fd_limit);
+    if (type != PMSG_CONN_OPEN) {
+        struct conn *c = find(s, m->id);
+        if (c && !conn_is_dead(c)) {
+            audit_request(s->d, conn_uid(c), 0, NULL, NULL,
+                          LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "limit", msg);
+            conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
+        }
+        return m->id < s->next_id && m->id >= s->first_id ? 0 : -EBADMSG;
+    }
+    if (m->id < s->first_id || find(s, m->id))
+        return -EBADMSG;
+    if (m->id >= s->next_id)
+        s->next_id = m->id + 1;
+    /* no connection here to answer through: the refusal and the close go
+     * straight to the protocol process (its CONN_GONE then finds nothing) */
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+    uint8_t frame[256], buf[PMSG_MAX_BYTES];
+    size_t flen, len;
+    resp.code = LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED;
+    resp.message = (char *)msg;
+    resp.end_of_stream = true;
+    struct pmsg_conn out = {.id = m->id, .data = frame};
+    if (wire_response_frame_into(&resp, frame, sizeof(frame), &flen) == 0) {
+        out.data_len = flen;
+        if (pmsg_encode_conn(PMSG_OUT, &out, buf, sizeof(buf), &len) == 0)
+            (void)pproc_send(s->d, buf, len, NULL, 0);
+    }
+    struct pmsg_conn cl = {.id = m->id};
+    if (pmsg_encode_conn(PMSG_CONN_CLOSE, &cl, buf, sizeof(buf), &len) == 0)
+        (void)pproc_send(s->d, buf, len, NULL, 0);
+    return 0;
+}
+
+void server_protocol_gone(struct server *s) {
+    if (!s)
         return;
+    /* from the end: conn_release swaps the last slot into the freed one */
+    for (unsigned i = s->n_slots; i-- > 0;) {
+        if (i >= s->n_slots)
+            continue;
+        struct conn *c = s->slots[i].conn;
+        if (conn_is_dead(c))
+            conn_release(c); /* its CONN_GONE will not come */
+        else if (conn_has_partial(c)) /* released at once: no process to tell */
+            conn_close(c, "the protocol process died in the middle of a frame");
     }
 }
 
-static void on_accept(evutil_socket_t lfd, short what, void *arg) {
-    struct server *s = arg;
+int server_protocol_ready(struct server *s) {
+    uint8_t buf[64];
+    size_t len;
+    int r;
 
-    /* Bounded: take what is waiting now, then let other events run. */
-    for (int i = 0; i < 64 && !s->stopping; i++) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd >= 0) {
-            accept_one(s, fd);
-            continue;
+    if (!s || s->stopping || s->listen_fd < 0)
+        return 0;
+    /* its ids start above every one seen, so it never names one twice */
+    s->first_id = s->next_id;
+    struct pmsg_conn m = {.id = s->first_id,
+                          .count = s->d->cfg.frame_timeout_ms ? s->d->cfg.frame_timeout_ms : 1,
+                          .code = (uint8_t)(s->d->cfg.max_fds_per_msg < LYH_MAX_FDS_PER_MESSAGE
+                                                ? s->d->cfg.max_fds_per_msg
+                                                : LYH_MAX_FDS_PER_MESSAGE)};
+    if (m.code == 0)
+        m.code = 1;
+    if ((r = pmsg_encode_conn(PMSG_LISTEN_START, &m, buf, sizeof(buf), &len)) < 0 ||
+        (r = pproc_send(s->d, buf, len, &s->listen_fd, 1)) < 0)
+        return r;
+    for (unsigned i = 0; i < s->n_slots; i++) {
+        struct conn *c = s->slots[i].conn;
+        int fd = conn_fd(c);
+        struct pmsg_conn a = {.id = conn_id(c)};
+        if ((r = pmsg_encode_conn(PMSG_CONN_ADOPT, &a, buf, sizeof(buf), &len)) < 0 ||
+            (r = pproc_send(s->d, buf, len, &fd, 1)) < 0)
+            return r;
+        if (conn_paused(c)) {
+            struct pmsg_conn p = {.id = conn_id(c), .count = 1};
+            if ((r = pmsg_encode_conn(PMSG_CONN_PAUSE, &p, buf, sizeof(buf), &len)) < 0 ||
+                (r = pproc_send(s->d, buf, len, NULL, 0)) < 0)
+                return r;
         }
-        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
-            return;
-        if (errno == EMFILE || errno == ENFILE) {
-            CLOSE_FD(s->reserve_fd);
-            fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0)
-                close(fd);
-            reserve_fd_take(s);
-            /* accept4 allocates the fd before it looks at the backlog: EMFILE
-             * with nobody waiting. Keep listening so the next client is turned
-             * away here instead of hanging in the backlog. */
-            if (fd < 0)
-                return;
-            if (!s->accept_paused) {
-                log_warn("out of file descriptors; not accepting until a connection closes");
-                s->accept_paused = true;
-                event_del(s->ev_accept);
-            }
-            return;
-        }
-        log_error("accept failed: %s", strerror(errno));
-        return;
+        conn_flush(c);
     }
+    return 0;
 }
 
 /* The socket's path through its checked directory, for bind and connect. */
@@ -372,7 +526,6 @@ int server_start(struct lyhd *d, struct server **ret, char *why, size_t whylen) 
     if (!s)
         return -ENOMEM;
     s->d = d;
-    s->reserve_fd = -1;
     s->listen_fd = -1;
     s->dir_fd = -1;
     r = open_socket_dir(s, path, why, whylen);
@@ -415,22 +568,14 @@ int server_start(struct lyhd *d, struct server **ret, char *why, size_t whylen) 
         unlinkat(s->dir_fd, s->name, 0);
         goto fail;
     }
-    reserve_fd_take(s);
-    s->ev_accept = event_new(d->base, s->listen_fd, EV_READ | EV_PERSIST, on_accept, s);
-    if (!s->ev_accept || event_add(s->ev_accept, NULL) < 0) {
-        r = -ENOMEM;
-        snprintf(why, whylen, "cannot register the listener with the event loop");
-        unlinkat(s->dir_fd, s->name, 0);
-        goto fail;
-    }
+    /* the address accepted sockets report (bound through the directory fd) */
+    snprintf(s->path, sizeof(s->path), "%s", sa.sun_path);
+    s->next_id = s->first_id = 1;
     *ret = s;
     return 0;
 
 fail:
-    if (s->ev_accept)
-        event_free(s->ev_accept);
     CLOSE_FD(s->listen_fd);
-    CLOSE_FD(s->reserve_fd);
     CLOSE_FD(s->dir_fd);
     free(s);
     return r;
@@ -440,8 +585,6 @@ void server_stop(struct server *s) {
     if (!s || s->stopping)
         return;
     s->stopping = true;
-    if (s->ev_accept)
-        event_del(s->ev_accept);
     CLOSE_FD(s->listen_fd);
     if (!s->unlinked) {
         unlinkat(s->dir_fd, s->name, 0);
@@ -453,11 +596,12 @@ void server_free(struct server *s) {
     if (!s)
         return;
     server_stop(s);
-    while (s->n_slots > 0)
-        conn_close(s->slots[0].conn, "daemon shutting down"); /* removes the slot */
-    if (s->ev_accept)
-        event_free(s->ev_accept);
-    CLOSE_FD(s->reserve_fd);
+    while (s->n_slots > 0) {
+        struct conn *c = s->slots[s->n_slots - 1].conn;
+        conn_close(c, "daemon shutting down");
+        if (s->n_slots && s->slots[s->n_slots - 1].conn == c)
+            conn_release(c); /* removes the slot */
+    }
     CLOSE_FD(s->dir_fd);
     free(s->slots);
     free(s);

@@ -4,6 +4,8 @@
 #define LYHD_SERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct lyhd;
@@ -18,6 +20,22 @@ int server_start(struct lyhd *d, struct server **ret, char *why, size_t whylen);
 void server_stop(struct server *s);
 /* Close every connection and free. Accepts NULL. */
 void server_free(struct server *s);
+
+/* The protocol process's messages about connections (CONN_OPEN, CONN_GONE,
+ * REQUEST, REFUSE, DRAINED, FDS; fds taken in every case). -EBADMSG: not
+ * its to send (the caller ends the process). */
+struct pmsg_conn;
+int server_on_message(struct server *s, uint16_t type, const struct pmsg_conn *m, int *fds,
+                      size_t nfds);
+/* A connection message whose fds the kernel could not give us (out of fd
+ * numbers): that client is turned away. -EBADMSG as above. */
+int server_fds_lost(struct server *s, uint16_t type, const struct pmsg_conn *m);
+/* A protocol process said READY: hand it the listening socket and every
+ * connection it should serve. */
+int server_protocol_ready(struct server *s);
+/* The protocol process died: the connections it may have left mid-frame
+ * close, the others wait for the next one. */
+void server_protocol_gone(struct server *s);
 
 /* Periodic (a timer of main.c): resume connections paused for their user's
  * pending closes, and accepting when an fd is free again. */

@@ -9,6 +9,7 @@
 #include "daemon/wire.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,5 +234,73 @@ int wire_response_frame_into(const LyhResponse *resp, uint8_t *buf, size_t cap, 
     frame_write_header(buf, (uint32_t)n);
     lianyaohu__v1__response__pack(resp, buf + LYH_FRAME_HEADER_BYTES);
     *ret_len = LYH_FRAME_HEADER_BYTES + n;
+    return 0;
+}
+
+int wire_envelope_check(const LyhRequest *req, const uint8_t *buf, size_t len, unsigned n_fds,
+                        bool fds_overflow, unsigned max_fds, char *msg, size_t msglen,
+                        bool *ret_close) {
+    struct wire_check chk;
+
+    *ret_close = false;
+    if (fds_overflow) {
+        snprintf(msg, msglen,
+                 "too many file descriptors with one message (limit %u); they were closed",
+                 max_fds);
+        return LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED;
+    }
+    if (req->fd_count != n_fds) {
+        snprintf(msg, msglen,
+                 "request says it carries %u file descriptors but %u arrived with it; send them "
+                 "with the sendmsg that carries the frame",
+                 req->fd_count, n_fds);
+        return LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
+    }
+    wire_request_check(req, &chk);
+    switch (chk.verdict) {
+    case WIRE_OK:
+    case WIRE_NUL_IN_STRING:
+    case WIRE_TWO_METHODS:
+        break;
+    case WIRE_UNKNOWN_METHOD:
+        snprintf(msg, msglen, "method field %u is not known to lyhd %s (protocol %u)", chk.field,
+                 LYH_VERSION, LYH_PROTOCOL_VERSION);
+        return LIANYAOHU__V1__CODE__UNIMPLEMENTED;
+    case WIRE_UNKNOWN_FIELD:
+        snprintf(msg, msglen,
+                 "field %u of %s is not known to lyhd %s (protocol %u); refusing rather than "
+                 "ignoring it: upgrade lyhd or drop the option",
+                 chk.field, chk.message, LYH_VERSION, LYH_PROTOCOL_VERSION);
+        return LIANYAOHU__V1__CODE__FAILED_PRECONDITION;
+    case WIRE_NO_METHOD:
+        snprintf(msg, msglen, "request names no method");
+        return LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
+    }
+    if (wire_find_second_method(buf, len, &chk)) {
+        const char *a = wire_method_name(chk.first), *b = wire_method_name(chk.field);
+        snprintf(msg, msglen,
+                 "request sets more than one method (field %u %s, then field %u %s); set "
+                 "exactly one",
+                 chk.first, a ? a : "(unknown)", chk.field, b ? b : "(unknown)");
+        return LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
+    }
+    if (wire_find_nul_string(buf, len, &chk)) {
+        snprintf(msg, msglen, "field %u of %s contains a NUL byte; strings must not", chk.field,
+                 chk.message);
+        return LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
+    }
+    if (req->protocol_version != LYH_PROTOCOL_VERSION) {
+        snprintf(msg, msglen, "client speaks protocol %u, lyhd %s speaks protocol %u",
+                 req->protocol_version, LYH_VERSION, LYH_PROTOCOL_VERSION);
+        return LIANYAOHU__V1__CODE__FAILED_PRECONDITION;
+    }
+    /* Call ids are how responses find their call: a missing one is a protocol
+     * error, answered at the connection level (a reused one is the parent's
+     * to see: it knows the calls in flight). */
+    if (req->call_id == 0) {
+        snprintf(msg, msglen, "call_id must be non-zero");
+        *ret_close = true;
+        return LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
+    }
     return 0;
 }

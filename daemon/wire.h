@@ -54,6 +54,19 @@ bool wire_find_second_method(const uint8_t *buf, size_t len, struct wire_check *
  * envelope, with no method set, mean an unknown method. */
 void wire_request_check(const LyhRequest *req, struct wire_check *ret);
 
+/* The checks of a request's envelope that need nothing but its bytes and
+ * how many fds came with it, in the order of protocol.md's table: fds (too
+ * many: overflow, or not what fd_count says), an unknown method or field, no
+ * method, two methods, a NUL in a string, the protocol version, a call id of
+ * 0. The bytes must have decoded as req. 0 when all pass; else the status
+ * code to answer, the text in msg, and *ret_close when the answer carries
+ * call id 0 and the connection closes. Both lyhd processes run it: the
+ * protocol process on what a client sent, the parent again on what the
+ * protocol process sent. */
+int wire_envelope_check(const LyhRequest *req, const uint8_t *buf, size_t len, unsigned n_fds,
+                        bool fds_overflow, unsigned max_fds, char *msg, size_t msglen,
+                        bool *ret_close);
+
 /* Name of a method case ("capabilities", ...), or NULL when unknown. */
 const char *wire_method_name(uint32_t method_case);
 

@@ -1,8 +1,9 @@
 /* libFuzzer: bytes as a datagram between lyhd's two processes (daemon/pmsg.c).
  * The header is checked, then every decoder gets the payload (the parent
  * runs the protocol process's ones (READY, DNS_ANSWER, DNS_RECORD, FLOWS,
- * FLOWS_SYNCED) on what a compromised process may send; the others run in
- * the protocol process). Whatever a decoder accepts must
+ * FLOWS_SYNCED, and the client connections' CONN_OPEN, CONN_GONE, REQUEST,
+ * REFUSE, DRAINED, FDS) on what a compromised process may send; the others
+ * run in the protocol process). Whatever a decoder accepts must
  * encode again to exactly the same bytes (the layout is canonical: one
  * encoding per value), else abort(). */
 #include <stdint.h>
@@ -71,6 +72,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct pmsg_sync y;
         if (pmsg_decode_sync(sync_types[i], p, len, &y) == 0)
             same(pmsg_encode_sync(sync_types[i], &y, out, sizeof(out), &n), p, len, n);
+    }
+    static const uint16_t conn_types[] = {PMSG_CONN_OPEN, PMSG_CONN_GONE,   PMSG_REQUEST,
+                                          PMSG_REFUSE,    PMSG_DRAINED,     PMSG_FDS,
+                                          PMSG_LISTEN_START, PMSG_CONN_ADOPT, PMSG_OUT,
+                                          PMSG_CONN_CLOSE, PMSG_CONN_PAUSE};
+    for (size_t i = 0; i < sizeof(conn_types) / sizeof(conn_types[0]); i++) {
+        struct pmsg_conn c;
+        if (pmsg_decode_conn(conn_types[i], p, len, &c) == 0) {
+            if (c.id == 0 || c.data_len > PMSG_CHUNK || (c.data_len && (c.data < p || c.data + c.data_len > p + len)))
+                abort();
+            same(pmsg_encode_conn(conn_types[i], &c, out, sizeof(out), &n), p, len, n);
+        }
     }
     return 0;
 }

@@ -53,6 +53,22 @@ seeds = {
     "flows_synced": dgram(5, struct.pack(">I", 3)),
     "nflog_start": dgram(68, b""),
     "flows_sync": dgram(69, struct.pack(">I", 3)),
+    # the client connections: u64 id first
+    "conn_open": dgram(6, struct.pack(">Q", 1)),
+    "conn_gone": dgram(7, struct.pack(">Q", 1)),
+    # REQUEST: id, total, offset, bytes (Capabilities, call id 1, protocol 1)
+    "request": dgram(8, struct.pack(">QII", 1, 6, 0) + b"\x08\x01\x10\x01\x52\x00"),
+    "request_piece": dgram(8, struct.pack(">QII", 2, 40000, 16320) + bytes(100)),
+    # REFUSE: id, call id, code, flags, text
+    "refuse": dgram(9, struct.pack(">QQBB", 1, 7, 3, 0) + s("request names no method")),
+    "refuse_close": dgram(9, struct.pack(">QQBB", 1, 0, 3, 1) + s("call_id must be non-zero")),
+    "drained": dgram(10, struct.pack(">QI", 1, 4096)),
+    "fds": dgram(11, struct.pack(">Q", 1)),
+    "listen_start": dgram(70, struct.pack(">QIB", 1, 5000, 3)),
+    "conn_adopt": dgram(71, struct.pack(">Q", 3)),
+    "out": dgram(72, struct.pack(">Q", 1) + b"\x00\x00\x00\x00\x02\x08\x01"),
+    "conn_close": dgram(73, struct.pack(">Q", 1)),
+    "conn_pause": dgram(74, struct.pack(">QB", 1, 1)),
 }
 for k, v in seeds.items():
     with open(os.path.join(D, k), "wb") as f:

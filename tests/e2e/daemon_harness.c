@@ -263,7 +263,7 @@ void daemon_log_dump(const char *path) {
     free(s);
 }
 
-int daemon_fd_count(pid_t pid) {
+static int fds_of(pid_t pid) {
     char path[64];
     DIR *d;
     struct dirent *e;
@@ -277,6 +277,28 @@ int daemon_fd_count(pid_t pid) {
         if (e->d_name[0] != '.')
             n++;
     closedir(d);
+    return n;
+}
+
+/* lyhd's and its protocol process's (its only long-lived child): that is
+ * where a client's socket and the fds it sent live now. */
+int daemon_fd_count(pid_t pid) {
+    char path[64];
+    int n = fds_of(pid);
+    FILE *f;
+    long child;
+
+    if (n < 0)
+        return n;
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    f = fopen(path, "re");
+    while (f && fscanf(f, "%ld", &child) == 1) {
+        int k = fds_of((pid_t)child);
+        if (k > 0)
+            n += k;
+    }
+    if (f)
+        fclose(f);
     return n;
 }
 

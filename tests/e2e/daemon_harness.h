@@ -61,7 +61,8 @@ bool daemon_log_has_sanitizer_report(const char *path);
 /* Copy the file to stderr (to explain a failure). */
 void daemon_log_dump(const char *path);
 
-/* Number of entries in /proc/PID/fd, or -errno. */
+/* Entries in /proc/PID/fd, with those of its children (the protocol
+ * process, which holds the clients' sockets and what they sent), or -errno. */
 int daemon_fd_count(pid_t pid);
 /* Poll until the count equals want (bounded); returns the last count seen. */
 int daemon_wait_fd_count(pid_t pid, int want, int timeout_ms);

@@ -687,20 +687,31 @@ t_check "9: lyhd itself still runs" lyh_alive "$LYH_DAEMON_PID"
 # while it is stopped nothing of a session's refused connect is recorded
 # (the events wait in the NFLOG socket), and once it runs again it is.
 PP3=$(proto_pid)
-lan_denied() {
-    "$LYH_LYH" --socket "$LYH_SOCK" audit query --kind flow --verdict denied --json 2>/dev/null |
-        grep -c '"dport":7719'
+lan_denied() { # read from audit.db itself: lyh's requests wait while the protocol process is stopped
+    sqlite3 -readonly -cmd '.timeout 5000' "$LYH_STATE/audit.db" \
+        'select count(*) from events where verdict = 2 and dport = 7719' 2>/dev/null
 }
 d0=$(lan_denied)
-kill -STOP "$PP3"
-res=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 -c '
-import socket
+# the session starts first (the protocol process serves lyh's clients too):
+# its agent connects once proj/go appears, which is after the process stopped
+rm -f "$LYH_HOME/proj/go"
+run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 -c '
+import os, socket, time
+end = time.monotonic() + 30
+while not os.path.exists("go") and time.monotonic() < end:
+    time.sleep(0.05)
 s = socket.socket(); s.settimeout(2)
 try: s.connect(("192.168.77.2", 7719)); print("lan open")
-except OSError as e: print("lan refused", e.errno)')
-sleep 1
+except OSError as e: print("lan refused", e.errno)' >"$LYH_TMP/stopped.out" &
+STOPPED_RUN=$!
+lyh_wait_until 20 eval '[ "$(lyh_live_rows)" -ge 1 ]'
+kill -STOP "$PP3"
+touch "$LYH_HOME/proj/go"
+sleep 3 # the agent's connect (2 s at most) is refused meanwhile
 d1=$(lan_denied)
 kill -CONT "$PP3"
+wait "$STOPPED_RUN"
+res=$(cat "$LYH_TMP/stopped.out")
 lyh_wait_until 10 eval '[ "$(lan_denied)" -gt "$d1" ]'
 d2=$(lan_denied)
 echo "    refused LAN connects on record: $d0 before, $d1 while the protocol process was stopped, $d2 after"

@@ -3,21 +3,26 @@
 
 lyhd --protocol-exe runs this instead of its own protocol process: as user
 _lyhd, fd 3 its socket to the parent, argv "--protocol-process 3 UID GID
-FLAGS". Each instance reads and bumps a counter in STATE_DIR (the env var
-LYH_EVIL_DIR names it) and then, as a protocol process an attacker controls
-would:
-  1. says READY, learns the sessions from the parent's DNS_START messages
-     (their DNS sockets come along);
-  2. sends well-formed but hostile requests, each of which the parent must
-     refuse without installing anything: addresses for a name the session
-     may not resolve, for a session that does not exist, an answer that
-     asks for no confirmation, records for a session that does not exist, a
-     burst of forged records;
+FLAGS". It runs the real protocol process (LYH_EVIL_REAL: a copy of lyhd it
+can execute) behind a socketpair of its own and passes every message between
+the two unchanged, fds included, so lyhd's clients are served and the
+sessions' DNS works: it sits where an attacker who owns the protocol
+process sits. Each instance reads and bumps a counter in STATE_DIR (the env
+var LYH_EVIL_DIR names it) and then, as that attacker would:
+  1. learns the sessions from the parent's DNS_START messages (it keeps
+     duplicates of their DNS sockets);
+  2. sends well-formed but hostile requests of its own, each of which the
+     parent must refuse without installing anything: addresses for a name
+     the session may not resolve, for a session that does not exist, an
+     answer that asks for no confirmation, records for a session that does
+     not exist, a burst of forged records;
   3. sends one malformed message, a different kind per instance (the
      counter picks it), which must end it.
 It also asks for what the parent must grant (an allowed name's public
 address: the worst case of a compromised protocol process). Once every kind
-was sent, an instance only says READY and reads until the parent closes.
+was sent, an instance only passes messages on until the parent closes.
+Its own requests use ids from EVIL_REQ up, so that the parent's answers to
+them are told apart from those for the real process (logged, not passed).
 It logs every step and every reply to STATE_DIR/log, one line each. If the
 parent has not ended it 5 s after the malformed message it logs
 "survived MODE" and exits 3.
@@ -34,7 +39,8 @@ STATE = os.environ.get("LYH_EVIL_DIR", "/nonexistent")
 LOGF = os.path.join(STATE, "log")
 
 # the ways to end it, one per instance, in order
-MODES = ["lan-address", "bad-version", "long-length", "parent-type", "ready-twice", "fd-attached"]
+MODES = ["lan-address", "bad-version", "conn-socketpair", "request-non-canonical", "parent-type",
+         "ready-twice", "fd-attached"]
 ALLOWED = "n1.allowed.test"  # the test's session allows *.allowed.test
 
 
@@ -66,10 +72,22 @@ def record(sid, name):
                  struct.pack(">HIII", 0, 300, 0, 0) + s(name) + b"\x01" + a4(11, 77, 1, 96))
 
 
+EVIL_REQ = 0x7ff00000  # its own DNS_ANSWER ids (the real process counts up from 1)
+
+
 def main():
-    if len(sys.argv) != 6 or sys.argv[1] != "--protocol-process":
+    if len(sys.argv) not in (6, 7) or sys.argv[1] != "--protocol-process":
         return 2
     sock = socket.socket(fileno=int(sys.argv[2]))
+    # the real protocol process, behind a socketpair: its fd 3
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    real = os.environ.get("LYH_EVIL_REAL", "/nonexistent")
+    child = os.fork()
+    if child == 0:
+        os.dup2(theirs.fileno(), 3)
+        os.closerange(4, 1024)
+        os.execve(real, [real] + sys.argv[1:], dict(os.environ))
+    theirs.close()
     path = os.path.join(STATE, "n")
     try:
         with open(path) as f:
@@ -80,35 +98,58 @@ def main():
         f.write("%d\n" % (n + 1))
     mode = MODES[n] if n < len(MODES) else "quiet"
     log("instance %d mode %s uid %d" % (n, mode, os.getuid()))
-    sock.send(dgram(1, struct.pack(">I", os.getpid())))
 
-    sessions, kept = [], []
+    sessions, kept, conns = [], [], []
 
+    def recv(s):
+        fds = array.array("i")
+        msg, anc, _, _ = s.recvmsg(65536, socket.CMSG_SPACE(16 * fds.itemsize))
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+        return msg, list(fds)
+
+    def forward(to, msg, fds):
+        to.sendmsg([msg], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else [])
+
+    # the real process says READY itself: its first message is passed on
     def read(timeout, until=lambda: False):
         end = time.monotonic() + timeout
         while not until():
             left = end - time.monotonic()
-            if left <= 0 or not select.select([sock], [], [], left)[0]:
+            if left <= 0:
                 return
-            fds = array.array("i")
-            msg, anc, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(16 * fds.itemsize))
-            if not msg:
-                log("parent closed")
-                sys.exit(0)
-            for level, kind, data in anc:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                    fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
-            kept.extend(fds)  # a session's DNS sockets: ours now
-            t = struct.unpack(">H", msg[:2])[0]
-            if t == 64:
-                sid = msg[9:9 + msg[8]].decode()
-                sessions.append(sid)
-                log("dns_start %s fds %d" % (sid, len(fds)))
-            elif t == 67:
-                req, status = struct.unpack(">Ii", msg[8:16])
-                log("answered req %d status %d" % (req, status))
-            else:
-                log("message type %d" % t)
+            ready = select.select([sock, ours], [], [], left)[0]
+            if ours in ready:
+                msg, fds = recv(ours)
+                if not msg:
+                    log("real protocol process gone")
+                    sys.exit(0)
+                if struct.unpack(">H", msg[:2])[0] == 6:  # CONN_OPEN: a client's connection
+                    conns.append(struct.unpack(">Q", msg[8:16])[0])
+                forward(sock, msg, fds)
+                for fd in fds:
+                    os.close(fd)
+            if sock in ready:
+                msg, fds = recv(sock)
+                if not msg:
+                    log("parent closed")
+                    sys.exit(0)
+                t = struct.unpack(">H", msg[:2])[0]
+                if t == 67 and struct.unpack(">I", msg[8:12])[0] >= EVIL_REQ:
+                    req, status = struct.unpack(">Ii", msg[8:16])
+                    log("answered req %d status %d" % (req - EVIL_REQ, status))
+                    continue
+                if t == 71:  # CONN_ADOPT: a client's connection from an earlier instance
+                    conns.append(struct.unpack(">Q", msg[8:16])[0])
+                if t == 64:
+                    sid = msg[9:9 + msg[8]].decode()
+                    sessions.append(sid)
+                    log("dns_start %s fds %d" % (sid, len(fds)))
+                    kept.extend(os.dup(fd) for fd in fds)  # a session's DNS sockets: ours too
+                forward(ours, msg, fds)
+                for fd in fds:
+                    os.close(fd)
 
     if mode == "quiet":
         read(300)
@@ -120,36 +161,42 @@ def main():
         log("no session")
         return 4
     sid = sessions[0]
-    sock.send(answer(6, sid, ALLOWED, [a4(11, 77, 1, 93)]))
-    sock.send(answer(1, sid, "denied.test", [a4(11, 77, 1, 99)]))
-    sock.send(answer(2, "ffffffffffffffff", ALLOWED, [a4(11, 77, 1, 98)]))
-    sock.send(answer(3, sid, ALLOWED, [a4(11, 77, 1, 97)], want_reply=False))
+    sock.send(answer(EVIL_REQ + 6, sid, ALLOWED, [a4(11, 77, 1, 93)]))
+    sock.send(answer(EVIL_REQ + 1, sid, "denied.test", [a4(11, 77, 1, 99)]))
+    sock.send(answer(EVIL_REQ + 2, "ffffffffffffffff", ALLOWED, [a4(11, 77, 1, 98)]))
+    sock.send(answer(EVIL_REQ + 3, sid, ALLOWED, [a4(11, 77, 1, 97)], want_reply=False))
     sock.send(record("ffffffffffffffff", "ghost.test"))
     for i in range(300):
         sock.send(record(sid, "forged-%d.test" % i))
     read(1.0)
     log("hostile sent")
 
+    bad_fds = []
     if mode == "lan-address":
-        bad = answer(4, sid, ALLOWED, [a4(11, 77, 1, 95), a4(192, 168, 77, 2)])
+        bad = answer(EVIL_REQ + 4, sid, ALLOWED, [a4(11, 77, 1, 95), a4(192, 168, 77, 2)])
     elif mode == "bad-version":
         bad = dgram(3, record(sid, "x.test")[8:], version=2)
-    elif mode == "long-length":
-        bad = dgram(2, answer(5, sid, ALLOWED, [a4(11, 77, 1, 94)])[8:], length=4000)
+    elif mode == "conn-socketpair":
+        # a "client" of its own making: the parent must not take its credentials
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        kept.extend([a.detach(), b.detach()])
+        bad, bad_fds = dgram(6, struct.pack(">Q", 1 << 40)), [kept[-2]]
+    elif mode == "request-non-canonical":
+        # Capabilities with call_id 1 as a two-byte varint: protobuf-c decodes it,
+        # but it is not the encoding protobuf-c makes
+        body = b"\x08\x81\x00\x10\x01\x52\x00"
+        cid = conns[-1] if conns else 1
+        log("request on connection %d" % cid)
+        bad = dgram(8, struct.pack(">QII", cid, len(body), 0) + body)
     elif mode == "parent-type":
         bad = dgram(64, s(sid) + s("eth0") + b"\x01\x01" + a4(192, 168, 77, 2) + b"\x00" +
                     struct.pack(">H", 0))
-    elif mode == "ready-twice":
+    elif mode == "ready-twice":  # the real process said it once already
         bad = dgram(1, struct.pack(">I", os.getpid()))
-    else:
-        bad = None
+    else:  # fd-attached: only the client connections' messages carry fds
+        bad, bad_fds = record(sid, "with-fd.test"), [os.open("/dev/null", os.O_RDONLY)]
     log("malformed sent %s" % mode)  # before: the parent may end us at once
-    if bad is None:
-        devnull = os.open("/dev/null", os.O_RDONLY)
-        sock.sendmsg([record(sid, "with-fd.test")],
-                     [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [devnull]))])
-    else:
-        sock.send(bad)
+    forward(sock, bad, bad_fds)
     read(5)
     log("survived %s" % mode)
     return 3

@@ -1,14 +1,16 @@
 #!/bin/bash
 # e2e: a compromised protocol process (issue 16). lyhd runs
 # tests/e2e/evil_proto.py as its protocol process (--protocol-exe: as user
-# _lyhd, no privilege), which does what an attacker who owns that process
-# would: it takes a session's DNS sockets, asks the parent to open addresses
-# for a name the session may not resolve, for a session that does not exist,
-# without confirmation, forges audit records, and then sends one malformed
-# message (a LAN address for an allowed name, a wrong version, a length past
-# the datagram, a message only the parent may send, READY twice, an fd with a
-# message that carries none), a different one per instance. Checks, against
-# the real daemon and nftables:
+# _lyhd, no privilege); it runs the real protocol process behind it and
+# passes their messages on (so lyh's clients are served), and does what an
+# attacker who owns that process would: it takes a session's DNS sockets,
+# asks the parent to open addresses for a name the session may not resolve,
+# for a session that does not exist, without confirmation, forges audit
+# records, and then sends one malformed message (a LAN address for an
+# allowed name, a wrong version, a "client" socket of its own making, a
+# request in an encoding protobuf-c does not make, a message only the parent
+# may send, READY twice, an fd with a message that carries none), a
+# different one per instance. Checks, against the real daemon and nftables:
 #   1. each malformed message ends that process, lyhd starts another, lyhd
 #      itself runs on and every end is on record (guard protocol_exit)
 #   2. nothing is installed: no address the hostile requests named is in any
@@ -19,6 +21,16 @@
 #   3. nothing is spawned: one session, one session cgroup, no process of
 #      _lyhd but the current protocol process
 #   4. the hostile requests got their precise refusals (EPERM, ENOENT)
+#   and, with the session's `lyh run` connected all along: its connection
+#   outlives each protocol process (the next one adopts it) and the agent
+#   ends 0. Then with lyhd's own protocol process:
+#   5. the process that accepts lyh's clients is not root: uid _lyhd,
+#      CapEff 0, seccomp mode 2; the parent polls neither the listening
+#      socket nor a client's (its epoll set, /proc/PID/fdinfo)
+#   6. kill -9 of it during a running session: the session stays guarded
+#      (its agent's LAN probes are refused throughout), lyhd starts a new
+#      one, `lyh sessions` shows the session, the attached `lyh run` goes on
+#      and gets its exit status, and the session's end is on record
 #
 # usage: privsep.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Safety: everything happens in the namespaces lib.sh makes.
@@ -49,8 +61,9 @@ lyh_serve "$LYH_EXIT" 0.0.0.0 7778 || lyh_die "echo server on 7778"
 # the evil program where _lyhd can run it, its state where it can write
 EVIL=$LYH_TMP/evil
 install -d -m 0755 "$EVIL" && install -m 0755 "$HERE/evil_proto.py" "$EVIL/evil_proto.py" &&
+    install -m 0755 "$LYH_LYHD" "$EVIL/lyhd" &&
     install -d -o _lyhd -g _lyhd -m 0700 "$EVIL/state" || lyh_die "evil program"
-export LYH_EVIL_DIR=$EVIL/state
+export LYH_EVIL_DIR=$EVIL/state LYH_EVIL_REAL=$EVIL/lyhd
 evil_log() { cat "$EVIL/state/log" 2>/dev/null; }
 # processes of _lyhd in this run's daemon cgroup (another lyhd on the host
 # has its own protocol process)
@@ -109,10 +122,11 @@ BEFORE=$(ruleset)
 SID=$(evil_log | awk '$2 == "dns_start" { print $3; exit }')
 echo "# session $SID; the compromised protocol process at work"
 
-# six instances, one malformed message each (back-off 250 ms doubling)
-lyh_wait_until 60 eval '[ "$(evil_log | grep -c "malformed sent")" -ge 6 ] &&
-    [ "$(grep -c "it sent a message that makes no sense" "$LYH_DAEMON_LOG")" -ge 6 ]'
-# the seventh only says READY and stays
+# seven instances, one malformed message each (back-off 250 ms doubling)
+MODES="lan-address bad-version conn-socketpair request-non-canonical parent-type ready-twice fd-attached"
+lyh_wait_until 90 eval '[ "$(evil_log | grep -c "malformed sent")" -ge 7 ] &&
+    [ "$(grep -c "it sent a message that makes no sense" "$LYH_DAEMON_LOG")" -ge 7 ]'
+# the eighth only passes messages on and stays
 lyh_wait_until 20 eval '[ "$(evil_log | grep -c " mode quiet ")" -ge 1 ]'
 sleep 1.5 # the agent's last rounds run against the final state
 AFTER=$(ruleset)
@@ -120,7 +134,7 @@ ELEMS=$(lyh_in_main nft list ruleset 2>/dev/null)
 evil_log | grep -E "instance|malformed|survived|answered" | sed 's/^/    /'
 
 # ---- 1. each malformed message ends the process; lyhd runs on -------------------------
-for m in lan-address bad-version long-length parent-type ready-twice fd-attached; do
+for m in $MODES; do
     pid=$(evil_log | awk -v m="$m" '$2 == "instance" && $5 == m { print $1; exit }')
     t_check "1: $m: the parent ends that protocol process" \
         eval '[ -n "$pid" ] && evil_log | grep -q "^$pid malformed sent $m" &&
@@ -134,7 +148,7 @@ t_check "1: ... and a new protocol process was started after the last" \
     eval 'evil_log | grep -q " mode quiet "'
 t_check "1: every end is on record (audit kind guard, protocol_exit)" \
     eval '[ "$(lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" audit query --kind guard --json 2>/dev/null |
-               grep -c protocol_exit)" -ge 6 ]'
+               grep -c protocol_exit)" -ge 7 ]'
 
 # ---- 2. nothing is installed ------------------------------------------------------------
 t_check "2: no address a hostile request named is in any set (11.77.1.94-99, 192.168.77.2)" \
@@ -148,8 +162,9 @@ t_check "2: the allowed name's public address is in the session's set (the worst
 PP=$(lyh_proto_pid)
 t_check "3: one session, one session cgroup" \
     eval '[ "$(lyh_live_rows)" = 1 ] && [ "$(lyh_cg_sessions | wc -l)" = 1 ]'
-t_check "3: no process of _lyhd but the current protocol process ($PP)" \
-    eval '[ -n "$PP" ] && [ "$(ours_lyhd)" = "$PP " ]'
+PPC=$(cat "/proc/$PP/task/$PP/children" 2>/dev/null | tr -s ' ' | sed 's/ $//')
+t_check "3: no process of _lyhd but the current protocol process ($PP) and the real one behind it ($PPC)" \
+    eval '[ -n "$PP" ] && [ -n "$PPC" ] && [ "$(ours_lyhd | tr " " "\n" | sort -n | xargs)" = "$(printf "%s\n" $PP $PPC | sort -n | xargs)" ]'
 
 # ---- 4. the hostile requests got precise refusals -------------------------------------
 t_check "4: addresses for a name the session may not resolve: EPERM" \
@@ -166,7 +181,7 @@ t_check "4: ... and a blocked address" lyh_daemon_log_has "asked to open a block
 touch "$LYH_HOME/proj/stop"
 wait "$AGENT" 2>/dev/null
 grep -E "probe done|rc=" "$LYH_TMP/agent.out" | sed 's/^/    /'
-t_check "2: the agent ran through it all and ended 0" \
+t_check "2: the agent ran through it all and ended 0 (its lyh run connected through 8 protocol processes)" \
     eval 'grep -qx "rc=0" "$LYH_TMP/agent.out" && grep -q "^probe done" "$LYH_TMP/agent.out"'
 t_check "2: ... it never reached an address a hostile request named, nor the LAN" \
     eval '! grep -Eq "^open (11\.77\.1\.9[4-9]|192\.168\.77\.2) " "$LYH_TMP/agent.out"'
@@ -174,6 +189,85 @@ t_check "2: ... and reached the allowed name's address (the probe works)" \
     eval 'grep -q "^open 11\.77\.1\.93 " "$LYH_TMP/agent.out"'
 
 lyh_daemon_stop
-t_check "lyhd's stop ends its protocol process too" eval '[ -z "$(ours_lyhd)" ]'
+t_check "lyhd's stop ends its protocol process too" lyh_wait_until 5 eval '[ -z "$(ours_lyhd)" ]'
+lyh_daemon_check_log
+
+# ---- 5. lyhd's own protocol process holds the clients ------------------------------------
+lyh_daemon_start || lyh_die "lyhd (its own protocol process) does not start"
+rm -f "$LYH_HOME/proj/stop"
+PP=$(lyh_proto_pid)
+status_of() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null; }
+# the socket inode of lyhd's listening socket, and which processes hold it
+# (lyhd binds through its directory's fd: the address reads /proc/self/fd/N/NAME)
+SNAME=${LYH_SOCK##*/}
+LINODE=$(lyh_in_main ss -xlH 2>/dev/null | awk -v n="/$SNAME" 'substr($5, length($5) - length(n) + 1) == n { print $6; exit }')
+holders() { # PIDS holding socket inode $1
+    local p f
+    for p in "$LYH_DAEMON_PID" $(cat "/proc/$LYH_DAEMON_PID/task/$LYH_DAEMON_PID/children" 2>/dev/null); do
+        for f in /proc/$p/fd/*; do
+            [ "$(readlink "$f" 2>/dev/null)" = "socket:[$1]" ] && { echo "$p ${f##*/}"; break; }
+        done
+    done
+}
+polled() { # does PID's epoll set hold fd N
+    grep -hs "^tfd: *$2 " /proc/"$1"/fdinfo/* | grep -q .
+}
+echo "# listening socket inode $LINODE, held by (pid fd): $(holders "$LINODE" | xargs)"
+PFD=$(holders "$LINODE" | awk -v p="$LYH_DAEMON_PID" '$1 == p { print $2 }')
+QFD=$(holders "$LINODE" | awk -v p="$PP" '$1 == p { print $2 }')
+t_check "5: the protocol process ($PP) holds the listening socket and polls it" \
+    eval '[ -n "$LINODE" ] && [ -n "$QFD" ] && polled "$PP" "$QFD"'
+t_check "5: ... as _lyhd, CapEff 0, seccomp mode 2" \
+    eval '[ "$(status_of "$PP" Uid)" = "$(id -u _lyhd)" ] && [ "$(status_of "$PP" CapEff)" = 0000000000000000 ] && [ "$(status_of "$PP" Seccomp)" = 2 ]'
+t_check "5: the parent keeps a copy for the next one (fd $PFD) and never polls it" \
+    eval '[ -n "$PFD" ] && ! polled "$LYH_DAEMON_PID" "$PFD"'
+
+# an agent that probes the LAN every round and stops when proj/stop appears
+cat >"$LYH_HOME/proj/lan.py" <<'PY'
+import os, socket, time
+rounds, opened, end = 0, 0, time.monotonic() + 100
+while not os.path.exists("stop") and time.monotonic() < end:
+    rounds += 1
+    s = socket.socket(); s.settimeout(0.3)
+    try:
+        s.connect(("192.168.77.2", 7777)); opened += 1
+    except OSError:
+        pass
+    s.close()
+    time.sleep(0.1)
+print("lan rounds %d opened %d" % (rounds, opened), flush=True)
+PY
+chown "$LYH_UID:$LYH_GID" "$LYH_HOME/proj/lan.py"
+(LYH_CMD_TIMEOUT=150 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" --socket "$LYH_SOCK" \
+    run --vpn tun0 --no-tui -- /usr/bin/python3 lan.py </dev/null >"$LYH_TMP/lan.out" 2>&1
+ echo "rc=$?" >>"$LYH_TMP/lan.out") &
+LAN_AGENT=$!
+lyh_wait_until 20 eval '[ "$(lyh_live_rows)" = 1 ]' || t_fail "5: a session starts" "$(cat "$LYH_TMP/lan.out")"
+CINODE=$(lyh_in_main ss -xH 2>/dev/null | awk -v n="/$SNAME" -v l="$LINODE" 'substr($5, length($5) - length(n) + 1) == n && $6 != l { print $6 }' | head -n 1)
+CPFD=$(holders "$CINODE" | awk -v p="$LYH_DAEMON_PID" '$1 == p { print $2 }')
+t_check "5: the parent polls no client connection either (its copy, fd $CPFD)" \
+    eval '[ -n "$CPFD" ] && ! polled "$LYH_DAEMON_PID" "$CPFD"'
+
+# ---- 6. kill -9 of the protocol process during the session --------------------------------
+kill -KILL "$PP"
+lyh_wait_until 20 eval 'NPP=$(lyh_proto_pid) && [ -n "$NPP" ] && [ "$NPP" != "$PP" ]'
+NPP=$(lyh_proto_pid)
+t_check "6: lyhd runs on and started a new protocol process ($PP -> $NPP)" \
+    eval 'lyh_alive "$LYH_DAEMON_PID" && [ -n "$NPP" ] && [ "$NPP" != "$PP" ]'
+t_check "6: lyh sessions shows the session" \
+    eval 'lyh_wait_until 10 eval "\"\$LYH_LYH\" --socket \"\$LYH_SOCK\" sessions 2>/dev/null | grep -q python3"'
+t_check "6: the session's lyh run is still attached (its client did not end)" eval 'kill -0 "$LAN_AGENT" && ! grep -q "^rc=" "$LYH_TMP/lan.out"'
+touch "$LYH_HOME/proj/stop"
+wait "$LAN_AGENT" 2>/dev/null
+sed 's/^/    /' "$LYH_TMP/lan.out"
+t_check "6: the agent ran on and lyh run got its exit status 0" \
+    eval 'grep -qx "rc=0" "$LYH_TMP/lan.out" && grep -q "^lan rounds" "$LYH_TMP/lan.out"'
+t_check "6: the session stayed guarded: no LAN probe opened" eval 'grep -q "^lan rounds [0-9]* opened 0$" "$LYH_TMP/lan.out"'
+on_record() { # KIND PATTERN: a record of that kind matching it
+    "$LYH_LYH" --socket "$LYH_SOCK" audit query --kind "$1" --json 2>/dev/null | grep -q "$2"
+}
+t_check "6: the protocol process's end and the session's end are on record" \
+    eval 'on_record guard protocol_exit && lyh_wait_until 10 on_record session "\"action\":\"end\""'
+lyh_daemon_stop
 lyh_daemon_check_log
 t_done

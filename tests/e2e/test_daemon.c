@@ -141,6 +141,9 @@ static int setup_max3(void **state) {
 
 /* Few enough fds that the test can exhaust them with connections. */
 #define LOW_NOFILE 48
+/* A connection costs lyhd two fds: the protocol process's socket and the
+ * parent's duplicate of it (daemon/server.c). */
+#define FDS_PER_CONN 2
 static int setup_low_nofile(void **state) { return setup_with(state, NULL, LOW_NOFILE); }
 
 /* Stop the daemon(s) and judge the stop: exit 0, socket unlinked, no
@@ -274,7 +277,7 @@ static int fd_baseline(struct fixture *f) {
                 last = now;
                 dw_sleep_ms(100);
             }
-            n = last - 1;
+            n = last - FDS_PER_CONN;
             break;
         }
         dw_sleep_ms(10);
@@ -882,7 +885,7 @@ static void fd_case(struct fixture *f, uint32_t fd_count, unsigned n_fds, int wa
     assert_int_equal(r, 0);
 
     expect_resp(fd, f->resp, 101, want_code, want_msg);
-    expect_fd_count(f, base + 1, "after answering (passed fds not closed)");
+    expect_fd_count(f, base + FDS_PER_CONN, "after answering (passed fds not closed)");
     send_simple(fd, 102, M_CAPABILITIES); /* the connection is still good */
     expect_resp(fd, f->resp, 102, lianyaohu_v1_Code_OK, NULL);
     untrack_close(f, fd);
@@ -920,7 +923,7 @@ static void test_fds_refused_kinds(void **state) {
         expect_resp(fd, f->resp, 120 + i, lianyaohu_v1_Code_INVALID_ARGUMENT, cases[i].what);
         assert_non_null(strstr(f->resp->message, "file descriptor 1 of 1 is"));
     }
-    expect_fd_count(f, base + 1, "after the refusals (a refused fd was kept)");
+    expect_fd_count(f, base + FDS_PER_CONN, "after the refusals (a refused fd was kept)");
     send_simple(fd, 130, M_CAPABILITIES);
     expect_resp(fd, f->resp, 130, lianyaohu_v1_Code_OK, NULL);
     untrack_close(f, fd);
@@ -956,7 +959,7 @@ static void test_fds_then_close_without_frame(void **state) {
     assert_int_equal(dw_send_fds(fd, partial, sizeof(partial), fds, 2), 0);
     close_all(fds, 2);
     /* lyhd has read them (data without a whole frame stays unanswered)... */
-    expect_fd_count(f, base + 1 + 2, "while holding the fds of a partial frame");
+    expect_fd_count(f, base + FDS_PER_CONN + 2, "while holding the fds of a partial frame");
     untrack_close(f, fd);
     /* ...and lets them go with the connection. */
     expect_fd_count(f, base, "after the client closed mid-frame");
@@ -1083,7 +1086,7 @@ static void test_load_200_connections(void **state) {
     }
     load_phase(f, lc, M_CAPABILITIES, 1);    /* ids 1..200 */
     load_phase(f, lc, M_STATUS, 1 + LOAD_N); /* ids 201..400: 400 answers in all */
-    expect_fd_count(f, base + LOAD_N, "with 200 clients");
+    expect_fd_count(f, base + FDS_PER_CONN * LOAD_N, "with 200 clients");
     for (unsigned i = 0; i < LOAD_N; i++) {
         frame_reader_done(&lc[i].reader);
         untrack_close(f, lc[i].fd);
@@ -1344,9 +1347,12 @@ static int try_client(struct fixture *f, uint64_t call_id, int *ret_fd) {
     return -EPROTO;
 }
 
-/* server.c: when accept() fails with EMFILE, lyhd frees its reserve fd,
- * accepts and closes the waiting connection ("the client sees EOF rather than
- * a hang"), stops accepting, and starts again once a connection closes. */
+/* Out of fds, a client is turned away, never left hanging: the parent
+ * (server.c) answers RESOURCE_EXHAUSTED with call id 0 when it had no fd
+ * number for the connection's socket; the protocol process
+ * (proto_clients.c), when accept() fails with EMFILE, frees its reserve fd,
+ * accepts and closes the waiting connection, stops accepting, and starts
+ * again once a connection closes. */
 static void test_out_of_fds(void **state) {
     struct fixture *f = *state;
     int served[LOW_NOFILE];
@@ -1375,6 +1381,12 @@ static void test_out_of_fds(void **state) {
     send_simple(later, 900, M_CAPABILITIES);
     bool waited = !dw_readable(later, 300);
     if (!waited) {
+        /* turned away: a refusal with call id 0 (the parent had no fd for
+         * it) or the end of the stream (the protocol process had none) */
+        int rr = dw_recv_response(later, 2000, f->resp);
+        if (rr == 0)
+            assert_true(f->resp->code == lianyaohu_v1_Code_RESOURCE_EXHAUSTED &&
+                        f->resp->call_id == 0);
         expect_closed(later, true);
         untrack_close(f, later);
     }

@@ -1,5 +1,7 @@
 /* The RPC dispatcher (daemon/rpc_table.c) with the real table, a real
- * connection over a socketpair and a real state.db: a mutating call's held
+ * connection (daemon/conn.c) whose protocol process is the test (a
+ * SOCK_SEQPACKET pair: requests go in as PMSG_REQUEST, answers come out as
+ * PMSG_OUT) and a real state.db: a mutating call's held
  * answer that cannot be kept (out of memory) must undo the change and still
  * answer, never leave the client waiting. realloc is wrapped (-Wl,--wrap) so
  * the test decides when it fails. And over a fake table (rpc_dispatch_in):
@@ -26,7 +28,9 @@
 #include "common/lyh_limits.h"
 #include "daemon/conn.h"
 #include "daemon/lyhd.h"
+#include "daemon/pmsg.h"
 #include "daemon/policy.h"
+#include "daemon/pproc.h"
 #include "daemon/rpc.h"
 #include "storage/store.h"
 
@@ -46,7 +50,9 @@ void *__wrap_realloc(void *p, size_t n) {
 struct fx {
     struct lyhd d;
     char dir[64];
-    int peer; /* the client's end */
+    int peer;   /* the protocol process's end */
+    int client; /* the client's socket (the connection's duplicate is the other end) */
+    struct conn *c;
 };
 
 static int setup(void **state) {
@@ -68,7 +74,11 @@ static int setup(void **state) {
     TAILQ_INIT(&f->d.sessions);
     TAILQ_INIT(&f->d.tmpdir_jobs);
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
-    assert_int_equal(conn_new(&f->d, sv[0], &cred, &c), 0);
+    assert_int_equal(conn_new(&f->d, 1, sv[0], &cred, &c), 0);
+    f->client = sv[1];
+    f->c = c;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(pproc_attach_for_test(&f->d, sv[0]), 0);
     f->peer = sv[1];
     *state = f;
     return 0;
@@ -78,8 +88,12 @@ static int teardown(void **state) {
     struct fx *f = *state;
     char cmd[128];
 
+    /* the protocol process says the client went away */
+    conn_close(f->c, "test over");
+    conn_release(f->c);
+    close(f->client);
+    pproc_stop(&f->d);
     close(f->peer);
-    /* Let the daemon side see the close and free the connection. */
     for (int i = 0; i < 3; i++)
         event_base_loop(f->d.base, EVLOOP_NONBLOCK);
     event_base_free(f->d.base);
@@ -109,11 +123,10 @@ static void send_policy_update(struct fx *f, uint64_t call_id) {
     req.method_case = LIANYAOHU__V1__REQUEST__METHOD_POLICY_UPDATE;
     req.policy_update = &u;
     n = lianyaohu__v1__request__get_packed_size(&req);
-    assert_true(n + LYH_FRAME_HEADER_BYTES <= sizeof(buf));
-    frame_write_header(buf, (uint32_t)n);
-    lianyaohu__v1__request__pack(&req, buf + LYH_FRAME_HEADER_BYTES);
-    assert_int_equal(write(f->peer, buf, n + LYH_FRAME_HEADER_BYTES),
-                     (ssize_t)(n + LYH_FRAME_HEADER_BYTES));
+    assert_true(n <= PMSG_CHUNK);
+    lianyaohu__v1__request__pack(&req, buf);
+    struct pmsg_conn m = {.id = 1, .total = (uint32_t)n, .data = buf, .data_len = n};
+    assert_int_equal(conn_on_request(f->c, &m, NULL, 0), 0);
 }
 
 /* Run the loop until one response frame arrived (bounded), decode it. */
@@ -122,16 +135,33 @@ static Lianyaohu__V1__Response *read_response(struct fx *f) {
     size_t have = 0;
 
     for (int i = 0; i < 100; i++) {
+        uint8_t dg[PMSG_MAX_BYTES];
+        int fds[PMSG_MAX_FDS];
+        size_t len, nfds = 0;
+        uint16_t type;
+        const uint8_t *pl;
+        size_t pl_len;
+        struct pmsg_conn m;
+
         event_base_loop(f->d.base, EVLOOP_NONBLOCK);
-        ssize_t r = read(f->peer, buf + have, sizeof(buf) - have);
-        if (r > 0)
-            have += (size_t)r;
-        if (r == 0)
-            fail_msg("lyhd closed the connection instead of answering");
+        if (pmsg_recv(f->peer, dg, sizeof(dg), &len, fds, &nfds) == 0) {
+            assert_int_equal(nfds, 0);
+            assert_int_equal(pmsg_header(dg, len, &type, &pl, &pl_len), 0);
+            if (type == PMSG_CONN_CLOSE)
+                fail_msg("lyhd closed the connection instead of answering");
+            if (type != PMSG_OUT)
+                continue; /* what a policy change tells it (its domain lists) */
+            assert_int_equal(pmsg_decode_conn(type, pl, pl_len, &m), 0);
+            assert_true(m.id == 1 && have + m.data_len <= sizeof(buf));
+            memcpy(buf + have, m.data, m.data_len);
+            have += m.data_len;
+            /* the "protocol process" wrote it to the client */
+            assert_int_equal(conn_drained(f->c, (uint32_t)m.data_len), 0);
+        }
         if (have >= LYH_FRAME_HEADER_BYTES) {
-            uint32_t len = (uint32_t)buf[1] << 24 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 8 | buf[4];
-            if (have >= LYH_FRAME_HEADER_BYTES + len)
-                return lianyaohu__v1__response__unpack(NULL, len, buf + LYH_FRAME_HEADER_BYTES);
+            uint32_t flen = (uint32_t)buf[1] << 24 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 8 | buf[4];
+            if (have >= LYH_FRAME_HEADER_BYTES + flen)
+                return lianyaohu__v1__response__unpack(NULL, flen, buf + LYH_FRAME_HEADER_BYTES);
         }
         usleep(2000);
     }

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -445,6 +446,94 @@ static void test_socket(void **state) {
         close(fds[i]);
 }
 
+/* The client connections' messages: each round-trips; what the decoder
+ * must refuse (the parent runs it on a possibly compromised process's
+ * bytes) is refused, and so is encoding it. */
+static int conn_rt(uint16_t type, const struct pmsg_conn *m, struct pmsg_conn *back) {
+    size_t len;
+    uint16_t t;
+    const uint8_t *pl;
+    size_t pl_len;
+    int r = pmsg_encode_conn(type, m, buf, sizeof(buf), &len);
+    if (r < 0)
+        return r;
+    assert_int_equal(pmsg_header(buf, len, &t, &pl, &pl_len), 0);
+    assert_int_equal(t, type);
+    return pmsg_decode_conn(type, pl, pl_len, back);
+}
+
+static void test_conn(void **state) {
+    (void)state;
+    struct pmsg_conn m = {.id = 0x0102030405060708ull}, b;
+    uint8_t data[PMSG_CHUNK + 1];
+
+    memset(data, 'x', sizeof(data));
+    assert_int_equal(conn_rt(PMSG_CONN_OPEN, &m, &b), 0);
+    assert_true(b.id == m.id);
+    m.count = 1;
+    assert_int_equal(conn_rt(PMSG_CONN_PAUSE, &m, &b), 0);
+    assert_int_equal(b.count, 1);
+    m.count = 2; /* pause is 0 or 1 */
+    assert_int_equal(conn_rt(PMSG_CONN_PAUSE, &m, &b), -EINVAL);
+    m.count = 0; /* drained: at least one byte */
+    assert_int_equal(conn_rt(PMSG_DRAINED, &m, &b), -EINVAL);
+    m.count = 4096;
+    assert_int_equal(conn_rt(PMSG_DRAINED, &m, &b), 0);
+    assert_int_equal(b.count, 4096);
+
+    /* REQUEST: pieces within the whole, the whole within the limit */
+    m = (struct pmsg_conn){.id = 9, .total = 40000, .offset = PMSG_CHUNK, .data = data,
+                           .data_len = PMSG_CHUNK};
+    assert_int_equal(conn_rt(PMSG_REQUEST, &m, &b), 0);
+    assert_true(b.total == 40000 && b.offset == PMSG_CHUNK && b.data_len == PMSG_CHUNK &&
+                memcmp(b.data, data, PMSG_CHUNK) == 0);
+    m.data_len = PMSG_CHUNK + 1; /* more than a piece */
+    assert_int_equal(conn_rt(PMSG_REQUEST, &m, &b), -EINVAL);
+    m.offset = 30000, m.data_len = 10001; /* past the whole */
+    assert_int_equal(conn_rt(PMSG_REQUEST, &m, &b), -EINVAL);
+    m.total = PMSG_REQUEST_MAX + 1, m.offset = 0, m.data_len = 1;
+    assert_int_equal(conn_rt(PMSG_REQUEST, &m, &b), -EINVAL);
+    m.total = 0, m.data_len = 0; /* an empty request: one empty piece */
+    assert_int_equal(conn_rt(PMSG_REQUEST, &m, &b), 0);
+    m.total = 5; /* an empty piece of a non-empty one */
+    assert_int_equal(conn_rt(PMSG_REQUEST, &m, &b), -EINVAL);
+
+    /* REFUSE: a status code, printable text, call id 0 with the close flag */
+    m = (struct pmsg_conn){.id = 9, .call_id = 7, .code = 3};
+    snprintf(m.text, sizeof(m.text), "request names no method");
+    assert_int_equal(conn_rt(PMSG_REFUSE, &m, &b), 0);
+    assert_true(b.call_id == 7 && b.code == 3 && strcmp(b.text, m.text) == 0);
+    m.flags = PMSG_REFUSE_CLOSE;
+    assert_int_equal(conn_rt(PMSG_REFUSE, &m, &b), -EINVAL);
+    m.call_id = 0;
+    assert_int_equal(conn_rt(PMSG_REFUSE, &m, &b), 0);
+    m.text[3] = '\n';
+    assert_int_equal(conn_rt(PMSG_REFUSE, &m, &b), -EINVAL);
+    m.text[3] = 'u', m.code = 17;
+    assert_int_equal(conn_rt(PMSG_REFUSE, &m, &b), -EINVAL);
+
+    /* LISTEN_START: a frame timeout, 1 to 3 fds per request */
+    m = (struct pmsg_conn){.id = 1, .count = 5000, .code = 3};
+    assert_int_equal(conn_rt(PMSG_LISTEN_START, &m, &b), 0);
+    m.code = 4;
+    assert_int_equal(conn_rt(PMSG_LISTEN_START, &m, &b), -EINVAL);
+    /* OUT: at least a byte */
+    m = (struct pmsg_conn){.id = 1, .data = data, .data_len = 0};
+    assert_int_equal(conn_rt(PMSG_OUT, &m, &b), -EINVAL);
+    /* id 0 is nobody's */
+    m = (struct pmsg_conn){.id = 0};
+    assert_int_equal(conn_rt(PMSG_CONN_GONE, &m, &b), -EINVAL);
+    /* decoded by hand: id 0, a short one, bytes left over, another type */
+    static const uint8_t zero_id[8] = {0}, short_id[7] = {0, 0, 0, 0, 0, 0, 1};
+    static const uint8_t extra[9] = {0, 0, 0, 0, 0, 0, 0, 1, 0};
+    assert_int_equal(pmsg_decode_conn(PMSG_CONN_GONE, zero_id, 8, &b), -EBADMSG);
+    assert_int_equal(pmsg_decode_conn(PMSG_CONN_GONE, short_id, 7, &b), -EBADMSG);
+    assert_int_equal(pmsg_decode_conn(PMSG_CONN_GONE, extra, 9, &b), -EBADMSG);
+    assert_int_equal(pmsg_decode_conn(PMSG_READY, extra, 8, &b), -EBADMSG);
+    assert_false(pmsg_conn_type(PMSG_READY));
+    assert_true(pmsg_conn_type(PMSG_CONN_PAUSE));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_answer),
@@ -453,6 +542,7 @@ int main(void) {
         cmocka_unit_test(test_small_ones),
         cmocka_unit_test(test_flows),
         cmocka_unit_test(test_socket),
+        cmocka_unit_test(test_conn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <event2/event.h>
 #include <net/if.h>
 #include <sched.h>
@@ -138,21 +139,25 @@ static void test_malformed_ends_it(void **state) {
     size_t len;
 
     /* not a message */
-    assert_int_equal(pproc_dispatch(&d, (const uint8_t *)"\x00\x02\x00", 3, 0), -EBADMSG);
+    assert_int_equal(pproc_dispatch(&d, (const uint8_t *)"\x00\x02\x00", 3, NULL, 0), -EBADMSG);
     /* READY twice */
     struct pmsg_ready r = {.pid = 1};
     assert_int_equal(pmsg_encode_ready(&r, buf, sizeof(buf), &len), 0);
-    assert_int_equal(pproc_dispatch(&d, buf, len, 0), -EBADMSG);
-    /* a message with fds (the protocol process never sends one) */
+    assert_int_equal(pproc_dispatch(&d, buf, len, NULL, 0), -EBADMSG);
+    /* a DNS message with an fd (only the client connections' carry any): the
+     * fd is taken (closed) with the refusal */
     len = answer(buf, SID, "allowed.test", true, 5, "11.77.0.1");
-    assert_int_equal(pproc_dispatch(&d, buf, len, 1), -EBADMSG);
+    int extra = dup(0);
+    assert_true(extra >= 0);
+    assert_int_equal(pproc_dispatch(&d, buf, len, &extra, 1), -EBADMSG);
+    assert_int_equal(fcntl(extra, F_GETFD), -1);
     /* the parent's own messages, sent to it */
     struct pmsg_dns_stop st = {.session = SID};
     assert_int_equal(pmsg_encode_dns_stop(&st, buf, sizeof(buf), &len), 0);
-    assert_int_equal(pproc_dispatch(&d, buf, len, 0), -EBADMSG);
+    assert_int_equal(pproc_dispatch(&d, buf, len, NULL, 0), -EBADMSG);
     /* a reply asked for with request id 0 */
     len = answer(buf, SID, "allowed.test", true, 0, "11.77.0.1");
-    assert_int_equal(pproc_dispatch(&d, buf, len, 0), -EBADMSG);
+    assert_int_equal(pproc_dispatch(&d, buf, len, NULL, 0), -EBADMSG);
     /* nothing was answered to any of it */
     assert_int_equal(answered(0), -EAGAIN);
 }
@@ -165,11 +170,11 @@ static void test_nothing_opens(void **state) {
 
     /* no such session */
     len = answer(buf, "00000000000000aa", "allowed.test", true, 1, "11.77.0.1");
-    assert_int_equal(pproc_dispatch(&d, buf, len, 0), 0);
+    assert_int_equal(pproc_dispatch(&d, buf, len, NULL, 0), 0);
     assert_int_equal(answered(1), -ENOENT);
     /* a name the session may not resolve */
     len = answer(buf, SID, "exfil.allowed.test", true, 2, "11.77.0.1");
-    assert_int_equal(pproc_dispatch(&d, buf, len, 0), 0);
+    assert_int_equal(pproc_dispatch(&d, buf, len, NULL, 0), 0);
     assert_int_equal(answered(2), -EPERM);
     /* an allowed name, with addresses chain s-<id> refuses: the relay never
      * asks for one, so the process that does is ended (no answer) */
@@ -177,12 +182,12 @@ static void test_nothing_opens(void **state) {
                              "0.0.0.0", "224.0.0.251"};
     for (uint32_t i = 0; i < sizeof(blocked) / sizeof(blocked[0]); i++) {
         len = answer(buf, SID, "allowed.test", true, 10 + i, blocked[i]);
-        assert_int_equal(pproc_dispatch(&d, buf, len, 0), -EBADMSG);
+        assert_int_equal(pproc_dispatch(&d, buf, len, NULL, 0), -EBADMSG);
         assert_int_equal(answered(10 + i), -EAGAIN);
     }
     /* an allowlisted answer that asks for no reply opens nothing either */
     len = answer(buf, SID, "allowed.test", false, 0, "11.77.0.1");
-    assert_int_equal(pproc_dispatch(&d, buf, len, 0), 0);
+    assert_int_equal(pproc_dispatch(&d, buf, len, NULL, 0), 0);
     assert_int_equal(answered(0), -EAGAIN);
     /* and no flow record names an address as resolved for the session */
     uint8_t a[16] = {11, 77, 0, 1};

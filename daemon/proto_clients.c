@@ -1,0 +1,635 @@
+/* The protocol process's side of lyhd's clients (proto.h): it holds every
+ * client connection, reads the frames and the fds that come with them,
+ * decodes each request and checks its envelope, and hands the parent only
+ * what passed, encoded again by protobuf-c (PMSG_REQUEST), with the fds.
+ * What the parent answers (PMSG_OUT) it writes to the client as it came.
+ *
+ * Owns: the accepted sockets (the parent keeps a duplicate of each, reads
+ * the peer's credentials from it itself, and hands it to the next protocol
+ * process if this one dies), their frame readers, the fds waiting for their
+ * frame, the bytes waiting for a client that does not read yet, and the
+ * queue of messages for the parent. It must never answer a client itself:
+ * the parent writes every response frame (a refusal from here goes up as
+ * PMSG_REFUSE), so the stream of frames a client reads has one author. It
+ * never closes an fd a client sent (closing a client's lingering TCP socket
+ * could hang this process): those go to the parent (PMSG_FDS, or with the
+ * request or refusal), which closes them off its loop.
+ *
+ * Why the checks here and again in the parent: here, so that a malformed
+ * request is never turned into bytes for the parent; there, because this
+ * process may run an attacker's code once a parser here has a bug. */
+#include "daemon/proto.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/frame.h"
+#include "common/macros.h"
+#include "daemon/log.h"
+#include "daemon/wire.h"
+
+#define PC_READ_BUDGET   (256u << 10) /* bytes read from one client per event */
+#define PC_MAX_QUEUED_FDS 16u         /* fds waiting for their frame */
+#define PC_SCM_MAX_FD    253u         /* the kernel's SCM_MAX_FD: room for all of them */
+#define PC_QUEUE_HIGH    (4u << 20)   /* bytes for the parent: stop reading clients above */
+#define PC_QUEUE_LOW     (1u << 20)   /* ... and start again below */
+#define PC_ACCEPT_RETRY_MS 250        /* out of fds: try accepting again after this */
+
+struct queued_fd {
+    int fd;       /* -1: the kernel delivered more than fit (those were lost) */
+    uint64_t tag; /* stream offset at the end of the read that delivered it */
+};
+
+struct pconn {
+    struct proto *p;
+    uint64_t id;
+    int fd;
+    struct ucred peer; /* for log lines only; the parent reads its own */
+    struct frame_reader reader;
+    uint64_t frame_started_ms;
+    struct queued_fd fds[PC_MAX_QUEUED_FDS];
+    unsigned n_fds;
+    struct evbuffer *out;
+    struct event *ev_read, *ev_write, *ev_timeout;
+    bool paused;   /* the parent said so (its user's fds are being closed) */
+    bool throttled; /* the queue to the parent is long */
+    bool refused;   /* refused for good: the parent closes it */
+    TAILQ_ENTRY(pconn) link;
+};
+
+/* A message for the parent that did not fit its socket yet. */
+struct outmsg {
+    size_t len, nfds;
+    int fds[PMSG_MAX_FDS];
+    TAILQ_ENTRY(outmsg) link;
+    uint8_t buf[];
+};
+
+static uint64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void resume_throttled(struct proto *p);
+static void resume_accept(struct proto *p);
+
+/* ---- the queue to the parent ------------------------------------------------------- */
+
+static void flush_queue(struct proto *p) {
+    struct outmsg *m;
+
+    while ((m = TAILQ_FIRST(&p->outq))) {
+        int r = pmsg_send(p->sock, m->buf, m->len, m->fds, m->nfds);
+        if (r == -EAGAIN) {
+            event_add(p->ev_sock_write, NULL);
+            return;
+        }
+        if (r < 0) { /* the parent is gone: its end of file ends us */
+            log_error("cannot send to lyhd: %s", strerror(-r));
+            event_base_loopbreak(p->base);
+            return;
+        }
+        TAILQ_REMOVE(&p->outq, m, link);
+        p->outq_bytes -= m->len;
+        for (size_t i = 0; i < m->nfds; i++)
+            close(m->fds[i]); /* the parent holds them now: never the last reference */
+        free(m);
+    }
+    event_del(p->ev_sock_write);
+    if (p->outq_bytes < PC_QUEUE_LOW)
+        resume_throttled(p);
+}
+
+void clients_on_sock_writable(struct proto *p) { flush_queue(p); }
+
+/* Queue one message (its fds are taken: closed here once sent). In order
+ * with every other message of this file. */
+static int queue(struct proto *p, uint16_t type, const struct pmsg_conn *c, int *fds,
+                 size_t nfds) {
+    uint8_t buf[PMSG_MAX_BYTES];
+    size_t len;
+    int r = pmsg_encode_conn(type, c, buf, sizeof(buf), &len);
+    struct outmsg *m = r == 0 ? malloc(sizeof(*m) + len) : NULL;
+
+    if (!m) {
+        /* a bug or no memory: the fds go nowhere we could close them safely */
+        log_error("cannot queue a message for lyhd (type %u): %s", type,
+                  strerror(r < 0 ? -r : ENOMEM));
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        return r < 0 ? r : -ENOMEM;
+    }
+    memcpy(m->buf, buf, len);
+    m->len = len;
+    m->nfds = nfds;
+    memcpy(m->fds, fds, nfds * sizeof(int));
+    TAILQ_INSERT_TAIL(&p->outq, m, link);
+    p->outq_bytes += len;
+    if (TAILQ_FIRST(&p->outq) == m)
+        flush_queue(p);
+    return 0;
+}
+
+/* Fds for the parent to close, up to PMSG_MAX_FDS at a time. */
+static void give_fds(struct pconn *c, int *fds, size_t n) {
+    struct pmsg_conn m = {.id = c->id};
+
+    for (size_t i = 0; i < n; i += PMSG_MAX_FDS) {
+        size_t k = n - i < PMSG_MAX_FDS ? n - i : PMSG_MAX_FDS;
+        (void)queue(c->p, PMSG_FDS, &m, fds + i, k);
+    }
+}
+
+/* ---- one connection ----------------------------------------------------------------- */
+
+static void pconn_free(struct pconn *c) {
+    struct proto *p = c->p;
+
+    TAILQ_REMOVE(&p->conns, c, link);
+    p->n_conns--;
+    if (c->ev_read)
+        event_free(c->ev_read);
+    if (c->ev_write)
+        event_free(c->ev_write);
+    if (c->ev_timeout)
+        event_free(c->ev_timeout);
+    if (c->out)
+        evbuffer_free(c->out);
+    frame_reader_done(&c->reader);
+    /* the parent holds a duplicate of the socket: this close is never the
+     * last one, so nothing queued in it is released here */
+    CLOSE_FD(c->fd);
+    free(c);
+    resume_accept(p);
+}
+
+/* The connection ends on our side: its waiting fds to the parent, the
+ * socket closed, the parent told. */
+static void pconn_end(struct pconn *c, const char *why) {
+    struct pmsg_conn m = {.id = c->id};
+    int fds[PC_MAX_QUEUED_FDS];
+    size_t n = 0;
+
+    log_debug("client %llu (uid %u pid %d): %s", (unsigned long long)c->id, c->peer.uid,
+              c->peer.pid, why);
+    for (unsigned i = 0; i < c->n_fds; i++)
+        if (c->fds[i].fd >= 0)
+            fds[n++] = c->fds[i].fd;
+    c->n_fds = 0;
+    give_fds(c, fds, n);
+    uint64_t id = c->id;
+    struct proto *p = c->p;
+    pconn_free(c);
+    m.id = id;
+    (void)queue(p, PMSG_CONN_GONE, &m, NULL, 0);
+}
+
+static struct pconn *find(struct proto *p, uint64_t id) {
+    struct pconn *c;
+    TAILQ_FOREACH(c, &p->conns, link)
+        if (c->id == id)
+            return c;
+    return NULL;
+}
+
+/* Refused here: the parent answers (and records it), the fds go with it. */
+static void refuse(struct pconn *c, uint64_t call_id, int code, bool close_conn, const char *text,
+                   int *fds, size_t nfds) {
+    struct pmsg_conn m = {.id = c->id,
+                          .call_id = close_conn ? 0 : call_id,
+                          .code = (uint8_t)code,
+                          .flags = close_conn ? PMSG_REFUSE_CLOSE : 0};
+
+    /* printable ASCII only (the parent checks): anything else becomes '?' */
+    snprintf(m.text, sizeof(m.text), "%s", text);
+    for (char *t = m.text; *t; t++)
+        if (*t < 0x20 || *t > 0x7e)
+            *t = '?';
+    (void)queue(c->p, PMSG_REFUSE, &m, fds, nfds);
+}
+
+/* The fds that came with the frame ending at stream offset end (as conn.c
+ * did when lyhd read its clients itself: the kernel stops a read at the end
+ * of the sendmsg that carried fds, so the frame they came with ends at or
+ * after that offset). overflow: more than max, or some were lost. */
+static unsigned take_frame_fds(struct pconn *c, uint64_t end, int *out, unsigned max,
+                               bool *overflow) {
+    unsigned n = 0, keep = 0;
+
+    *overflow = false;
+    for (unsigned i = 0; i < c->n_fds; i++) {
+        if (c->fds[i].tag > end) {
+            c->fds[keep++] = c->fds[i];
+            continue;
+        }
+        if (c->fds[i].fd < 0 || n >= max)
+            *overflow = true;
+        if (c->fds[i].fd >= 0)
+            out[n++] = c->fds[i].fd; /* all of them: the parent closes them */
+    }
+    c->n_fds = keep;
+    return n;
+}
+
+static void send_request(struct pconn *c, const LyhRequest *req, int *fds, size_t nfds) {
+    size_t len = lianyaohu__v1__request__get_packed_size(req);
+    _cleanup_free_ uint8_t *bytes = NULL;
+    struct pmsg_conn m = {.id = c->id};
+
+    if (len > PMSG_REQUEST_MAX || !(bytes = malloc(len ? len : 1))) {
+        refuse(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, false,
+               len > PMSG_REQUEST_MAX ? "request too large" : "lyhd is out of memory", fds, nfds);
+        return;
+    }
+    lianyaohu__v1__request__pack(req, bytes);
+    m.total = (uint32_t)len;
+    do {
+        m.data = bytes + m.offset;
+        m.data_len = len - m.offset < PMSG_CHUNK ? len - m.offset : PMSG_CHUNK;
+        bool last = m.offset + m.data_len == len;
+        (void)queue(c->p, PMSG_REQUEST, &m, last ? fds : NULL, last ? nfds : 0);
+        m.offset += (uint32_t)m.data_len;
+    } while (m.offset < len);
+}
+
+static void handle_frame(struct pconn *c, const uint8_t *body, uint32_t len, uint64_t end) {
+    struct proto *p = c->p;
+    int fds[PC_MAX_QUEUED_FDS];
+    bool overflow, close_conn;
+    unsigned n_fds = take_frame_fds(c, end, fds, p->max_fds, &overflow);
+    LyhRequest *req = NULL;
+    char msg[PMSG_TEXT_MAX];
+    int code;
+
+    if (wire_request_decode(body, len, &req) < 0) {
+        give_fds(c, fds, n_fds);
+        pconn_end(c, "malformed request");
+        return;
+    }
+    if (n_fds > PMSG_MAX_FDS) { /* beyond what one message carries: the rest apart */
+        give_fds(c, fds + PMSG_MAX_FDS, n_fds - PMSG_MAX_FDS);
+        n_fds = PMSG_MAX_FDS;
+        overflow = true;
+    }
+    code = wire_envelope_check(req, body, len, n_fds, overflow, p->max_fds, msg, sizeof(msg),
+                               &close_conn);
+    if (code == 0 && req->deadline_ms > 0 && mono_ms() - c->frame_started_ms > req->deadline_ms) {
+        snprintf(msg, sizeof(msg), "deadline of %u ms passed before the request was complete",
+                 req->deadline_ms);
+        code = LIANYAOHU__V1__CODE__DEADLINE_EXCEEDED;
+    }
+    if (code != 0)
+        refuse(c, req->call_id, code, close_conn, msg, fds, n_fds);
+    else
+        send_request(c, req, fds, n_fds);
+    wire_request_free(req);
+}
+
+/* Queue the fds of one read. -E2BIG: more than a frame could ever carry
+ * came without one (the connection is then refused: they all go to the
+ * parent). */
+static int queue_fds(struct pconn *c, struct msghdr *mh, uint64_t tag) {
+    int extra[PC_SCM_MAX_FD];
+    size_t n_extra = 0;
+
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            if (c->n_fds < PC_MAX_QUEUED_FDS)
+                c->fds[c->n_fds++] = (struct queued_fd){.fd = fd, .tag = tag};
+            else if (n_extra < ARRAY_SIZE(extra))
+                extra[n_extra++] = fd;
+        }
+    }
+    bool lost = (mh->msg_flags & MSG_CTRUNC) != 0;
+    if (n_extra || (lost && c->n_fds >= PC_MAX_QUEUED_FDS)) {
+        give_fds(c, extra, n_extra);
+        return -E2BIG;
+    }
+    /* the frame these came with is refused, not run with fewer fds than sent */
+    if (lost)
+        c->fds[c->n_fds++] = (struct queued_fd){.fd = -1, .tag = tag};
+    return 0;
+}
+
+static void arm_timeout(struct pconn *c) {
+    if (frame_reader_partial(&c->reader)) {
+        if (!event_pending(c->ev_timeout, EV_TIMEOUT, NULL)) {
+            struct timeval tv = {c->p->frame_timeout_ms / 1000,
+                                 (c->p->frame_timeout_ms % 1000) * 1000};
+            event_add(c->ev_timeout, &tv);
+        }
+    } else {
+        event_del(c->ev_timeout);
+    }
+}
+
+static void on_timeout(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct pconn *c = arg;
+    log_warn("client uid %u pid %d did not finish a frame within %u ms; dropped", c->peer.uid,
+             c->peer.pid, c->p->frame_timeout_ms);
+    pconn_end(c, "frame timeout");
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct pconn *c = arg;
+    struct proto *p = c->p;
+    static uint8_t buf[64 * 1024];
+    union {
+        struct cmsghdr align;
+        char b[CMSG_SPACE(sizeof(int) * PC_SCM_MAX_FD)];
+    } ctl;
+    size_t budget = PC_READ_BUDGET;
+    uint64_t id = c->id;
+
+    while (budget > 0) {
+        if (p->outq_bytes > PC_QUEUE_HIGH) { /* the parent is behind: wait for it */
+            c->throttled = true;
+            event_del(c->ev_read);
+            return;
+        }
+        struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+                            .msg_controllen = sizeof(ctl.b)};
+        ssize_t n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            break;
+        if (n <= 0) {
+            /* fds that came with the last bytes are queued: they go too */
+            if (n == 0)
+                (void)queue_fds(c, &mh, c->reader.offset);
+            pconn_end(c, n == 0 ? "client closed" : "read failed");
+            return;
+        }
+        budget -= (size_t)n < budget ? (size_t)n : budget;
+        if (queue_fds(c, &mh, c->reader.offset + (uint64_t)n) < 0) {
+            /* the parent answers and closes it; nothing more is read */
+            int fds[PC_MAX_QUEUED_FDS];
+            size_t k = 0;
+            for (unsigned i = 0; i < c->n_fds; i++)
+                if (c->fds[i].fd >= 0)
+                    fds[k++] = c->fds[i].fd;
+            c->n_fds = 0;
+            give_fds(c, fds, k);
+            refuse(c, 0, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, true,
+                   "too many file descriptors sent without a frame to carry them", NULL, 0);
+            c->refused = true;
+            event_del(c->ev_read);
+            event_del(c->ev_timeout);
+            return;
+        }
+        for (size_t off = 0; off < (size_t)n;) {
+            bool done = false;
+            if (!frame_reader_partial(&c->reader))
+                c->frame_started_ms = mono_ms();
+            ssize_t used = frame_reader_feed(&c->reader, buf + off, (size_t)n - off, &done);
+            if (used < 0) {
+                pconn_end(c, used == -EMSGSIZE ? "frame larger than the limit"
+                                               : "malformed frame header");
+                return;
+            }
+            off += (size_t)used;
+            if (done) {
+                uint32_t len;
+                uint64_t start, end;
+                _cleanup_free_ uint8_t *body = frame_reader_take(&c->reader, &len, &start, &end);
+                event_del(c->ev_timeout);
+                handle_frame(c, body, len, end);
+                if (!find(p, id)) /* it ended (a malformed request) */
+                    return;
+            }
+        }
+    }
+    arm_timeout(c);
+}
+
+static void on_writable(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct pconn *c = arg;
+    size_t before = evbuffer_get_length(c->out);
+
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            break;
+        if (n <= 0) {
+            pconn_end(c, "write failed");
+            return;
+        }
+    }
+    size_t written = before - evbuffer_get_length(c->out);
+    if (evbuffer_get_length(c->out) == 0)
+        event_del(c->ev_write);
+    else
+        event_add(c->ev_write, NULL);
+    if (written) {
+        struct pmsg_conn m = {.id = c->id, .count = (uint32_t)written};
+        (void)queue(c->p, PMSG_DRAINED, &m, NULL, 0);
+    }
+}
+
+static void resume_throttled(struct proto *p) {
+    struct pconn *c;
+    TAILQ_FOREACH(c, &p->conns, link) {
+        if (c->throttled) {
+            c->throttled = false;
+            if (!c->paused && !c->refused)
+                event_add(c->ev_read, NULL);
+        }
+    }
+}
+
+static struct pconn *pconn_new(struct proto *p, uint64_t id, int fd) {
+    struct pconn *c = calloc(1, sizeof(*c));
+    socklen_t cl = sizeof(c ? c->peer : (struct ucred){0});
+
+    if (!c)
+        return NULL;
+    c->p = p;
+    c->id = id;
+    c->fd = fd;
+    (void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &cl);
+    frame_reader_init(&c->reader, LYH_MAX_FRAME_BYTES);
+    c->out = evbuffer_new();
+    c->ev_read = event_new(p->base, fd, EV_READ | EV_PERSIST, on_readable, c);
+    c->ev_write = event_new(p->base, fd, EV_WRITE, on_writable, c);
+    c->ev_timeout = evtimer_new(p->base, on_timeout, c);
+    TAILQ_INSERT_TAIL(&p->conns, c, link);
+    p->n_conns++;
+    if (!c->out || !c->ev_read || !c->ev_write || !c->ev_timeout ||
+        event_add(c->ev_read, NULL) < 0) {
+        c->fd = -1; /* the caller's to close */
+        pconn_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* ---- accepting ---------------------------------------------------------------------- */
+
+/* Out of fds: the reserve (a spare fd kept for this) is let go so that the
+ * waiting client can be accepted and closed at once (it sees the end of
+ * the stream, not a hang), and accepting stops until a connection closes. */
+static void out_of_fds(struct proto *p, int lfd) {
+    CLOSE_FD(p->reserve_fd);
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0)
+        close(fd); /* nothing was read from it: an empty socket */
+    p->reserve_fd = dup(p->sock);
+    if (!p->accept_paused) {
+        log_warn("out of file descriptors; not accepting until a connection closes");
+        p->accept_paused = true;
+        event_del(p->ev_accept);
+        struct timeval tv = {0, PC_ACCEPT_RETRY_MS * 1000};
+        event_add(p->ev_accept_retry, &tv);
+    }
+}
+
+static void on_accept(evutil_socket_t lfd, short what, void *arg) {
+    (void)what;
+    struct proto *p = arg;
+
+    for (int i = 0; i < 64 && !p->accept_paused; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE)
+                out_of_fds(p, lfd);
+            return;
+        }
+        uint64_t id = p->next_id;
+        struct pmsg_conn m = {.id = id};
+        int dup_fd = dup(fd); /* this process never execs */
+        if (dup_fd < 0) {
+            close(fd);
+            out_of_fds(p, lfd);
+            return;
+        }
+        if (!pconn_new(p, id, fd)) {
+            log_error("cannot take a client connection: out of memory");
+            close(dup_fd);
+            close(fd);
+            continue;
+        }
+        p->next_id++;
+        /* the parent gets its own: its credentials, read by the parent */
+        (void)queue(p, PMSG_CONN_OPEN, &m, &dup_fd, 1);
+    }
+}
+
+/* Accept again once the reserve fd can be taken back. */
+static void resume_accept(struct proto *p) {
+    if (!p->accept_paused)
+        return;
+    if (p->reserve_fd < 0)
+        p->reserve_fd = dup(p->sock);
+    if (p->reserve_fd < 0) {
+        struct timeval tv = {0, PC_ACCEPT_RETRY_MS * 1000};
+        event_add(p->ev_accept_retry, &tv);
+        return;
+    }
+    p->accept_paused = false;
+    event_del(p->ev_accept_retry);
+    event_add(p->ev_accept, NULL);
+    log_info("fds available again; accepting connections");
+}
+
+static void on_accept_retry(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    resume_accept(arg);
+}
+
+/* ---- the parent's messages ------------------------------------------------------------ */
+
+int clients_listen(struct proto *p, const struct pmsg_conn *m, int fd) {
+    if (p->listen_fd >= 0) {
+        close(fd);
+        return -EBADMSG;
+    }
+    p->listen_fd = fd;
+    p->next_id = m->id;
+    p->frame_timeout_ms = m->count;
+    p->max_fds = m->code;
+    p->reserve_fd = dup(p->sock);
+    p->ev_accept = event_new(p->base, fd, EV_READ | EV_PERSIST, on_accept, p);
+    p->ev_accept_retry = evtimer_new(p->base, on_accept_retry, p);
+    if (!p->ev_accept || !p->ev_accept_retry || event_add(p->ev_accept, NULL) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+int clients_adopt(struct proto *p, const struct pmsg_conn *m, int fd) {
+    if (p->listen_fd < 0 || m->id >= p->next_id || find(p, m->id)) {
+        close(fd); /* the parent keeps its own */
+        return -EBADMSG;
+    }
+    if (!pconn_new(p, m->id, fd)) {
+        struct pmsg_conn g = {.id = m->id};
+        close(fd);
+        (void)queue(p, PMSG_CONN_GONE, &g, NULL, 0);
+    }
+    return 0;
+}
+
+void clients_on_message(struct proto *p, uint16_t type, const struct pmsg_conn *m) {
+    struct pconn *c = find(p, m->id);
+
+    if (!c) /* it ended here already: the parent hears CONN_GONE */
+        return;
+    switch (type) {
+    case PMSG_OUT:
+        if (evbuffer_add(c->out, m->data, m->data_len) < 0) {
+            pconn_end(c, "out of memory");
+            return;
+        }
+        on_writable(c->fd, EV_WRITE, c);
+        break;
+    case PMSG_CONN_CLOSE:
+        /* what the parent sent before it (a refusal) goes out if it can */
+        if (evbuffer_get_length(c->out))
+            (void)evbuffer_write(c->out, c->fd);
+        pconn_end(c, "closed by lyhd");
+        break;
+    case PMSG_CONN_PAUSE:
+        c->paused = m->count == 1;
+        if (c->paused)
+            event_del(c->ev_read);
+        else if (!c->throttled && !c->refused)
+            event_add(c->ev_read, NULL);
+        break;
+    default:
+        break;
+    }
+}
+
+void clients_free(struct proto *p) {
+    struct outmsg *m;
+
+    while (!TAILQ_EMPTY(&p->conns))
+        pconn_free(TAILQ_FIRST(&p->conns));
+    while ((m = TAILQ_FIRST(&p->outq))) {
+        TAILQ_REMOVE(&p->outq, m, link);
+        for (size_t i = 0; i < m->nfds; i++)
+            close(m->fds[i]);
+        free(m);
+    }
+    if (p->ev_accept)
+        event_free(p->ev_accept);
+    if (p->ev_accept_retry)
+        event_free(p->ev_accept_retry);
+    CLOSE_FD(p->listen_fd);
+    CLOSE_FD(p->reserve_fd);
+}
