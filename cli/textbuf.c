@@ -65,48 +65,6 @@ int sb_init(struct sb *s, char *buf, size_t len) {
 /* Blanks still owed at the end are dropped. */
 int sb_finish(struct sb *s) { return s->full ? -ENOSPC : 0; }
 
-/* The valid UTF-8 sequence at p (n bytes left): its length and code point, or
- * 0 when p does not start one (overlong forms, surrogates and code points
- * above U+10FFFF are invalid, RFC 3629). */
-size_t utf8_next(const unsigned char *p, size_t n, uint32_t *ret_cp) {
-    uint32_t cp;
-    size_t len;
-
-    if (p[0] < 0x80) {
-        *ret_cp = p[0];
-        return 1;
-    }
-    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-        len = 2;
-        cp = p[0] & 0x1f;
-    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        len = 3;
-        cp = p[0] & 0x0f;
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        len = 4;
-        cp = p[0] & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    *ret_cp = cp;
-    return len;
-}
-
-static bool is_bidi_control(uint32_t cp) {
-    return cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
-           (cp >= 0x2066 && cp <= 0x2069);
-}
-
 /* For a terminal: see the file comment. */
 void sb_safe(struct sb *s, const char *str) {
     const unsigned char *p = (const unsigned char *)str;
@@ -118,8 +76,7 @@ void sb_safe(struct sb *s, const char *str) {
         if (l == 0 || (l == 1 && (cp < 0x20 || cp == 0x7f))) {
             sb_printf(s, "\\x%02x", p[0]);
             l = 1;
-        } else if ((cp >= 0x80 && cp <= 0x9f) || is_bidi_control(cp) || cp == 0x2028 ||
-                   cp == 0x2029) {
+        } else if (utf8_cp_unsafe(cp)) {
             sb_printf(s, "\\u%04x", (unsigned)cp);
         } else {
             sb_mem(s, (const char *)p, l);

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/utf8.h" /* utf8_next, utf8_cp_unsafe */
+
 struct sb {
     char *buf;
     size_t len;     /* capacity, NUL included */
@@ -39,9 +41,6 @@ size_t sb_mark(const struct sb *s);
 /* Blanks until the column that started at mark is width characters wide. */
 void sb_pad(struct sb *s, size_t mark, size_t width);
 
-/* The valid UTF-8 sequence at p (n bytes left): its length and code point,
- * or 0 when p does not start one (RFC 3629). */
-size_t utf8_next(const unsigned char *p, size_t n, uint32_t *ret_cp);
 
 /* For a terminal: printable ASCII and valid UTF-8 as they are; control
  * bytes, C1 controls, invalid bytes, bidi overrides and line separators as

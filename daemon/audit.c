@@ -41,6 +41,7 @@
 #include "audit/nflog.h"
 #include "audit/sd_format.h"
 #include "common/macros.h"
+#include "common/utf8.h"
 #include "daemon/audit.h"
 #include "daemon/dns_fwd.h"
 #include "daemon/audit_rate.h"
@@ -132,39 +133,49 @@ static void copy_sid(char dst[17], const char *id) {
 
 /* ---- details -------------------------------------------------------------------- */
 
+/* How one character of a value is written: as it is, or escaped (a
+ * backslash before '"' and '\\'; \xNN for a byte that is not valid UTF-8 or
+ * starts a control, bidi or separator code point, see utf8_cp_unsafe). Its
+ * bytes in esc, their count returned; *used: how many input bytes. */
+static size_t kv_unit(const unsigned char *p, size_t n, char esc[5], size_t *used) {
+    uint32_t cp = 0;
+    size_t l = utf8_next(p, n, &cp);
+
+    if (l == 0 || utf8_cp_unsafe(cp)) {
+        snprintf(esc, 5, "\\x%02x", p[0]);
+        *used = 1;
+        return 4;
+    }
+    *used = l;
+    if (cp == '"' || cp == '\\') {
+        esc[0] = '\\';
+        esc[1] = (char)cp;
+        return 2;
+    }
+    memcpy(esc, p, l);
+    return l;
+}
+
 void audit_kv(char *buf, size_t size, const char *key, const char *value) {
-    size_t off = strnlen(buf, size);
-    bool quote = value[0] == '\0';
+    const unsigned char *v = (const unsigned char *)value;
+    size_t off = strnlen(buf, size), n = strlen(value), used;
+    bool quote = n == 0;
+    char esc[5];
 
     if (off + 1 >= size)
         return;
-    for (const char *p = value; *p && !quote; p++)
-        if (*p == ' ' || *p == '"' || *p == '\\' || *p == '=' || (unsigned char)*p < 0x20 ||
-            *p == 0x7f)
-            quote = true;
-    int n = snprintf(buf + off, size - off, "%s%s=%s", off ? " " : "", key, quote ? "\"" : "");
-    if (n < 0 || (size_t)n >= size - off) {
+    for (size_t i = 0; i < n && !quote; i += used)
+        quote = kv_unit(v + i, n - i, esc, &used) != used || v[i] == ' ' || v[i] == '=';
+    int k = snprintf(buf + off, size - off, "%s%s=%s", off ? " " : "", key, quote ? "\"" : "");
+    if (k < 0 || (size_t)k >= size - off) {
         buf[off] = '\0';
         return;
     }
-    off += (size_t)n;
-    for (const char *p = value; *p; p++) {
-        unsigned char ch = (unsigned char)*p;
-        char esc[5];
-        size_t el;
-        if (ch == '"' || ch == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)ch;
-            el = 2;
-        } else if (ch < 0x20 || ch == 0x7f) {
-            snprintf(esc, sizeof(esc), "\\x%02x", ch);
-            el = 4;
-        } else {
-            esc[0] = (char)ch;
-            el = 1;
-        }
+    off += (size_t)k;
+    for (size_t i = 0; i < n; i += used) {
+        size_t el = kv_unit(v + i, n - i, esc, &used);
         if (off + el + 2 > size)
-            break; /* cut, but keep the closing quote */
+            break; /* cut at a whole character or escape, keeping the closing quote */
         memcpy(buf + off, esc, el);
         off += el;
     }

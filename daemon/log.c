@@ -19,6 +19,8 @@
  * \\ so the escaping cannot itself be imitated. */
 #include "daemon/log.h"
 
+#include "common/utf8.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -138,28 +140,6 @@ static void sys_send(int prio, const char *line) {
         log_cfg.unsent++;
 }
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if there is
- * none: overlong forms, surrogates and code points above U+10FFFF are not. */
-static size_t utf8_len(const unsigned char *p, size_t n) {
-    size_t len;
-    uint32_t cp;
-
-    if (p[0] < 0xc2 || p[0] > 0xf4)
-        return 0;
-    len = p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : 4;
-    if (len > n)
-        return 0;
-    cp = p[0] & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
 
 size_t log_escape(const char *in, char *out, size_t size) {
     const unsigned char *p = (const unsigned char *)in;
@@ -168,9 +148,10 @@ size_t log_escape(const char *in, char *out, size_t size) {
     if (size == 0)
         return 0;
     for (size_t i = 0; i < n;) {
-        size_t ul = p[i] >= 0x80 ? utf8_len(p + i, n - i) : 0;
-        /* U+0080..U+009F (C1 controls) are escaped like C0 ones. */
-        bool c1 = ul == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0;
+        uint32_t cp = 0;
+        size_t ul = p[i] >= 0x80 ? utf8_next(p + i, n - i, &cp) : 0;
+        /* C1 controls, bidi overrides, line separators: escaped like C0 ones */
+        bool c1 = ul != 0 && utf8_cp_unsafe(cp);
         char esc[5];
         const char *chunk;
         size_t cl;

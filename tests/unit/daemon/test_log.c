@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon/audit.h"
 #include "daemon/log.h"
 
 static void expect_escaped(const char *in, const char *want) {
@@ -48,6 +49,40 @@ static void test_utf8(void **state) {
     expect_escaped("\xc0\xaf", "\\xc0\\xaf");
     expect_escaped("\xed\xa0\x80", "\\xed\\xa0\\x80");
     expect_escaped("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80");
+}
+
+/* Bidi overrides and line separators are escaped too (they change how the
+ * text around them reads). */
+static void test_unsafe_code_points(void **state) {
+    (void)state;
+    expect_escaped("a\xe2\x80\xae" "b", "a\\xe2\\x80\\xaeb"); /* U+202E */
+    expect_escaped("a\xe2\x80\xa8" "b", "a\\xe2\\x80\\xa8b"); /* U+2028 */
+}
+
+/* audit_kv: the detail of an audit record, which syslog and the collector
+ * read as RFC 5424 PARAM-VALUE text: valid UTF-8 only, nothing that breaks
+ * a line or reorders what is shown, cut only between whole characters. */
+static void expect_kv(const char *value, const char *want, size_t size) {
+    char buf[128] = "";
+    audit_kv(buf, size, "argv0", value);
+    assert_string_equal(buf, want);
+}
+
+static void test_audit_kv(void **state) {
+    (void)state;
+    expect_kv("claude", "argv0=claude", 128);
+    expect_kv("", "argv0=\"\"", 128);
+    expect_kv("a b", "argv0=\"a b\"", 128);
+    expect_kv("say \"hi\"", "argv0=\"say \\\"hi\\\"\"", 128);
+    expect_kv("caf\xc3\xa9", "argv0=caf\xc3\xa9", 128); /* valid UTF-8 as it is */
+    /* not UTF-8, C1 NEL, U+2028, a bidi override: escaped, so quoted */
+    expect_kv("\xff", "argv0=\"\\xff\"", 128);
+    expect_kv("x\xc2\x85", "argv0=\"x\\xc2\\x85\"", 128);
+    expect_kv("\xe2\x80\xa8", "argv0=\"\\xe2\\x80\\xa8\"", 128);
+    expect_kv("\xe2\x80\xae", "argv0=\"\\xe2\\x80\\xae\"", 128);
+    /* cut: never inside a character (here the 2-byte e-acute), the quote kept */
+    expect_kv("abcd\xc3\xa9", "argv0=abcd", 12);
+    expect_kv("ab d\xc3\xa9", "argv0=\"ab d\"", 13);
 }
 
 static void test_cut(void **state) {
@@ -210,6 +245,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_controls),
         cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_unsafe_code_points),
+        cmocka_unit_test(test_audit_kv),
         cmocka_unit_test(test_cut),
         cmocka_unit_test(test_one_line),
         cmocka_unit_test(test_syslog_never_blocks),
