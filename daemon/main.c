@@ -39,6 +39,7 @@
 #include "platform/linux/landlock.h"
 #include "platform/linux/seccomp.h"
 #include "daemon/server.h"
+#include "storage/dircheck.h"
 #include "storage/store.h"
 
 static void usage(FILE *f) {
@@ -99,6 +100,37 @@ static int parse_uint(const char *opt, const char *s, unsigned min, unsigned max
 }
 
 /* Returns 0 to run, 1 to exit 0 (help/version), -EINVAL for usage errors. */
+/* A syslog socket lyhd sends to must be in a directory only root can change
+ * (every ancestor root's or sticky): in one a user may write, they could bind
+ * the name first and read every record (argv, paths, names) or never read
+ * them. 0, or -errno with the reason on stderr. */
+static int check_syslog_dir(const char *opt, const char *path) {
+    char dir[PATH_MAX], err[512];
+    const char *slash = strrchr(path, '/');
+    struct stat st;
+
+    snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        fprintf(stderr, "lyhd: %s %s: cannot open its directory %s: %s\n", opt, path, dir,
+                strerror(errno));
+        return -errno;
+    }
+    if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        fprintf(stderr,
+                "lyhd: %s %s: its directory %s is %s (mode %04o); a syslog socket lyhd sends "
+                "records to must be in a directory only root can write\n",
+                opt, path, dir, st.st_uid != 0 ? "not owned by root" : "writable by others",
+                (unsigned)(st.st_mode & 07777));
+        return -EPERM;
+    }
+    int r = storage_check_ancestors(fd, "syslog socket directory", dir, "the syslog socket", err,
+                                    sizeof(err));
+    if (r < 0)
+        fprintf(stderr, "lyhd: %s %s: %s\n", opt, path, err);
+    return r;
+}
+
 static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
     enum {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
@@ -234,6 +266,10 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
                         "--syslog-socket, --syslog-audit-socket and --protocol-exe must be absolute paths\n");
         return -EINVAL;
     }
+    if ((cfg->syslog_audit_socket &&
+         check_syslog_dir("--syslog-audit-socket", cfg->syslog_audit_socket) < 0) ||
+        (cfg->syslog_socket && check_syslog_dir("--syslog-socket", cfg->syslog_socket) < 0))
+        return -EINVAL;
     if (cfg->admin_group) {
         struct group *g = getgrnam(cfg->admin_group);
         if (!g) {

@@ -1611,6 +1611,42 @@ static void test_bad_flag_exits_2(void **state) {
     assert_false(path_exists(f->d.state));
 }
 
+/* A syslog socket in a directory a user could write (they would bind the
+ * name first and read every record) is refused at start, naming it; one
+ * in a directory only root writes (the sticky /tmp above it is fine) is
+ * taken. */
+static void test_syslog_socket_dir(void **state) {
+    struct fixture *f = *state;
+    static const mode_t bad[] = {0777, 01777, 0775};
+    char dir[160], sock[200];
+
+    snprintf(dir, sizeof(dir), "%s/logdir", f->d.dir);
+    snprintf(sock, sizeof(sock), "%s/log.sock", dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    for (int opt = 0; opt < 2; opt++) {
+        const char *name = opt ? "--syslog-socket" : "--syslog-audit-socket";
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            const char *args[] = {"--socket", f->d.sock, "--state-dir", f->d.state, name, sock,
+                                  NULL};
+            assert_int_equal(chmod(dir, bad[i]), 0);
+            pid_t pid = daemon_spawn(args, f->other.log, 0);
+            assert_true(pid > 0);
+            f->other.pid = pid;
+            expect_exit(pid, 2);
+            f->other.pid = 0;
+            assert_true(daemon_log_contains(f->other.log, name));
+            assert_true(daemon_log_contains(f->other.log, "only root can write"));
+            assert_false(path_exists(f->d.sock));
+        }
+    }
+    assert_int_equal(chmod(dir, 0755), 0);
+    const char *ok[] = {"--syslog-audit-socket", sock, NULL};
+    assert_int_equal(daemon_start(&f->d, ok), 0);
+    expect_daemon_answers(f);
+    assert_int_equal(daemon_stop(&f->d), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* ---- main --------------------------------------------------------------------- */
 
 #define T(fn, setup) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1697,6 +1733,7 @@ int main(int argc, char **argv) {
         T(test_state_dir_world_writable, setup_none),
         T(test_state_dir_group_writable, setup_none),
         T(test_socket_dir_world_writable, setup_none),
+        T(test_syslog_socket_dir, setup_none),
         T(test_socket_dir_sticky, setup_none),
         T(test_socket_dir_group_writable, setup_none),
         T(test_socket_dir_via_symlink, setup_none),
