@@ -333,7 +333,9 @@ lines() { # FILE: its lines without leading blanks, sorted
 echo "# 6a. every record of every host arrives at the collector, as lyhd wrote it"
 for h in "${HOSTS[@]}"; do sessions "$h" 2 || t_fail "6a: sessions on $h" "$(tail -n 3 "$T/sessions.log")"; done
 for h in "${HOSTS[@]}"; do
-    lyh_wait_until 30 all_arrived "$h"
+    lyh_wait_until 30 all_arrived "$h" ||
+        sqlite3 -readonly -cmd '.timeout 5000' "$T/$h/state/audit.db" \
+            'select id, kind, verdict, action, session, time_us from events order by id' | sed "s/^/    $h audit.db: /"
     t_eq "6a: $h: the collector has each record of audit.db once (ids)" \
         "$(col_ids "$h" | tr '\n' ' ')" "$(db_ids "$h" | tr '\n' ' ')"
     t_eq "6a: $h: each element byte for byte as the host's syslog got it from lyhd" \
