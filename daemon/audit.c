@@ -718,7 +718,7 @@ void audit_session_ended(struct lyhd *d, struct session *s) {
         if (r == 0)
             have_counters = true;
         else
-            log_warn("audit: counters of session '%s' unreadable: %s", s->row.id, strerror(-r));
+            log_warn_errno(-r, "audit: counters of session '%s' unreadable", s->row.id);
     }
     if (s->exited && s->row.signal == 0 && s->row.exit_code >= 0) {
         snprintf(num, sizeof(num), "%d", s->row.exit_code);

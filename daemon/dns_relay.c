@@ -371,7 +371,7 @@ static int try_upstream(struct dns_query_ctx *c) {
          * (Without privilege since Linux 5.7, on a socket not bound yet.) */
         if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, f->iface, strlen(f->iface)) < 0 ||
             connect(fd, (struct sockaddr *)&ss, sl) < 0 || send(fd, msg, len, MSG_DONTWAIT) < 0) {
-            log_debug("session '%s': resolver try %u: %s", f->session, c->tries, strerror(errno));
+            log_debug_errno(errno, "session '%s': resolver try %u", f->session, c->tries);
             close(fd);
             continue;
         }

@@ -100,7 +100,7 @@ static int read_round(struct flow_reader *f) {
     int r = nflog_read(f->nl, FLOW_READS_PER_WAKEUP, on_pkt, f, &f->st);
     flush(f);
     if (r < 0)
-        log_warn("reading flow events failed: %s", strerror(-r));
+        log_warn_errno(-r, "reading flow events failed");
     return r;
 }
 

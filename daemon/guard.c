@@ -794,7 +794,7 @@ static void reap_unknown_chains(struct reconcile *rc) {
         if (r == -ENOENT)
             continue; /* gone with its s-<id> or lo-<id> already */
         if (r < 0) {
-            log_error("cannot remove unknown chain '%s': %s", name, strerror(-r));
+            log_error_errno(-r, "cannot remove unknown chain '%s'", name);
             continue;
         }
         log_warn("removed chain '%s': no session in state.db owns it", name);
@@ -824,7 +824,7 @@ static int reap_cgroup_cb(const char *name, void *userdata) {
         log_warn("removed cgroup '%s': no session in state.db owns it", name);
         reap_log(rc->d, name, "removed", "cgroup unknown to state.db");
     } else {
-        log_error("cannot remove stale cgroup '%s': %s", name, strerror(-r));
+        log_error_errno(-r, "cannot remove stale cgroup '%s'", name);
     }
     return 0;
 }

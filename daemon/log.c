@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <syslog.h>
@@ -177,13 +178,16 @@ size_t log_escape(const char *in, char *out, size_t size) {
     return o;
 }
 
-__attribute__((format(printf, 3, 0)))
-static void vlog(int prio, const char *tag, const char *fmt, va_list ap) {
+/* err: 0, or an errno (either sign) whose text ends the line. */
+__attribute__((format(printf, 4, 0)))
+static void vlog(int prio, const char *tag, int err, const char *fmt, va_list ap) {
     char raw[2048], line[2048];
     struct timespec ts;
     struct tm tm;
 
-    vsnprintf(raw, sizeof(raw), fmt, ap);
+    int n = vsnprintf(raw, sizeof(raw), fmt, ap);
+    if (err && n >= 0 && (size_t)n < sizeof(raw))
+        snprintf(raw + n, sizeof(raw) - (size_t)n, ": %s", strerror(err < 0 ? -err : err));
     log_escape(raw, line, sizeof(line));
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
@@ -193,17 +197,36 @@ static void vlog(int prio, const char *tag, const char *fmt, va_list ap) {
         sys_send(prio, line);
 }
 
-#define LOG_FN(name, prio, tag, gate)      \
-    void name(const char *fmt, ...) {      \
-        va_list ap;                        \
-        if (!(gate))                       \
-            return;                        \
-        va_start(ap, fmt);                 \
-        vlog(prio, tag, fmt, ap);          \
-        va_end(ap);                        \
+#define LOG_FN(name, prio, tag, gate)                       \
+    void name(const char *fmt, ...) {                       \
+        va_list ap;                                         \
+        if (!(gate))                                        \
+            return;                                         \
+        va_start(ap, fmt);                                  \
+        vlog(prio, tag, 0, fmt, ap);                        \
+        va_end(ap);                                         \
+    }                                                       \
+    void name##_errno(int err, const char *fmt, ...) {      \
+        va_list ap;                                         \
+        if (!(gate))                                        \
+            return;                                         \
+        va_start(ap, fmt);                                  \
+        vlog(prio, tag, err, fmt, ap);                      \
+        va_end(ap);                                         \
     }
 
 LOG_FN(log_debug, LOG_DEBUG, "debug", log_cfg.verbose)
 LOG_FN(log_info, LOG_INFO, "info", true)
 LOG_FN(log_warn, LOG_WARNING, "warning", true)
 LOG_FN(log_error, LOG_ERR, "error", true)
+
+void log_fatal(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(LOG_CRIT, "fatal", 0, fmt, ap);
+    va_end(ap);
+    /* a broken invariant: no state of this process is trusted any more, not
+     * even for an orderly shutdown; the supervisor starts lyhd again and the
+     * startup reaping repairs from state.db */
+    abort();
+}

@@ -452,7 +452,7 @@ static int seccomp_init_prog(struct lyhd *d) {
     r = sc_build(&o, prog);
     if (r < 0) {
         free(prog);
-        log_error("cannot build the seccomp filter: %s", strerror(-r));
+        log_error_errno(-r, "cannot build the seccomp filter");
         return r;
     }
     d->seccomp = prog;
@@ -593,7 +593,7 @@ int main(int argc, char **argv) {
     /* Lock first, so a second daemon never touches state.db, then open it
      * (store_open checks the directory's ownership and mode). */
     if (mkdir(d.cfg.state_dir, 0700) < 0 && errno != EEXIST) {
-        log_error("cannot create state dir %s: %s", d.cfg.state_dir, strerror(errno));
+        log_error_errno(errno, "cannot create state dir %s", d.cfg.state_dir);
         return 1;
     }
     r = take_lock(d.cfg.state_dir, &d.lock_fd);
@@ -601,7 +601,7 @@ int main(int argc, char **argv) {
         if (r == -EWOULDBLOCK)
             log_error("another lyhd already uses state dir %s; stop it first", d.cfg.state_dir);
         else
-            log_error("cannot lock state dir %s: %s", d.cfg.state_dir, strerror(-r));
+            log_error_errno(-r, "cannot lock state dir %s", d.cfg.state_dir);
         return 1;
     }
     r = store_open(d.cfg.state_dir, &d.store, &err);
@@ -656,7 +656,7 @@ int main(int argc, char **argv) {
     (void)session_sweep_tmpdirs(&d);
     r = closer_start(&d.closer);
     if (r < 0) {
-        log_error("cannot start the threads that close client file descriptors: %s", strerror(-r));
+        log_error_errno(-r, "cannot start the threads that close client file descriptors");
         goto fail;
     }
     ev_poke = event_new(d.base, -1, EV_PERSIST, on_poke, &d);
@@ -688,7 +688,7 @@ int main(int argc, char **argv) {
                   : -1;
     ev_sig[3] = sfd >= 0 ? event_new(d.base, sfd, EV_READ | EV_PERSIST, on_sigchld, &d) : NULL;
     if (!ev_sig[3] || event_add(ev_sig[3], NULL) < 0) {
-        log_error("cannot watch SIGCHLD: %s", strerror(errno));
+        log_error_errno(errno, "cannot watch SIGCHLD");
         if (sfd >= 0)
             close(sfd);
         goto fail;

@@ -169,7 +169,7 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, int *fds, siz
         dns_fwd_announce_all(d);
         send_nflog(d);
         if ((r = server_protocol_ready(d->server)) < 0 && d->pproc->ready) {
-            log_error("cannot hand lyhd's clients to the protocol process: %s", strerror(-r));
+            log_error_errno(-r, "cannot hand lyhd's clients to the protocol process");
             end_process(d, "it did not take the clients");
         }
         return 0;

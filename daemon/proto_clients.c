@@ -93,7 +93,7 @@ static void flush_queue(struct proto *p) {
             return;
         }
         if (r < 0) { /* the parent is gone: its end of file ends us */
-            log_error("cannot send to lyhd: %s", strerror(-r));
+            log_error_errno(-r, "cannot send to lyhd");
             event_base_loopbreak(p->base);
             return;
         }

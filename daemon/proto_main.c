@@ -59,7 +59,7 @@ static int dispatch(struct proto *p, const uint8_t *buf, size_t len, int *fds, s
             goto bad;
         r = flows_start(p, fds[0]);
         if (r < 0)
-            log_error("cannot read the guard's flow events: %s", strerror(-r));
+            log_error_errno(-r, "cannot read the guard's flow events");
         return r == -EBADMSG ? r : 0;
     }
     if (r == 0 && type == PMSG_DNS_START) {
@@ -68,7 +68,7 @@ static int dispatch(struct proto *p, const uint8_t *buf, size_t len, int *fds, s
             goto bad;
         r = relay_start(p, &m, fds, nfds);
         if (r < 0)
-            log_error("cannot serve the DNS of session '%s': %s", m.session, strerror(-r));
+            log_error_errno(-r, "cannot serve the DNS of session '%s'", m.session);
         return r == -EBADMSG ? r : 0;
     }
     if (r == 0 && (type == PMSG_LISTEN_START || type == PMSG_CONN_ADOPT)) {
@@ -77,7 +77,7 @@ static int dispatch(struct proto *p, const uint8_t *buf, size_t len, int *fds, s
             goto bad;
         r = type == PMSG_LISTEN_START ? clients_listen(p, &m, fds[0]) : clients_adopt(p, &m, fds[0]);
         if (r < 0 && r != -EBADMSG)
-            log_error("cannot serve lyhd's clients: %s", strerror(-r));
+            log_error_errno(-r, "cannot serve lyhd's clients");
         return r == -EBADMSG ? r : 0;
     }
     if (r == 0 && nfds)

@@ -147,10 +147,8 @@ static int as_caller(struct rpc_call *call, struct fs_ident *saved) {
  * write its own files as that user: a broken invariant, so fatal. */
 static void as_root_again(const struct fs_ident *saved) {
     int k = fs_ident_leave(saved);
-    if (k < 0) {
-        log_error("cannot return to root's file-system identity: %s; stopping", strerror(-k));
-        abort();
-    }
+    if (k < 0)
+        log_fatal("cannot return to root's file-system identity: %s", strerror(-k));
 }
 
 /* ---- validation --------------------------------------------------------------- */
@@ -933,7 +931,7 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
             (void)rmdir(sub);
         }
         if (rmdir(s->row.tmpdir) < 0)
-            log_warn("undo: cannot remove %s: %s", s->row.tmpdir, strerror(errno));
+            log_warn_errno(errno, "undo: cannot remove %s", s->row.tmpdir);
     }
     if (p->row_inserted) {
         s->row.state = STORE_SESSION_ENDED;

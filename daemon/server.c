@@ -174,7 +174,7 @@ static int conn_open(struct server *s, uint64_t id, int fd) {
     }
     r = conn_new(s->d, id, fd, &cred, &c);
     if (r < 0) {
-        log_error("cannot set up a connection for uid %u: %s", cred.uid, strerror(-r));
+        log_error_errno(-r, "cannot set up a connection for uid %u", cred.uid);
         closer_close(s->d->closer, cred.uid, fd);
         return 0;
     }

@@ -147,7 +147,7 @@ static void tmpdir_job_finish(struct tmpdir_job *j, const siginfo_t *si) {
         log_warn("emptying %s did not finish cleanly (status %d)", j->path, si->si_status);
     r = fs_remove_empty_dir(j->path);
     if (r < 0)
-        log_warn("cannot remove %s: %s", j->path, strerror(-r));
+        log_warn_errno(-r, "cannot remove %s", j->path);
     if (j->end_row)
         (void)save_store_row(j->d, &j->row);
 }
@@ -222,7 +222,7 @@ static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
                                                                                : d->cfg.guard_gid;
     r = fs_remove_tree_as(j->path, uid, gid, &pid, &j->pidfd);
     if (r < 0) {
-        log_warn("cannot remove %s: %s", j->path, strerror(-r));
+        log_warn_errno(-r, "cannot remove %s", j->path);
         tmpdir_job_finish(j, NULL);
         tmpdir_job_free(j);
         return;
@@ -338,7 +338,7 @@ static void teardown_run(struct session *s, bool may_wait) {
     if (s->has_cgroup) {
         r = cg_kill(&d->guard->cg, s->row.id);
         if (r < 0)
-            log_warn("killing cgroup of session '%s' failed: %s", s->row.id, strerror(-r));
+            log_warn_errno(-r, "killing cgroup of session '%s' failed", s->row.id);
         r = cg_populated(&d->guard->cg, s->row.id, &populated);
         if (may_wait && r == 0 && populated && ++s->teardown_tries < TEARDOWN_MAX_TRIES) {
             struct timeval tv = {.tv_usec = TEARDOWN_POLL_MS * 1000};
@@ -411,7 +411,7 @@ static void teardown_run(struct session *s, bool may_wait) {
     if (s->has_cgroup) {
         r = cg_remove(&d->guard->cg, s->row.id);
         if (r < 0)
-            log_warn("removing cgroup of session '%s' failed: %s", s->row.id, strerror(-r));
+            log_warn_errno(-r, "removing cgroup of session '%s' failed", s->row.id);
     }
     if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER ||
         s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_UID_GID) {

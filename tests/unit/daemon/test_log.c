@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,36 @@ static void test_one_line(void **state) {
         lines += buf[i] == '\n';
     assert_int_equal(lines, 1);
     assert_non_null(strstr(buf, "cwd /x\\x0a12:00:00.000 lyhd info: forged: ENOENT\n"));
+}
+
+/* The _errno verbs end the line with the error's text, for either sign;
+ * 0 adds nothing. */
+static void test_errno_verbs(void **state) {
+    char path[] = "/tmp/lyh-test-log.XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    char buf[1024];
+    ssize_t n;
+    (void)state;
+
+    assert_true(fd >= 0 && saved >= 0);
+    unlink(path);
+    assert_int_equal(dup2(fd, 2), 2);
+    log_init(false, false);
+    log_warn_errno(-EACCES, "cannot remove %s", "/tmp/x");
+    log_error_errno(ENOENT, "cannot open state in %s", "/var/lib/lianyaohu");
+    log_info_errno(0, "nothing went wrong");
+    log_debug_errno(EIO, "not shown without --verbose");
+    fflush(stderr);
+    assert_int_equal(dup2(saved, 2), 2);
+    close(saved);
+    n = pread(fd, buf, sizeof(buf) - 1, 0);
+    close(fd);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "warning: cannot remove /tmp/x: Permission denied\n"));
+    assert_non_null(strstr(buf, "error: cannot open state in /var/lib/lianyaohu: No such file or directory\n"));
+    assert_non_null(strstr(buf, "info: nothing went wrong\n"));
+    assert_null(strstr(buf, "verbose"));
 }
 
 /* --syslog against a real datagram socket standing for /dev/log. */
@@ -249,6 +280,7 @@ int main(void) {
         cmocka_unit_test(test_audit_kv),
         cmocka_unit_test(test_cut),
         cmocka_unit_test(test_one_line),
+        cmocka_unit_test(test_errno_verbs),
         cmocka_unit_test(test_syslog_never_blocks),
         cmocka_unit_test(test_syslog_gone_and_back),
     };
