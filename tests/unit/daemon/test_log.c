@@ -98,57 +98,57 @@ static void test_cut(void **state) {
     assert_string_equal(out, "");
 }
 
-/* The real logger: a message with a newline writes exactly one line. */
-static void test_one_line(void **state) {
+/* What the real logger writes to stderr while fn runs, into buf. */
+static void captured(void (*fn)(void), char *buf, size_t cap) {
     char path[] = "/tmp/lyh-test-log.XXXXXX";
     int fd = mkstemp(path), saved = dup(2);
-    char buf[512];
     ssize_t n;
-    int lines = 0;
-    (void)state;
 
     assert_true(fd >= 0 && saved >= 0);
     unlink(path);
     assert_int_equal(dup2(fd, 2), 2);
     log_init(false, false);
-    log_info("refused Run from uid 1000: cwd %s: %s", "/x\n12:00:00.000 lyhd info: forged", "ENOENT");
+    fn();
     fflush(stderr);
     assert_int_equal(dup2(saved, 2), 2);
     close(saved);
-    n = pread(fd, buf, sizeof(buf) - 1, 0);
+    n = pread(fd, buf, cap - 1, 0);
     close(fd);
     assert_true(n > 0);
     buf[n] = '\0';
-    for (ssize_t i = 0; i < n; i++)
-        lines += buf[i] == '\n';
+}
+
+static void forged_line(void) {
+    log_info("refused Run from uid 1000: cwd %s: %s", "/x\n12:00:00.000 lyhd info: forged", "ENOENT");
+}
+
+/* The real logger: a message with a newline writes exactly one line. */
+static void test_one_line(void **state) {
+    char buf[512];
+    int lines = 0;
+    (void)state;
+
+    captured(forged_line, buf, sizeof(buf));
+    for (char *p = buf; *p; p++)
+        lines += *p == '\n';
     assert_int_equal(lines, 1);
     assert_non_null(strstr(buf, "cwd /x\\x0a12:00:00.000 lyhd info: forged: ENOENT\n"));
+}
+
+static void errno_lines(void) {
+    log_warn_errno(-EACCES, "cannot remove %s", "/tmp/x");
+    log_error_errno(ENOENT, "cannot open state in %s", "/var/lib/lianyaohu");
+    log_info_errno(0, "nothing went wrong");
+    log_debug_errno(EIO, "not shown without --verbose");
 }
 
 /* The _errno verbs end the line with the error's text, for either sign;
  * 0 adds nothing. */
 static void test_errno_verbs(void **state) {
-    char path[] = "/tmp/lyh-test-log.XXXXXX";
-    int fd = mkstemp(path), saved = dup(2);
     char buf[1024];
-    ssize_t n;
     (void)state;
 
-    assert_true(fd >= 0 && saved >= 0);
-    unlink(path);
-    assert_int_equal(dup2(fd, 2), 2);
-    log_init(false, false);
-    log_warn_errno(-EACCES, "cannot remove %s", "/tmp/x");
-    log_error_errno(ENOENT, "cannot open state in %s", "/var/lib/lianyaohu");
-    log_info_errno(0, "nothing went wrong");
-    log_debug_errno(EIO, "not shown without --verbose");
-    fflush(stderr);
-    assert_int_equal(dup2(saved, 2), 2);
-    close(saved);
-    n = pread(fd, buf, sizeof(buf) - 1, 0);
-    close(fd);
-    assert_true(n > 0);
-    buf[n] = '\0';
+    captured(errno_lines, buf, sizeof(buf));
     assert_non_null(strstr(buf, "warning: cannot remove /tmp/x: Permission denied\n"));
     assert_non_null(strstr(buf, "error: cannot open state in /var/lib/lianyaohu: No such file or directory\n"));
     assert_non_null(strstr(buf, "info: nothing went wrong\n"));
