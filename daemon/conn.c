@@ -409,7 +409,8 @@ int conn_on_request(struct conn *c, const struct pmsg_conn *m, int *fds, size_t 
         return 0;
     _cleanup_free_ uint8_t *body = TAKE_PTR(c->req);
     int fdv[PMSG_MAX_FDS];
-    memcpy(fdv, fds, nfds * sizeof(int));
+    if (nfds)
+        memcpy(fdv, fds, nfds * sizeof(int));
     return handle_request(c, body, c->req_total, fdv, (unsigned)nfds);
 }
 

@@ -130,7 +130,8 @@ static int queue(struct proto *p, uint16_t type, const struct pmsg_conn *c, int 
     memcpy(m->buf, buf, len);
     m->len = len;
     m->nfds = nfds;
-    memcpy(m->fds, fds, nfds * sizeof(int));
+    if (nfds)
+        memcpy(m->fds, fds, nfds * sizeof(int));
     TAILQ_INSERT_TAIL(&p->outq, m, link);
     p->outq_bytes += len;
     if (TAILQ_FIRST(&p->outq) == m)
