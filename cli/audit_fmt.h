@@ -54,6 +54,10 @@ int audit_fmt_parse_port(const char *text, uint16_t *ret_min, uint16_t *ret_max,
  * 0 is refused: the protocol reads protocol 0 as "any". */
 int audit_fmt_parse_proto(const char *text, uint32_t *ret, char *why, size_t whylen);
 
+/* A decimal number without sign, the whole of s[0..n); *ret <= max. -ERANGE
+ * when larger, -EINVAL when not a number. */
+int audit_fmt_parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret);
+
 /* --kind flow|session|policy|request|gap|guard. */
 int audit_fmt_parse_kind(const char *text, lianyaohu_v1_EventKind *ret, char *why,
                          size_t whylen);

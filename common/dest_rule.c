@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "common/macros.h"
+#include "common/why.h"
 
 #define V4(a, b, c, d, p) {.family = AF_INET, .addr = {a, b, c, d}, .prefix_len = p}
 #define V6(p, ...) {.family = AF_INET6, .addr = {__VA_ARGS__}, .prefix_len = p}
@@ -68,16 +69,6 @@ const struct dr_rule dr_blocked_v6[] = {
 _Static_assert(ARRAY_SIZE(dr_blocked_v4) == DR_BLOCKED_V4_COUNT, "v4 table size");
 _Static_assert(ARRAY_SIZE(dr_blocked_v6) == DR_BLOCKED_V6_COUNT, "v6 table size");
 
-__attribute__((format(printf, 3, 4))) static int fail(char *why, size_t whylen, const char *fmt,
-                                                      ...) {
-    if (why && whylen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, whylen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
 
 struct span {
     const char *p;
@@ -169,35 +160,35 @@ static bool looks_like_name(struct span s) {
 /* Why s, which is not an address of the expected kind, was refused. */
 static int addr_error(struct span s, char *why, size_t whylen) {
     if (memchr(s.p, '%', s.n))
-        return fail(why, whylen,
+        return why_einval(why, whylen,
                     "'%.*s': zone indexes ('%%...') are not supported; rules match on every "
                     "interface",
                     (int)s.n, s.p);
     if (looks_like_name(s))
-        return fail(why, whylen, "'%.*s' is not an IP address; rules take addresses, not names",
+        return why_einval(why, whylen, "'%.*s' is not an IP address; rules take addresses, not names",
                     (int)s.n, s.p);
     if (memchr(s.p, ':', s.n))
-        return fail(why, whylen, "'%.*s' is not a valid IPv6 address", (int)s.n, s.p);
-    return fail(why, whylen, "'%.*s' is not an IP address", (int)s.n, s.p);
+        return why_einval(why, whylen, "'%.*s' is not a valid IPv6 address", (int)s.n, s.p);
+    return why_einval(why, whylen, "'%.*s' is not an IP address", (int)s.n, s.p);
 }
 
 static int parse_prefix(struct span s, int family, unsigned *ret, char *why, size_t whylen) {
     unsigned v = 0;
 
     if (s.n == 0)
-        return fail(why, whylen, "missing prefix length after '/'");
+        return why_einval(why, whylen, "missing prefix length after '/'");
     for (size_t i = 0; i < s.n; i++)
         if (!is_digit(s.p[i]))
-            return fail(why, whylen, "prefix length '%.*s' is not a number", (int)s.n, s.p);
+            return why_einval(why, whylen, "prefix length '%.*s' is not a number", (int)s.n, s.p);
     if (s.n > 1 && s.p[0] == '0')
-        return fail(why, whylen, "prefix length '/%.*s' has a leading zero", (int)s.n, s.p);
+        return why_einval(why, whylen, "prefix length '/%.*s' has a leading zero", (int)s.n, s.p);
     if (s.n > 3)
-        return fail(why, whylen, "prefix length /%.*s is out of range for %s (0-%u)", (int)s.n,
+        return why_einval(why, whylen, "prefix length /%.*s is out of range for %s (0-%u)", (int)s.n,
                     s.p, family_name(family), max_prefix(family));
     for (size_t i = 0; i < s.n; i++)
         v = v * 10 + (unsigned)(s.p[i] - '0');
     if (v > max_prefix(family))
-        return fail(why, whylen, "prefix length /%u is out of range for %s (0-%u)", v,
+        return why_einval(why, whylen, "prefix length /%u is out of range for %s (0-%u)", v,
                     family_name(family), max_prefix(family));
     *ret = v;
     return 0;
@@ -210,24 +201,24 @@ static int parse_one_port(struct span s, size_t *pos, const char *after, unsigne
     unsigned long v = 0;
 
     if (st == s.n)
-        return fail(why, whylen, "missing port after %s", after);
+        return why_einval(why, whylen, "missing port after %s", after);
     if (s.p[st] == '+')
-        return fail(why, whylen, "port '%.*s' must not have a sign", (int)(s.n - st), s.p + st);
+        return why_einval(why, whylen, "port '%.*s' must not have a sign", (int)(s.n - st), s.p + st);
     if (s.p[st] == '-')
-        return fail(why, whylen, "missing port before '-'");
+        return why_einval(why, whylen, "missing port before '-'");
     if (!is_digit(s.p[st]))
-        return fail(why, whylen, "port '%.*s' is not a number", (int)(s.n - st), s.p + st);
+        return why_einval(why, whylen, "port '%.*s' is not a number", (int)(s.n - st), s.p + st);
     while (j < s.n && is_digit(s.p[j])) {
         if (v <= 65535)
             v = v * 10 + (unsigned long)(s.p[j] - '0');
         j++;
     }
     if (j - st > 1 && s.p[st] == '0')
-        return fail(why, whylen, "port '%.*s' has a leading zero", (int)(j - st), s.p + st);
+        return why_einval(why, whylen, "port '%.*s' has a leading zero", (int)(j - st), s.p + st);
     if (v == 0)
-        return fail(why, whylen, "port 0 is not a valid port; omit the port to mean any port");
+        return why_einval(why, whylen, "port 0 is not a valid port; omit the port to mean any port");
     if (v > 65535)
-        return fail(why, whylen, "port %.*s is out of range (1-65535)", (int)(j - st), s.p + st);
+        return why_einval(why, whylen, "port %.*s is out of range (1-65535)", (int)(j - st), s.p + st);
     *pos = j;
     *ret = (unsigned)v;
     return 0;
@@ -250,10 +241,10 @@ static int parse_ports(struct span s, uint16_t *ret_min, uint16_t *ret_max, char
         if (r < 0)
             return r;
         if (pos == s.n && a > b)
-            return fail(why, whylen, "port range %u-%u is reversed; write %u-%u", a, b, b, a);
+            return why_einval(why, whylen, "port range %u-%u is reversed; write %u-%u", a, b, b, a);
     }
     if (pos < s.n)
-        return fail(why, whylen, "unexpected '%.*s' after port %u", (int)(s.n - pos), s.p + pos,
+        return why_einval(why, whylen, "unexpected '%.*s' after port %u", (int)(s.n - pos), s.p + pos,
                     b);
     *ret_min = (uint16_t)a;
     *ret_max = (uint16_t)b;
@@ -268,9 +259,9 @@ static int host_bits_error(const struct dr_rule *r, struct span shown, char *why
 
     mask_addr(fixed.addr, fixed.prefix_len);
     if (dr_format(&fixed, sug, sizeof(sug)) < 0)
-        return fail(why, whylen, "%.*s/%u has host bits set", (int)shown.n, shown.p,
+        return why_einval(why, whylen, "%.*s/%u has host bits set", (int)shown.n, shown.p,
                     r->prefix_len);
-    return fail(why, whylen, "%.*s/%u has host bits set; did you mean %s?", (int)shown.n,
+    return why_einval(why, whylen, "%.*s/%u has host bits set; did you mean %s?", (int)shown.n,
                 shown.p, r->prefix_len, sug);
 }
 
@@ -281,30 +272,30 @@ int dr_parse(const char *text, struct dr_rule *ret, char *why, size_t whylen) {
     size_t len;
 
     if (!text || !ret)
-        return fail(why, whylen, "no rule");
+        return why_einval(why, whylen, "no rule");
     len = strnlen(text, DR_TEXT_MAX + 1);
     if (len == 0)
-        return fail(why, whylen, "empty rule; expected ADDR[/PREFIX][:PORT[-PORT]]");
+        return why_einval(why, whylen, "empty rule; expected ADDR[/PREFIX][:PORT[-PORT]]");
     if (len > DR_TEXT_MAX)
-        return fail(why, whylen, "rule is longer than %u characters", DR_TEXT_MAX);
+        return why_einval(why, whylen, "rule is longer than %u characters", DR_TEXT_MAX);
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
         if (c == ' ')
-            return fail(why, whylen, "rule '%.*s' contains a space at offset %zu", (int)len,
+            return why_einval(why, whylen, "rule '%.*s' contains a space at offset %zu", (int)len,
                         text, i);
         if (c < 0x20 || c >= 0x7f)
-            return fail(why, whylen, "rule contains byte 0x%02x at offset %zu", c, i);
+            return why_einval(why, whylen, "rule contains byte 0x%02x at offset %zu", c, i);
     }
 
     if (text[0] == '[') {
         /* [ADDR[/PREFIX]] optionally followed by :PORTS; IPv6 only. */
         const char *close = memchr(text, ']', len);
         if (!close)
-            return fail(why, whylen, "missing ']' in '%s'", text);
+            return why_einval(why, whylen, "missing ']' in '%s'", text);
         struct span inner = {text + 1, (size_t)(close - text - 1)};
         struct span after = {close + 1, (size_t)(text + len - close - 1)};
         if (inner.n == 0)
-            return fail(why, whylen, "empty brackets in '%s'", text);
+            return why_einval(why, whylen, "empty brackets in '%s'", text);
         const char *slash = memchr(inner.p, '/', inner.n);
         addr = (struct span){inner.p, slash ? (size_t)(slash - inner.p) : inner.n};
         if (slash) {
@@ -317,15 +308,15 @@ int dr_parse(const char *text, struct dr_rule *ret, char *why, size_t whylen) {
         } else if (after.n > 0 && after.p[0] == '/') {
             const char *colon = memchr(after.p, ':', after.n);
             size_t pn = colon ? (size_t)(colon - after.p - 1) : after.n - 1;
-            return fail(why, whylen,
+            return why_einval(why, whylen,
                         "the prefix goes inside the brackets: write '[%.*s/%.*s]%s', not '%s'",
                         (int)inner.n, inner.p, (int)pn, after.p + 1, colon ? colon : "", text);
         } else if (after.n > 0) {
-            return fail(why, whylen, "unexpected '%.*s' after ']' in '%s'", (int)after.n,
+            return why_einval(why, whylen, "unexpected '%.*s' after ']' in '%s'", (int)after.n,
                         after.p, text);
         }
         if (parse_v4(addr, r.addr))
-            return fail(why, whylen, "brackets are only for IPv6 addresses: write '%.*s%.*s'",
+            return why_einval(why, whylen, "brackets are only for IPv6 addresses: write '%.*s%.*s'",
                         (int)inner.n, inner.p, (int)after.n, after.p);
         if (!parse_v6(addr, r.addr))
             return addr_error(addr, why, whylen);
@@ -341,7 +332,7 @@ int dr_parse(const char *text, struct dr_rule *ret, char *why, size_t whylen) {
             /* A.B.C.D[/PREFIX][:PORTS] */
             addr = (struct span){text, run};
             if (!parse_v4(addr, r.addr))
-                return fail(why, whylen,
+                return why_einval(why, whylen,
                             "'%.*s' is not a valid IPv4 address (four decimal parts 0-255, no "
                             "leading zeros)",
                             (int)run, text);
@@ -366,7 +357,7 @@ int dr_parse(const char *text, struct dr_rule *ret, char *why, size_t whylen) {
                 pfx = (struct span){slash + 1, (size_t)(text + len - slash - 1)};
                 const char *c = memchr(pfx.p, ':', pfx.n);
                 if (c)
-                    return fail(why, whylen,
+                    return why_einval(why, whylen,
                                 "an IPv6 rule with a port needs brackets: write '[%.*s/%.*s]%s'",
                                 (int)addr.n, addr.p, (int)(c - pfx.p), pfx.p, c);
             }
@@ -388,7 +379,7 @@ int dr_parse(const char *text, struct dr_rule *ret, char *why, size_t whylen) {
                 portish = portish && (tail.n > 4 || memchr(tail.p, '-', tail.n));
                 uint8_t scratch[16];
                 if (portish && parse_v6(head, scratch))
-                    return fail(why, whylen,
+                    return why_einval(why, whylen,
                                 "an IPv6 rule with a port needs brackets: write '[%.*s]:%.*s'",
                                 (int)head.n, head.p, (int)tail.n, tail.p);
                 return addr_error(addr, why, whylen);
@@ -396,11 +387,11 @@ int dr_parse(const char *text, struct dr_rule *ret, char *why, size_t whylen) {
             r.family = AF_INET6;
         } else {
             if (dotted && parse_v4((struct span){text, run}, r.addr))
-                return fail(why, whylen, "unexpected '%s' after address %.*s", text + run,
+                return why_einval(why, whylen, "unexpected '%s' after address %.*s", text + run,
                             (int)run, text);
             struct span tok = {text, strcspn(text, ":/")};
             if (tok.n == 0)
-                return fail(why, whylen, "missing address in '%s'", text);
+                return why_einval(why, whylen, "missing address in '%s'", text);
             return addr_error(tok, why, whylen);
         }
     }
@@ -414,7 +405,7 @@ int dr_parse(const char *text, struct dr_rule *ret, char *why, size_t whylen) {
     r.prefix_len = (uint8_t)prefix;
     if (have_port) {
         if (port.n == 0)
-            return fail(why, whylen, "missing port after ':'");
+            return why_einval(why, whylen, "missing port after ':'");
         int e = parse_ports(port, &r.port_min, &r.port_max, why, whylen);
         if (e < 0)
             return e;
@@ -433,26 +424,26 @@ int dr_check(const struct dr_rule *r, char *why, size_t whylen) {
     char a[INET6_ADDRSTRLEN];
 
     if (!r)
-        return fail(why, whylen, "no rule");
+        return why_einval(why, whylen, "no rule");
     if (r->family != AF_INET && r->family != AF_INET6)
-        return fail(why, whylen, "address family %d is neither IPv4 nor IPv6", r->family);
+        return why_einval(why, whylen, "address family %d is neither IPv4 nor IPv6", r->family);
     if (r->prefix_len > max_prefix(r->family))
-        return fail(why, whylen, "prefix length /%u is out of range for %s (0-%u)",
+        return why_einval(why, whylen, "prefix length /%u is out of range for %s (0-%u)",
                     r->prefix_len, family_name(r->family), max_prefix(r->family));
     for (unsigned i = addr_len_of(r->family); i < 16; i++)
         if (r->addr[i] != 0)
-            return fail(why, whylen, "IPv4 rule has bytes beyond the 4-byte address");
+            return why_einval(why, whylen, "IPv4 rule has bytes beyond the 4-byte address");
     if (r->port_min == 0 && r->port_max != 0)
-        return fail(why, whylen, "port range without a first port (0-%u)", r->port_max);
+        return why_einval(why, whylen, "port range without a first port (0-%u)", r->port_max);
     if (r->port_min > r->port_max)
-        return fail(why, whylen, "port range %u-%u is reversed; write %u-%u", r->port_min,
+        return why_einval(why, whylen, "port range %u-%u is reversed; write %u-%u", r->port_min,
                     r->port_max, r->port_max, r->port_min);
     uint8_t masked[16];
     memcpy(masked, r->addr, 16);
     mask_addr(masked, r->prefix_len);
     if (memcmp(masked, r->addr, 16) != 0) {
         if (!inet_ntop(r->family, r->addr, a, sizeof(a)))
-            return fail(why, whylen, "rule has host bits set");
+            return why_einval(why, whylen, "rule has host bits set");
         return host_bits_error(r, (struct span){a, strlen(a)}, why, whylen);
     }
     return 0;
@@ -464,22 +455,22 @@ int dr_from_parts(const uint8_t *addr, size_t addr_len, uint32_t prefix_len, uin
     int e;
 
     if (!addr || !ret)
-        return fail(why, whylen, "no rule");
+        return why_einval(why, whylen, "no rule");
     if (addr_len == 4)
         r.family = AF_INET;
     else if (addr_len == 16)
         r.family = AF_INET6;
     else
-        return fail(why, whylen, "address must be 4 or 16 bytes, not %zu", addr_len);
+        return why_einval(why, whylen, "address must be 4 or 16 bytes, not %zu", addr_len);
     memcpy(r.addr, addr, addr_len);
     if (prefix_len > max_prefix(r.family))
-        return fail(why, whylen, "prefix length /%u is out of range for %s (0-%u)", prefix_len,
+        return why_einval(why, whylen, "prefix length /%u is out of range for %s (0-%u)", prefix_len,
                     family_name(r.family), max_prefix(r.family));
     r.prefix_len = (uint8_t)prefix_len;
     if (port_min == 0 && port_max != 0)
-        return fail(why, whylen, "port range without a first port (0-%u)", port_max);
+        return why_einval(why, whylen, "port range without a first port (0-%u)", port_max);
     if (port_min > 65535 || port_max > 65535)
-        return fail(why, whylen, "port %u is out of range (1-65535)",
+        return why_einval(why, whylen, "port %u is out of range (1-65535)",
                     port_min > 65535 ? port_min : port_max);
     if (port_min != 0 && port_max == 0)
         port_max = port_min;

@@ -7,5 +7,7 @@
 
 /* Format into why (NULL or whylen 0: nothing). Always NUL-terminated. */
 void set_why(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same, for a parser's refusal: returns -EINVAL. */
+int why_einval(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif
