@@ -33,7 +33,7 @@ struct proto {
     int listen_fd;  /* -1 until LISTEN_START */
     int reserve_fd; /* a spare fd for when there are none (proto_clients.c) */
     bool accept_paused;
-    struct event *ev_accept, *ev_accept_retry, *ev_sock_write;
+    struct event *ev_accept, *ev_accept_retry, *ev_sock_write, *ev_drained;
     uint64_t next_id;
     unsigned frame_timeout_ms, max_fds;
     TAILQ_HEAD(pconn_list, pconn) conns;

@@ -41,6 +41,12 @@
 #define PC_QUEUE_HIGH    (4u << 20)   /* bytes for the parent: stop reading clients above */
 #define PC_QUEUE_LOW     (1u << 20)   /* ... and start again below */
 #define PC_ACCEPT_RETRY_MS 250        /* out of fds: try accepting again after this */
+/* What was written to a client is told to the parent (DRAINED) in batches:
+ * at once from this many bytes, else after PC_DRAINED_MS. The parent's
+ * window per connection (256 KiB) is far above both: a batch never stalls
+ * it, and a small answer costs no message of its own. */
+#define PC_DRAINED_BATCH (64u << 10)
+#define PC_DRAINED_MS    5
 
 struct queued_fd {
     int fd;       /* -1: the kernel delivered more than fit (those were lost) */
@@ -61,6 +67,7 @@ struct pconn {
     bool paused;   /* the parent said so (its user's fds are being closed) */
     bool throttled; /* the queue to the parent is long */
     bool refused;   /* refused for good: the parent closes it */
+    uint32_t drained; /* written to the client, not told to the parent yet */
     TAILQ_ENTRY(pconn) link;
 };
 
@@ -261,6 +268,15 @@ static void send_request(struct pconn *c, const LyhRequest *req, int *fds, size_
     } while (m.offset < len);
 }
 
+/* What was written to the client since the last DRAINED, told. */
+static void tell_drained(struct pconn *c) {
+    struct pmsg_conn m = {.id = c->id, .count = c->drained};
+    if (c->drained == 0)
+        return;
+    c->drained = 0;
+    (void)queue(c->p, PMSG_DRAINED, &m, NULL, 0);
+}
+
 static void handle_frame(struct pconn *c, const uint8_t *body, uint32_t len, uint64_t end) {
     struct proto *p = c->p;
     int fds[PC_MAX_QUEUED_FDS];
@@ -414,6 +430,10 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
                     return;
             }
         }
+        /* A short read most likely emptied the socket: no second recvmsg
+         * just to hear EAGAIN (the event is level-triggered: it says if not). */
+        if ((size_t)n < sizeof(buf))
+            break;
     }
     arm_timeout(c);
 }
@@ -438,9 +458,22 @@ static void on_writable(evutil_socket_t fd, short what, void *arg) {
     else
         event_add(c->ev_write, NULL);
     if (written) {
-        struct pmsg_conn m = {.id = c->id, .count = (uint32_t)written};
-        (void)queue(c->p, PMSG_DRAINED, &m, NULL, 0);
+        c->drained += (uint32_t)written;
+        if (c->drained >= PC_DRAINED_BATCH)
+            tell_drained(c);
+        else if (!evtimer_pending(c->p->ev_drained, NULL)) {
+            struct timeval tv = {0, PC_DRAINED_MS * 1000};
+            evtimer_add(c->p->ev_drained, &tv);
+        }
     }
+}
+
+static void on_drained_timer(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct proto *p = arg;
+    struct pconn *c;
+    TAILQ_FOREACH(c, &p->conns, link)
+        tell_drained(c);
 }
 
 static void resume_throttled(struct proto *p) {
@@ -567,7 +600,8 @@ int clients_listen(struct proto *p, const struct pmsg_conn *m, int fd) {
     p->reserve_fd = dup(p->sock);
     p->ev_accept = event_new(p->base, fd, EV_READ | EV_PERSIST, on_accept, p);
     p->ev_accept_retry = evtimer_new(p->base, on_accept_retry, p);
-    if (!p->ev_accept || !p->ev_accept_retry || event_add(p->ev_accept, NULL) < 0)
+    p->ev_drained = evtimer_new(p->base, on_drained_timer, p);
+    if (!p->ev_accept || !p->ev_accept_retry || !p->ev_drained || event_add(p->ev_accept, NULL) < 0)
         return -ENOMEM;
     return 0;
 }
@@ -631,6 +665,8 @@ void clients_free(struct proto *p) {
         event_free(p->ev_accept);
     if (p->ev_accept_retry)
         event_free(p->ev_accept_retry);
+    if (p->ev_drained)
+        event_free(p->ev_drained);
     CLOSE_FD(p->listen_fd);
     CLOSE_FD(p->reserve_fd);
 }
