@@ -40,6 +40,7 @@ struct proto {
     unsigned n_conns;
     TAILQ_HEAD(outmsg_list, outmsg) outq; /* for the parent, in order */
     size_t outq_bytes;
+    unsigned outq_n;
 };
 
 /* Send one message to the parent (encoded by the caller). -errno. */

@@ -38,8 +38,17 @@
 #define PC_READ_BUDGET   (256u << 10) /* bytes read from one client per event */
 #define PC_MAX_QUEUED_FDS 16u         /* fds waiting for their frame */
 #define PC_SCM_MAX_FD    253u         /* the kernel's SCM_MAX_FD: room for all of them */
-#define PC_QUEUE_HIGH    (4u << 20)   /* bytes for the parent: stop reading clients above */
-#define PC_QUEUE_LOW     (1u << 20)   /* ... and start again below */
+/* The queue for the parent is one line for every client: what waits in it
+ * delays every other client's next request. Reading from clients stops when
+ * it holds more than this many messages (or bytes), and starts again below
+ * the low marks; while it is not nearly empty, a read takes at most
+ * PC_READ_SMALL bytes, so that one read cannot add thousands of tiny
+ * requests at once (a client pipelining 16-byte frames). */
+#define PC_QUEUE_MSGS_HIGH 512u
+#define PC_QUEUE_MSGS_LOW  128u
+#define PC_QUEUE_HIGH    (4u << 20)
+#define PC_QUEUE_LOW     (1u << 20)
+#define PC_READ_SMALL    4096u
 #define PC_ACCEPT_RETRY_MS 250        /* out of fds: try accepting again after this */
 /* What was written to a client is told to the parent (DRAINED) in batches:
  * at once from this many bytes, else after PC_DRAINED_MS. The parent's
@@ -106,12 +115,13 @@ static void flush_queue(struct proto *p) {
         }
         TAILQ_REMOVE(&p->outq, m, link);
         p->outq_bytes -= m->len;
+        p->outq_n--;
         for (size_t i = 0; i < m->nfds; i++)
             close(m->fds[i]); /* the parent holds them now: never the last reference */
         free(m);
     }
     event_del(p->ev_sock_write);
-    if (p->outq_bytes < PC_QUEUE_LOW)
+    if (p->outq_bytes < PC_QUEUE_LOW && p->outq_n < PC_QUEUE_MSGS_LOW)
         resume_throttled(p);
 }
 
@@ -141,6 +151,7 @@ static int queue(struct proto *p, uint16_t type, const struct pmsg_conn *c, int 
         memcpy(m->fds, fds, nfds * sizeof(int));
     TAILQ_INSERT_TAIL(&p->outq, m, link);
     p->outq_bytes += len;
+    p->outq_n++;
     if (TAILQ_FIRST(&p->outq) == m)
         flush_queue(p);
     return 0;
@@ -374,12 +385,14 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
     uint64_t id = c->id;
 
     while (budget > 0) {
-        if (p->outq_bytes > PC_QUEUE_HIGH) { /* the parent is behind: wait for it */
+        if (p->outq_bytes > PC_QUEUE_HIGH || p->outq_n > PC_QUEUE_MSGS_HIGH) {
+            /* the parent is behind: wait for it */
             c->throttled = true;
             event_del(c->ev_read);
             return;
         }
-        struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+        struct iovec iov = {.iov_base = buf,
+                            .iov_len = p->outq_n < PC_QUEUE_MSGS_LOW ? sizeof(buf) : PC_READ_SMALL};
         struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
                             .msg_controllen = sizeof(ctl.b)};
         ssize_t n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
@@ -432,7 +445,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
         }
         /* A short read most likely emptied the socket: no second recvmsg
          * just to hear EAGAIN (the event is level-triggered: it says if not). */
-        if ((size_t)n < sizeof(buf))
+        if ((size_t)n < iov.iov_len)
             break;
     }
     arm_timeout(c);
