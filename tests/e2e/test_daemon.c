@@ -1651,9 +1651,18 @@ static void test_syslog_socket_dir(void **state) {
 
 #define T(fn, setup) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
-static bool puser_existed = true;
+static bool puser_existed = true, group_existed = true;
 
+/* lyhd creates its protocol process's user and its guard group when they
+ * are missing: remove what this run caused. */
 static void forget_puser(void) {
+    if (!group_existed && getgrnam("_lianyaohu")) {
+        char *argv[] = {(char *)"/usr/sbin/groupdel", (char *)"_lianyaohu", NULL};
+        pid_t pid;
+        int st;
+        if (posix_spawn(&pid, argv[0], NULL, NULL, argv, (char *[]){NULL}) == 0)
+            waitpid(pid, &st, 0);
+    }
     if (puser_existed || !getpwnam("_lyhd"))
         return;
     for (int i = 0; i < 2; i++) {
@@ -1682,6 +1691,7 @@ int main(int argc, char **argv) {
     /* lyhd creates the user of its protocol process (_lyhd) when missing: if
      * it did so during these tests, it goes again at the end */
     puser_existed = getpwnam("_lyhd") != NULL;
+    group_existed = getgrnam("_lianyaohu") != NULL;
     atexit(forget_puser);
 
     const struct CMUnitTest tests[] = {
