@@ -36,6 +36,7 @@ struct lyhd_config {
     uint32_t guard_gid_max;      /* guard_gid + LYH_GUARD_GID_SPAN - 1 */
     bool use_syslog;
     bool verbose;
+    bool timing;          /* --timing: log each launch's and end's phases */
     bool allow_root_run;         /* let uid 0 use Run (never by default) */
     bool no_cgroup;              /* act as on a host without cgroup v2 (tests the fallback) */
     unsigned landlock_abi_max;   /* use at most this Landlock ABI (0: the kernel's) */
@@ -83,6 +84,7 @@ struct lyhd {
 
 /* Monotonic and wall clocks in milliseconds. */
 uint64_t lyhd_mono_ms(void);
+uint64_t lyhd_mono_us(void);
 int64_t lyhd_wall_ms(void);
 
 /* Is g one of the guard gids (any user's agents, or the base)? */

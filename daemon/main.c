@@ -79,6 +79,8 @@ static void usage(FILE *f) {
             "  --audit-max-mb N          keep audit.db under this size (default 1024, 0 = no cap)\n"
             "  --protocol-exe PATH       tests only: run PATH as the protocol process (as user\n"
             "                            _lyhd, no privilege; it stands for a compromised one)\n"
+            "  --timing                  log how long each phase of every launch and end took\n"
+            "                            (bench/run reads it)\n"
             "  --verbose                 debug logging\n"
             "  --version, --help\n",
             LYH_DEFAULT_SOCKET, LYH_DEFAULT_STATE_DIR, LYH_GUARD_GID_DEFAULT,
@@ -134,7 +136,7 @@ static int check_syslog_dir(const char *opt, const char *path) {
 static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
     enum {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
-        O_SYSLOG, O_VERBOSE, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN, O_NOCG,
+        O_SYSLOG, O_VERBOSE, O_TIMING, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN, O_NOCG,
         O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT, O_LLMAX, O_RESOLV, O_DNSTTL, O_DNSGRACE,
         O_PEXE, O_SYSLOG_SOCK, O_SYSLOG_LOGSOCK,
     };
@@ -165,6 +167,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"audit-max-mb", required_argument, NULL, O_ASIZE},
         {"protocol-exe", required_argument, NULL, O_PEXE},
         {"verbose", no_argument, NULL, O_VERBOSE},
+        {"timing", no_argument, NULL, O_TIMING},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, O_HELP},
         {0},
@@ -248,6 +251,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
             break;
         case O_PEXE: cfg->protocol_exe = optarg; break;
         case O_VERBOSE: cfg->verbose = true; break;
+        case O_TIMING: cfg->timing = true; break;
         case O_VERSION: printf("lyhd %s (protocol %u)\n", LYH_VERSION, LYH_PROTOCOL_VERSION); return 1;
         case O_HELP: usage(stdout); return 1;
         default: usage(stderr); return -EINVAL;

@@ -1141,6 +1141,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     struct session *s = NULL;
     struct spawn_plan plan;
     const struct policy *pol = policy_current(d);
+    uint64_t t_entry = lyhd_mono_us();
     char why[512];
     int k;
 
@@ -1190,6 +1191,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         goto out;
     }
     s->d = d;
+    s->t_us[SESSION_T_ENTRY] = t_entry;
     s->row.policy_version = pol->version;
     s->accept_unlogged = !pol->log_allowed_flows;
     s->pidfd = s->status_fd = s->pty_fd = -1;
@@ -1393,6 +1395,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         goto out;
 
     /* 4. Make things, each recorded first. */
+    s->t_us[SESSION_T_CHECKED] = lyhd_mono_us();
     {
         char name[64];
         snprintf(name, sizeof(name), "lyh-%s", s->row.id);
@@ -1405,11 +1408,13 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         }
         p.made_tmpdir = true;
     }
+    s->t_us[SESSION_T_TMPDIR] = lyhd_mono_us();
     if (commit_row(d, s, true) < 0) {
         rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s", store_errmsg(d->store));
         goto out;
     }
     p.row_inserted = true;
+    s->t_us[SESSION_T_ROW] = lyhd_mono_us();
     if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER ||
         s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_UID_GID) {
         struct store_guard g;
@@ -1432,6 +1437,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         }
         p.made_cgroup = true;
         s->has_cgroup = true;
+        s->t_us[SESSION_T_CGROUP] = lyhd_mono_us();
         /* The row already names the cgroup and the chain (by session id);
          * their id is recorded with the pid below. A crash in between is
          * safe: the reaper finds the cgroup by name and the map element by
@@ -1446,6 +1452,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
             s->has_chain = true;
         }
     }
+    s->t_us[SESSION_T_NFT] = lyhd_mono_us();
     /* The ruleset's paths are opened as the caller too (see as_caller). */
     if (as_caller(call, &p.root_ident) < 0)
         goto out;
@@ -1463,6 +1470,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         goto out;
     }
 
+    s->t_us[SESSION_T_LANDLOCK] = lyhd_mono_us();
     /* 5. Spawn. */
     p.argv = calloc(r->n_argv + 1, sizeof(char *));
     if (!p.argv) {
@@ -1501,6 +1509,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         goto out;
     }
     /* From here the session exists: failures end it through teardown. */
+    s->t_us[SESSION_T_FORK] = lyhd_mono_us();
     s->started_mono_ms = lyhd_mono_ms();
     (void)proc_start_time(s->pid, &s->row.pid_start);
     s->row.pid = s->pid;
@@ -1521,6 +1530,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         session_teardown(s);
         goto out;
     }
+    s->t_us[SESSION_T_RECORDED] = lyhd_mono_us();
     log_info("session '%s' started for uid %u: %s in %s via %s (pid %d)", s->row.id, s->row.uid,
              s->row.argv0, s->row.cwd, s->row.interface[0] ? s->row.interface : "no firewall",
              s->pid);

@@ -430,9 +430,36 @@ static void teardown_run(struct session *s, bool may_wait) {
         (void)save_row(s);
     log_info("session '%s' of uid %u ended (exit %d, signal %d)", s->row.id, s->row.uid,
              s->row.exit_code, s->row.signal);
+    s->t_us[SESSION_T_TORN] = lyhd_mono_us();
+    session_log_phases(s, true);
     if (may_wait)
         TAILQ_REMOVE(&d->sessions, s, link);
     session_free(s);
+}
+
+/* The time between two marks in microseconds, or 0 when either is missing. */
+static unsigned long long phase(const struct session *s, enum session_t from, enum session_t to) {
+    return s->t_us[from] && s->t_us[to] >= s->t_us[from] ? s->t_us[to] - s->t_us[from] : 0;
+}
+
+void session_log_phases(const struct session *s, bool end) {
+    if (!s->d->cfg.timing)
+        return;
+    if (!end) {
+        /* a cgroup-less session has no cgroup mark: that phase is 0 */
+        enum session_t before_nft = s->t_us[SESSION_T_CGROUP] ? SESSION_T_CGROUP : SESSION_T_ROW;
+        log_info("launch %s phases (us): checks %llu tmpdir %llu state_db %llu cgroup %llu nft %llu "
+                 "landlock %llu fork %llu record %llu exec %llu total %llu",
+                 s->row.id, phase(s, SESSION_T_ENTRY, SESSION_T_CHECKED),
+                 phase(s, SESSION_T_CHECKED, SESSION_T_TMPDIR), phase(s, SESSION_T_TMPDIR, SESSION_T_ROW),
+                 phase(s, SESSION_T_ROW, SESSION_T_CGROUP), phase(s, before_nft, SESSION_T_NFT),
+                 phase(s, SESSION_T_NFT, SESSION_T_LANDLOCK), phase(s, SESSION_T_LANDLOCK, SESSION_T_FORK),
+                 phase(s, SESSION_T_FORK, SESSION_T_RECORDED),
+                 phase(s, SESSION_T_RECORDED, SESSION_T_EXEC), phase(s, SESSION_T_ENTRY, SESSION_T_EXEC));
+        return;
+    }
+    log_info("end %s phases (us): exit_to_reply %llu teardown %llu", s->row.id,
+             phase(s, SESSION_T_EXIT, SESSION_T_REPLIED), phase(s, SESSION_T_REPLIED, SESSION_T_TORN));
 }
 
 void session_teardown(struct session *s) {
@@ -561,6 +588,8 @@ static void on_status(evutil_socket_t fd, short what, void *arg) {
         s->exec_ok = true;
         audit_session_started(s->d, s);
         send_started(s);
+        s->t_us[SESSION_T_EXEC] = lyhd_mono_us();
+        session_log_phases(s, false);
         return;
     }
     if (r < 0) {
@@ -607,6 +636,7 @@ static void on_child_exit(evutil_socket_t fd, short what, void *arg) {
     }
     event_del(s->ev_exit);
     s->exited = true;
+    s->t_us[SESSION_T_EXIT] = lyhd_mono_us();
     if (si.si_code == 0) {
         s->row.exit_code = -1;
         s->row.signal = 0;
@@ -618,6 +648,7 @@ static void on_child_exit(evutil_socket_t fd, short what, void *arg) {
         s->row.signal = si.si_status;
     }
     send_exited(s);
+    s->t_us[SESSION_T_REPLIED] = lyhd_mono_us();
     session_teardown(s);
 }
 

@@ -22,6 +22,25 @@ struct dns_fwd;
 
 #define SESSION_ID_LEN 16 /* hex characters */
 
+/* The phases of a launch and of an end, as lyhd measures them: each mark is
+ * when that phase ended (the Run request's handler started at T_ENTRY). */
+enum session_t {
+    SESSION_T_ENTRY,    /* rpc_run called (the request decoded and checked) */
+    SESSION_T_CHECKED,  /* validation: policy, paths, resolvers, environment */
+    SESSION_T_TMPDIR,   /* the private tmpdir made */
+    SESSION_T_ROW,      /* the state.db row committed */
+    SESSION_T_CGROUP,   /* the session cgroup made (and a shared chain taken) */
+    SESSION_T_NFT,      /* its chain installed (one nf_tables transaction) */
+    SESSION_T_LANDLOCK, /* the Landlock ruleset built */
+    SESSION_T_FORK,     /* the child forked */
+    SESSION_T_RECORDED, /* pid recorded in state.db, watched */
+    SESSION_T_EXEC,     /* the child's exec confirmed; RunStarted sent */
+    SESSION_T_EXIT,     /* the agent's exit seen */
+    SESSION_T_REPLIED,  /* RunExited sent */
+    SESSION_T_TORN,     /* everything removed */
+    SESSION_T_COUNT,
+};
+
 struct session {
     struct lyhd *d;
     struct store_session row; /* what state.db holds */
@@ -60,11 +79,16 @@ struct session {
     bool wants_dns;           /* Run: its DNS is to be forwarded (resolvers picked) */
     char sockets[1100];       /* the sockets it may reach although hidden, ", "-joined */
     uint64_t started_mono_ms;
+    uint64_t t_us[SESSION_T_COUNT]; /* when each launch phase ended (lyhd_mono_us; 0: not) */
     unsigned teardown_tries;
     TAILQ_ENTRY(session) link;
 };
 
 TAILQ_HEAD(session_list, session);
+
+/* Log one session's launch or end phases, with --timing (bench/run reads
+ * them: docs/performance.md). */
+void session_log_phases(const struct session *s, bool end);
 
 /* Random id of SESSION_ID_LEN lowercase hex characters (getrandom). */
 int session_new_id(char out[SESSION_ID_LEN + 1]);
