@@ -13,9 +13,10 @@
  *
  * Responses are framed here (the parent is the only author of the stream a
  * client reads) and go to the protocol process as PMSG_OUT, at most
- * CONN_WINDOW bytes per connection and CONN_WINDOW_ALL for all of them not
- * yet written to their clients (PMSG_DRAINED says what was), so the socket
- * between the processes never fills with one client's stream.
+ * CONN_WINDOW bytes per connection not yet written to its client
+ * (PMSG_DRAINED says what was), and only while the socket between the
+ * processes holds less than CONN_SOCK_MAX: one client that does not read
+ * holds back its own answers, never another's.
  *
  * Failure policy: bad client input closes that connection or gets an error
  * answer, as before; a message from the protocol process that is not its to
@@ -45,14 +46,15 @@
 #include "daemon/rpc.h"
 #include "daemon/server.h"
 #include "platform/linux/fdkind.h"
+#include "platform/linux/unixsock.h"
 
 /* A client that does not read its responses may make us buffer this much. */
 #define CONN_MAX_OUTPUT (8u << 20)
-/* Bytes handed to the protocol process and not yet written to the client:
- * per connection, and for all together (the socket between the processes
- * holds 2 MiB). */
-#define CONN_WINDOW     (256u << 10)
-#define CONN_WINDOW_ALL (1u << 20)
+/* Bytes handed to the protocol process and not yet written to the client,
+ * per connection; and what the socket between the processes may hold before
+ * the parent waits (it holds 2 MiB: the rest is room for the DNS messages). */
+#define CONN_WINDOW   (256u << 10)
+#define CONN_SOCK_MAX (1u << 20)
 /* A user with more of their fds than this waiting in the closer gets nothing
  * more read from their connections until it drains: the fds stay in the
  * kernel, counted against the sender's own limits, not lyhd's. */
@@ -77,8 +79,7 @@ struct conn {
     unsigned n_calls;
 };
 
-static size_t inflight_all; /* every connection's inflight (one parent per process) */
-static bool window_full;    /* a connection waits for room in CONN_WINDOW_ALL */
+static bool window_full; /* a connection waits for room in the socket (one parent per process) */
 
 uid_t conn_uid(const struct conn *c) { return c->peer.uid; }
 bool conn_is_dead(const struct conn *c) { return c->dead; }
@@ -114,7 +115,6 @@ void conn_release(struct conn *c) {
         return;
     c->released = true;
     c->dead = true;
-    inflight_all -= c->inflight;
     c->inflight = 0;
     /* Off the loop: fds still in flight in its queue go with the socket's
      * last reference, on a closer worker. */
@@ -162,10 +162,12 @@ void conn_flush(struct conn *c) {
     uint8_t chunk[PMSG_CHUNK];
     uint8_t buf[PMSG_MAX_BYTES];
 
-    if (inflight_all >= CONN_WINDOW_ALL && evbuffer_get_length(c->out) > 0)
-        window_full = true;
     while (!c->dead && pproc_ready(c->d) && evbuffer_get_length(c->out) > 0 &&
-           c->inflight < CONN_WINDOW && inflight_all < CONN_WINDOW_ALL) {
+           c->inflight < CONN_WINDOW) {
+        if (pproc_queued(c->d) >= CONN_SOCK_MAX) {
+            window_full = true; /* a DRAINED or the next tick flushes again */
+            return;
+        }
         size_t n = evbuffer_get_length(c->out), len;
         if (n > sizeof(chunk))
             n = sizeof(chunk);
@@ -176,7 +178,6 @@ void conn_flush(struct conn *c) {
             return; /* the process is gone or ended: the next one gets it */
         evbuffer_drain(c->out, n);
         c->inflight += n;
-        inflight_all += n;
     }
 }
 
@@ -216,7 +217,6 @@ int conn_drained(struct conn *c, uint32_t n) {
     if (n > c->inflight)
         return -EBADMSG; /* more than it was given */
     c->inflight -= n;
-    inflight_all -= n;
     conn_flush(c);
     return 0;
 }
@@ -287,11 +287,23 @@ static int handle_request(struct conn *c, const uint8_t *body, uint32_t len, int
     /* one encoding: what protobuf-c makes of what it decoded */
     size_t again = lianyaohu__v1__request__get_packed_size(req);
     _cleanup_free_ uint8_t *re = again == len ? malloc(len ? len : 1) : NULL;
-    if (again != len || (re && (lianyaohu__v1__request__pack(req, re) != len ||
-                                memcmp(re, body, len) != 0))) {
+    if (again == len && !re) {
+        conn_reply_error(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                         "lyhd is out of memory");
+        goto out_fds;
+    }
+    if (again != len || lianyaohu__v1__request__pack(req, re) != len ||
+        memcmp(re, body, len) != 0) {
         wire_request_free(req);
         closer_close_all(c->d->closer, c->peer.uid, fds, n_fds);
         return -EBADMSG;
+    }
+    /* Only for a client that is still connected: a request on a connection
+     * whose client has gone would act for someone who left (the protocol
+     * process could keep such a socket open). */
+    if (unixsock_peer_gone(c->fd)) {
+        conn_close(c, "client gone");
+        goto out_fds;
     }
     /* the protocol process checked all this: a request that fails here means
      * it did not; the client still gets its answer */
@@ -385,11 +397,14 @@ out_fds:
 int conn_on_request(struct conn *c, const struct pmsg_conn *m, int *fds, size_t nfds) {
     bool last = m->offset + m->data_len == m->total;
 
-    if (nfds && !last)
-        return -EBADMSG; /* fds come with the last piece */
+    /* fds come with the last piece; a new request only once the last one
+     * was whole; a piece follows the one before */
+    if ((nfds && !last) || (m->offset == 0 && c->req) ||
+        (m->offset != 0 && (!c->req || m->offset != c->req_have || m->total != c->req_total))) {
+        closer_close_all(c->d->closer, c->peer.uid, fds, nfds);
+        return -EBADMSG;
+    }
     if (m->offset == 0) {
-        if (c->req)
-            return -EBADMSG; /* a new request before the last one was whole */
         c->req = malloc(m->total ? m->total : 1);
         if (!c->req) {
             /* the client's stream cannot be followed any more */
@@ -399,8 +414,6 @@ int conn_on_request(struct conn *c, const struct pmsg_conn *m, int *fds, size_t 
         }
         c->req_total = m->total;
         c->req_have = 0;
-    } else if (!c->req || m->offset != c->req_have || m->total != c->req_total) {
-        return -EBADMSG;
     }
     if (m->data_len)
         memcpy(c->req + c->req_have, m->data, m->data_len);

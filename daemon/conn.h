@@ -88,8 +88,8 @@ int conn_on_request(struct conn *c, const struct pmsg_conn *m, int *fds, size_t 
 int conn_drained(struct conn *c, uint32_t n);
 /* Hand queued responses over (a new protocol process, room in the windows). */
 void conn_flush(struct conn *c);
-/* Did a connection find every connection's window full since the last
- * call? (Then each gets a conn_flush once there is room.) */
+/* Did a connection find the socket to the protocol process full since the
+ * last call? (Then each gets a conn_flush once there is room.) */
 bool conn_window_was_full(void);
 
 uint64_t conn_id(const struct conn *c);

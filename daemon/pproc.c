@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -84,6 +85,14 @@ static int spawn(struct lyhd *d);
 bool pproc_ready(const struct lyhd *d) { return d->pproc && d->pproc->ready && d->pproc->sock >= 0; }
 
 pid_t pproc_pid(const struct lyhd *d) { return d->pproc ? d->pproc->pid : 0; }
+
+size_t pproc_queued(const struct lyhd *d) {
+    int n = 0;
+    /* SIOCOUTQ, which <linux/sockios.h> defines as TIOCOUTQ */
+    if (!pproc_ready(d) || ioctl(d->pproc->sock, TIOCOUTQ, &n) < 0 || n < 0)
+        return SIZE_MAX;
+    return (size_t)n;
+}
 
 /* End the process (SIGKILL through its pidfd: never another process that
  * got its pid); its exit event then starts a new one. */

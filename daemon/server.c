@@ -50,6 +50,7 @@
 #include "daemon/lyhd.h"
 #include "daemon/pmsg.h"
 #include "daemon/pproc.h"
+#include "platform/linux/unixsock.h"
 #include "storage/dircheck.h"
 
 /* Closes of one user's fds that may still be pending before lyhd refuses
@@ -66,7 +67,7 @@ struct server {
     int listen_fd;
     int dir_fd;                 /* the socket's directory, checked */
     char name[NAME_MAX + 1];    /* the socket's name in it */
-    char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* as bound (getsockname) */
+    uint64_t file_ino, file_dev; /* the socket file it is bound to */
     bool stopping;
     bool unlinked;
     uint64_t next_id;           /* above every connection id seen */
@@ -102,8 +103,12 @@ void server_conn_removed(struct server *s, struct conn *c) {
 void server_tick(struct server *s) {
     if (!s || s->stopping)
         return;
-    for (unsigned i = 0; i < s->n_slots; i++)
+    bool flush = conn_window_was_full();
+    for (unsigned i = 0; i < s->n_slots; i++) {
         conn_resume_if_ok(s->slots[i].conn);
+        if (flush)
+            conn_flush(s->slots[i].conn);
+    }
 }
 
 static struct conn *find(const struct server *s, uint64_t id) {
@@ -113,26 +118,33 @@ static struct conn *find(const struct server *s, uint64_t id) {
     return NULL;
 }
 
-/* Is fd a connection accepted on our socket: an AF_UNIX stream socket whose
- * own address is the path we bound? (A socket the protocol process made
- * itself would carry its own credentials; this keeps it to real clients.) */
-static bool ours(const struct server *s, int fd) {
-    struct sockaddr_un sa;
-    socklen_t len = sizeof(sa);
-    int v = 0;
+/* Is fd a connection accepted on our listening socket? The kernel says so:
+ * a connected (not listening) AF_UNIX stream socket whose bound file is the
+ * one our listener was bound to (an accepted socket shares it). A path
+ * string would not do: anyone can bind a socket of their own to the same
+ * string through a directory of theirs, and the listening socket itself
+ * would answer SO_PEERCRED with root's credentials. */
+static int ours(const struct server *s, int fd) {
+    int v = 0, k;
     socklen_t vl = sizeof(v);
+    uint64_t dev = 0, ino = 0;
 
     if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &vl) < 0 || v != AF_UNIX)
-        return false;
+        return 0;
     vl = sizeof(v);
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl) < 0 || v != SOCK_STREAM)
-        return false;
-    memset(&sa, 0, sizeof(sa));
-    if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || len <= offsetof(struct sockaddr_un, sun_path))
-        return false;
-    size_t n = len - offsetof(struct sockaddr_un, sun_path);
-    return strnlen(sa.sun_path, n) == strlen(s->path) && memcmp(sa.sun_path, s->path, strlen(s->path)) == 0;
+        return 0;
+    vl = sizeof(v);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &vl) < 0 || v != 0)
+        return 0;
+    k = unixsock_file_of(fd, &dev, &ino);
+    if (k == -EMFILE || k == -ENFILE || k == -ENOMEM)
+        return k; /* ours or not, lyhd cannot tell now */
+    return k == 0 && ino == s->file_ino && dev == s->file_dev;
 }
+
+static void turn_away(struct server *s, uint64_t id);
+static const char out_of_fds_msg[] = "lyhd is out of file descriptors; try again shortly";
 
 /* A new client (CONN_OPEN): its credentials from the kernel, the limits.
  * -EBADMSG: not a connection of ours, or an id in use or below the first
@@ -147,13 +159,27 @@ static int conn_open(struct server *s, uint64_t id, int fd) {
     char msg[256];
     int r;
 
-    if (id < s->first_id || find(s, id) || !ours(s, fd) ||
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+    /* ids come in order, each once: the next one and no other */
+    int o = id == s->next_id ? ours(s, fd) : 0;
+    if (o < 0) { /* out of fds to check it with: turned away, as below */
+        pmsg_close_fds(&fd, 1);
+        s->next_id = id + 1;
+        log_warn("out of file descriptors: turned a client away (connection %llu); the limit "
+                 "is %u", (unsigned long long)id, s->d->fd_limit);
+        turn_away(s, id);
+        return 0;
+    }
+    if (!o || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
         pmsg_close_fds(&fd, 1);
         return -EBADMSG;
     }
-    if (id >= s->next_id)
-        s->next_id = id + 1;
+    s->next_id = id + 1;
+    /* a client that has already gone: nothing to serve (and an old
+     * connection kept open is no way to act for someone who left) */
+    if (unixsock_peer_gone(fd)) {
+        closer_close(s->d->closer, cred.uid, fd);
+        return 0;
+    }
     /* Supplementary groups; more than we can hold means we cannot decide
      * admin membership or drop groups correctly, so refuse (fail closed). */
     glen = sizeof(groups);
@@ -252,7 +278,8 @@ int server_on_message(struct server *s, uint16_t type, const struct pmsg_conn *m
     }
     if (type == PMSG_CONN_OPEN)
         return nfds == 1 ? conn_open(s, m->id, fds[0]) : (pmsg_close_fds(fds, nfds), -EBADMSG);
-    if (m->id >= s->next_id || m->id < s->first_id) { /* never opened: it makes that up */
+    if (m->id >= s->next_id) { /* never opened: it makes that up (ids below the current
+                                 * process's first are the adopted ones) */
         pmsg_close_fds(fds, nfds);
         return -EBADMSG;
     }
@@ -317,7 +344,6 @@ int server_on_message(struct server *s, uint16_t type, const struct pmsg_conn *m
 }
 
 int server_fds_lost(struct server *s, uint16_t type, const struct pmsg_conn *m) {
-    static const char msg[] = "lyhd is out of file descriptors; try again shortly";
 
     if (!s || s->stopping)
         return 0;
@@ -329,33 +355,38 @@ int server_fds_lost(struct server *s, uint16_t type, const struct pmsg_conn *m) 
         struct conn *c = find(s, m->id);
         if (c && !conn_is_dead(c)) {
             audit_request(s->d, conn_uid(c), 0, NULL, NULL,
-                          LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "limit", msg);
-            conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
+                          LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "limit", out_of_fds_msg);
+            conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, out_of_fds_msg);
         }
-        return m->id < s->next_id && m->id >= s->first_id ? 0 : -EBADMSG;
+        return m->id < s->next_id ? 0 : -EBADMSG;
     }
-    if (m->id < s->first_id || find(s, m->id))
+    if (m->id != s->next_id)
         return -EBADMSG;
-    if (m->id >= s->next_id)
-        s->next_id = m->id + 1;
-    /* no connection here to answer through: the refusal and the close go
-     * straight to the protocol process (its CONN_GONE then finds nothing) */
+    s->next_id = m->id + 1;
+    turn_away(s, m->id);
+    return 0;
+}
+
+/* A connection lyhd had no fd for: there is no connection here to answer
+ * through, so the refusal and the close go straight to the protocol process
+ * (its CONN_GONE then finds nothing). */
+static void turn_away(struct server *s, uint64_t id) {
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
     uint8_t frame[256], buf[PMSG_MAX_BYTES];
     size_t flen, len;
+
     resp.code = LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED;
-    resp.message = (char *)msg;
+    resp.message = (char *)out_of_fds_msg;
     resp.end_of_stream = true;
-    struct pmsg_conn out = {.id = m->id, .data = frame};
+    struct pmsg_conn out = {.id = id, .data = frame};
     if (wire_response_frame_into(&resp, frame, sizeof(frame), &flen) == 0) {
         out.data_len = flen;
         if (pmsg_encode_conn(PMSG_OUT, &out, buf, sizeof(buf), &len) == 0)
             (void)pproc_send(s->d, buf, len, NULL, 0);
     }
-    struct pmsg_conn cl = {.id = m->id};
+    struct pmsg_conn cl = {.id = id};
     if (pmsg_encode_conn(PMSG_CONN_CLOSE, &cl, buf, sizeof(buf), &len) == 0)
         (void)pproc_send(s->d, buf, len, NULL, 0);
-    return 0;
 }
 
 void server_protocol_gone(struct server *s) {
@@ -568,8 +599,17 @@ int server_start(struct lyhd *d, struct server **ret, char *why, size_t whylen) 
         unlinkat(s->dir_fd, s->name, 0);
         goto fail;
     }
-    /* the address accepted sockets report (bound through the directory fd) */
-    snprintf(s->path, sizeof(s->path), "%s", sa.sun_path);
+    /* the file it is bound to: how an accepted connection is told from any
+     * other socket (ours()) */
+    struct stat fst;
+    if (fstatat(s->dir_fd, s->name, &fst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISSOCK(fst.st_mode)) {
+        r = fstatat(s->dir_fd, s->name, &fst, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : -EEXIST;
+        snprintf(why, whylen, "cannot stat the socket %s after binding it", path);
+        unlinkat(s->dir_fd, s->name, 0);
+        goto fail;
+    }
+    s->file_ino = fst.st_ino;
+    s->file_dev = fst.st_dev;
     s->next_id = s->first_id = 1;
     *ret = s;
     return 0;

@@ -39,7 +39,7 @@ STATE = os.environ.get("LYH_EVIL_DIR", "/nonexistent")
 LOGF = os.path.join(STATE, "log")
 
 # the ways to end it, one per instance, in order
-MODES = ["lan-address", "bad-version", "conn-socketpair", "request-non-canonical", "parent-type",
+MODES = ["lan-address", "bad-version", "conn-listener", "request-non-canonical", "parent-type",
          "ready-twice", "fd-attached"]
 ALLOWED = "n1.allowed.test"  # the test's session allows *.allowed.test
 
@@ -100,6 +100,7 @@ def main():
     log("instance %d mode %s uid %d" % (n, mode, os.getuid()))
 
     sessions, kept, conns = [], [], []
+    listener, next_id = [], [0]  # the listening socket it was handed; the next connection id
 
     def recv(s):
         fds = array.array("i")
@@ -127,6 +128,7 @@ def main():
                     sys.exit(0)
                 if struct.unpack(">H", msg[:2])[0] == 6:  # CONN_OPEN: a client's connection
                     conns.append(struct.unpack(">Q", msg[8:16])[0])
+                    next_id[0] = conns[-1] + 1
                 forward(sock, msg, fds)
                 for fd in fds:
                     os.close(fd)
@@ -142,6 +144,9 @@ def main():
                     continue
                 if t == 71:  # CONN_ADOPT: a client's connection from an earlier instance
                     conns.append(struct.unpack(">Q", msg[8:16])[0])
+                if t == 70 and fds:  # LISTEN_START: lyhd's listening socket, and the first id
+                    listener.append(os.dup(fds[0]))
+                    next_id[0] = struct.unpack(">Q", msg[8:16])[0]
                 if t == 64:
                     sid = msg[9:9 + msg[8]].decode()
                     sessions.append(sid)
@@ -176,11 +181,11 @@ def main():
         bad = answer(EVIL_REQ + 4, sid, ALLOWED, [a4(11, 77, 1, 95), a4(192, 168, 77, 2)])
     elif mode == "bad-version":
         bad = dgram(3, record(sid, "x.test")[8:], version=2)
-    elif mode == "conn-socketpair":
-        # a "client" of its own making: the parent must not take its credentials
-        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        kept.extend([a.detach(), b.detach()])
-        bad, bad_fds = dgram(6, struct.pack(">Q", 1 << 40)), [kept[-2]]
+    elif mode == "conn-listener":
+        # lyhd's own listening socket as a "client", under the right next id:
+        # SO_PEERCRED on it names root (whoever called listen)
+        bad, bad_fds = dgram(6, struct.pack(">Q", next_id[0])), listener[:1]
+        log("conn-open of the listener as connection %d" % next_id[0])
     elif mode == "request-non-canonical":
         # Capabilities with call_id 1 as a two-byte varint: protobuf-c decodes it,
         # but it is not the encoding protobuf-c makes

@@ -123,7 +123,7 @@ SID=$(evil_log | awk '$2 == "dns_start" { print $3; exit }')
 echo "# session $SID; the compromised protocol process at work"
 
 # seven instances, one malformed message each (back-off 250 ms doubling)
-MODES="lan-address bad-version conn-socketpair request-non-canonical parent-type ready-twice fd-attached"
+MODES="lan-address bad-version conn-listener request-non-canonical parent-type ready-twice fd-attached"
 lyh_wait_until 90 eval '[ "$(evil_log | grep -c "malformed sent")" -ge 7 ] &&
     [ "$(grep -c "it sent a message that makes no sense" "$LYH_DAEMON_LOG")" -ge 7 ]'
 # the eighth only passes messages on and stays
