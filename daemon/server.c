@@ -71,7 +71,6 @@ struct server {
     bool stopping;
     bool unlinked;
     uint64_t next_id;           /* above every connection id seen */
-    uint64_t first_id;          /* the current protocol process's first */
     struct conn_slot *slots;
     unsigned n_slots;
     unsigned cap_slots;
@@ -412,8 +411,7 @@ int server_protocol_ready(struct server *s) {
     if (!s || s->stopping || s->listen_fd < 0)
         return 0;
     /* its ids start above every one seen, so it never names one twice */
-    s->first_id = s->next_id;
-    struct pmsg_conn m = {.id = s->first_id,
+    struct pmsg_conn m = {.id = s->next_id,
                           .count = s->d->cfg.frame_timeout_ms ? s->d->cfg.frame_timeout_ms : 1,
                           .code = (uint8_t)(s->d->cfg.max_fds_per_msg < LYH_MAX_FDS_PER_MESSAGE
                                                 ? s->d->cfg.max_fds_per_msg
@@ -610,7 +608,7 @@ int server_start(struct lyhd *d, struct server **ret, char *why, size_t whylen) 
     }
     s->file_ino = fst.st_ino;
     s->file_dev = fst.st_dev;
-    s->next_id = s->first_id = 1;
+    s->next_id = 1;
     *ret = s;
     return 0;
 
