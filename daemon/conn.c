@@ -51,10 +51,8 @@
 /* A client that does not read its responses may make us buffer this much. */
 #define CONN_MAX_OUTPUT (8u << 20)
 /* Bytes handed to the protocol process and not yet written to the client,
- * per connection; and what the socket between the processes may hold before
- * the parent waits (it holds 2 MiB: the rest is room for the DNS messages). */
+ * per connection (CONN_SOCK_MAX, conn.h: for all of them). */
 #define CONN_WINDOW   (256u << 10)
-#define CONN_SOCK_MAX (1u << 20)
 /* A user with more of their fds than this waiting in the closer gets nothing
  * more read from their connections until it drains: the fds stay in the
  * kernel, counted against the sender's own limits, not lyhd's. */
@@ -71,6 +69,7 @@ struct conn {
     bool dead;               /* closed for lyhd; the protocol process may not know yet */
     bool released;           /* conn_release ran: freed on the next loop pass */
     bool paused;             /* reading stopped: too many of its user's fds being closed */
+    bool midframe;           /* the protocol process has read part of a frame (MIDFRAME) */
     struct evbuffer *out;    /* framed responses not yet handed over */
     size_t inflight;         /* handed over, not yet written to the client */
     uint8_t *req;            /* a request arriving in pieces */
@@ -90,7 +89,10 @@ size_t conn_out_pending(const struct conn *c) {
 struct lyhd *conn_lyhd(const struct conn *c) { return c->d; }
 uint64_t conn_id(const struct conn *c) { return c->id; }
 int conn_fd(const struct conn *c) { return c->fd; }
-bool conn_has_partial(const struct conn *c) { return c->req != NULL || c->inflight > 0; }
+bool conn_has_partial(const struct conn *c) {
+    return c->req != NULL || c->inflight > 0 || c->midframe;
+}
+void conn_set_midframe(struct conn *c, bool midframe) { c->midframe = midframe; }
 
 static void conn_free_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
@@ -420,6 +422,7 @@ int conn_on_request(struct conn *c, const struct pmsg_conn *m, int *fds, size_t 
     c->req_have += (uint32_t)m->data_len;
     if (!last)
         return 0;
+    c->midframe = false; /* the frame's end */
     _cleanup_free_ uint8_t *body = TAKE_PTR(c->req);
     int fdv[PMSG_MAX_FDS];
     if (nfds)

@@ -1,10 +1,8 @@
-/* One client connection: framing, fd passing, limits, calls in flight.
- *
- * A connection reads with recvmsg (so SCM_RIGHTS fds that arrive with a frame
- * are kept), reassembles frames, matches received fds to the frame they came
- * with, decodes and checks the request, and hands it to the RPC dispatcher.
- * Responses are queued on an output buffer and written when the socket is
- * writable. */
+/* One client connection as the parent sees it: the requests the protocol
+ * process hands up (PMSG_REQUEST, checked again here and dispatched), the
+ * calls in flight, and the framed responses handed back (PMSG_OUT) within
+ * the windows. The client's socket is read by the protocol process only
+ * (proto_clients.c); conn.c says why. */
 #ifndef LYHD_CONN_H
 #define LYHD_CONN_H
 
@@ -17,6 +15,11 @@
 
 #define LYH_MAX_PEER_GROUPS 64
 #include "daemon/wire.h"
+
+/* What the socket to the protocol process may hold before the parent stops
+ * handing it client bytes (it holds 2 MiB: the rest is room for the DNS
+ * messages and the closes). */
+#define CONN_SOCK_MAX (1u << 20)
 
 struct lyhd;
 struct conn;
@@ -94,9 +97,13 @@ bool conn_window_was_full(void);
 
 uint64_t conn_id(const struct conn *c);
 int conn_fd(const struct conn *c);
-/* A request half received, or responses handed over but not known to be
- * written: a protocol process that dies now may have cut a frame. */
+/* A request half received, a frame the protocol process said it has begun
+ * to read (MIDFRAME), or responses handed over but not known to be written:
+ * a protocol process that dies now may have cut a frame. */
 bool conn_has_partial(const struct conn *c);
+/* The protocol process has read part of a frame (true), or the frame ended
+ * (a REQUEST's last piece or a REFUSE: false). */
+void conn_set_midframe(struct conn *c, bool midframe);
 
 /* Is uid an admin now: root, or a member of --admin-group in the group
  * database as it is at this moment (primary group or member list), not as it

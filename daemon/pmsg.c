@@ -432,15 +432,15 @@ void pmsg_close_fds(const int *fds, size_t n) {
 int pmsg_recv(int sock, uint8_t *buf, size_t cap, size_t *ret_len, int *fds, size_t *ret_nfds) {
     union {
         struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int) * (PMSG_MAX_FDS + 4))];
+        char b[CMSG_SPACE(sizeof(int) * PMSG_RECV_FDS)];
     } c;
     struct iovec iov = {buf, cap};
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.b,
                         .msg_controllen = sizeof(c.b)};
     ssize_t n;
     size_t got = 0;
-    int tmp[PMSG_MAX_FDS + 4];
 
+    *ret_nfds = 0;
     do
         n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
@@ -450,26 +450,17 @@ int pmsg_recv(int sock, uint8_t *buf, size_t cap, size_t *ret_len, int *fds, siz
         if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
             continue;
         size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < k && got < ARRAY_SIZE(tmp); i++)
-            memcpy(&tmp[got++], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+        for (size_t i = 0; i < k && got < PMSG_RECV_FDS; i++)
+            memcpy(&fds[got++], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
     }
-    if ((mh.msg_flags & MSG_TRUNC) || got > PMSG_MAX_FDS) {
-        pmsg_close_fds(tmp, got);
-        return -EBADMSG;
-    }
-    if (mh.msg_flags & MSG_CTRUNC) {
-        /* the kernel had no fd numbers left for us: the message came, its
-         * fds did not (those that did are closed) */
-        pmsg_close_fds(tmp, got);
-        *ret_nfds = 0;
-        *ret_len = (size_t)n;
-        return -EMFILE;
-    }
-    if (n == 0 && got == 0)
-        return -EPIPE;
-    memcpy(fds, tmp, got * sizeof(int));
     *ret_nfds = got;
     *ret_len = (size_t)n;
+    if ((mh.msg_flags & MSG_TRUNC) || got > PMSG_MAX_FDS)
+        return -EBADMSG;
+    if (mh.msg_flags & MSG_CTRUNC)
+        return -EMFILE; /* the kernel had no fd numbers left for us: not all came */
+    if (n == 0 && got == 0)
+        return -EPIPE;
     return 0;
 }
 
@@ -603,7 +594,7 @@ int pmsg_decode_sync(uint16_t type, const uint8_t *p, size_t len, struct pmsg_sy
 /* ---- client connections -------------------------------------------------------------- */
 
 bool pmsg_conn_type(uint16_t type) {
-    return (type >= PMSG_CONN_OPEN && type <= PMSG_FDS) ||
+    return (type >= PMSG_CONN_OPEN && type <= PMSG_MIDFRAME) ||
            (type >= PMSG_LISTEN_START && type <= PMSG_CONN_PAUSE);
 }
 
@@ -625,6 +616,7 @@ static bool conn_ok(uint16_t type, const struct pmsg_conn *m) {
     case PMSG_CONN_OPEN:
     case PMSG_CONN_GONE:
     case PMSG_FDS:
+    case PMSG_MIDFRAME:
     case PMSG_CONN_ADOPT:
     case PMSG_CONN_CLOSE:
         return id;

@@ -48,6 +48,7 @@ enum pmsg_type {
     PMSG_REFUSE = 9,       /* a request refused before the parent (its fds come along) */
     PMSG_DRAINED = 10,     /* bytes of OUT written to the client */
     PMSG_FDS = 11,         /* fds a client sent that no request takes: for the parent to close */
+    PMSG_MIDFRAME = 12,    /* it has read part of a frame of this client's (not yet a REQUEST) */
     /* parent -> protocol process */
     PMSG_DNS_START = 64,    /* serve a session's DNS (its listening sockets come along) */
     PMSG_DNS_STOP = 65,     /* stop serving it */
@@ -175,10 +176,11 @@ struct pmsg_sync {
 };
 
 /* The client connections' messages (CONN_*, REQUEST, REFUSE, DRAINED, FDS,
- * LISTEN_START, OUT): one layout, the fields each type uses. A connection's
- * id is chosen by the protocol process, counting up from LISTEN_START's
- * first_id; never 0. A request larger than one datagram comes in pieces, in
- * order, its fds with the last. */
+ * MIDFRAME, LISTEN_START, OUT): one layout, the fields each type uses. A
+ * connection's id is chosen by the protocol process, counting up from
+ * LISTEN_START's first_id; never 0. A request larger than one datagram comes
+ * in pieces, in order and together (no other connection message between
+ * them), its fds with the last. */
 #define PMSG_CHUNK       (PMSG_MAX_BYTES - 64) /* bytes of REQUEST or OUT in one datagram */
 #define PMSG_TEXT_MAX    256                   /* REFUSE's text, with its NUL */
 #define PMSG_REQUEST_MAX (1u << 20)            /* a whole request (LYH_MAX_FRAME_BYTES) */
@@ -256,11 +258,18 @@ int pmsg_send(int sock, const uint8_t *buf, size_t len, const int *fds, size_t n
  * lingers (SO_LINGER 0: a socket it set to linger would block the closer). */
 void pmsg_close_fds(const int *fds, size_t n);
 
-/* Receive one datagram into buf (PMSG_MAX_BYTES) and its fds (close-on-exec,
- * up to PMSG_MAX_FDS). A datagram that was cut, or more fds than that:
- * whatever came is closed, -EBADMSG. Fds the kernel could not give us (we
- * are out of fd numbers): the message is in buf, its fds are not, -EMFILE.
- * 0 bytes: the peer is gone (-EPIPE).
+/* Room for every fd one datagram can carry: the kernel's SCM_MAX_FD. A
+ * smaller control buffer would let the kernel drop the rest itself, and the
+ * last reference to a file dropped that way is released in the receiving
+ * thread (a lingering socket's close would run on the parent's loop). */
+#define PMSG_RECV_FDS 253
+
+/* Receive one datagram into buf (PMSG_MAX_BYTES) and its fds (close-on-exec)
+ * into fds[PMSG_RECV_FDS]. Every fd that came is the caller's, whatever the
+ * return (*ret_nfds says how many; the caller closes them on an error).
+ * A datagram that was cut, or more than PMSG_MAX_FDS fds: -EBADMSG. Fds the
+ * kernel could not give us (we are out of fd numbers): the message is in
+ * buf, not all its fds are, -EMFILE. 0 bytes: the peer is gone (-EPIPE).
  * -EAGAIN when none is waiting. */
 int pmsg_recv(int sock, uint8_t *buf, size_t cap, size_t *ret_len, int *fds, size_t *ret_nfds);
 

@@ -37,6 +37,7 @@
 
 #include "common/macros.h"
 #include "daemon/audit.h"
+#include "daemon/closer.h"
 #include "daemon/dns_fwd.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
@@ -106,6 +107,14 @@ static void end_process(struct lyhd *d, const char *why) {
     (void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
 }
 
+/* The closer's queue for the processes' sockets: no user's uid. */
+#define PPROC_CLOSER_KEY ((uid_t)-1)
+
+void pproc_drop_fds(struct lyhd *d, const int *fds, size_t nfds) {
+    if (nfds)
+        closer_close_all(d->closer, d->proto_uid, fds, nfds);
+}
+
 int pproc_send(struct lyhd *d, const uint8_t *buf, size_t len, const int *fds, size_t nfds) {
     if (!pproc_ready(d))
         return -ENOTCONN;
@@ -145,20 +154,24 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, int *fds, siz
     /* every message but READY comes after READY */
     if (pmsg_header(buf, len, &type, &pl, &pl_len) < 0 || (type != PMSG_READY && !ready) ||
         (d->pproc && d->pproc->ending)) {
-        pmsg_close_fds(fds, nfds);
+        pproc_drop_fds(d, fds, nfds);
         return -EBADMSG;
     }
     /* the client connections' messages: the only ones that carry fds */
     if (pmsg_conn_type(type) && type < PMSG_LISTEN_START) {
         struct pmsg_conn m;
         if (pmsg_decode_conn(type, pl, pl_len, &m) < 0) {
-            pmsg_close_fds(fds, nfds);
+            pproc_drop_fds(d, fds, nfds);
             return -EBADMSG;
+        }
+        if (!d->server) { /* shutting down: the connections are gone */
+            pproc_drop_fds(d, fds, nfds);
+            return 0;
         }
         return server_on_message(d->server, type, &m, fds, nfds);
     }
     if (nfds) {
-        pmsg_close_fds(fds, nfds);
+        pproc_drop_fds(d, fds, nfds);
         return -EBADMSG;
     }
     switch (type) {
@@ -244,9 +257,11 @@ static void on_sock(evutil_socket_t fd, short what, void *arg) {
     static uint8_t buf[PMSG_MAX_BYTES];
 
     for (int i = 0; i < 64 && p->sock >= 0; i++) {
-        int fds[PMSG_MAX_FDS];
+        int fds[PMSG_RECV_FDS];
         size_t len, nfds = 0;
         int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
+        if (r < 0)
+            pproc_drop_fds(d, fds, nfds); /* what came with a message it could not send */
         if (r == -EAGAIN)
             return;
         if (r == -EPIPE || r == -ECONNRESET) {
@@ -282,16 +297,45 @@ static void on_restart(evutil_socket_t fd, short what, void *arg) {
     }
 }
 
-static void close_process(struct pproc *p) {
+static void close_process(struct lyhd *d, struct pproc *p) {
     if (p->ev_sock)
         event_free(p->ev_sock);
     if (p->ev_exit)
         event_free(p->ev_exit);
     p->ev_sock = p->ev_exit = NULL;
-    CLOSE_FD(p->sock);
+    /* fds it sent that were never read go with the socket's last reference:
+     * on a closer worker, not this loop, in a queue of the processes' own
+     * (one that hangs on a client's fd holds up no other's) */
+    closer_close(d->closer, PPROC_CLOSER_KEY, TAKE_FD(p->sock));
     CLOSE_FD(p->pidfd);
     p->pid = 0;
     p->ready = false;
+}
+
+/* What a process that died had sent and the parent had not read yet: the
+ * fds go to the closer, and a connection with a frame begun, a request or a
+ * refusal among it is closed rather than handed to the next process (a
+ * frame of it was cut, or its answer would never come). Bounded: the
+ * socket holds at most 2 MiB. */
+static void drain_dead(struct lyhd *d) {
+    struct pproc *p = d->pproc;
+    static uint8_t buf[PMSG_MAX_BYTES];
+
+    for (int i = 0; i < 4096 && p->sock >= 0; i++) {
+        int fds[PMSG_RECV_FDS];
+        size_t len = 0, nfds = 0, pl_len;
+        uint16_t type;
+        const uint8_t *pl;
+        struct pmsg_conn m;
+        int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
+        pproc_drop_fds(d, fds, nfds);
+        if (r < 0 && r != -EMFILE && r != -EBADMSG)
+            return; /* all read (-EAGAIN), or the end */
+        if (pmsg_header(buf, len, &type, &pl, &pl_len) == 0 &&
+            (type == PMSG_REQUEST || type == PMSG_REFUSE || type == PMSG_MIDFRAME) &&
+            pmsg_decode_conn(type, pl, pl_len, &m) == 0)
+            server_conn_cut(d->server, m.id);
+    }
 }
 
 static void on_exit_event(evutil_socket_t fd, short what, void *arg) {
@@ -317,7 +361,8 @@ static void on_exit_event(evutil_socket_t fd, short what, void *arg) {
                  WEXITSTATUS(status));
     else
         snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
-    close_process(p);
+    drain_dead(d);
+    close_process(d, p);
     /* its clients wait for the next one (but those it may have left mid-frame) */
     server_protocol_gone(d->server);
     uint64_t now = lyhd_mono_ms();
@@ -410,7 +455,7 @@ static int spawn(struct lyhd *d) {
         int e = p->pidfd < 0 ? -errno : -ENOMEM;
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
-        close_process(p);
+        close_process(d, p);
         return e ? e : -ENOMEM;
     }
     log_debug("protocol process %d started", pid);
@@ -550,11 +595,13 @@ void pproc_sync_flows(struct lyhd *d, unsigned timeout_ms) {
     while (p && id && !audit_flows_synced_since(d, id) && p->sock >= 0 && !p->ending) {
         uint64_t now = lyhd_mono_ms();
         struct pollfd pfd = {.fd = p->sock, .events = POLLIN};
-        int fds[PMSG_MAX_FDS];
+        int fds[PMSG_RECV_FDS];
         size_t len, nfds = 0;
         if (now >= end || poll(&pfd, 1, (int)(end - now)) <= 0)
             break;
         int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
+        if (r < 0)
+            pproc_drop_fds(d, fds, nfds);
         if (r == -EAGAIN)
             continue;
         if (r == -EMFILE ? fds_lost(d, buf, len) < 0
@@ -579,6 +626,8 @@ int pproc_attach_for_test(struct lyhd *d, int sock) {
     return 0;
 }
 
+void pproc_drain_for_test(struct lyhd *d) { drain_dead(d); }
+
 void pproc_stop(struct lyhd *d) {
     struct pproc *p = d->pproc;
     if (!p)
@@ -586,7 +635,9 @@ void pproc_stop(struct lyhd *d) {
     if (p->pid > 0) {
         pid_t pid = p->pid;
         int pidfd = TAKE_FD(p->pidfd);
-        CLOSE_FD(p->sock); /* end of file: it exits */
+        /* end of file: it exits (the fd itself is closed by the closer
+         * below: fds it sent that were never read go with it) */
+        (void)shutdown(p->sock, SHUT_RDWR);
         bool gone = false;
         for (int i = 0; i < 20 && !gone; i++) {
             gone = waitpid(pid, NULL, WNOHANG) == pid;
@@ -600,7 +651,7 @@ void pproc_stop(struct lyhd *d) {
         }
         CLOSE_FD(pidfd);
     }
-    close_process(p);
+    close_process(d, p);
     if (p->ev_restart)
         event_free(p->ev_restart);
     CLOSE_FD(p->exe_fd);

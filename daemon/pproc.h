@@ -47,9 +47,17 @@ pid_t pproc_pid(const struct lyhd *d);
  * queue (-EAGAIN: it does not read) ends the process, to be started again. */
 int pproc_send(struct lyhd *d, const uint8_t *buf, size_t len, const int *fds, size_t nfds);
 
+/* Close fds the protocol process sent that belong to no connection, off the
+ * loop (the closer, under its user's queue): such an fd may be a client's
+ * lingering socket or FUSE file, and the process may be compromised. */
+void pproc_drop_fds(struct lyhd *d, const int *fds, size_t nfds);
+
 /* Tests: take sock as the socket of a protocol process that said READY
  * (no process behind it; pproc_stop closes sock). */
 int pproc_attach_for_test(struct lyhd *d, int sock);
+/* Tests: what the parent does with the unread messages of a process that
+ * died (before server_protocol_gone). */
+void pproc_drain_for_test(struct lyhd *d);
 
 /* The parent's handling of one datagram from the protocol process (decode,
  * check, act) and the fds that came with it (taken in every case). Exposed

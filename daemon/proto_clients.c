@@ -76,6 +76,7 @@ struct pconn {
     bool paused;   /* the parent said so (its user's fds are being closed) */
     bool throttled; /* the queue to the parent is long */
     bool refused;   /* refused for good: the parent closes it */
+    bool told_midframe; /* the parent knows a frame of it is half read (MIDFRAME) */
     uint32_t drained; /* written to the client, not told to the parent yet */
     TAILQ_ENTRY(pconn) link;
 };
@@ -127,31 +128,47 @@ static void flush_queue(struct proto *p) {
 
 void clients_on_sock_writable(struct proto *p) { flush_queue(p); }
 
-/* Queue one message (its fds are taken: closed here once sent). In order
- * with every other message of this file. */
-static int queue(struct proto *p, uint16_t type, const struct pmsg_conn *c, int *fds,
-                 size_t nfds) {
+/* One message for the parent, encoded (its fds are taken only once queued).
+ * NULL: a bug or no memory (logged). */
+static struct outmsg *outmsg_new(uint16_t type, const struct pmsg_conn *c, const int *fds,
+                                 size_t nfds) {
     uint8_t buf[PMSG_MAX_BYTES];
     size_t len;
     int r = pmsg_encode_conn(type, c, buf, sizeof(buf), &len);
     struct outmsg *m = r == 0 ? malloc(sizeof(*m) + len) : NULL;
 
     if (!m) {
-        /* a bug or no memory: the fds go nowhere we could close them safely */
         log_error("cannot queue a message for lyhd (type %u): %s", type,
                   strerror(r < 0 ? -r : ENOMEM));
-        for (size_t i = 0; i < nfds; i++)
-            close(fds[i]);
-        return r < 0 ? r : -ENOMEM;
+        return NULL;
     }
     memcpy(m->buf, buf, len);
     m->len = len;
     m->nfds = nfds;
     if (nfds)
         memcpy(m->fds, fds, nfds * sizeof(int));
+    return m;
+}
+
+static void enqueue(struct proto *p, struct outmsg *m) {
     TAILQ_INSERT_TAIL(&p->outq, m, link);
-    p->outq_bytes += len;
+    p->outq_bytes += m->len;
     p->outq_n++;
+}
+
+/* Queue one message (its fds are taken: closed here once sent). In order
+ * with every other message of this file. */
+static int queue(struct proto *p, uint16_t type, const struct pmsg_conn *c, int *fds,
+                 size_t nfds) {
+    struct outmsg *m = outmsg_new(type, c, fds, nfds);
+
+    if (!m) {
+        /* the fds go nowhere we could close them safely */
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        return -ENOMEM;
+    }
+    enqueue(p, m);
     if (TAILQ_FIRST(&p->outq) == m)
         flush_queue(p);
     return 0;
@@ -262,6 +279,8 @@ static void send_request(struct pconn *c, const LyhRequest *req, int *fds, size_
     size_t len = lianyaohu__v1__request__get_packed_size(req);
     _cleanup_free_ uint8_t *bytes = NULL;
     struct pmsg_conn m = {.id = c->id};
+    TAILQ_HEAD(, outmsg) pieces = TAILQ_HEAD_INITIALIZER(pieces);
+    struct outmsg *o;
 
     if (len > PMSG_REQUEST_MAX || !(bytes = malloc(len ? len : 1))) {
         refuse(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, false,
@@ -269,14 +288,32 @@ static void send_request(struct pconn *c, const LyhRequest *req, int *fds, size_
         return;
     }
     lianyaohu__v1__request__pack(req, bytes);
+    /* Every piece made before any is queued: the parent takes them only
+     * together, in order, so it is all of them or none (a refusal). */
     m.total = (uint32_t)len;
     do {
         m.data = bytes + m.offset;
         m.data_len = len - m.offset < PMSG_CHUNK ? len - m.offset : PMSG_CHUNK;
         bool last = m.offset + m.data_len == len;
-        (void)queue(c->p, PMSG_REQUEST, &m, last ? fds : NULL, last ? nfds : 0);
+        if (!(o = outmsg_new(PMSG_REQUEST, &m, last ? fds : NULL, last ? nfds : 0))) {
+            while ((o = TAILQ_FIRST(&pieces))) {
+                TAILQ_REMOVE(&pieces, o, link);
+                free(o);
+            }
+            refuse(c, req->call_id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, false,
+                   "lyhd is out of memory", fds, nfds);
+            return;
+        }
+        TAILQ_INSERT_TAIL(&pieces, o, link);
         m.offset += (uint32_t)m.data_len;
     } while (m.offset < len);
+    bool was_empty = TAILQ_EMPTY(&c->p->outq);
+    while ((o = TAILQ_FIRST(&pieces))) {
+        TAILQ_REMOVE(&pieces, o, link);
+        enqueue(c->p, o);
+    }
+    if (was_empty)
+        flush_queue(c->p);
 }
 
 /* What was written to the client since the last DRAINED, told. */
@@ -438,10 +475,21 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
                 uint64_t start, end;
                 _cleanup_free_ uint8_t *body = frame_reader_take(&c->reader, &len, &start, &end);
                 event_del(c->ev_timeout);
+                c->told_midframe = false; /* its REQUEST or REFUSE ends it for the parent */
                 handle_frame(c, body, len, end);
                 if (!find(p, id)) /* it ended (a malformed request) */
                     return;
             }
+        }
+        /* Bytes of a frame read and not yet sent on: if this process died
+         * now, the next one would read the rest of it as a new frame. The
+         * parent hears it (once per frame; most frames come whole in one
+         * read and cost nothing) and closes such a connection instead of
+         * handing it over. */
+        if (frame_reader_partial(&c->reader) && !c->told_midframe) {
+            struct pmsg_conn m = {.id = c->id};
+            c->told_midframe = true;
+            (void)queue(p, PMSG_MIDFRAME, &m, NULL, 0);
         }
         /* A short read most likely emptied the socket: no second recvmsg
          * just to hear EAGAIN (the event is level-triggered: it says if not). */

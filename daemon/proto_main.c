@@ -141,9 +141,11 @@ static void on_parent(evutil_socket_t fd, short what, void *arg) {
     static uint8_t buf[PMSG_MAX_BYTES];
 
     for (int i = 0; i < 64; i++) {
-        int fds[PMSG_MAX_FDS];
+        int fds[PMSG_RECV_FDS];
         size_t len, nfds = 0;
         int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
+        if (r < 0)
+            pmsg_close_fds(fds, nfds); /* the parent's: they never linger */
         if (r == -EAGAIN)
             return;
         if (r == -EPIPE || r == -ECONNRESET) { /* the parent is gone: so are we */

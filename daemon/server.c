@@ -71,6 +71,11 @@ struct server {
     bool stopping;
     bool unlinked;
     uint64_t next_id;           /* above every connection id seen */
+    /* A request in pieces, from the first to the last: the protocol process
+     * queues them together, so no other connection's message comes between
+     * (and one request at a time is all the parent ever assembles). */
+    uint64_t piece_id;          /* 0: none open */
+    uint32_t piece_next, piece_total;
     struct conn_slot *slots;
     unsigned n_slots;
     unsigned cap_slots;
@@ -142,8 +147,9 @@ static int ours(const struct server *s, int fd) {
     return k == 0 && ino == s->file_ino && dev == s->file_dev;
 }
 
-static void turn_away(struct server *s, uint64_t id);
+static void turn_away(struct server *s, uint64_t id, int code, const char *msg);
 static const char out_of_fds_msg[] = "lyhd is out of file descriptors; try again shortly";
+static const char out_of_memory_msg[] = "lyhd is out of memory; try again shortly";
 
 /* A new client (CONN_OPEN): its credentials from the kernel, the limits.
  * -EBADMSG: not a connection of ours, or an id in use or below the first
@@ -161,15 +167,15 @@ static int conn_open(struct server *s, uint64_t id, int fd) {
     /* ids come in order, each once: the next one and no other */
     int o = id == s->next_id ? ours(s, fd) : 0;
     if (o < 0) { /* out of fds to check it with: turned away, as below */
-        pmsg_close_fds(&fd, 1);
+        pproc_drop_fds(s->d, &fd, 1);
         s->next_id = id + 1;
         log_warn("out of file descriptors: turned a client away (connection %llu); the limit "
                  "is %u", (unsigned long long)id, s->d->fd_limit);
-        turn_away(s, id);
+        turn_away(s, id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, out_of_fds_msg);
         return 0;
     }
     if (!o || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-        pmsg_close_fds(&fd, 1);
+        pproc_drop_fds(s->d, &fd, 1);
         return -EBADMSG;
     }
     s->next_id = id + 1;
@@ -177,6 +183,35 @@ static int conn_open(struct server *s, uint64_t id, int fd) {
      * connection kept open is no way to act for someone who left) */
     if (unixsock_peer_gone(fd)) {
         closer_close(s->d->closer, cred.uid, fd);
+        return 0;
+    }
+    /* Refusals that keep nothing of the connection (a slot is held until the
+     * protocol process says a connection is gone, so the slots stay within
+     * the limit even while that process is slow to say it, or never does).
+     * A process inside a sandbox (it runs with the guard gid) must not drive
+     * the daemon: it could start sessions of its own or, worse, reach admin
+     * methods through groups its user has. */
+    if (lyhd_guard_gid(&s->d->cfg, cred.gid)) {
+        if (!s->d->audit ||
+            audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                          "refused", "connection from inside a lyh sandbox"))
+            log_warn("refused a connection from inside a sandbox (uid %u pid %d)", cred.uid,
+                     cred.pid);
+        closer_close(s->d->closer, cred.uid, fd);
+        turn_away(s, id, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                  "requests from inside a lyh sandbox are refused");
+        return 0;
+    }
+    /* Limits are answered with a frame so the client can say why. */
+    if (s->n_slots >= s->d->cfg.max_conns) {
+        snprintf(msg, sizeof(msg), "lyhd has too many connections (limit %u); try again shortly",
+                 s->d->cfg.max_conns);
+        log_warn("connection limit reached (%u); refused uid %u pid %d", s->d->cfg.max_conns,
+                 cred.uid, cred.pid);
+        audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                      "limit", msg);
+        closer_close(s->d->closer, cred.uid, fd);
+        turn_away(s, id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
         return 0;
     }
     /* Supplementary groups; more than we can hold means we cannot decide
@@ -192,7 +227,8 @@ static int conn_open(struct server *s, uint64_t id, int fd) {
         if (!n) {
             log_error("cannot take a connection of uid %u: out of memory", cred.uid);
             closer_close(s->d->closer, cred.uid, fd);
-            return 0; /* its CONN_CLOSE never comes: the protocol process times it out */
+            turn_away(s, id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, out_of_memory_msg);
+            return 0;
         }
         s->slots = n;
         s->cap_slots = ncap;
@@ -201,6 +237,7 @@ static int conn_open(struct server *s, uint64_t id, int fd) {
     if (r < 0) {
         log_error_errno(-r, "cannot set up a connection for uid %u", cred.uid);
         closer_close(s->d->closer, cred.uid, fd);
+        turn_away(s, id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, out_of_memory_msg);
         return 0;
     }
     conn_set_peer_groups(c, groups, glen / sizeof(gid_t));
@@ -208,19 +245,6 @@ static int conn_open(struct server *s, uint64_t id, int fd) {
     s->slots[s->n_slots].uid = cred.uid;
     s->n_slots++;
 
-    /* A process inside a sandbox (it runs with the guard gid) must not drive
-     * the daemon: it could start sessions of its own or, worse, reach admin
-     * methods through groups its user has. */
-    if (lyhd_guard_gid(&s->d->cfg, cred.gid)) {
-        if (!s->d->audit ||
-            audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
-                          "refused", "connection from inside a lyh sandbox"))
-            log_warn("refused a connection from inside a sandbox (uid %u pid %d)", cred.uid,
-                     cred.pid);
-        conn_refuse(c, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
-                    "requests from inside a lyh sandbox are refused");
-        return 0;
-    }
     if (!groups_ok) {
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
                     "your process has more supplementary groups than lyhd accepts (64)");
@@ -233,18 +257,6 @@ static int conn_open(struct server *s, uint64_t id, int fd) {
         snprintf(msg, sizeof(msg),
                  "lyhd is still closing %u file descriptors you passed it; try again later",
                  closer_pending(s->d->closer, cred.uid));
-        audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
-                      "limit", msg);
-        conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
-        return 0;
-    }
-    /* Limits are answered with a frame so the client can say why. */
-    if (s->n_slots > s->d->cfg.max_conns) {
-        snprintf(msg, sizeof(msg),
-                 "lyhd has too many connections (limit %u); try again shortly",
-                 s->d->cfg.max_conns);
-        log_warn("connection limit reached (%u); refused uid %u pid %d", s->d->cfg.max_conns,
-                 cred.uid, cred.pid);
         audit_request(s->d, cred.uid, cred.pid, NULL, NULL, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
                       "limit", msg);
         conn_refuse(c, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, msg);
@@ -266,20 +278,46 @@ static int conn_open(struct server *s, uint64_t id, int fd) {
     return 0;
 }
 
+/* Does this message keep the pieces of a request together? A piece follows
+ * the one before it, with the same total; only a first piece (offset 0)
+ * starts a request; while one is open nothing of another connection's, and
+ * no other message of its own, comes between. */
+static bool pieces_in_order(struct server *s, uint16_t type, const struct pmsg_conn *m) {
+    if (s->piece_id != 0 && (type != PMSG_REQUEST || m->id != s->piece_id ||
+                             m->offset != s->piece_next || m->total != s->piece_total))
+        return false;
+    if (type != PMSG_REQUEST)
+        return true;
+    if (s->piece_id == 0 && m->offset != 0)
+        return false;
+    if (m->offset + m->data_len < m->total) {
+        s->piece_id = m->id;
+        s->piece_next = m->offset + (uint32_t)m->data_len;
+        s->piece_total = m->total;
+    } else {
+        s->piece_id = 0;
+    }
+    return true;
+}
+
 int server_on_message(struct server *s, uint16_t type, const struct pmsg_conn *m, int *fds,
                       size_t nfds) {
-    struct conn *c = s ? find(s, m->id) : NULL;
+    struct conn *c = find(s, m->id);
     int r = 0;
 
-    if (!s || s->stopping) {
-        pmsg_close_fds(fds, nfds);
+    if (s->stopping) {
+        pproc_drop_fds(s->d, fds, nfds);
         return 0;
     }
+    if (!pieces_in_order(s, type, m)) {
+        pproc_drop_fds(s->d, fds, nfds);
+        return -EBADMSG;
+    }
     if (type == PMSG_CONN_OPEN)
-        return nfds == 1 ? conn_open(s, m->id, fds[0]) : (pmsg_close_fds(fds, nfds), -EBADMSG);
+        return nfds == 1 ? conn_open(s, m->id, fds[0]) : (pproc_drop_fds(s->d, fds, nfds), -EBADMSG);
     if (m->id >= s->next_id) { /* never opened: it makes that up (ids below the current
                                  * process's first are the adopted ones) */
-        pmsg_close_fds(fds, nfds);
+        pproc_drop_fds(s->d, fds, nfds);
         return -EBADMSG;
     }
     switch (type) {
@@ -289,23 +327,29 @@ int server_on_message(struct server *s, uint16_t type, const struct pmsg_conn *m
         if (c)
             closer_close_all(s->d->closer, conn_uid(c), fds, nfds);
         else
-            pmsg_close_fds(fds, nfds);
+            pproc_drop_fds(s->d, fds, nfds);
         break;
     case PMSG_CONN_GONE:
         if (nfds)
-            return pmsg_close_fds(fds, nfds), -EBADMSG;
+            return pproc_drop_fds(s->d, fds, nfds), -EBADMSG;
         if (c) {
             conn_close(c, "client closed");
             if (find(s, m->id) == c) /* still here: released now */
                 conn_release(c);
         }
         return 0;
+    case PMSG_MIDFRAME:
+        if (nfds)
+            return pproc_drop_fds(s->d, fds, nfds), -EBADMSG;
+        if (c && !conn_is_dead(c))
+            conn_set_midframe(c, true);
+        return 0;
     case PMSG_REQUEST:
         if (!c || conn_is_dead(c)) { /* it ended meanwhile */
             if (c)
                 closer_close_all(s->d->closer, conn_uid(c), fds, nfds);
             else
-                pmsg_close_fds(fds, nfds);
+                pproc_drop_fds(s->d, fds, nfds);
             return 0;
         }
         r = conn_on_request(c, m, fds, nfds);
@@ -315,10 +359,11 @@ int server_on_message(struct server *s, uint16_t type, const struct pmsg_conn *m
             if (c)
                 closer_close_all(s->d->closer, conn_uid(c), fds, nfds);
             else
-                pmsg_close_fds(fds, nfds);
+                pproc_drop_fds(s->d, fds, nfds);
             return 0;
         }
         closer_close_all(s->d->closer, conn_uid(c), fds, nfds);
+        conn_set_midframe(c, false); /* a frame's end, or the connection's */
         if (m->flags & PMSG_REFUSE_CLOSE)
             conn_refuse(c, m->code, m->text);
         else
@@ -326,7 +371,7 @@ int server_on_message(struct server *s, uint16_t type, const struct pmsg_conn *m
         break;
     case PMSG_DRAINED:
         if (nfds)
-            return pmsg_close_fds(fds, nfds), -EBADMSG;
+            return pproc_drop_fds(s->d, fds, nfds), -EBADMSG;
         if (c && !conn_is_dead(c))
             r = conn_drained(c, m->count);
         if (r == 0 && conn_window_was_full())
@@ -334,7 +379,7 @@ int server_on_message(struct server *s, uint16_t type, const struct pmsg_conn *m
                 conn_flush(s->slots[i].conn);
         return r;
     default:
-        pmsg_close_fds(fds, nfds);
+        pproc_drop_fds(s->d, fds, nfds);
         return -EBADMSG;
     }
     if (r == 0 && (c = find(s, m->id)) != NULL)
@@ -348,6 +393,8 @@ int server_fds_lost(struct server *s, uint16_t type, const struct pmsg_conn *m) 
         return 0;
     if (type != PMSG_CONN_OPEN && type != PMSG_REQUEST && type != PMSG_REFUSE && type != PMSG_FDS)
         return -EBADMSG; /* it carries none */
+    if (!pieces_in_order(s, type, m))
+        return -EBADMSG;
     log_warn("out of file descriptors: turned a client away (connection %llu); the limit is %u",
              (unsigned long long)m->id, s->d->fd_limit);
     if (type != PMSG_CONN_OPEN) {
@@ -362,23 +409,28 @@ int server_fds_lost(struct server *s, uint16_t type, const struct pmsg_conn *m) 
     if (m->id != s->next_id)
         return -EBADMSG;
     s->next_id = m->id + 1;
-    turn_away(s, m->id);
+    turn_away(s, m->id, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, out_of_fds_msg);
     return 0;
 }
 
-/* A connection lyhd had no fd for: there is no connection here to answer
- * through, so the refusal and the close go straight to the protocol process
- * (its CONN_GONE then finds nothing). */
-static void turn_away(struct server *s, uint64_t id) {
+/* A connection lyhd keeps nothing for (it had no fd to check it with, has
+ * too many, is out of memory, or the client runs in a sandbox): there is no connection here to answer through, so the
+ * refusal and the close go straight to the protocol process (its CONN_GONE
+ * then finds nothing). */
+static void turn_away(struct server *s, uint64_t id, int code, const char *msg) {
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
     uint8_t frame[256], buf[PMSG_MAX_BYTES];
     size_t flen, len;
 
-    resp.code = LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED;
-    resp.message = (char *)out_of_fds_msg;
+    resp.code = code;
+    resp.message = (char *)msg;
     resp.end_of_stream = true;
     struct pmsg_conn out = {.id = id, .data = frame};
-    if (wire_response_frame_into(&resp, frame, sizeof(frame), &flen) == 0) {
+    /* the refusal only while the socket has room (a flood of connections
+     * at the limit must not fill it: that would end the protocol process);
+     * the close always */
+    if (pproc_queued(s->d) < CONN_SOCK_MAX &&
+        wire_response_frame_into(&resp, frame, sizeof(frame), &flen) == 0) {
         out.data_len = flen;
         if (pmsg_encode_conn(PMSG_OUT, &out, buf, sizeof(buf), &len) == 0)
             (void)pproc_send(s->d, buf, len, NULL, 0);
@@ -388,9 +440,16 @@ static void turn_away(struct server *s, uint64_t id) {
         (void)pproc_send(s->d, buf, len, NULL, 0);
 }
 
+void server_conn_cut(struct server *s, uint64_t id) {
+    struct conn *c = s && id < s->next_id ? find(s, id) : NULL;
+    if (c && !conn_is_dead(c))
+        conn_set_midframe(c, true);
+}
+
 void server_protocol_gone(struct server *s) {
     if (!s)
         return;
+    s->piece_id = 0; /* the rest of it died with the process (conn_has_partial) */
     /* from the end: conn_release swaps the last slot into the freed one */
     for (unsigned i = s->n_slots; i-- > 0;) {
         if (i >= s->n_slots)

@@ -36,6 +36,9 @@ int server_protocol_ready(struct server *s);
 /* The protocol process died: the connections it may have left mid-frame
  * close, the others wait for the next one. */
 void server_protocol_gone(struct server *s);
+/* A message about connection id was lost with a protocol process that died
+ * (drain_dead, pproc.c): that connection is closed rather than handed over. */
+void server_conn_cut(struct server *s, uint64_t id);
 
 /* Periodic (a timer of main.c): resume connections paused for their user's
  * pending closes, and accepting when an fd is free again. */

@@ -64,6 +64,7 @@ seeds = {
     "refuse_close": dgram(9, struct.pack(">QQBB", 1, 0, 3, 1) + s("call_id must be non-zero")),
     "drained": dgram(10, struct.pack(">QI", 1, 4096)),
     "fds": dgram(11, struct.pack(">Q", 1)),
+    "midframe": dgram(12, struct.pack(">Q", 1)),
     "listen_start": dgram(70, struct.pack(">QIB", 1, 5000, 3)),
     "conn_adopt": dgram(71, struct.pack(">Q", 3)),
     "out": dgram(72, struct.pack(">Q", 1) + b"\x00\x00\x00\x00\x02\x08\x01"),

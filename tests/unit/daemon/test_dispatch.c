@@ -136,7 +136,7 @@ static Lianyaohu__V1__Response *read_response(struct fx *f) {
 
     for (int i = 0; i < 100; i++) {
         uint8_t dg[PMSG_MAX_BYTES];
-        int fds[PMSG_MAX_FDS];
+        int fds[PMSG_RECV_FDS];
         size_t len, nfds = 0;
         uint16_t type;
         const uint8_t *pl;

@@ -31,26 +31,13 @@
 #include "daemon/pmsg.h"
 #include "daemon/pproc.h"
 #include "daemon/session.h"
+#include "tests/unit/daemon/lingering.h"
 
 #define SID "0123456789abcdef"
 
 static struct lyhd d;
 static struct session *s;
 static int peer = -1; /* the "protocol process" end */
-
-static bool lo_up(void) {
-    struct ifreq ifr = {0};
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    bool ok;
-
-    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-    ok = fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0;
-    ifr.ifr_flags |= IFF_UP;
-    ok = ok && ioctl(fd, SIOCSIFFLAGS, &ifr) == 0;
-    if (fd >= 0)
-        close(fd);
-    return ok;
-}
 
 static int setup(void **state) {
     (void)state;
@@ -94,7 +81,7 @@ static int teardown(void **state) {
 /* What the parent answered to a DNS_ANSWER (or -EAGAIN: nothing). */
 static int answered(uint32_t req) {
     uint8_t buf[PMSG_MAX_BYTES];
-    int fds[PMSG_MAX_FDS];
+    int fds[PMSG_RECV_FDS];
     size_t len, nfds;
     uint16_t type;
     const uint8_t *pl;
