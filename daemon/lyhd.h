@@ -20,6 +20,7 @@ struct sc_program;
 struct audit;
 struct policy;
 struct closer;
+struct homes;
 struct pproc;
 
 struct lyhd_config {
@@ -68,6 +69,7 @@ struct lyhd {
     TAILQ_HEAD(tmpdir_jobs, tmpdir_job) tmpdir_jobs;
     struct sc_program *seccomp;  /* built once at startup, installed by each child */
     struct closer *closer;       /* closes client fds off the loop; NULL: inline (tests) */
+    struct homes *homes;         /* other users' homes, read off the loop (homes.h) */
     struct pproc *pproc;         /* the unprivileged protocol process (pproc.h); NULL: none */
     uid_t proto_uid;             /* its user _lyhd (pproc_user; 0: not known) */
     bool stopping;               /* sessions_shutdown runs: no per-session table upkeep */

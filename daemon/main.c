@@ -27,6 +27,7 @@
 #include "common/macros.h"
 #include "daemon/audit.h"
 #include "daemon/closer.h"
+#include "daemon/homes.h"
 #include "daemon/dns_fwd.h"
 #include "daemon/log.h"
 #include "daemon/policy.h"
@@ -554,6 +555,7 @@ static void teardown(struct lyhd *d, struct event **ev_sig, size_t n_sig, struct
     if (ev_poke)
         event_free(ev_poke);
     closer_stop(d->closer);
+    homes_stop(d->homes);
     if (d->base)
         event_base_free(d->base);
     guard_free(d->guard, served && none_running);
@@ -661,6 +663,11 @@ int main(int argc, char **argv) {
     r = closer_start(&d.closer);
     if (r < 0) {
         log_error_errno(-r, "cannot start the threads that close client file descriptors");
+        goto fail;
+    }
+    r = homes_start(NULL, &d.homes);
+    if (r < 0) {
+        log_error_errno(-r, "cannot start the thread that reads the user database");
         goto fail;
     }
     ev_poke = event_new(d.base, -1, EV_PERSIST, on_poke, &d);

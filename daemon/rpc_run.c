@@ -35,6 +35,7 @@
 #include "common/dns_name.h"
 #include "common/env_policy.h"
 #include "common/macros.h"
+#include "daemon/homes.h"
 #include "daemon/closer.h"
 #include "daemon/dns_fwd.h"
 #include "daemon/guard.h"
@@ -450,39 +451,6 @@ static bool under_system_tree(int fd) {
     return false;
 }
 
-/* A read-only extra must not be at, above or below another (human) user's home:
- * decided on inodes, never on path strings. Returns the other user's name in
- * who (and what relation) when it is. */
-static bool near_other_home(int fd, uid_t caller, char *who, size_t wholen) {
-    struct fs_inode mine[256], theirs[256];
-    size_t n_mine = fs_ancestors(fd, mine, ARRAY_SIZE(mine));
-    struct passwd *pw;
-    bool hit = false;
-
-    if (n_mine == 0)
-        return true; /* cannot tell: refuse */
-    setpwent();
-    while (!hit && (pw = getpwent())) {
-        /* Human accounts only: system users have homes like /bin or /. */
-        if (pw->pw_uid == caller || pw->pw_uid < 1000 || pw->pw_uid == 65534 || !pw->pw_dir ||
-            pw->pw_dir[0] != '/' || strcmp(pw->pw_dir, "/") == 0)
-            continue;
-        int hfd = open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (hfd < 0)
-            continue;
-        size_t n_theirs = fs_ancestors(hfd, theirs, ARRAY_SIZE(theirs));
-        close(hfd);
-        if (n_theirs == 0)
-            continue;
-        if (fs_inode_in(mine, n_mine, theirs[0]) || fs_inode_in(theirs, n_theirs, mine[0])) {
-            snprintf(who, wholen, "%s (%s)", pw->pw_name, pw->pw_dir);
-            hit = true;
-        }
-    }
-    endpwent();
-    return hit;
-}
-
 /* Policy.writable_prefixes: is the writable path open as fd at or below one
  * of the prefixes (a prefix that is a symlink does not count)? On inodes. An
  * empty list sets no prefix rule. */
@@ -498,7 +466,8 @@ static bool under_writable_prefix(const struct policy *pol, int fd) {
     return false;
 }
 
-static int check_paths(uid_t caller, struct run_prep *p, const Lianyaohu__V1__RunRequest *r,
+static int check_paths(struct lyhd *d, uid_t caller, struct run_prep *p,
+                       const Lianyaohu__V1__RunRequest *r,
                        const struct policy *pol) {
     if (r->n_writable > RUN_MAX_PATHS || r->n_read_only > RUN_MAX_PATHS ||
         r->n_agent_state_dirs > RUN_MAX_STATE_DIRS)
@@ -550,9 +519,16 @@ static int check_paths(uid_t caller, struct run_prep *p, const Lianyaohu__V1__Ru
         if (fd < 0)
             return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "read-only path %s: %s", path,
                         strerror(errno));
-        if (near_other_home(fd, caller, who, sizeof(who)))
+        /* not at, above or below another (human) user's home: on inodes,
+         * against what the homes thread last read of the user database */
+        int near = homes_near_other(d->homes, fd, caller, who, sizeof(who));
+        if (near == -EAGAIN)
+            return pfail(p, LIANYAOHU__V1__CODE__UNAVAILABLE,
+                        "lyhd has not finished reading the user database; try again in a moment");
+        if (near != 0)
             return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
-                        "read-only path %s is at, above or below the home of %s", path, who);
+                        "read-only path %s is at, above or below the home of %s", path,
+                        near > 0 ? who : "a user lyhd cannot tell");
         if (expose_if_private(p, "read-only path", path, is_dir) < 0)
             return -1;
         if (ll_policy_add(&p->ll, LL_RX, path, 0) < 0)
@@ -1345,7 +1321,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
      * in a directory the caller cannot read). */
     if (as_caller(call, &p.root_ident) < 0)
         goto out;
-    if (check_cwd(&p, r->cwd) == 0 && check_paths(call->peer.uid, &p, r, pol) == 0 &&
+    if (check_cwd(&p, r->cwd) == 0 && check_paths(d, call->peer.uid, &p, r, pol) == 0 &&
         pick_denied(r, &p) == 0 && pick_protected(&p, r, pol) == 0 &&
         pick_sockets(d, &p, r, pol) == 0)
         pick_hidden(d, &p);

@@ -259,6 +259,22 @@ done
 # Control: what the caller can see is still told apart.
 out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --read-only "$A_HOME/nosuch" -- /bin/true </dev/null 2>&1)
 t_check "6: control: a missing path in the caller's own home says so" grep -q 'No such file' <<<"$out"
+# What the caller can read in another user's home, or above it, is still no
+# read-only path: refused by that user's name. The user was created after lyhd
+# started: lyhd learns of it from its thread that rereads the user database
+# (daemon/homes.c), never on the event loop.
+chmod 0711 "$O_HOME" && mkdir -m 0755 "$O_HOME/pub" || lyh_die "cannot open up the other home"
+near_refused() { # PATH WHOSE: refused, naming WHOSE home (a name, or "" for anyone's)
+    LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --read-only "$1" -- /bin/true </dev/null 2>&1 |
+        grep -q "is at, above or below the home of $2"
+}
+t_check "6: a readable directory in another user's home is refused as a read-only path" \
+    lyh_wait_until 10 near_refused "$O_HOME/pub" "lyho$$ "
+# (above it: the first home found there is named, which may be another account's)
+t_check "6: ... and so is a directory above it" near_refused "$(dirname "$O_HOME")" ""
+out=$(LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --read-only "$A_HOME" -- /bin/true </dev/null 2>&1)
+t_eq "6: control: the caller's own home is a read-only path it may name" "$?" 0
+chmod 0700 "$O_HOME"
 
 # ---- 7. one user cannot take lyhd's file descriptors from the others ---------------
 

@@ -1,0 +1,299 @@
+/* Other users' homes, read by a thread of their own (homes.h says why).
+ *
+ * Owns: the thread, the published table (each human account's uid, a label,
+ * and the inodes of its home and of the home's ancestors), one mutex and one
+ * condition variable. The thread builds a new table without the mutex and
+ * swaps it in under it; the loop reads the table under it (comparisons
+ * only: no I/O under the mutex on either side).
+ *
+ * Must never: enumerate the user database or open a home on the loop; touch
+ * anything of the daemon's but its own table. */
+#include "daemon/homes.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/macros.h"
+#include "platform/linux/fsutil.h"
+
+#define HOMES_DEPTH 256 /* ancestors kept per home (as fs_ancestors' callers do) */
+
+struct home {
+    uid_t uid;
+    char label[300];     /* "name (home)" */
+    size_t n;
+    struct fs_inode *up; /* [0] the home, then its ancestors up to "/" */
+};
+
+struct table {
+    struct home *v;
+    size_t n;
+};
+
+struct stamp {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    bool ok;
+};
+
+struct homes {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    bool running, stopping;
+    char *file; /* NULL: NSS */
+    struct table *table; /* NULL until the first read */
+    unsigned generation;
+};
+
+static uint64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void table_free(struct table *t) {
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i].up);
+    free(t->v);
+    free(t);
+}
+
+static struct stamp stamp_of(const char *path) {
+    struct stat st;
+    struct stamp s = {0};
+    if (stat(path, &st) == 0)
+        s = (struct stamp){st.st_dev, st.st_ino, st.st_size, st.st_mtim, true};
+    return s;
+}
+
+static bool stamp_same(const struct stamp *a, const struct stamp *b) {
+    return a->ok == b->ok && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+/* One account into t, if it is a human one with a home that opens. 0, or
+ * -ENOMEM. */
+static int add_account(struct table *t, size_t *cap, const struct passwd *pw) {
+    struct fs_inode up[HOMES_DEPTH];
+
+    /* Human accounts only: system users have homes like /bin or /. */
+    if (pw->pw_uid < 1000 || pw->pw_uid == 65534 || !pw->pw_dir || pw->pw_dir[0] != '/' ||
+        strcmp(pw->pw_dir, "/") == 0)
+        return 0;
+    int fd = open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t n = fs_ancestors(fd, up, ARRAY_SIZE(up));
+    close(fd);
+    if (n == 0)
+        return 0;
+    if (t->n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        struct home *nv = reallocarray(t->v, ncap, sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        t->v = nv;
+        *cap = ncap;
+    }
+    struct home *h = &t->v[t->n];
+    h->up = malloc(n * sizeof(*h->up));
+    if (!h->up)
+        return -ENOMEM;
+    memcpy(h->up, up, n * sizeof(*h->up));
+    h->n = n;
+    h->uid = pw->pw_uid;
+    snprintf(h->label, sizeof(h->label), "%s (%s)", pw->pw_name, pw->pw_dir);
+    t->n++;
+    return 0;
+}
+
+/* Read the whole database. NULL: out of memory (the old table stays). */
+static struct table *scan(const char *file) {
+    struct table *t = calloc(1, sizeof(*t));
+    size_t cap = 0, bufsize = 16384;
+    char *buf = malloc(bufsize);
+    struct passwd pw, *res;
+    FILE *f = NULL;
+    int r = 0;
+
+    if (!t || !buf)
+        goto fail;
+    if (file) {
+        if (!(f = fopen(file, "re")))
+            goto fail;
+    } else {
+        setpwent();
+    }
+    for (;;) {
+        int e = f ? fgetpwent_r(f, &pw, buf, bufsize, &res) : getpwent_r(&pw, buf, bufsize, &res);
+        if (e == ERANGE && bufsize < (1u << 20)) {
+            char *nb = realloc(buf, bufsize * 4);
+            if (!nb)
+                break;
+            buf = nb;
+            bufsize *= 4;
+            continue;
+        }
+        if (e != 0 || !res)
+            break; /* ENOENT: the end */
+        if ((r = add_account(t, &cap, &pw)) < 0)
+            break;
+    }
+    if (f)
+        fclose(f);
+    else
+        endpwent();
+    if (r < 0)
+        goto fail;
+    free(buf);
+    return t;
+fail:
+    free(buf);
+    table_free(t);
+    return NULL;
+}
+
+static void *run(void *arg) {
+    struct homes *h = arg;
+    const char *watch = h->file ? h->file : "/etc/passwd";
+    struct stamp seen = {0};
+    uint64_t built = 0;
+
+    pthread_mutex_lock(&h->mu);
+    while (!h->stopping) {
+        struct stamp now = stamp_of(watch);
+        bool need = !h->table || !stamp_same(&now, &seen) || mono_ms() - built >= HOMES_MAX_AGE_MS;
+        if (need) {
+            pthread_mutex_unlock(&h->mu);
+            struct table *t = scan(h->file);
+            pthread_mutex_lock(&h->mu);
+            if (t) {
+                struct table *old = h->table;
+                h->table = t;
+                h->generation++;
+                seen = now;
+                built = mono_ms();
+                pthread_mutex_unlock(&h->mu);
+                table_free(old);
+                pthread_mutex_lock(&h->mu);
+                continue; /* look again at once: it may have changed meanwhile */
+            }
+            /* out of memory, or the file is gone: try again after the wait */
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += HOMES_POLL_MS / 1000;
+        until.tv_nsec += (long)(HOMES_POLL_MS % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        if (!h->stopping)
+            pthread_cond_timedwait(&h->cv, &h->mu, &until);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+int homes_start(const char *passwd_file, struct homes **ret) {
+    struct homes *h = calloc(1, sizeof(*h));
+    pthread_condattr_t ca;
+    sigset_t all, old;
+    int r;
+
+    if (!h)
+        return -ENOMEM;
+    if (passwd_file && !(h->file = strdup(passwd_file))) {
+        free(h);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    /* no signal of the daemon's is ever delivered to it */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    r = -pthread_create(&h->thread, NULL, run, h);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r < 0) {
+        homes_stop(h);
+        return r;
+    }
+    h->running = true;
+    *ret = h;
+    return 0;
+}
+
+void homes_stop(struct homes *h) {
+    if (!h)
+        return;
+    if (h->running) {
+        pthread_mutex_lock(&h->mu);
+        h->stopping = true;
+        pthread_cond_signal(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        /* a read stuck on a network directory could hold this up: the
+         * daemon is exiting, so it waits two seconds at most and then
+         * leaves the thread (and what it may still touch) behind */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 2;
+        if (pthread_timedjoin_np(h->thread, NULL, &until) != 0)
+            return;
+    }
+    table_free(h->table);
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
+    free(h->file);
+    free(h);
+}
+
+int homes_near_other(struct homes *h, int fd, uid_t caller, char *who, size_t wholen) {
+    struct fs_inode mine[HOMES_DEPTH];
+    size_t n_mine = fs_ancestors(fd, mine, ARRAY_SIZE(mine));
+    int hit = 0;
+
+    if (n_mine == 0)
+        return -EIO;
+    pthread_mutex_lock(&h->mu);
+    if (!h->table) {
+        pthread_mutex_unlock(&h->mu);
+        return -EAGAIN;
+    }
+    for (size_t i = 0; i < h->table->n && !hit; i++) {
+        const struct home *o = &h->table->v[i];
+        if (o->uid == caller)
+            continue;
+        if (fs_inode_in(mine, n_mine, o->up[0]) || fs_inode_in(o->up, o->n, mine[0])) {
+            snprintf(who, wholen, "%s", o->label);
+            hit = 1;
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return hit;
+}
+
+unsigned homes_generation(struct homes *h) {
+    pthread_mutex_lock(&h->mu);
+    unsigned g = h->generation;
+    pthread_mutex_unlock(&h->mu);
+    return g;
+}
