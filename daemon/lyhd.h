@@ -21,6 +21,7 @@ struct audit;
 struct policy;
 struct closer;
 struct homes;
+struct spawner;
 struct pproc;
 
 struct lyhd_config {
@@ -70,6 +71,7 @@ struct lyhd {
     struct sc_program *seccomp;  /* built once at startup, installed by each child */
     struct closer *closer;       /* closes client fds off the loop; NULL: inline (tests) */
     struct homes *homes;         /* other users' homes, read off the loop (homes.h) */
+    struct spawner *spawner;     /* forks the agents (spawner.h); NULL: lyhd forks them */
     struct pproc *pproc;         /* the unprivileged protocol process (pproc.h); NULL: none */
     uid_t proto_uid;             /* its user _lyhd (pproc_user; 0: not known) */
     bool stopping;               /* sessions_shutdown runs: no per-session table upkeep */

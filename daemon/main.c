@@ -40,6 +40,7 @@
 #include "platform/linux/landlock.h"
 #include "platform/linux/seccomp.h"
 #include "daemon/server.h"
+#include "daemon/spawner.h"
 #include "storage/dircheck.h"
 #include "storage/store.h"
 
@@ -540,6 +541,7 @@ static void teardown(struct lyhd *d, struct event **ev_sig, size_t n_sig, struct
     if (served)
         event_base_loop(d->base, EVLOOP_NONBLOCK);
     pproc_stop(d);
+    spawner_stop(d);
     audit_stop(d);
     for (size_t i = 0; i < n_sig; i++) {
         if (!ev_sig[i])
@@ -577,6 +579,9 @@ int main(int argc, char **argv) {
     /* lyhd's own unprivileged half, started by the parent (proto_main.c) */
     if (argc > 1 && strcmp(argv[1], "--protocol-process") == 0)
         return proto_main(argc, argv);
+    /* and its spawner (spawner.c) */
+    if (argc > 1 && strcmp(argv[1], "--spawner") == 0)
+        return spawner_main(argc, argv);
     r = parse_args(argc, argv, &d.cfg);
     if (r != 0)
         return r > 0 ? 0 : 2;
@@ -660,6 +665,8 @@ int main(int argc, char **argv) {
         goto fail;
     }
     (void)session_sweep_tmpdirs(&d);
+    /* before the threads start: a fork then copies one thread's worth */
+    spawner_start(&d);
     r = closer_start(&d.closer);
     if (r < 0) {
         log_error_errno(-r, "cannot start the threads that close client file descriptors");

@@ -7,6 +7,8 @@
  * every decoder arbitrary bytes and encodes what they accept again. */
 #include "daemon/pmsg.h"
 
+#include "platform/linux/unixsock.h"
+
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -391,34 +393,12 @@ int pmsg_decode_dns_answered(const uint8_t *p, size_t len, struct pmsg_dns_answe
 /* ---- the socket ---------------------------------------------------------------------- */
 
 int pmsg_send(int sock, const uint8_t *buf, size_t len, const int *fds, size_t nfds) {
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int) * PMSG_MAX_FDS)];
-    } c;
-    struct iovec iov = {(void *)buf, len};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-
     if (nfds > PMSG_MAX_FDS || len > PMSG_MAX_BYTES)
         return -EINVAL;
-    if (nfds) {
-        memset(&c, 0, sizeof(c));
-        mh.msg_control = c.b;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-        struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
-        h->cmsg_level = SOL_SOCKET;
-        h->cmsg_type = SCM_RIGHTS;
-        h->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-        memcpy(CMSG_DATA(h), fds, sizeof(int) * nfds);
-    }
-    for (;;) {
-        ssize_t n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n == (ssize_t)len)
-            return 0;
-        if (n >= 0)
-            return -EIO; /* a seqpacket datagram is sent whole or not at all */
-        if (errno != EINTR)
-            return -errno;
-    }
+    ssize_t n = unixsock_send_fds(sock, buf, len, fds, nfds, MSG_DONTWAIT);
+    if (n == (ssize_t)len)
+        return 0;
+    return n >= 0 ? -EIO /* a seqpacket datagram is sent whole or not at all */ : -errno;
 }
 
 void pmsg_close_fds(const int *fds, size_t n) {
@@ -430,36 +410,17 @@ void pmsg_close_fds(const int *fds, size_t n) {
 }
 
 int pmsg_recv(int sock, uint8_t *buf, size_t cap, size_t *ret_len, int *fds, size_t *ret_nfds) {
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int) * PMSG_RECV_FDS)];
-    } c;
-    struct iovec iov = {buf, cap};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.b,
-                        .msg_controllen = sizeof(c.b)};
-    ssize_t n;
-    size_t got = 0;
+    int fl = 0;
+    ssize_t n = unixsock_recv_fds(sock, buf, cap, MSG_DONTWAIT, fds, ret_nfds, &fl);
 
-    *ret_nfds = 0;
-    do
-        n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
     if (n < 0)
         return -errno;
-    for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h)) {
-        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < k && got < PMSG_RECV_FDS; i++)
-            memcpy(&fds[got++], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
-    }
-    *ret_nfds = got;
     *ret_len = (size_t)n;
-    if ((mh.msg_flags & MSG_TRUNC) || got > PMSG_MAX_FDS)
+    if ((fl & MSG_TRUNC) || *ret_nfds > PMSG_MAX_FDS)
         return -EBADMSG;
-    if (mh.msg_flags & MSG_CTRUNC)
+    if (fl & MSG_CTRUNC)
         return -EMFILE; /* the kernel had no fd numbers left for us: not all came */
-    if (n == 0 && got == 0)
+    if (n == 0 && *ret_nfds == 0)
         return -EPIPE;
     return 0;
 }

@@ -262,7 +262,7 @@ void pmsg_close_fds(const int *fds, size_t n);
  * smaller control buffer would let the kernel drop the rest itself, and the
  * last reference to a file dropped that way is released in the receiving
  * thread (a lingering socket's close would run on the parent's loop). */
-#define PMSG_RECV_FDS 253
+#define PMSG_RECV_FDS 253 /* UNIXSOCK_MAX_FDS */
 
 /* Receive one datagram into buf (PMSG_MAX_BYTES) and its fds (close-on-exec)
  * into fds[PMSG_RECV_FDS]. Every fd that came is the caller's, whatever the

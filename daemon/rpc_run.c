@@ -36,6 +36,7 @@
 #include "common/env_policy.h"
 #include "common/macros.h"
 #include "daemon/homes.h"
+#include "daemon/spawner.h"
 #include "daemon/closer.h"
 #include "daemon/dns_fwd.h"
 #include "daemon/guard.h"
@@ -1479,7 +1480,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         .sockets = (const char *const *)p.socks,
         .n_sockets = p.n_socks,
     };
-    k = spawn_start(&plan, &s->pid, &s->pidfd, &s->status_fd);
+    k = spawner_spawn(d, &plan, &s->pid, &s->pidfd, &s->status_fd);
     if (k < 0) {
         rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot start the agent: %s", strerror(-k));
         goto out;

@@ -42,6 +42,7 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/sched.h> /* struct clone_args, CLONE_INTO_CGROUP */
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -260,16 +261,20 @@ static void protect_home(const struct spawn_plan *p, int status_fd) {
 
     if (p->n_protect > SPAWN_MAX_PROTECT)
         child_fail(status_fd, SPAWN_STEP_MOUNTS, E2BIG);
+    /* As the agent throughout: only the opens resolve paths; open_tree,
+     * mount_setattr and move_mount work on fds with empty paths, and what
+     * they need (CAP_SYS_ADMIN) the file-system identity does not change.
+     * One switch each way instead of one per entry (every syscall counts
+     * on a launch). Each entry is still opened after the one before is in
+     * place: an entry below an earlier one must be found in its new mount. */
+    as_agent(p, status_fd);
     for (size_t i = 0; i < p->n_protect; i++) {
         int fd, tree;
-        as_agent(p, status_fd);
         fd = open(p->protect[i].path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        int err = fd < 0 ? errno : 0;
-        as_root(status_fd);
         /* lyhd saw it a moment ago: gone or out of sight now means someone
          * changed it meanwhile; an agent must not find it missing */
         if (fd < 0)
-            child_fail(status_fd, SPAWN_STEP_MOUNTS, err);
+            child_fail(status_fd, SPAWN_STEP_MOUNTS, errno);
         tree = (int)syscall(SYS_open_tree, fd, "",
                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
         if (tree < 0 ||
@@ -281,6 +286,7 @@ static void protect_home(const struct spawn_plan *p, int status_fd) {
         close(tree);
         close(fd);
     }
+    as_root(status_fd);
 }
 
 /* Sockets the user let through: each, looked up as the agent (the socket
@@ -478,12 +484,14 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
     sigset_t all;
     int k;
 
-    /* Signals: the daemon's handlers and mask must not leak into the agent. */
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-    for (int sig = 1; sig < NSIG; sig++)
+    /* Signals: the daemon's handlers and mask must not leak into the agent.
+     * Every signal is blocked until then (spawn_start). The spawner has
+     * none to leak (it set them all to the default when it started). */
+    for (int sig = 1; sig < NSIG && !p->signals_default; sig++)
         if (sig != SIGKILL && sig != SIGSTOP)
             signal(sig, SIG_DFL);
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
 
     if (setsid() < 0)
         child_fail(status_fd, SPAWN_STEP_SETSID, errno);
@@ -582,11 +590,14 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
 /* clone3 with a pidfd and, given a cgroup directory, into that cgroup; fork
  * semantics otherwise (no CLONE_VM: the child runs on a copy of our stack). 0
  * in the child, the pid in the parent, -1 with errno. */
-static pid_t clone_into(int cgroup_dir_fd, int *ret_pidfd) {
+static pid_t clone_into(int cgroup_dir_fd, bool clone_parent, int *ret_pidfd) {
     struct clone_args args = {
-        .flags = CLONE_PIDFD | (cgroup_dir_fd >= 0 ? CLONE_INTO_CGROUP : 0),
+        .flags = CLONE_PIDFD | (cgroup_dir_fd >= 0 ? CLONE_INTO_CGROUP : 0) |
+                 (clone_parent ? CLONE_PARENT : 0),
         .pidfd = (uint64_t)(uintptr_t)ret_pidfd,
-        .exit_signal = SIGCHLD,
+        /* CLONE_PARENT takes the caller's own exit signal (clone3 refuses
+         * one of ours): the spawner's, SIGCHLD */
+        .exit_signal = clone_parent ? 0 : SIGCHLD,
         .cgroup = cgroup_dir_fd >= 0 ? (uint64_t)cgroup_dir_fd : 0,
     };
     return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
@@ -602,13 +613,31 @@ int spawn_start(const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd, int 
         return -EINVAL;
     if (pipe2(pipefd, O_CLOEXEC) < 0)
         return -errno;
-    pid = clone_into(p->cgroup_dir_fd, &pidfd);
+    /* The child starts with every signal blocked and unblocks them only
+     * once no handler of ours is left in it (child()): a signal that came
+     * before would run the daemon's handler in the child. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = clone_into(p->cgroup_dir_fd, p->clone_parent, &pidfd);
+    if (pid < 0 && p->clone_parent) {
+        int k = errno == E2BIG || errno == EINVAL ? -ENOSYS : -errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return k; /* no fork fallback: fork cannot make a sibling */
+    }
     if (pid < 0 && (errno == ENOSYS || errno == E2BIG || (errno == EINVAL && in_cgroup))) {
         /* No clone3 (before 5.3) or no CLONE_INTO_CGROUP (before 5.7): fork,
          * and the child moves itself. */
         in_cgroup = false;
         pidfd = -1;
         pid = fork();
+    }
+    if (pid != 0) {
+        int e = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        errno = e;
     }
     if (pid < 0) {
         int k = -errno;

@@ -99,6 +99,13 @@ struct spawn_plan {
      * directory cover. */
     const char *const *sockets;
     size_t n_sockets;
+    /* The child's parent is the caller's parent (clone3 CLONE_PARENT): set
+     * by lyhd's spawner, so that lyhd itself reaps and watches the agent.
+     * Needs clone3: without it spawn_start fails with -ENOSYS. */
+    bool clone_parent;
+    /* The caller has no signal handler and ignores no signal: the child
+     * need not set every disposition to the default (the spawner). */
+    bool signals_default;
 };
 
 struct spawn_failure {

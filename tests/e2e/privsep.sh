@@ -247,6 +247,15 @@ CINODE=$(lyh_in_main ss -xH 2>/dev/null | awk -v n="/$SNAME" -v l="$LINODE" 'sub
 CPFD=$(holders "$CINODE" | awk -v p="$LYH_DAEMON_PID" '$1 == p { print $2 }')
 t_check "5: the parent polls no client connection either (its copy, fd $CPFD)" \
     eval '[ -n "$CPFD" ] && ! polled "$LYH_DAEMON_PID" "$CPFD"'
+# the spawner (daemon/spawner.c): a root child of lyhd's that forked the agent as
+# lyhd's child; lyhd never fell back to forking it itself
+SPW=$(for p in $(cat "/proc/$LYH_DAEMON_PID/task/$LYH_DAEMON_PID/children" 2>/dev/null); do
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "--spawner" && echo "$p"; done | head -n 1)
+AGENT=$(for p in /proc/[0-9]*; do
+    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q "^/usr/bin/python3 lan.py" && echo "${p#/proc/}"; done | head -n 1)
+t_check "5: lyhd's spawner ($SPW) runs as root and forked the agent ($AGENT) as lyhd's child" \
+    eval '[ -n "$SPW" ] && [ "$(status_of "$SPW" Uid | cut -f1)" = 0 ] && [ -n "$AGENT" ] &&
+          [ "$(status_of "$AGENT" PPid)" = "$LYH_DAEMON_PID" ] && ! grep -q "launches fork from lyhd" "$LYH_DAEMON_LOG"'
 
 # ---- 6. kill -9 of the protocol process during the session --------------------------------
 kill -KILL "$PP"

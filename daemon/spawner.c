@@ -1,0 +1,490 @@
+/* The spawner (spawner.h says why): the parent's side (start, a launch's
+ * round trip, stop) and the spawner's own loop, with the plan's codec they
+ * share.
+ *
+ * Owns (parent): the spawner's pid and the parent's end of the socketpair.
+ * Owns (spawner): one receive buffer and the fds of the plan in hand.
+ *
+ * The wire: one SOCK_SEQPACKET datagram per launch (the plan, its fds in one
+ * SCM_RIGHTS), one back: int32 result (0 or -errno) and int32 pid, with the
+ * pidfd and the status pipe's read end on success. Native byte order: both
+ * ends are the same binary. The parent waits for the answer (at most
+ * SPAWNER_TIMEOUT_MS); the spawner answers within a clone3.
+ *
+ * Must never: let a launch fail because the spawner failed (the parent
+ * falls back to spawn_start); read anything but its socket (spawner). */
+#include "daemon/spawner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/macros.h"
+#include "daemon/log.h"
+#include "daemon/lyhd.h"
+#include "platform/linux/seccomp.h"
+#include "platform/linux/unixsock.h"
+
+#define SPAWNER_MAGIC 0x4c595350u /* "LYSP" */
+#define SPAWNER_TIMEOUT_MS 5000
+#define SPAWNER_MAX_STRV 65536u /* entries of one list: far above what Run lets through */
+
+/* ---- the codec -------------------------------------------------------------------------- */
+
+struct enc {
+    uint8_t *p;
+    size_t cap, len;
+    bool over;
+};
+
+static void put(struct enc *e, const void *v, size_t n) {
+    if (e->over || n > e->cap - e->len) {
+        e->over = true;
+        return;
+    }
+    memcpy(e->p + e->len, v, n);
+    e->len += n;
+}
+static void put32(struct enc *e, uint32_t v) { put(e, &v, sizeof(v)); }
+static void put64(struct enc *e, uint64_t v) { put(e, &v, sizeof(v)); }
+static void put_str(struct enc *e, const char *s) {
+    size_t n = strlen(s);
+    if (n > UINT32_MAX - 1) {
+        e->over = true;
+        return;
+    }
+    put32(e, (uint32_t)n);
+    put(e, s, n + 1);
+}
+static void put_strv(struct enc *e, const char *const *v, size_t n) {
+    put32(e, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        put_str(e, v[i]);
+}
+
+int spawner_encode(const struct spawn_plan *p, const uint8_t *bpf, size_t bpf_len, uint8_t *buf,
+                   size_t cap, size_t *ret_len, int *fds, size_t *ret_nfds) {
+    struct enc e = {.p = buf, .cap = cap};
+    const int pfd[SPAWNER_FDS] = {p->stdio[0],      p->stdio[1],         p->stdio[2],
+                                  p->pty_fd,        p->cgroup_dir_fd,    p->cgroup_procs_fd,
+                                  p->landlock_fd};
+    uint32_t mask = 0;
+    size_t nfds = 0, n_argv = 0, n_envp = 0;
+
+    if (!p->argv || !p->envp || !p->cwd || !p->seccomp || !bpf || p->n_groups > 65536)
+        return -EINVAL;
+    while (p->argv[n_argv])
+        n_argv++;
+    while (p->envp[n_envp])
+        n_envp++;
+    for (size_t i = 0; i < SPAWNER_FDS; i++)
+        if (pfd[i] >= 0) {
+            mask |= 1u << i;
+            fds[nfds++] = pfd[i];
+        }
+    put32(&e, SPAWNER_MAGIC);
+    put32(&e, (uint32_t)p->uid);
+    put32(&e, (uint32_t)p->gid);
+    put64(&e, p->landlock_handled);
+    put32(&e, mask);
+    put32(&e, (uint32_t)p->n_groups);
+    for (size_t i = 0; i < p->n_groups; i++)
+        put32(&e, (uint32_t)p->groups[i]);
+    put_strv(&e, (const char *const *)p->argv, n_argv);
+    put_strv(&e, (const char *const *)p->envp, n_envp);
+    put_str(&e, p->cwd);
+    put32(&e, p->private_tmp ? 1 : 0);
+    if (p->private_tmp)
+        put_str(&e, p->private_tmp);
+    put_strv(&e, p->hide, p->n_hide);
+    put_strv(&e, p->expose, p->n_expose);
+    put_strv(&e, p->sockets, p->n_sockets);
+    put32(&e, (uint32_t)p->n_protect);
+    for (size_t i = 0; i < p->n_protect; i++) {
+        put32(&e, p->protect[i].ro ? 1 : 0);
+        put_str(&e, p->protect[i].path);
+    }
+    put32(&e, (uint32_t)p->seccomp->arch);
+    put32(&e, (uint32_t)bpf_len);
+    put(&e, bpf, bpf_len);
+    if (e.over)
+        return -ENOBUFS;
+    *ret_len = e.len;
+    *ret_nfds = nfds;
+    return 0;
+}
+
+struct dec {
+    const uint8_t *p;
+    size_t len, off;
+    bool bad;
+};
+
+static void get(struct dec *d, void *v, size_t n) {
+    if (d->bad || d->len - d->off < n) {
+        d->bad = true;
+        memset(v, 0, n);
+        return;
+    }
+    memcpy(v, d->p + d->off, n);
+    d->off += n;
+}
+static uint32_t get32(struct dec *d) {
+    uint32_t v;
+    get(d, &v, sizeof(v));
+    return v;
+}
+static uint64_t get64(struct dec *d) {
+    uint64_t v;
+    get(d, &v, sizeof(v));
+    return v;
+}
+/* A string: its length, its bytes (no NUL among them), its NUL. */
+static const char *get_str(struct dec *d) {
+    uint32_t n = get32(d);
+    if (d->bad || n >= d->len - d->off || d->p[d->off + n] != '\0' ||
+        memchr(d->p + d->off, '\0', n)) {
+        d->bad = true;
+        return NULL;
+    }
+    const char *s = (const char *)d->p + d->off;
+    d->off += (size_t)n + 1;
+    return s;
+}
+/* A list of strings into a NULL-terminated array of its own. */
+static const char **get_strv(struct dec *d, size_t *ret_n) {
+    uint32_t n = get32(d);
+    const char **v;
+    if (d->bad || n > SPAWNER_MAX_STRV || n > d->len - d->off ||
+        !(v = calloc((size_t)n + 1, sizeof(*v)))) {
+        d->bad = true;
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n && !d->bad; i++)
+        v[i] = get_str(d);
+    if (d->bad) {
+        free(v);
+        return NULL;
+    }
+    *ret_n = n;
+    return v;
+}
+
+void spawner_storage_free(struct spawner_storage *st) {
+    free(st->argv);
+    free(st->envp);
+    free(st->hide);
+    free(st->expose);
+    free(st->sockets);
+    free(st->protect);
+    free(st->groups);
+    if (st->seccomp)
+        st->seccomp->bpf = NULL; /* points into the datagram */
+    free(st->seccomp);
+    memset(st, 0, sizeof(*st));
+}
+
+int spawner_decode(const uint8_t *buf, size_t len, const int *fds, size_t nfds,
+                   struct spawner_storage *st, struct spawn_plan *p) {
+    struct dec d = {.p = buf, .len = len};
+    size_t n_argv = 0, n_envp = 0, used = 0;
+    uint32_t mask, n;
+    int pfd[SPAWNER_FDS];
+
+    memset(st, 0, sizeof(*st));
+    memset(p, 0, sizeof(*p));
+    if (get32(&d) != SPAWNER_MAGIC)
+        return -EBADMSG;
+    p->uid = (uid_t)get32(&d);
+    p->gid = (gid_t)get32(&d);
+    p->landlock_handled = get64(&d);
+    mask = get32(&d);
+    if (mask >> SPAWNER_FDS)
+        d.bad = true;
+    for (size_t i = 0; i < SPAWNER_FDS; i++)
+        pfd[i] = (mask & (1u << i)) && used < nfds ? fds[used++] : -1;
+    if (used != nfds || (size_t)__builtin_popcount(mask) != nfds)
+        d.bad = true;
+    n = get32(&d);
+    if (!d.bad && (n > 65536 || n > (len - d.off) / 4))
+        d.bad = true;
+    if (!d.bad && !(st->groups = calloc(n ? n : 1, sizeof(gid_t))))
+        goto nomem;
+    for (uint32_t i = 0; i < n && !d.bad; i++)
+        st->groups[i] = (gid_t)get32(&d);
+    p->n_groups = n;
+    st->argv = (char **)get_strv(&d, &n_argv);
+    st->envp = (char **)get_strv(&d, &n_envp);
+    p->cwd = get_str(&d);
+    if (get32(&d) == 1)
+        p->private_tmp = get_str(&d);
+    st->hide = get_strv(&d, &p->n_hide);
+    st->expose = get_strv(&d, &p->n_expose);
+    st->sockets = get_strv(&d, &p->n_sockets);
+    n = get32(&d);
+    if (!d.bad && (n > SPAWN_MAX_PROTECT || p->n_hide > SPAWN_MAX_HIDE ||
+                   p->n_expose > SPAWN_MAX_EXPOSE || p->n_sockets > SPAWN_MAX_SOCKETS ||
+                   n_argv == 0))
+        d.bad = true;
+    if (!d.bad && !(st->protect = calloc(n ? n : 1, sizeof(*st->protect))))
+        goto nomem;
+    for (uint32_t i = 0; i < n && !d.bad; i++) {
+        uint32_t ro = get32(&d);
+        st->protect[i].ro = ro == 1;
+        st->protect[i].path = get_str(&d);
+        if (ro > 1)
+            d.bad = true;
+    }
+    p->n_protect = n;
+    uint32_t arch = get32(&d);
+    uint32_t bpf_len = get32(&d);
+    if (!d.bad && (bpf_len == 0 || bpf_len % 8 != 0 || bpf_len != len - d.off ||
+                   (arch != SC_ARCH_X86_64 && arch != SC_ARCH_AARCH64)))
+        d.bad = true;
+    if (d.bad) {
+        spawner_storage_free(st);
+        return -EBADMSG;
+    }
+    if (!(st->seccomp = calloc(1, sizeof(*st->seccomp))))
+        goto nomem;
+    st->seccomp->bpf = (unsigned char *)buf + d.off; /* the program is read, never written */
+    st->seccomp->len = bpf_len;
+    st->seccomp->arch = (enum sc_arch)arch;
+    p->argv = st->argv;
+    p->envp = st->envp;
+    p->groups = st->groups;
+    p->hide = st->hide;
+    p->expose = st->expose;
+    p->sockets = st->sockets;
+    p->protect = st->protect;
+    p->seccomp = st->seccomp;
+    p->stdio[0] = pfd[0], p->stdio[1] = pfd[1], p->stdio[2] = pfd[2];
+    p->pty_fd = pfd[3];
+    p->cgroup_dir_fd = pfd[4];
+    p->cgroup_procs_fd = pfd[5];
+    p->landlock_fd = pfd[6];
+    return 0;
+nomem:
+    spawner_storage_free(st);
+    return -ENOMEM;
+}
+
+/* ---- the spawner's own loop --------------------------------------------------------------- */
+
+static void reply(int sock, int32_t r, int32_t pid, const int *fds, size_t nfds) {
+    int32_t v[2] = {r, pid};
+    (void)unixsock_send_fds(sock, v, sizeof(v), fds, nfds, 0);
+}
+
+int spawner_main(int argc, char **argv) {
+    int sock;
+    uint8_t *buf;
+
+    if (argc != 3 || strcmp(argv[1], "--spawner") != 0 || (sock = atoi(argv[2])) < 3)
+        return 2;
+    /* its children (the agents) never see it, even before their exec */
+    if (fcntl(sock, F_SETFD, FD_CLOEXEC) < 0)
+        return 1;
+    buf = malloc(SPAWNER_MAX_BYTES + 1);
+    if (!buf)
+        return 1;
+    /* every disposition the default (an ignored one survives exec), so the
+     * children need not reset them one by one; replies use MSG_NOSIGNAL */
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
+    for (;;) {
+        int fds[UNIXSOCK_MAX_FDS];
+        size_t nfds = 0;
+        int fl = 0;
+        ssize_t n = unixsock_recv_fds(sock, buf, SPAWNER_MAX_BYTES, 0, fds, &nfds, &fl);
+        if (n <= 0) {
+            for (size_t i = 0; i < nfds; i++)
+                close(fds[i]);
+            return 0; /* lyhd is gone or stopped us */
+        }
+        buf[n] = '\0';
+        struct spawner_storage st;
+        struct spawn_plan plan;
+        int r = (fl & (MSG_TRUNC | MSG_CTRUNC)) ? -EBADMSG : spawner_decode(buf, (size_t)n, fds, nfds, &st, &plan);
+        pid_t pid = -1;
+        int out[2] = {-1, -1};
+        if (r == 0) {
+            plan.clone_parent = true;
+            plan.signals_default = true;
+            r = spawn_start(&plan, &pid, &out[0], &out[1]);
+            spawner_storage_free(&st);
+        }
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        reply(sock, r, r == 0 ? pid : -1, out, r == 0 ? 2 : 0);
+        if (r == 0) {
+            close(out[0]);
+            close(out[1]);
+        }
+    }
+}
+
+/* ---- the parent's side -------------------------------------------------------------------- */
+
+struct spawner {
+    int sock;
+    pid_t pid;
+    uint8_t *buf; /* SPAWNER_MAX_BYTES, kept: no mapping made and unmapped per launch */
+};
+
+void spawner_start(struct lyhd *d) {
+    int sv[2];
+    struct spawner *s = calloc(1, sizeof(*s));
+
+    if (!s || !(s->buf = malloc(SPAWNER_MAX_BYTES))) {
+        free(s);
+        return;
+    }
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        log_warn_errno(errno, "cannot make the spawner's socket; launches fork from lyhd");
+        free(s->buf);
+        free(s);
+        return;
+    }
+    int big = SPAWNER_MAX_BYTES + 65536;
+    (void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* async-signal-safe only until exec (lyhd may have threads) */
+        static char arg0[] = "lyhd", arg1[] = "--spawner", arg2[] = "3";
+        char *args[] = {arg0, arg1, arg2, NULL};
+        char *env[] = {NULL};
+        sigset_t none;
+        if (dup2(sv[1], 3) < 0)
+            _exit(127);
+        syscall(SYS_close_range, 4u, ~0u, 0u);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve("/proc/self/exe", args, env);
+        _exit(127);
+    }
+    close(sv[1]);
+    if (pid < 0) {
+        log_warn_errno(errno, "cannot start the spawner; launches fork from lyhd");
+        close(sv[0]);
+        free(s->buf);
+        free(s);
+        return;
+    }
+    s->sock = sv[0];
+    s->pid = pid;
+    d->spawner = s;
+    log_debug("spawner %d started", pid);
+}
+
+void spawner_stop(struct lyhd *d) {
+    struct spawner *s = d->spawner;
+    if (!s)
+        return;
+    d->spawner = NULL;
+    close(s->sock); /* end of file: it exits */
+    bool gone = false;
+    for (int i = 0; i < 20 && !gone; i++) {
+        gone = waitpid(s->pid, NULL, WNOHANG) == s->pid;
+        if (!gone)
+            usleep(10 * 1000);
+    }
+    if (!gone) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+    }
+    free(s->buf);
+    free(s);
+}
+
+/* The spawner failed us: end it, and fork from lyhd from now on. */
+static void give_up(struct lyhd *d, const char *why, int err) {
+    log_warn("the spawner %s (%s); launches fork from lyhd from now on", why,
+             strerror(err > 0 ? err : -err));
+    if (d->spawner)
+        kill(d->spawner->pid, SIGKILL);
+    spawner_stop(d);
+}
+
+int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd,
+                  int *ret_status_fd) {
+    struct spawner *s = d->spawner;
+    int fds[SPAWNER_FDS];
+    size_t len = 0, nfds = 0;
+    int r;
+
+    if (!s)
+        return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
+    r = spawner_encode(p, p->seccomp->bpf, p->seccomp->len, s->buf, SPAWNER_MAX_BYTES, &len, fds,
+                       &nfds);
+    if (r < 0) /* too big for one datagram: this launch forks from here */
+        return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
+
+    ssize_t n = unixsock_send_fds(s->sock, s->buf, len, fds, nfds, MSG_DONTWAIT);
+    if (n != (ssize_t)len) {
+        give_up(d, "did not take a launch", n < 0 ? errno : EIO);
+        return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
+    }
+
+    /* its answer: a clone3 away */
+    int32_t v[2];
+    int got[UNIXSOCK_MAX_FDS];
+    size_t ngot = 0;
+    int fl = 0;
+    struct pollfd pfd = {.fd = s->sock, .events = POLLIN};
+    int pr;
+    do
+        pr = poll(&pfd, 1, SPAWNER_TIMEOUT_MS);
+    while (pr < 0 && errno == EINTR);
+    n = pr > 0 ? unixsock_recv_fds(s->sock, v, sizeof(v), MSG_DONTWAIT, got, &ngot, &fl) : -1;
+    bool ok = n == (ssize_t)sizeof(v) && !(fl & (MSG_TRUNC | MSG_CTRUNC)) &&
+              (v[0] == 0 ? ngot == 2 && v[1] > 0 : ngot == 0 && v[0] < 0);
+    if (!ok) {
+        for (size_t i = 0; i < ngot; i++)
+            close(got[i]);
+        give_up(d, pr == 0 ? "did not answer in time" : "answered nonsense",
+                pr == 0 ? ETIMEDOUT : EPROTO);
+        /* It may have made the child all the same: never a second one. What
+         * is in the session's cgroup is killed, and this launch fails (its
+         * clean-up removes the cgroup; such a child is lyhd's, unreaped: a
+         * zombie until lyhd ends, once, since the spawner is not used
+         * again). */
+        if (p->cgroup_dir_fd >= 0) {
+            int k = openat(p->cgroup_dir_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
+            if (k >= 0) {
+                (void)!write(k, "1", 1);
+                close(k);
+            }
+        }
+        return -EIO;
+    }
+    if (v[0] == -ENOSYS) { /* no clone3 here: it cannot make lyhd's child */
+        give_up(d, "cannot make lyhd's children on this kernel", ENOSYS);
+        return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
+    }
+    if (v[0] < 0)
+        return v[0];
+    if (fcntl(got[1], F_SETFL, fcntl(got[1], F_GETFL) | O_NONBLOCK) < 0) {
+        int k = -errno;
+        (void)syscall(SYS_pidfd_send_signal, got[0], SIGKILL, NULL, 0);
+        siginfo_t si;
+        (void)waitid(P_PIDFD, (id_t)got[0], &si, WEXITED);
+        close(got[0]);
+        close(got[1]);
+        return k;
+    }
+    *ret_pid = v[1];
+    *ret_pidfd = got[0];
+    *ret_status_fd = got[1];
+    return 0;
+}

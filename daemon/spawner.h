@@ -1,0 +1,71 @@
+/* The spawner: a small root process of lyhd's own that forks each session's
+ * first process, so that the daemon itself never forks on a launch.
+ *
+ * Why: a fork copies the forking process's page tables and write-protects
+ * its memory; the daemon then takes a page fault on every page it writes
+ * while the child lives, and each such fault must shoot down the other
+ * CPUs' TLB entries (lyhd has threads, and the child runs on another CPU).
+ * Measured on a 2-CPU guest: the fork took 1.1 ms and lyhd spent about a
+ * third of its CPU time per launch in those faults (docs/performance.md).
+ * The spawner is lyhd executed again (`lyhd --spawner 3`), before lyhd has
+ * sessions or caches: a few anonymous pages, one thread, nothing to fault.
+ *
+ * It gets the whole spawn_plan from the parent over a socketpair (strings
+ * and numbers in one datagram, the plan's fds with it), runs spawn_start
+ * with clone_parent set, so the child is lyhd's child (lyhd reaps it and
+ * watches its pidfd as before), and sends back the pid, the pidfd and the
+ * status pipe. It trusts the parent (who made it, as root) and no one else
+ * can reach its socket. If it is missing or fails, the launch forks from
+ * lyhd as before (same child, same steps; only slower). */
+#ifndef LYHD_SPAWNER_H
+#define LYHD_SPAWNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "platform/linux/spawn.h"
+
+struct lyhd;
+struct sc_program;
+
+/* Start it (fork + exec of /proc/self/exe). Failure is logged and leaves
+ * launches forking from lyhd. */
+void spawner_start(struct lyhd *d);
+/* End it (its socket closed: it exits) and reap it. */
+void spawner_stop(struct lyhd *d);
+
+/* spawn_start(), through the spawner when there is one. Same contract. */
+int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd,
+                  int *ret_status_fd);
+
+/* `lyhd --spawner FD`: the spawner's own main. */
+int spawner_main(int argc, char **argv);
+
+/* The plan as bytes and fds (exposed for the unit test and the fuzzer):
+ * encode into buf (cap bytes), the fds to send in fds[SPAWNER_FDS] (*ret_nfds
+ * of them). 0, -ENOBUFS or -EINVAL. */
+#define SPAWNER_FDS 7
+#define SPAWNER_MAX_BYTES (2u << 20)
+int spawner_encode(const struct spawn_plan *p, const uint8_t *bpf, size_t bpf_len, uint8_t *buf,
+                   size_t cap, size_t *ret_len, int *fds, size_t *ret_nfds);
+
+/* What a decoded plan's arrays live in (spawner_storage_free releases it;
+ * the strings point into the datagram). */
+struct spawner_storage {
+    char **argv, **envp;
+    const char **hide, **expose, **sockets;
+    struct spawn_cover *protect;
+    gid_t *groups;
+    struct sc_program *seccomp;
+};
+void spawner_storage_free(struct spawner_storage *st);
+
+/* Decode what spawner_encode made (with the fds that came along, in order)
+ * into *p, whose strings and arrays point into buf (which must end in a NUL
+ * byte past len) and the storage st. 0, -ENOMEM, or -EBADMSG (anything
+ * malformed, fds that do not match); st is released on failure. */
+int spawner_decode(const uint8_t *buf, size_t len, const int *fds, size_t nfds,
+                   struct spawner_storage *st, struct spawn_plan *p);
+
+#endif

@@ -1,0 +1,151 @@
+/* daemon/spawner.c's plan codec: a plan round-trips (every field, the fds in
+ * their places), and what the decoder must refuse it refuses: a cut
+ * datagram, another magic, fds that do not match the mask, a string
+ * without its NUL or with one inside, lists beyond the spawn limits, a
+ * seccomp program that is not whole instructions. */
+#include <setjmp.h> /* cmocka needs these first */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/spawner.h"
+#include "platform/linux/seccomp.h"
+
+static uint8_t buf[1 << 16];
+static const uint8_t bpf[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+static void plan_of(struct spawn_plan *p, struct sc_program *sc) {
+    static char *argv[] = {"/bin/echo", "hi there", NULL};
+    static char *envp[] = {"PATH=/usr/bin", "A=", NULL};
+    static const char *hide[] = {"/run/user/1000", "/var/run/docker.sock"};
+    static const char *expose[] = {"/tmp/work"};
+    static const char *socks[] = {"/run/user/1000/bus"};
+    static const struct spawn_cover covers[] = {{"/home/u/.bashrc", true}, {"/home/u/.config", false}};
+    static const gid_t groups[] = {1000, 27};
+
+    *sc = (struct sc_program){.bpf = (unsigned char *)bpf, .len = sizeof(bpf),
+                              .arch = SC_ARCH_X86_64};
+    *p = (struct spawn_plan){
+        .argv = argv, .envp = envp, .stdio = {10, -1, 12}, .pty_fd = -1, .cgroup_dir_fd = 14,
+        .cgroup_procs_fd = -1, .uid = 1000, .gid = 2000001, .groups = groups, .n_groups = 2,
+        .landlock_fd = 16, .landlock_handled = 0x1234567890ull, .seccomp = sc, .cwd = "/home/u",
+        .hide = hide, .n_hide = 2, .private_tmp = "/tmp/lyh-x", .expose = expose, .n_expose = 1,
+        .protect = covers, .n_protect = 2, .sockets = socks, .n_sockets = 1,
+    };
+}
+
+static void test_round_trip(void **state) {
+    (void)state;
+    struct spawn_plan p, q;
+    struct sc_program sc;
+    struct spawner_storage st;
+    int fds[SPAWNER_FDS];
+    size_t len, nfds;
+
+    plan_of(&p, &sc);
+    assert_int_equal(spawner_encode(&p, bpf, sizeof(bpf), buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    assert_int_equal(nfds, 4);
+    int in[4] = {10, 12, 14, 16}; /* as received: other numbers would do */
+    assert_memory_equal(fds, in, sizeof(in));
+    buf[len] = '\0';
+    assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), 0);
+    assert_string_equal(q.argv[0], "/bin/echo");
+    assert_string_equal(q.argv[1], "hi there");
+    assert_null(q.argv[2]);
+    assert_string_equal(q.envp[1], "A=");
+    assert_null(q.envp[2]);
+    assert_true(q.stdio[0] == 10 && q.stdio[1] == -1 && q.stdio[2] == 12);
+    assert_true(q.pty_fd == -1 && q.cgroup_dir_fd == 14 && q.cgroup_procs_fd == -1 &&
+                q.landlock_fd == 16);
+    assert_true(q.uid == 1000 && q.gid == 2000001 && q.n_groups == 2 && q.groups[1] == 27);
+    assert_true(q.landlock_handled == 0x1234567890ull);
+    assert_string_equal(q.cwd, "/home/u");
+    assert_string_equal(q.private_tmp, "/tmp/lyh-x");
+    assert_true(q.n_hide == 2 && strcmp(q.hide[1], "/var/run/docker.sock") == 0);
+    assert_true(q.n_expose == 1 && strcmp(q.expose[0], "/tmp/work") == 0);
+    assert_true(q.n_sockets == 1 && strcmp(q.sockets[0], "/run/user/1000/bus") == 0);
+    assert_true(q.n_protect == 2 && q.protect[0].ro && !q.protect[1].ro &&
+                strcmp(q.protect[1].path, "/home/u/.config") == 0);
+    assert_true(q.seccomp->len == sizeof(bpf) && memcmp(q.seccomp->bpf, bpf, sizeof(bpf)) == 0 &&
+                q.seccomp->arch == SC_ARCH_X86_64);
+    assert_false(q.clone_parent); /* the spawner sets it, never the wire */
+    spawner_storage_free(&st);
+
+    /* no private tmp */
+    p.private_tmp = NULL;
+    assert_int_equal(spawner_encode(&p, bpf, sizeof(bpf), buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    buf[len] = '\0';
+    assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), 0);
+    assert_null(q.private_tmp);
+    spawner_storage_free(&st);
+
+    /* too big for the buffer */
+    assert_int_equal(spawner_encode(&p, bpf, sizeof(bpf), buf, 40, &len, fds, &nfds), -ENOBUFS);
+}
+
+static void test_refused(void **state) {
+    (void)state;
+    struct spawn_plan p, q;
+    struct sc_program sc;
+    struct spawner_storage st;
+    int fds[SPAWNER_FDS], in[4] = {10, 12, 14, 16};
+    size_t len, nfds;
+
+    plan_of(&p, &sc);
+    assert_int_equal(spawner_encode(&p, bpf, sizeof(bpf), buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    buf[len] = '\0';
+    /* every cut short of the whole */
+    for (size_t n = 0; n < len; n++) {
+        uint8_t saved = buf[n];
+        buf[n] = '\0';
+        assert_int_equal(spawner_decode(buf, n, in, 4, &st, &q), -EBADMSG);
+        buf[n] = saved;
+    }
+    /* fds: one too few, one too many */
+    assert_int_equal(spawner_decode(buf, len, in, 3, &st, &q), -EBADMSG);
+    int five[5] = {10, 12, 14, 16, 18};
+    assert_int_equal(spawner_decode(buf, len, five, 5, &st, &q), -EBADMSG);
+    /* another magic */
+    buf[0] ^= 1;
+    assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), -EBADMSG);
+    buf[0] ^= 1;
+    /* a NUL inside a string: argv[1]'s bytes ("hi there") get one */
+    uint8_t *at = memmem(buf, len, "hi there", 8);
+    assert_non_null(at);
+    at[2] = '\0';
+    assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), -EBADMSG);
+    at[2] = ' ';
+    /* a string that lost its NUL */
+    at[8] = 'x';
+    assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), -EBADMSG);
+    at[8] = '\0';
+    assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), 0);
+    spawner_storage_free(&st);
+    /* a program that is not whole instructions */
+    assert_int_equal(spawner_encode(&p, bpf, 12, buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    buf[len] = '\0';
+    assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), -EBADMSG);
+    /* more hide entries than a launch may have */
+    const char *many[SPAWN_MAX_HIDE + 1];
+    for (size_t i = 0; i < SPAWN_MAX_HIDE + 1; i++)
+        many[i] = "/x";
+    p.hide = many;
+    p.n_hide = SPAWN_MAX_HIDE + 1;
+    assert_int_equal(spawner_encode(&p, bpf, sizeof(bpf), buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    buf[len] = '\0';
+    assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), -EBADMSG);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
