@@ -32,7 +32,9 @@
 struct home {
     uid_t uid;
     char label[300];     /* "name (home)" */
-    size_t n;
+    char *dir;           /* the account's home as the database says */
+    struct fs_inode at;  /* what dir was at the read ({0, 0}: it did not open) */
+    size_t n;            /* 0: the home did not open (not compared; watched) */
     struct fs_inode *up; /* [0] the home, then its ancestors up to "/" */
 };
 
@@ -68,8 +70,10 @@ static uint64_t mono_ms(void) {
 static void table_free(struct table *t) {
     if (!t)
         return;
-    for (size_t i = 0; i < t->n; i++)
+    for (size_t i = 0; i < t->n; i++) {
         free(t->v[i].up);
+        free(t->v[i].dir);
+    }
     free(t->v);
     free(t);
 }
@@ -87,22 +91,22 @@ static bool stamp_same(const struct stamp *a, const struct stamp *b) {
            a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
 }
 
-/* One account into t, if it is a human one with a home that opens. 0, or
- * -ENOMEM. */
+/* One account into t, if it is a human one; its home's inode chain when it
+ * opens (one that does not is kept, to be watched: a home made or mounted
+ * after the account appears must not go unseen). 0, or -ENOMEM. */
 static int add_account(struct table *t, size_t *cap, const struct passwd *pw) {
     struct fs_inode up[HOMES_DEPTH];
+    size_t n = 0;
 
     /* Human accounts only: system users have homes like /bin or /. */
     if (pw->pw_uid < 1000 || pw->pw_uid == 65534 || !pw->pw_dir || pw->pw_dir[0] != '/' ||
         strcmp(pw->pw_dir, "/") == 0)
         return 0;
     int fd = open(pw->pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    size_t n = fs_ancestors(fd, up, ARRAY_SIZE(up));
-    close(fd);
-    if (n == 0)
-        return 0;
+    if (fd >= 0) {
+        n = fs_ancestors(fd, up, ARRAY_SIZE(up));
+        close(fd);
+    }
     if (t->n == *cap) {
         size_t ncap = *cap ? *cap * 2 : 16;
         struct home *nv = reallocarray(t->v, ncap, sizeof(*nv));
@@ -112,15 +116,33 @@ static int add_account(struct table *t, size_t *cap, const struct passwd *pw) {
         *cap = ncap;
     }
     struct home *h = &t->v[t->n];
-    h->up = malloc(n * sizeof(*h->up));
-    if (!h->up)
+    *h = (struct home){.uid = pw->pw_uid, .n = n};
+    if (!(h->dir = strdup(pw->pw_dir)) || (n && !(h->up = malloc(n * sizeof(*h->up))))) {
+        free(h->dir);
         return -ENOMEM;
-    memcpy(h->up, up, n * sizeof(*h->up));
-    h->n = n;
-    h->uid = pw->pw_uid;
+    }
+    if (n) {
+        memcpy(h->up, up, n * sizeof(*h->up));
+        h->at = up[0];
+    }
     snprintf(h->label, sizeof(h->label), "%s (%s)", pw->pw_name, pw->pw_dir);
     t->n++;
     return 0;
+}
+
+/* Has any home changed since t was read: made, removed, or something else
+ * mounted or moved there (a login's mount, a home made after its
+ * account)? One stat per account, by this thread. */
+static bool homes_moved(const struct table *t) {
+    struct stat st;
+    for (size_t i = 0; t && i < t->n; i++) {
+        const struct home *o = &t->v[i];
+        bool there = stat(o->dir, &st) == 0 && S_ISDIR(st.st_mode);
+        if (there != (o->n > 0) ||
+            (there && (st.st_dev != o->at.dev || st.st_ino != o->at.ino)))
+            return true;
+    }
+    return false;
 }
 
 /* Read the whole database. NULL: out of memory (the old table stays). */
@@ -144,14 +166,22 @@ static struct table *scan(const char *file) {
         int e = f ? fgetpwent_r(f, &pw, buf, bufsize, &res) : getpwent_r(&pw, buf, bufsize, &res);
         if (e == ERANGE && bufsize < (1u << 20)) {
             char *nb = realloc(buf, bufsize * 4);
-            if (!nb)
+            if (!nb) {
+                r = -ENOMEM;
                 break;
+            }
             buf = nb;
             bufsize *= 4;
             continue;
         }
-        if (e != 0 || !res)
-            break; /* ENOENT: the end */
+        if (e == ENOENT || (e == 0 && !res))
+            break; /* the end */
+        if (e != 0) {
+            /* a backend that failed half way (or an entry beyond 1 MiB):
+             * never a table with accounts missing; the old one stays */
+            r = -e;
+            break;
+        }
         if ((r = add_account(t, &cap, &pw)) < 0)
             break;
     }
@@ -175,26 +205,27 @@ static void *run(void *arg) {
     struct stamp seen = {0};
     uint64_t built = 0;
 
-    pthread_mutex_lock(&h->mu);
-    while (!h->stopping) {
+    for (;;) {
+        /* Only this thread writes h->table: it reads its own without the
+         * mutex, and does its stat()s outside it. */
         struct stamp now = stamp_of(watch);
-        bool need = !h->table || !stamp_same(&now, &seen) || mono_ms() - built >= HOMES_MAX_AGE_MS;
+        bool need = !h->table || !stamp_same(&now, &seen) || homes_moved(h->table) ||
+                    mono_ms() - built >= HOMES_MAX_AGE_MS;
         if (need) {
-            pthread_mutex_unlock(&h->mu);
             struct table *t = scan(h->file);
-            pthread_mutex_lock(&h->mu);
             if (t) {
+                pthread_mutex_lock(&h->mu);
                 struct table *old = h->table;
                 h->table = t;
                 h->generation++;
-                seen = now;
-                built = mono_ms();
                 pthread_mutex_unlock(&h->mu);
                 table_free(old);
-                pthread_mutex_lock(&h->mu);
+                seen = now;
+                built = mono_ms();
                 continue; /* look again at once: it may have changed meanwhile */
             }
-            /* out of memory, or the file is gone: try again after the wait */
+            /* out of memory, a backend failure, or the file is gone: the
+             * old table stays; try again after the wait */
         }
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
@@ -204,10 +235,14 @@ static void *run(void *arg) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
         }
+        pthread_mutex_lock(&h->mu);
         if (!h->stopping)
             pthread_cond_timedwait(&h->cv, &h->mu, &until);
+        bool stop = h->stopping;
+        pthread_mutex_unlock(&h->mu);
+        if (stop)
+            break;
     }
-    pthread_mutex_unlock(&h->mu);
     return NULL;
 }
 
@@ -280,7 +315,7 @@ int homes_near_other(struct homes *h, int fd, uid_t caller, char *who, size_t wh
     }
     for (size_t i = 0; i < h->table->n && !hit; i++) {
         const struct home *o = &h->table->v[i];
-        if (o->uid == caller)
+        if (o->uid == caller || o->n == 0)
             continue;
         if (fs_inode_in(mine, n_mine, o->up[0]) || fs_inode_in(o->up, o->n, mine[0])) {
             snprintf(who, wholen, "%s", o->label);

@@ -5,14 +5,17 @@
  * and enumerating the user database (getpwent) may go to the network (LDAP,
  * NIS) or read a large file: never on the event loop. One thread of its own
  * reads it at start, again within HOMES_POLL_MS whenever the passwd file
- * changes, and at least every HOMES_MAX_AGE_MS (a network directory has no
- * file to watch), and publishes each home's inode and those of its
- * ancestors; the loop only compares inodes under a mutex.
+ * changes or any account's home does (made, removed, something mounted on
+ * it: one stat per account per poll), and at least every HOMES_MAX_AGE_MS (a
+ * network directory's new accounts have no file to watch), and publishes
+ * each home's inode and those of its ancestors; the loop only compares
+ * inodes under a mutex. A read that fails half way (a backend error) is
+ * never published: the last whole one stays.
  *
  * The cost of not asking on each launch: an account added (or a home moved)
- * a moment ago is known up to HOMES_POLL_MS later (HOMES_MAX_AGE_MS for one
- * from a network directory). Until the first read is done the check says
- * -EAGAIN and the launch is refused (fail closed). */
+ * a moment ago is known up to HOMES_POLL_MS later (HOMES_MAX_AGE_MS for a new
+ * account of a network directory). Until the first read is done the check
+ * says -EAGAIN and the launch is refused (fail closed). */
 #ifndef LYHD_HOMES_H
 #define LYHD_HOMES_H
 

@@ -225,7 +225,10 @@ int spawner_decode(const uint8_t *buf, size_t len, const int *fds, size_t nfds,
     st->argv = (char **)get_strv(&d, &n_argv);
     st->envp = (char **)get_strv(&d, &n_envp);
     p->cwd = get_str(&d);
-    if (get32(&d) == 1)
+    uint32_t has_tmp = get32(&d);
+    if (has_tmp > 1)
+        d.bad = true;
+    else if (has_tmp == 1)
         p->private_tmp = get_str(&d);
     st->hide = get_strv(&d, &p->n_hide);
     st->expose = get_strv(&d, &p->n_expose);
@@ -310,6 +313,7 @@ int spawner_main(int argc, char **argv) {
         if (n <= 0) {
             for (size_t i = 0; i < nfds; i++)
                 close(fds[i]);
+            free(buf);
             return 0; /* lyhd is gone or stopped us */
         }
         buf[n] = '\0';
@@ -356,8 +360,11 @@ void spawner_start(struct lyhd *d) {
         free(s);
         return;
     }
+    /* room for a large plan; without it, a launch too big for the default
+     * forks from lyhd (spawner_spawn) */
     int big = SPAWNER_MAX_BYTES + 65536;
-    (void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
+    if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0)
+        log_debug("spawner socket: no larger send buffer (%s)", strerror(errno));
     pid_t pid = fork();
     if (pid == 0) {
         /* async-signal-safe only until exec (lyhd may have threads) */
@@ -365,7 +372,7 @@ void spawner_start(struct lyhd *d) {
         char *args[] = {arg0, arg1, arg2, NULL};
         char *env[] = {NULL};
         sigset_t none;
-        if (dup2(sv[1], 3) < 0)
+        if ((sv[1] == 3 ? fcntl(3, F_SETFD, 0) : dup2(sv[1], 3)) < 0)
             _exit(127);
         syscall(SYS_close_range, 4u, ~0u, 0u);
         sigemptyset(&none);
@@ -400,8 +407,16 @@ void spawner_stop(struct lyhd *d) {
             usleep(10 * 1000);
     }
     if (!gone) {
+        /* bounded here too: a process stuck in the kernel takes SIGKILL
+         * only when it leaves it; then it stays a zombie until lyhd ends */
         kill(s->pid, SIGKILL);
-        waitpid(s->pid, NULL, 0);
+        for (int i = 0; i < 20 && !gone; i++) {
+            gone = waitpid(s->pid, NULL, WNOHANG) == s->pid;
+            if (!gone)
+                usleep(10 * 1000);
+        }
+        if (!gone)
+            log_warn("the spawner (pid %d) did not end; left behind", s->pid);
     }
     free(s->buf);
     free(s);
@@ -423,7 +438,9 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
     size_t len = 0, nfds = 0;
     int r;
 
-    if (!s)
+    /* Only a launch with a session cgroup: if the spawner's answer were
+     * lost, what it made must be found and killed, and the cgroup is how. */
+    if (!s || p->cgroup_dir_fd < 0)
         return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
     r = spawner_encode(p, p->seccomp->bpf, p->seccomp->len, s->buf, SPAWNER_MAX_BYTES, &len, fds,
                        &nfds);
@@ -432,7 +449,13 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
 
     ssize_t n = unixsock_send_fds(s->sock, s->buf, len, fds, nfds, MSG_DONTWAIT);
     if (n != (ssize_t)len) {
-        give_up(d, "did not take a launch", n < 0 ? errno : EIO);
+        int e = n < 0 ? errno : EIO;
+        /* a datagram too big for the socket or for the kernel's memory
+         * now is this launch's trouble, not the spawner's: it forks from
+         * here, the next one tries the spawner again (nothing was queued,
+         * so no child was made) */
+        if (e != EMSGSIZE && e != ENOBUFS && e != ENOMEM && e != EAGAIN)
+            give_up(d, "did not take a launch", e);
         return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
     }
 
@@ -442,10 +465,12 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
     size_t ngot = 0;
     int fl = 0;
     struct pollfd pfd = {.fd = s->sock, .events = POLLIN};
+    uint64_t deadline = lyhd_mono_ms() + SPAWNER_TIMEOUT_MS;
     int pr;
-    do
-        pr = poll(&pfd, 1, SPAWNER_TIMEOUT_MS);
-    while (pr < 0 && errno == EINTR);
+    do {
+        uint64_t now = lyhd_mono_ms();
+        pr = now >= deadline ? 0 : poll(&pfd, 1, (int)(deadline - now));
+    } while (pr < 0 && errno == EINTR);
     n = pr > 0 ? unixsock_recv_fds(s->sock, v, sizeof(v), MSG_DONTWAIT, got, &ngot, &fl) : -1;
     bool ok = n == (ssize_t)sizeof(v) && !(fl & (MSG_TRUNC | MSG_CTRUNC)) &&
               (v[0] == 0 ? ngot == 2 && v[1] > 0 : ngot == 0 && v[0] < 0);
@@ -459,12 +484,10 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
          * clean-up removes the cgroup; such a child is lyhd's, unreaped: a
          * zombie until lyhd ends, once, since the spawner is not used
          * again). */
-        if (p->cgroup_dir_fd >= 0) {
-            int k = openat(p->cgroup_dir_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
-            if (k >= 0) {
-                (void)!write(k, "1", 1);
-                close(k);
-            }
+        int k = openat(p->cgroup_dir_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
+        if (k >= 0) {
+            (void)!write(k, "1", 1);
+            close(k);
         }
         return -EIO;
     }
@@ -474,15 +497,8 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
     }
     if (v[0] < 0)
         return v[0];
-    if (fcntl(got[1], F_SETFL, fcntl(got[1], F_GETFL) | O_NONBLOCK) < 0) {
-        int k = -errno;
-        (void)syscall(SYS_pidfd_send_signal, got[0], SIGKILL, NULL, 0);
-        siginfo_t si;
-        (void)waitid(P_PIDFD, (id_t)got[0], &si, WEXITED);
-        close(got[0]);
-        close(got[1]);
-        return k;
-    }
+    /* the status pipe is non-blocking and both are close-on-exec already
+     * (set by the spawner on the same open files, and on receipt) */
     *ret_pid = v[1];
     *ret_pidfd = got[0];
     *ret_status_fd = got[1];

@@ -16,7 +16,10 @@
  * watches its pidfd as before), and sends back the pid, the pidfd and the
  * status pipe. It trusts the parent (who made it, as root) and no one else
  * can reach its socket. If it is missing or fails, the launch forks from
- * lyhd as before (same child, same steps; only slower). */
+ * lyhd as before (same child, same steps; only slower); so does a launch
+ * without a session cgroup (the cgroup is how a child made by a spawner
+ * whose answer was lost is found and killed), and one whose plan does not
+ * fit the socket now. */
 #ifndef LYHD_SPAWNER_H
 #define LYHD_SPAWNER_H
 

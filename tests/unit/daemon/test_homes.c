@@ -1,7 +1,8 @@
 /* daemon/homes.c with a passwd file of the test's own: a directory at,
  * above or below another human account's home is told, the caller's own
  * home and system accounts' are not, nothing is known before the first read,
- * and an account added to the file is known within the poll interval. */
+ * an account added to the file is known within the poll interval, and so is a
+ * home made after its account. */
 #include <setjmp.h> /* cmocka needs these first */
 #include <stdarg.h>
 #include <stddef.h>
@@ -91,12 +92,26 @@ static void test_homes(void **state) {
     /* carol is added: known within the poll interval */
     assert_int_equal(near(h, "home/carol", 1002, who, sizeof(who)), 0);
     unsigned g = homes_generation(h);
-    char extra[160];
+    char extra[400];
     snprintf(extra, sizeof(extra), "carol:x:1003:1003::%s/home/carol:/bin/sh\n", root);
     write_passwd(extra);
     wait_generation(h, g + 1);
     assert_int_equal(near(h, "home/carol", 1002, who, sizeof(who)), 1);
     assert_non_null(strstr(who, "carol ("));
+
+    /* dave's account comes before his home (pam_mkhomedir, useradd): the
+     * home is known once it is made, with the passwd file unchanged */
+    snprintf(extra, sizeof(extra), "carol:x:1003:1003::%s/home/carol:/bin/sh\n"
+             "dave:x:1004:1004::%s/dave-home:/bin/sh\n", root, root);
+    g = homes_generation(h);
+    write_passwd(extra);
+    wait_generation(h, g + 1);
+    g = homes_generation(h);
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s/dave-home/w'", root);
+    assert_int_equal(system(cmd), 0);
+    wait_generation(h, g + 1);
+    assert_int_equal(near(h, "dave-home/w", 1002, who, sizeof(who)), 1);
+    assert_non_null(strstr(who, "dave ("));
     homes_stop(h);
 
     /* nothing read yet (a file that is not there): fail closed */
