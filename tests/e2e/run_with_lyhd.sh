@@ -30,10 +30,11 @@ alive() {
     [ -n "$st" ] && [ "$st" != Z ]
 }
 
-# lyhd creates the user of its protocol process (_lyhd) when missing: if it
-# did so here, it goes again
-puser_existed=0
+# lyhd creates the user of its protocol process (_lyhd) and the guard group
+# (_lianyaohu) when missing: what it made here goes again
+puser_existed=0 group_existed=0
 getent passwd _lyhd >/dev/null 2>&1 && puser_existed=1
+getent group _lianyaohu >/dev/null 2>&1 && group_existed=1
 
 cleanup() {
     if [ -n "$pid" ] && alive "$pid"; then
@@ -44,6 +45,9 @@ cleanup() {
     if [ "$puser_existed" = 0 ] && getent passwd _lyhd >/dev/null 2>&1; then
         userdel _lyhd 2>/dev/null
         getent group _lyhd >/dev/null 2>&1 && groupdel _lyhd 2>/dev/null
+    fi
+    if [ "$group_existed" = 0 ] && getent group _lianyaohu >/dev/null 2>&1; then
+        groupdel _lianyaohu 2>/dev/null
     fi
 }
 trap cleanup EXIT
