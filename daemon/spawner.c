@@ -71,8 +71,8 @@ static void put_strv(struct enc *e, const char *const *v, size_t n) {
         put_str(e, v[i]);
 }
 
-int spawner_encode(const struct spawn_plan *p, const uint8_t *bpf, size_t bpf_len, uint8_t *buf,
-                   size_t cap, size_t *ret_len, int *fds, size_t *ret_nfds) {
+int spawner_encode(const struct spawn_plan *p, uint8_t *buf, size_t cap, size_t *ret_len, int *fds,
+                   size_t *ret_nfds) {
     struct enc e = {.p = buf, .cap = cap};
     const int pfd[SPAWNER_FDS] = {p->stdio[0],      p->stdio[1],         p->stdio[2],
                                   p->pty_fd,        p->cgroup_dir_fd,    p->cgroup_procs_fd,
@@ -80,7 +80,7 @@ int spawner_encode(const struct spawn_plan *p, const uint8_t *bpf, size_t bpf_le
     uint32_t mask = 0;
     size_t nfds = 0, n_argv = 0, n_envp = 0;
 
-    if (!p->argv || !p->envp || !p->cwd || !p->seccomp || !bpf || p->n_groups > 65536)
+    if (!p->argv || !p->envp || !p->cwd || !p->seccomp || !p->seccomp->bpf || p->n_groups > 65536)
         return -EINVAL;
     while (p->argv[n_argv])
         n_argv++;
@@ -114,8 +114,8 @@ int spawner_encode(const struct spawn_plan *p, const uint8_t *bpf, size_t bpf_le
         put_str(&e, p->protect[i].path);
     }
     put32(&e, (uint32_t)p->seccomp->arch);
-    put32(&e, (uint32_t)bpf_len);
-    put(&e, bpf, bpf_len);
+    put32(&e, (uint32_t)p->seccomp->len);
+    put(&e, p->seccomp->bpf, p->seccomp->len);
     if (e.over)
         return -ENOBUFS;
     *ret_len = e.len;
@@ -442,8 +442,7 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
      * lost, what it made must be found and killed, and the cgroup is how. */
     if (!s || p->cgroup_dir_fd < 0)
         return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
-    r = spawner_encode(p, p->seccomp->bpf, p->seccomp->len, s->buf, SPAWNER_MAX_BYTES, &len, fds,
-                       &nfds);
+    r = spawner_encode(p, s->buf, SPAWNER_MAX_BYTES, &len, fds, &nfds);
     if (r < 0) /* too big for one datagram: this launch forks from here */
         return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
 

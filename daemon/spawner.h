@@ -50,8 +50,8 @@ int spawner_main(int argc, char **argv);
  * of them). 0, -ENOBUFS or -EINVAL. */
 #define SPAWNER_FDS 7
 #define SPAWNER_MAX_BYTES (2u << 20)
-int spawner_encode(const struct spawn_plan *p, const uint8_t *bpf, size_t bpf_len, uint8_t *buf,
-                   size_t cap, size_t *ret_len, int *fds, size_t *ret_nfds);
+int spawner_encode(const struct spawn_plan *p, uint8_t *buf, size_t cap, size_t *ret_len, int *fds,
+                   size_t *ret_nfds);
 
 /* What a decoded plan's arrays live in (spawner_storage_free releases it;
  * the strings point into the datagram). */

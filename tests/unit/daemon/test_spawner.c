@@ -49,7 +49,7 @@ static void test_round_trip(void **state) {
     size_t len, nfds;
 
     plan_of(&p, &sc);
-    assert_int_equal(spawner_encode(&p, bpf, sizeof(bpf), buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    assert_int_equal(spawner_encode(&p, buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
     assert_int_equal(nfds, 4);
     int in[4] = {10, 12, 14, 16}; /* as received: other numbers would do */
     assert_memory_equal(fds, in, sizeof(in));
@@ -79,14 +79,14 @@ static void test_round_trip(void **state) {
 
     /* no private tmp */
     p.private_tmp = NULL;
-    assert_int_equal(spawner_encode(&p, bpf, sizeof(bpf), buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    assert_int_equal(spawner_encode(&p, buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
     buf[len] = '\0';
     assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), 0);
     assert_null(q.private_tmp);
     spawner_storage_free(&st);
 
     /* too big for the buffer */
-    assert_int_equal(spawner_encode(&p, bpf, sizeof(bpf), buf, 40, &len, fds, &nfds), -ENOBUFS);
+    assert_int_equal(spawner_encode(&p, buf, 40, &len, fds, &nfds), -ENOBUFS);
 }
 
 static void test_refused(void **state) {
@@ -98,7 +98,7 @@ static void test_refused(void **state) {
     size_t len, nfds;
 
     plan_of(&p, &sc);
-    assert_int_equal(spawner_encode(&p, bpf, sizeof(bpf), buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    assert_int_equal(spawner_encode(&p, buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
     buf[len] = '\0';
     /* every cut short of the whole */
     for (size_t n = 0; n < len; n++) {
@@ -128,16 +128,18 @@ static void test_refused(void **state) {
     assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), 0);
     spawner_storage_free(&st);
     /* a program that is not whole instructions */
-    assert_int_equal(spawner_encode(&p, bpf, 12, buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    sc.len = 12;
+    assert_int_equal(spawner_encode(&p, buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
     buf[len] = '\0';
     assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), -EBADMSG);
+    sc.len = sizeof(bpf);
     /* more hide entries than a launch may have */
     const char *many[SPAWN_MAX_HIDE + 1];
     for (size_t i = 0; i < SPAWN_MAX_HIDE + 1; i++)
         many[i] = "/x";
     p.hide = many;
     p.n_hide = SPAWN_MAX_HIDE + 1;
-    assert_int_equal(spawner_encode(&p, bpf, sizeof(bpf), buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    assert_int_equal(spawner_encode(&p, buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
     buf[len] = '\0';
     assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), -EBADMSG);
 }
