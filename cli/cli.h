@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "cli/lyh_client.h"
 
@@ -119,5 +120,16 @@ int cmd_status(struct cli *cli, int argc, char **argv);
 void usage_status(FILE *f);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
 void usage_doctor(FILE *f);
+int cmd_attach(struct cli *cli, int argc, char **argv);
+void usage_attach(FILE *f);
+int cmd_ls(struct cli *cli, int argc, char **argv);
+void usage_ls(FILE *f);
+int cmd_kill(struct cli *cli, int argc, char **argv);
+void usage_kill(FILE *f);
+/* Attach this terminal to uid's background session name (cmd_attach.c),
+ * following Ctrl-\ n/p to the others. Returns the exit code: the agent's
+ * status when it ended while attached (*ended set; 125 when lyhd could not
+ * tell it), EXIT_OK when detached, else lyh's own. */
+int hold_attach_session(uid_t uid, const char *name, bool read_only, bool *ended);
 
 #endif

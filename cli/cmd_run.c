@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <getopt.h>
 #include <poll.h>
 #include <pb_encode.h>
@@ -19,12 +20,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/audit_fmt.h"
 #include "cli/cli.h"
 #include "cli/textbuf.h"
 #include "cli/config.h"
+#include "cli/hold.h"
 #include "cli/pty_relay.h"
 #include "cli/vpn_pick.h"
 #include "cli/proxy.h"
@@ -55,6 +58,8 @@ struct run_opts {
     bool no_firewall, shared_user, allow_non_default, narrow_home;
     bool print_firewall, print_policy, no_tui, monitor;
     const char *monitor_to; /* --monitor-to: a file, or fd:N */
+    const char *name;       /* --name: a background session (cli/hold.h) */
+    bool detach;            /* -d: ... not attached here */
     char **argv;
     int argc;
 };
@@ -93,6 +98,11 @@ void usage_run(FILE *f) {
             "  --print-firewall           print the rules that would be installed, then exit\n"
             "  --print-policy             print the effective policy, then exit\n"
             "  --no-tui                   no pty and no picker, even on a terminal\n"
+            "  --name NAME                a background session: it runs on when this terminal\n"
+            "                             detaches (Ctrl-\\ d) or closes, and when lyhd\n"
+            "                             restarts; lyh attach NAME, lyh ls, lyh kill NAME\n"
+            "  -d, --detach               start it in the background, not attached here (the\n"
+            "                             name defaults to the command's)\n"
             "  --monitor                  print each refused flow on stderr as it happens (in a\n"
             "                             terminal session: when the agent ends, as it would\n"
             "                             draw over the agent's screen)\n"
@@ -442,6 +452,25 @@ static int error_exit(const lianyaohu_v1_Response *resp) {
     return EXIT_DAEMON_ERROR;
 }
 
+/* lyhd went away while the agent runs (it re-adopts the session when it
+ * starts again): the pty is ours, so the agent keeps its terminal here
+ * until it ends; its exit status is then unknown. */
+static int run_on_without_lyhd(struct pty_relay *relay, const char *why) {
+    fprintf(stderr,
+            "\r\nlyh: lost contact with lyhd (%.200s): the agent runs on, guarded, in this "
+            "terminal; when it ends its exit status will be unknown\r\n",
+            why);
+    pty_relay_lost_daemon(relay);
+    int k = pty_relay_until_readable(relay, -1);
+    pty_relay_restore(relay);
+    if (k < 0)
+        fprintf(stderr, "lyh run: terminal relay failed: %s\n", strerror(-k));
+    else
+        fprintf(stderr, "lyh run: the agent ended; its exit status is unknown (lyhd "
+                        "restarted while it ran)\n");
+    return EXIT_UNAVAILABLE;
+}
+
 /* Read responses of call `id` until the end; returns the process exit code. */
 static int follow_run(const struct cli *cli, struct lyh_client *c, uint64_t id,
                       struct pty_relay *relay) {
@@ -489,6 +518,8 @@ static int follow_run(const struct cli *cli, struct lyh_client *c, uint64_t id,
             cli_say_closed(cli, "lyh run");
             return EXIT_UNAVAILABLE;
         }
+        if (r < 0 && relay && session_id[0])
+            return run_on_without_lyhd(relay, r == -ECONNRESET ? "connection closed" : strerror(-r));
         if (r < 0) {
             fprintf(stderr,
                     "lyh run: lost contact with lyhd (%s); if the agent still runs it stays "
@@ -501,6 +532,10 @@ static int follow_run(const struct cli *cli, struct lyh_client *c, uint64_t id,
         answered = true;
         if (resp->call_id != id && resp->call_id != 0)
             continue; /* an answer to a Signal call */
+        /* lyhd's last word when it shuts down (the session keeps running):
+         * with the pty here, so does this terminal */
+        if (resp->code == lianyaohu_v1_Code_UNAVAILABLE && relay && session_id[0])
+            return run_on_without_lyhd(relay, resp->message);
         if (resp->code != lianyaohu_v1_Code_OK) {
             if (relay)
                 pty_relay_restore(relay);
@@ -843,6 +878,205 @@ static int setup_proxy(struct run_opts *o, const struct cfg *conf, bool ask,
 
 static int run_main(struct cli *cli, int argc, char **argv);
 
+/* ---- background sessions (cli/hold.h) ------------------------------------------ */
+
+/* --name and -d: what they cannot go with. */
+static int check_held(const struct run_opts *o, const lianyaohu_v1_RunRequest *rr) {
+    if (!o->name && !o->detach)
+        return EXIT_OK;
+    if (o->name && !hold_name_ok(o->name)) {
+        fprintf(stderr,
+                "lyh run: --name '%s': a session name is 1 to %d letters, digits, '_', '.' or "
+                "'-', not starting with '.' or '-'\n",
+                o->name, HOLD_NAME_MAX);
+        return EXIT_USAGE;
+    }
+    if (rr->print_firewall || o->print_policy)
+        return EXIT_OK; /* nothing runs */
+    if (o->no_tui) {
+        fprintf(stderr, "lyh run: --no-tui and --name/-d contradict each other: a background "
+                        "session runs on a terminal of its own\n");
+        return EXIT_USAGE;
+    }
+    if (rr->monitor) {
+        fprintf(stderr, "lyh run: --monitor is not for background sessions: watch refused "
+                        "flows with lyh audit follow (or lyh audit query --session ID)\n");
+        return EXIT_USAGE;
+    }
+    if (!o->detach && !isatty(STDIN_FILENO)) {
+        fprintf(stderr, "lyh run: --name without -d attaches the session here, and stdin is not "
+                        "a terminal; add -d to start it in the background\n");
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+/* A background session's socket, until the holder takes it. */
+struct held {
+    char name[HOLD_NAME_MAX + 1];
+    int fd;
+    char path[160];
+};
+
+/* Listen for the session: the name given, else the command's own (its
+ * base name, made a valid name), then NAME-2, NAME-3, ... */
+static int held_listen(const struct run_opts *o, const struct strv *av, struct held *hd) {
+    char why[512], base[HOLD_NAME_MAX - 2] = "";
+    int k;
+
+    if (o->name) {
+        snprintf(hd->name, sizeof(hd->name), "%s", o->name);
+        if ((k = hold_listen(hd->name, &hd->fd, hd->path, sizeof(hd->path), why, sizeof(why))) <
+            0) {
+            fprintf(stderr, "lyh run: %s\n", why);
+            return EXIT_USAGE;
+        }
+        return EXIT_OK;
+    }
+    const char *cmd = strrchr(av->v[0], '/') ? strrchr(av->v[0], '/') + 1 : av->v[0];
+    size_t n = 0;
+    for (; *cmd && n < HOLD_NAME_MAX - 3; cmd++) { /* room for "-99" */
+        char ch = *cmd;
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '_' || (n > 0 && (ch == '.' || ch == '-'));
+        if (ok)
+            base[n++] = ch;
+    }
+    base[n] = '\0';
+    if (!n)
+        snprintf(base, sizeof(base), "agent");
+    for (unsigned i = 1; i < 100; i++) {
+        if (i == 1)
+            snprintf(hd->name, sizeof(hd->name), "%s", base);
+        else
+            snprintf(hd->name, sizeof(hd->name), "%s-%u", base, i);
+        k = hold_listen(hd->name, &hd->fd, hd->path, sizeof(hd->path), why, sizeof(why));
+        if (k == 0)
+            return EXIT_OK;
+        if (k != -EADDRINUSE) {
+            fprintf(stderr, "lyh run: %s\n", why);
+            return EXIT_USAGE;
+        }
+    }
+    fprintf(stderr, "lyh run: sessions %s to %s-99 all run; give one a --name\n", base, base);
+    return EXIT_USAGE;
+}
+
+/* The holder never started: its socket goes. */
+static void held_unlisten(struct held *hd) {
+    if (hd->fd < 0)
+        return;
+    (void)unlink(hd->path);
+    CLOSE_FD(hd->fd);
+}
+
+/* After the Run request with the pty slave: wait for lyhd's RunStarted (or
+ * its refusal), then fork the holder, which keeps the connection, the pty
+ * master and the listening socket. Returns an exit code; with -d at once,
+ * else after attaching here. */
+static int start_held(struct lyh_client **cp, uint64_t id, int *master, struct held *hd,
+                      const struct run_opts *o, const struct strv *av) {
+    struct lyh_client *c = *cp;
+    const char *name = hd->name;
+    _cleanup_free_ lianyaohu_v1_Response *resp = calloc(1, sizeof(*resp));
+    struct hold_start hs = {.listen_fd = hd->fd, .master = *master, .client = c, .call_id = id};
+
+    if (!resp)
+        return EXIT_DAEMON_ERROR;
+    for (;;) {
+        memset(resp, 0, sizeof(*resp));
+        int r = lyh_client_recv(c, resp, 30000);
+        if (r < 0) {
+            fprintf(stderr, "lyh run: no answer from lyhd: %s\n",
+                    r == -ECONNRESET ? "the connection closed" : strerror(-r));
+            return EXIT_UNAVAILABLE;
+        }
+        if (resp->call_id != id && resp->call_id != 0)
+            continue;
+        if (resp->code != lianyaohu_v1_Code_OK)
+            return error_exit(resp);
+        if (resp->which_result == lianyaohu_v1_Response_run_event_tag &&
+            resp->result.run_event.which_event == lianyaohu_v1_RunEvent_started_tag)
+            break;
+        if (resp->end_of_stream)
+            return EXIT_DAEMON_ERROR;
+    }
+    const lianyaohu_v1_RunStarted *st = &resp->result.run_event.event.started;
+    if (!quiet) {
+        char line[512];
+        start_line(st, line, sizeof(line));
+        fprintf(stderr, "lyh: %s\n", line);
+    }
+    for (pb_size_t i = 0; i < st->notes_count; i++)
+        fprintf(stderr, "lyh: %s\n", st->notes[i]);
+    if (!quiet && env_note[0])
+        fprintf(stderr, "lyh: %s\n", env_note);
+
+    snprintf(hs.info.name, sizeof(hs.info.name), "%s", name);
+    snprintf(hs.sock_path, sizeof(hs.sock_path), "%s", hd->path);
+    if (strlen(st->session_id) <= HOLD_ID_MAX &&
+        strspn(st->session_id, "0123456789abcdef") == strlen(st->session_id))
+        memcpy(hs.info.session_id, st->session_id, strlen(st->session_id) + 1);
+    hs.info.pid = st->pid <= INT32_MAX ? (uint32_t)st->pid : 0;
+    hs.info.started = (uint64_t)time(NULL);
+    /* the command line for lyh ls: its words, shortened, printable */
+    size_t at = 0;
+    for (size_t i = 0; i < av->n && at < HOLD_COMMAND_MAX; i++) {
+        int w = snprintf(hs.info.command + at, HOLD_COMMAND_MAX + 1 - at, "%s%s", i ? " " : "",
+                         av->v[i]);
+        at = w < 0 ? at : at + (size_t)w > HOLD_COMMAND_MAX ? HOLD_COMMAND_MAX : at + (size_t)w;
+    }
+    for (char *p = hs.info.command; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+            *p = '?';
+
+    /* The holder: a grandchild (so no zombie waits on this lyh, and it is
+     * nobody's job), in a session of its own before any signal of this
+     * terminal's can reach it: they stay blocked across the forks. */
+    sigset_t all, old;
+    sigfillset(&all);
+    fflush(NULL);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    pid_t pid = fork();
+    if (pid == 0) {
+        pid_t g = fork();
+        if (g == 0)
+            hold_run(&hs); /* never returns; unblocks the signals */
+        _exit(g < 0 ? 1 : 0);
+    }
+    int forked = pid > 0 ? -1 : -errno;
+    if (pid > 0) {
+        int wst = 0;
+        while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
+            ;
+        forked = WIFEXITED(wst) && WEXITSTATUS(wst) == 0 ? 0 : -ECHILD;
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (forked < 0) {
+        fprintf(stderr, "lyh run: cannot start the session's holder: %s; the agent ends with "
+                        "this lyh\n",
+                strerror(-forked));
+        return EXIT_DAEMON_ERROR;
+    }
+    /* the holder has them now: this process keeps no copy (the session is
+     * the holder's to end, not ours) */
+    CLOSE_FD(*master);
+    CLOSE_FD(hd->fd);
+    lyh_client_close(c);
+    *cp = NULL;
+    if (o->detach) {
+        fprintf(stderr,
+                "lyh: session '%s' runs in the background: lyh attach %s (then Ctrl-\\ d "
+                "detaches), lyh ls, lyh kill %s\n",
+                name, name, name);
+        return EXIT_OK;
+    }
+    bool ended = false;
+    int rc = hold_attach_session(getuid(), name, false, &ended);
+    agent_status = ended;
+    return rc;
+}
+
 /* lyh run's exit status: the agent's, or one of lyh's own (lyh(1), EXIT
  * STATUS): 125 lyh or lyhd refused or failed, 126 the command cannot run,
  * 127 it was not found. */
@@ -859,7 +1093,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     enum {
         O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN, O_HOSTPORT, O_SOCKET, O_DNS, O_DOMAIN,
         O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_MONITOR, O_HELP,
-        O_CONFIG, O_NOCONFIG, O_TRUSTPROJ, O_SOCKPATH, O_QUIET, O_MONITOR_TO,
+        O_CONFIG, O_NOCONFIG, O_TRUSTPROJ, O_SOCKPATH, O_QUIET, O_MONITOR_TO, O_NAME,
     };
     static const struct option opts[] = {
         {"vpn", required_argument, NULL, O_VPN},
@@ -889,6 +1123,8 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         {"trust-project", no_argument, NULL, O_TRUSTPROJ},
         {"socket", required_argument, NULL, O_SOCKPATH}, /* lyh's, also after `run` */
         {"quiet", no_argument, NULL, O_QUIET},
+        {"name", required_argument, NULL, O_NAME},
+        {"detach", no_argument, NULL, 'd'},
         {0},
     };
     struct run_opts o = {0};
@@ -907,10 +1143,12 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     rr = &req->method.run;
     req->which_method = lianyaohu_v1_Request_run_tag;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:d", opts, NULL)) != -1) {
         int k = 0;
         switch (c) {
         case O_VPN: o.vpn = optarg; break;
+        case O_NAME: o.name = optarg; break;
+        case 'd': o.detach = true; break;
         case O_SOCKPATH: cli->socket_path = lyh_client_socket_path(optarg); break;
         case O_CWD: o.cwd = optarg; break;
         case O_ENV:
@@ -969,6 +1207,8 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         ccli.command.v = (const char *const *)(argv + optind);
         ccli.command.n = (size_t)(argc - optind);
     }
+    if ((rc = check_held(&o, rr)) != EXIT_OK)
+        return rc;
 
     /* Working directory. */
     if (o.cwd) {
@@ -1073,14 +1313,21 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         rr->allow_domains.arg = &conf->allow_domains;
     }
 
+    bool held = (o.name || o.detach) && !rr->print_firewall;
+    bool use_pty = held || (!o.no_tui && !rr->print_firewall && isatty(STDIN_FILENO));
+    struct held hd = {.fd = -1};
+    if (held && (rc = held_listen(&o, &av, &hd)) != EXIT_OK) {
+        free(ev.v);
+        return rc;
+    }
     struct lyh_client *client = NULL;
     rc = cli_connect(cli, &client);
     if (rc != EXIT_OK) {
+        held_unlisten(&hd);
         free(ev.v);
         return rc;
     }
 
-    bool use_pty = !o.no_tui && !rr->print_firewall && isatty(STDIN_FILENO);
     struct pty_relay *relay = NULL;
     int fds[3] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};
     unsigned n_fds = 3;
@@ -1093,6 +1340,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         int k = pty_relay_open(&relay, &slave, &rr->rows, &rr->cols);
         if (k < 0) {
             fprintf(stderr, "lyh run: cannot open a pty: %s\n", strerror(-k));
+            held_unlisten(&hd);
             lyh_client_close(client);
             free(ev.v);
             return EXIT_DAEMON_ERROR;
@@ -1110,6 +1358,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
          * one frame, then closes): show its reason rather than the EPIPE. */
         _cleanup_free_ lianyaohu_v1_Response *why = calloc(1, sizeof(*why));
         if (why && lyh_client_recv(client, why, 1000) == 0 && why->code != lianyaohu_v1_Code_OK) {
+            held_unlisten(&hd);
             pty_relay_free(relay);
             lyh_client_close(client);
             return error_exit(why);
@@ -1117,6 +1366,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     }
     if (k == -EPIPE || k == -ECONNRESET) {
         cli_say_closed(cli, "lyh run");
+        held_unlisten(&hd);
         pty_relay_free(relay);
         lyh_client_close(client);
         return EXIT_UNAVAILABLE;
@@ -1124,9 +1374,19 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     if (k < 0) {
         fprintf(stderr, "lyh run: sending the request failed: %s\n",
                 k == -EMSGSIZE ? "it is larger than 1 MiB" : strerror(-k));
+        held_unlisten(&hd);
         pty_relay_free(relay);
         lyh_client_close(client);
         return k == -EMSGSIZE ? EXIT_USAGE : EXIT_UNAVAILABLE;
+    }
+    if (held) {
+        int master = pty_relay_take_master(relay);
+        pty_relay_free(relay);
+        rc = start_held(&client, id, &master, &hd, &o, &av);
+        CLOSE_FD(master);
+        held_unlisten(&hd); /* still ours: the holder never started */
+        lyh_client_close(client);
+        return rc;
     }
 
     /* --monitor's lines: their own place, else stderr unless that is the

@@ -1,5 +1,6 @@
 /* lyh: the LianYaoHu command line. A thin client: every decision that matters
  * is made (again) by the daemon; what lyh checks is advisory. */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,10 @@ static const struct cli_command commands[] = {
     {"sessions", "your running sessions (all of them for an admin)", cmd_sessions,
      usage_sessions},
     {"stop", "end one of your sessions: SIGTERM, then SIGKILL", cmd_stop, usage_stop},
+    {"attach", "attach this terminal to a background session (lyh run -d)", cmd_attach,
+     usage_attach},
+    {"ls", "your background sessions: name, state, idle time", cmd_ls, usage_ls},
+    {"kill", "end a background session by name", cmd_kill, usage_kill},
     {"status", "daemon uptime, connections, sessions and guards", cmd_status, usage_status},
     {"doctor", "check what a guarded run needs, and what to fix", cmd_doctor, usage_doctor},
     {"audit", "query, follow, summarize and export the audit log", cmd_audit, usage_audit},
@@ -72,6 +77,13 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    /* fds 0-2 open (on /dev/null if closed), so no socket or pty of ours
+     * is ever taken for stdio (a background session's holder points stdio
+     * at /dev/null, which would replace it) */
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0)
+            return EXIT_USAGE;
+
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
         {"version", no_argument, NULL, 'V'},

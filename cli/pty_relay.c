@@ -31,6 +31,7 @@ struct pty_relay {
     struct lyh_client *client;
     char session_id[40];
     pid_t agent_pgrp; /* the agent's own process group (0: unknown) */
+    bool lost;        /* the connection to lyhd ended while the agent ran */
 };
 
 /* The only process-wide state: where signal handlers write (set once). */
@@ -67,11 +68,13 @@ int pty_relay_open(struct pty_relay **ret, int *ret_slave, uint32_t *rows, uint3
     /* The agent's terminal starts like ours (line discipline, size). */
     if (tcgetattr(STDIN_FILENO, &r->saved) == 0)
         (void)tcsetattr(slave, TCSANOW, &r->saved);
-    if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
-        (void)ioctl(r->master, TIOCSWINSZ, &ws);
-        *rows = ws.ws_row;
-        *cols = ws.ws_col;
-    }
+    /* no terminal (a background session started from a script): 24x80
+     * until one attaches */
+    if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col)
+        ws = (struct winsize){.ws_row = 24, .ws_col = 80};
+    (void)ioctl(r->master, TIOCSWINSZ, &ws);
+    *rows = ws.ws_row;
+    *cols = ws.ws_col;
     if (pipe2(r->sigpipe, O_CLOEXEC | O_NONBLOCK) < 0) {
         close(slave);
         goto fail;
@@ -119,6 +122,13 @@ static void forward(struct pty_relay *r, int sig) {
         struct winsize ws;
         if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
             (void)ioctl(r->master, TIOCSWINSZ, &ws);
+        return;
+    }
+    if (!r->client && r->lost && r->agent_pgrp > 1) {
+        /* lyhd is gone: the agent is the user's own process, signalled
+         * directly (SIGSTOP is not sent: nothing would report it) */
+        if (sig != SIGSTOP)
+            (void)kill(-r->agent_pgrp, sig);
         return;
     }
     if (!r->client || !r->session_id[0])
@@ -177,7 +187,7 @@ static int keys_in(struct pty_relay *r) {
         return errno == EINTR || errno == EAGAIN ? 0 : -errno;
     if (n == 0)
         return -EPIPE;
-    bool susp = r->agent_pgrp > 0 && tcgetpgrp(r->master) == r->agent_pgrp &&
+    bool susp = !r->lost && r->agent_pgrp > 0 && tcgetpgrp(r->master) == r->agent_pgrp &&
                 tcgetattr(r->master, &t) == 0 && (t.c_lflag & ISIG) &&
                 t.c_cc[VSUSP] != _POSIX_VDISABLE;
     ssize_t from = 0;
@@ -233,9 +243,14 @@ int pty_relay_until_readable(struct pty_relay *r, int fd) {
             if (keys_in(r) < 0)
                 stdin_open = false;
         }
-        if (p[0].revents)
+        if (p[0].revents || (fd < 0 && !master_open))
             return 0;
     }
+}
+
+void pty_relay_lost_daemon(struct pty_relay *r) {
+    r->client = NULL;
+    r->lost = true;
 }
 
 void pty_relay_drain(struct pty_relay *r) {
@@ -269,6 +284,8 @@ void pty_relay_suspend(struct pty_relay *r) {
     forward(r, SIGWINCH); /* the size may have changed meanwhile */
     forward(r, SIGCONT);
 }
+
+int pty_relay_take_master(struct pty_relay *r) { return TAKE_FD(r->master); }
 
 void pty_relay_restore(struct pty_relay *r) {
     if (r && r->raw) {

@@ -20,8 +20,13 @@ int pty_relay_start(struct pty_relay *r);
  * process group; 0 unknown. */
 void pty_relay_set_session(struct pty_relay *r, struct lyh_client *c, const char *session_id,
                            uint64_t pid);
-/* Relay until fd is readable. 0 when it is, -errno on failure. */
+/* Relay until fd is readable; fd < 0: until the pty closes (no process
+ * holds its slave any more). 0 when it is, -errno on failure. */
 int pty_relay_until_readable(struct pty_relay *r, int fd);
+/* The connection to lyhd ended while the agent runs: signals go to the
+ * agent's process group directly, Ctrl-Z is the agent's (nothing would
+ * report a stop). */
+void pty_relay_lost_daemon(struct pty_relay *r);
 /* After the agent exited: copy what is left in the pty to stdout (bounded). */
 void pty_relay_drain(struct pty_relay *r);
 /* Put the terminal back as it was (idempotent). */
@@ -31,6 +36,9 @@ void pty_relay_restore(struct pty_relay *r);
  * current window size to the pty and SIGCONT to the agent's process group.
  * Returns when lyh runs again. */
 void pty_relay_suspend(struct pty_relay *r);
+/* Hand the pty master over (a background session's holder keeps it): the
+ * relay no longer closes it. Before pty_relay_start only. */
+int pty_relay_take_master(struct pty_relay *r);
 /* Restore and free. Accepts NULL. */
 void pty_relay_free(struct pty_relay *r);
 

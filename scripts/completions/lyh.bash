@@ -24,6 +24,15 @@ _lyh_session_ids() {
         sed -n 's/.*"id":"\([^"]*\)".*/\1/p' 2>/dev/null
 }
 
+# Background session names from `lyh ls --json` (a "name" field per line).
+_lyh_held_names() {
+    local lyh=${_lyh_prog:-lyh}
+    local -a to=()
+    command -v timeout >/dev/null 2>&1 && to=(timeout 3)
+    "${to[@]}" "$lyh" ls --json 2>/dev/null </dev/null |
+        sed -n 's/.*"name":"\([^"]*\)".*/\1/p' 2>/dev/null
+}
+
 # COMPREPLY = file (-f) or directory (-d) names starting with $2.
 _lyh_compgen_files() {
     compopt -o filenames 2>/dev/null
@@ -49,7 +58,7 @@ _lyh() {
 
     local _lyh_prog=${COMP_WORDS[0]}
     local -a _lyh_global=()
-    local commands="run install uninstall sessions stop status capabilities doctor audit policy config"
+    local commands="run install uninstall sessions stop attach ls kill status capabilities doctor audit policy config"
     local global_opts="--socket --version --help"
 
     # Find the command (skipping global options) and the subcommand.
@@ -94,8 +103,18 @@ _lyh() {
         _lyh_compgen_words "$(_lyh_session_ids)" "$cur"
         return 0
         ;;
-    --cwd | --writable | --read-only | --allow-socket)
+    --cwd | --writable | --allow-socket)
         _lyh_compgen_files -d "$cur"
+        return 0
+        ;;
+    --read-only) # lyh run's takes a path; lyh attach's is a switch
+        if [[ $cmd == run ]]; then
+            _lyh_compgen_files -d "$cur"
+            return 0
+        fi
+        ;;
+    --user)
+        COMPREPLY=($(compgen -u -- "$cur"))
         return 0
         ;;
     --config | --monitor-to)
@@ -140,7 +159,7 @@ _lyh() {
     run)
         opts="--vpn --cwd --env --allow-dest --deny-dest --lan-allow --writable --read-only
               --narrow-home --allow-non-default-route --no-firewall --shared-user-firewall
-              --print-firewall --print-policy --no-tui --monitor --monitor-to --quiet --config --no-config
+              --print-firewall --print-policy --no-tui --name --detach -d --monitor --monitor-to --quiet --config --no-config
               --trust-project --dns --allow-domain --allow-host-port --allow-socket --socket
               --help --"
         ;;
@@ -155,6 +174,15 @@ _lyh() {
             return 0
         fi
         ;;
+    attach | kill)
+        if [[ $cur == -* ]]; then
+            [[ $cmd == attach ]] && opts="--read-only --user --help" || opts="--grace --help"
+        else
+            _lyh_compgen_words "$(_lyh_held_names)" "$cur"
+            return 0
+        fi
+        ;;
+    ls) opts="--json --user --help" ;;
     audit)
         if [[ -z $sub ]]; then
             if [[ $cur == -* ]]; then

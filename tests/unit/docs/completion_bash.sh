@@ -20,6 +20,11 @@ mkdir -p "$tmp/net/tun0" "$tmp/net/wg1" "$tmp/net/eth0" "$tmp/dir/sub"
 touch "$tmp/dir/policy.toml"
 cat >"$tmp/fakelyh" <<'FAKE'
 #!/bin/sh
+if [ "$1 $2" = "ls --json" ]; then
+    echo '{"name":"build","session":"00112233aabbccdd","pid":42,"attached":false}'
+    echo '{"name":"review-2","session":"ffeeddccbbaa9988","pid":43,"attached":true}'
+    exit 0
+fi
 [ "$1 $2" = "sessions --json" ] || exit 2
 echo '{"id":"00112233aabbccdd","uid":1000,"pid":42,"interface":"tun0"}'
 echo '{"id":"ffeeddccbbaa9988","uid":1000,"pid":43,"interface":"wg1"}'
@@ -73,6 +78,11 @@ expect "" "$tmp/no-such-lyh" audit query --session ""
 expect "$tmp/dir/policy.toml $tmp/dir/sub" lyh policy set "$tmp/dir/"
 expect "$tmp/dir/sub" lyh run --cwd "$tmp/dir/"
 expect "--json --help" lyh doctor -
+expect "attach" lyh att
+expect "build review-2" "$tmp/fakelyh" attach ""
+expect "review-2" "$tmp/fakelyh" kill r
+expect "build" "$tmp/fakelyh" attach --read-only b
+expect "--name" lyh run --nam
 
 if [ "$fails" -ne 0 ]; then
     echo "completion_bash: $fails of $n cases failed"

@@ -98,6 +98,11 @@ mkdir -p "$tmp/net/tun0" "$tmp/net/wg1" "$tmp/net/eth0" "$tmp/fake" "$tmp/dir/su
 touch "$tmp/dir/policy.toml"
 cat >"$tmp/fake/lyh" <<'FAKE'
 #!/bin/sh
+if [ "$1 $2" = "ls --json" ]; then
+    echo '{"name":"build","session":"00112233aabbccdd","pid":42,"attached":false}'
+    echo '{"name":"review-2","session":"ffeeddccbbaa9988","pid":43,"attached":true}'
+    exit 0
+fi
 [ "$1 $2" = "sessions --json" ] || exit 2
 echo '{"id":"00112233aabbccdd","uid":1000,"pid":42,"interface":"tun0"}'
 echo '{"id":"ffeeddccbbaa9988","uid":1000,"pid":43,"interface":"wg1"}'
@@ -132,7 +137,7 @@ expect() {
     fi
 }
 
-expect "audit capabilities config doctor install policy run sessions status stop uninstall" "lyh "
+expect "attach audit capabilities config doctor install kill ls policy run sessions status stop uninstall" "lyh "
 expect "audit" "lyh au"
 expect "query" "lyh audit q"
 expect "export follow query summary" "lyh audit "
@@ -154,6 +159,9 @@ expect "--help --json" "lyh doctor -"
 expect "00112233aabbccdd ffeeddccbbaa9988" "$tmp/fake/lyh audit query --session "
 expect "ffeeddccbbaa9988" "$tmp/fake/lyh audit follow --session=ff"
 expect "policy.toml sub" "lyh policy set $tmp/dir/"
+expect "build review-2" "$tmp/fake/lyh attach "
+expect "review-2" "$tmp/fake/lyh kill r"
+expect "--detach" "lyh run --det"
 
 if [ "$fails" -ne 0 ]; then
     echo "completion_zsh: $fails of $n cases failed"
