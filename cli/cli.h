@@ -116,6 +116,9 @@ int cmd_policy(struct cli *cli, int argc, char **argv);
 void usage_policy(FILE *f);
 int cmd_config(struct cli *cli, int argc, char **argv);
 void usage_config(FILE *f);
+/* The full-screen editor of the config files (config_ui.c); the caller made
+ * sure stdin and stdout are terminals. Returns an exit code. */
+int config_edit(void);
 int cmd_status(struct cli *cli, int argc, char **argv);
 void usage_status(FILE *f);
 int cmd_doctor(struct cli *cli, int argc, char **argv);

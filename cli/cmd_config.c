@@ -18,12 +18,18 @@
 
 void usage_config(FILE *f) {
     fprintf(f,
-            "Usage: lyh config show [--origin] [--config PATH] [--no-config] [--trust-project]\n"
+            "Usage: lyh config [edit]\n"
+            "       lyh config show [--origin] [--config PATH] [--no-config] [--trust-project]\n"
             "       lyh config path\n"
             "       lyh config trust [DIR]\n"
             "       lyh config revoke [DIR]\n"
             "The layered configuration of lyh run (lianyaohu.toml(5)): built-ins, the global\n"
             "file, the nearest %s (walking up to $HOME), the command line.\n\n"
+            "  edit      (also plain `lyh config` on a terminal) a full-screen editor of the\n"
+            "            global file and the project file: every key, its value, where it\n"
+            "            comes from; values checked as you type; saving the project file\n"
+            "            approves it (after showing what it widens). Not on a terminal,\n"
+            "            `lyh config` is `lyh config show`\n"
             "  show      print the merged configuration as TOML; --origin adds where each\n"
             "            value came from (file:line, built-in, command line)\n"
             "  path      the global, trust and project file paths and whether they exist\n"
@@ -282,11 +288,22 @@ static int config_trust(int argc, char **argv, bool approve) {
 
 int cmd_config(struct cli *cli, int argc, char **argv) {
     (void)cli;
-    if (argc < 2) {
-        usage_config(stderr);
-        return EXIT_USAGE;
-    }
+    bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+    if (argc < 2) /* the editor on a terminal, else what it would show */
+        return tty ? config_edit() : config_show(argc, argv);
     const char *sub = argv[1];
+    if (strcmp(sub, "edit") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "lyh config edit: unexpected argument '%s'\n", argv[2]);
+            return EXIT_USAGE;
+        }
+        if (!tty) {
+            fprintf(stderr, "lyh config edit: needs a terminal (stdin and stdout); lyh config "
+                            "show prints the configuration\n");
+            return EXIT_USAGE;
+        }
+        return config_edit();
+    }
     if (strcmp(sub, "show") == 0)
         return config_show(argc - 1, argv + 1);
     if (strcmp(sub, "path") == 0) {

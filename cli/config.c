@@ -218,6 +218,10 @@ static void sha256_hex(const char *buf, size_t len, char out[CFG_SHA256_HEX]) {
         snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
+void cfg_sha256_hex(const char *buf, size_t len, char out[CFG_SHA256_HEX]) {
+    sha256_hex(buf, len, out);
+}
+
 int cfg_hash_file(const char *path, char ret_hex[CFG_SHA256_HEX], struct cfg_error *err) {
     struct cfg_ctx quiet = {0};
     _cleanup_free_ char *buf = NULL;
@@ -454,35 +458,67 @@ struct field {
     enum kind kind;
     size_t off; /* into struct cfg */
     bool widens; /* every non-empty value widens (lists) */
+    const char *desc; /* one line, for the editor */
 };
 
-#define F(sec, nm, k, member, w) {sec, nm, k, offsetof(struct cfg, member), w}
+#define F(sec, nm, k, member, w, d) {sec, nm, k, offsetof(struct cfg, member), w, d}
 static const struct field fields[] = {
-    F("defaults", "vpn_interface", K_STR, vpn_interface, true),
+    F("defaults", "vpn_interface", K_STR, vpn_interface, true,
+      "the VPN interface lyh run uses when --vpn is not given"),
     /* proxy-only mode's proxy: where all the agent's traffic goes */
-    F("defaults", "proxy", K_PROXY, proxy, true),
-    F("defaults", "firewall", K_BOOL, firewall, false),
-    F("defaults", "shared_user_firewall", K_BOOL, shared_user_firewall, false),
-    F("defaults", "allow_non_default_route", K_BOOL, allow_non_default_route, false),
-    F("defaults", "command", K_CMD, command, true),
-    F("network", "default", K_DEFAULT, network_default, false),
-    F("network", "allow", K_RULES, allow, true),
-    F("network", "deny", K_RULES, deny, false),
-    F("network", "lan_allow", K_RULES, lan_allow, true),
-    F("network", "host_ports", K_PORTS, host_ports, true),
+    F("defaults", "proxy", K_PROXY, proxy, true,
+      "proxy-only mode's local proxy (http://127.0.0.1:3128, socks5h://...)"),
+    F("defaults", "firewall", K_BOOL, firewall, false,
+      "false: no VPN guard, and the agent has no IP network at all"),
+    F("defaults", "shared_user_firewall", K_BOOL, shared_user_firewall, false,
+      "one firewall for all your processes (fallback)"),
+    F("defaults", "allow_non_default_route", K_BOOL, allow_non_default_route, false,
+      "skip the check that the VPN carries the IPv4 default route"),
+    F("defaults", "command", K_CMD, command, true,
+      "what lyh run starts when no command is given"),
+    F("network", "default", K_DEFAULT, network_default, false,
+      "allow or deny: destinations on no list"),
+    F("network", "allow", K_RULES, allow, true,
+      "destinations the agent may reach (makes the default deny)"),
+    F("network", "deny", K_RULES, deny, false, "destinations always refused"),
+    F("network", "lan_allow", K_RULES, lan_allow, true, "parts of the LAN the agent may reach"),
+    F("network", "host_ports", K_PORTS, host_ports, true,
+      "loopback ports of this machine's services the agent may reach"),
     /* a project naming the resolver would choose who hears the agent's names */
-    F("network", "dns", K_ADDRS, dns, true),
+    F("network", "dns", K_ADDRS, dns, true, "the resolvers lyhd asks, through the VPN"),
     /* each name opens what it resolves to (with none, every address is open) */
-    F("network", "allow_domains", K_DOMAINS, allow_domains, true),
-    F("paths", "writable", K_PATHS, writable, true),
-    F("paths", "read_only", K_PATHS, read_only, true),
-    F("paths", "deny", K_PATHS, paths_deny, false),
-    F("paths", "narrow_home", K_BOOL, narrow_home, false),
-    F("paths", "agent_state_dirs", K_NAMES, agent_state_dirs, true),
-    F("paths", "protect", K_HOMEREL, protect, false),
-    F("paths", "allow_sockets", K_PATHS, allow_sockets, true),
+    F("network", "allow_domains", K_DOMAINS, allow_domains, true,
+      "only these names resolve (NAME or *.NAME)"),
+    F("paths", "writable", K_PATHS, writable, true, "extra writable paths"),
+    F("paths", "read_only", K_PATHS, read_only, true, "extra read-only paths"),
+    F("paths", "deny", K_PATHS, paths_deny, false, "paths the agent may not read at all"),
+    F("paths", "narrow_home", K_BOOL, narrow_home, false,
+      "only the agent state dirs of $HOME are writable"),
+    F("paths", "agent_state_dirs", K_NAMES, agent_state_dirs, true,
+      "entries of $HOME writable with narrow_home"),
+    F("paths", "protect", K_HOMEREL, protect, false, "more entries of $HOME kept read-only"),
+    F("paths", "allow_sockets", K_PATHS, allow_sockets, true,
+      "sockets of yours the agent may reach although lyh hides them"),
 };
 #undef F
+
+size_t cfg_keys(struct cfg_key_info *out, size_t max) {
+    size_t n = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(fields) && n < max; i++, n++) {
+        const struct field *f = &fields[i];
+        out[n] = (struct cfg_key_info){
+            .section = f->section,
+            .name = f->name,
+            .desc = f->desc,
+            .type = f->kind == K_BOOL ? CFG_KEY_BOOL
+                    : f->kind == K_STR || f->kind == K_PROXY || f->kind == K_DEFAULT
+                        ? CFG_KEY_STRING
+                        : CFG_KEY_LIST,
+            .global_only = strcmp(f->section, "defaults") == 0,
+        };
+    }
+    return n;
+}
 
 /* Whether a bool value widens the sandbox. */
 static bool bool_widens(const struct field *f, bool v) {
@@ -994,62 +1030,233 @@ static bool is_key_line(const char *line, size_t len, const char *key) {
     return i < len && line[i] == '=';
 }
 
-int cfg_edit_default_vpn(const char *in, size_t len, const char *iface, char **ret_out,
-                         struct cfg_error *err) {
-    size_t il = strlen(iface);
-    if (il == 0 || il >= 16 || strspn(iface, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                             "0123456789._@+-") != il)
-        return seterr(err, -EINVAL, "'%s' cannot be saved as an interface name", iface);
+static int builtins(struct cfg *c);
+static char *dir_of(const char *path);
+
+/* Are a and b the same value (strings, booleans, integers, arrays of them)? */
+static bool same_value(const struct toml_value *a, const struct toml_value *b) {
+    if (a->type != b->type)
+        return false;
+    switch (a->type) {
+    case TOML_STRING:
+        return a->u.string.len == b->u.string.len &&
+               memcmp(a->u.string.ptr, b->u.string.ptr, a->u.string.len) == 0;
+    case TOML_BOOL: return a->u.boolean == b->u.boolean;
+    case TOML_INTEGER: return a->u.integer == b->u.integer;
+    case TOML_ARRAY:
+        if (toml_array_len(a) != toml_array_len(b))
+            return false;
+        for (size_t i = 0; i < toml_array_len(a); i++)
+            if (!same_value(toml_array_at(a, i), toml_array_at(b, i)))
+                return false;
+        return true;
+    default: return false;
+    }
+}
+
+static bool bare_key_ok(const char *k) {
+    size_t n = strlen(k);
+    return n > 0 && n < 64 &&
+           strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+int cfg_edit_set(const char *in, size_t len, const char *section, const char *key,
+                 const char *value_toml, char **ret_out, struct cfg_error *err) {
+    if (!bare_key_ok(section) || !bare_key_ok(key))
+        return seterr(err, -EINVAL, "'%s.%s' is not a key lyh can write", section, key);
+    if (value_toml && strpbrk(value_toml, "\n\r"))
+        return seterr(err, -EINVAL, "%s.%s: a value on one line only", section, key);
     if (memchr(in, '\0', len))
         return seterr(err, -EINVAL, "the file has a NUL byte; edit it by hand");
+
+    /* what the value must read back as */
+    _cleanup_(toml_freep) struct toml_doc *want_doc = NULL;
+    _cleanup_free_ char *snippet = NULL;
+    struct toml_error terr;
+    const struct toml_value *want = NULL;
+    if (value_toml) {
+        if (asprintf(&snippet, "v = %s\n", value_toml) < 0)
+            return -ENOMEM;
+        if (toml_parse(snippet, strlen(snippet), CFG_MAX_FILE, &want_doc, &terr) < 0 ||
+            !(want = toml_table_get(toml_root(want_doc), "v")))
+            return seterr(err, -EINVAL, "%s.%s: %s is not a TOML value", section, key, value_toml);
+    }
 
     _cleanup_free_ char *out = NULL;
     size_t outlen = 0;
     FILE *f = open_memstream(&out, &outlen);
     if (!f)
         return -ENOMEM;
-    char section[64] = "";
-    bool done = false;
+    char cur[64] = "";
+    bool done = !value_toml;
     for (size_t off = 0; off < len;) {
         const char *line = in + off, *nl = memchr(line, '\n', len - off);
         size_t ll = nl ? (size_t)(nl - line) : len - off;
         off += ll + (nl != NULL);
-        if (header_name(line, ll, section, sizeof(section))) {
+        if (header_name(line, ll, cur, sizeof(cur))) {
             fwrite(line, 1, ll, f);
             fputc('\n', f);
-            if (!done && strcmp(section, "defaults") == 0) {
-                fprintf(f, "vpn_interface = \"%s\"\n", iface);
+            if (!done && strcmp(cur, section) == 0) {
+                fprintf(f, "%s = %s\n", key, value_toml);
                 done = true;
             }
             continue;
         }
-        /* a vpn_interface line under [defaults]: the new one stands in its place */
-        if (strcmp(section, "defaults") == 0 && is_key_line(line, ll, "vpn_interface"))
+        /* the key's old line: the new one stands in its place */
+        if (strcmp(cur, section) == 0 && is_key_line(line, ll, key))
             continue;
         fwrite(line, 1, ll, f);
         if (nl)
             fputc('\n', f);
     }
     if (!done)
-        fprintf(f, "%s[defaults]\nvpn_interface = \"%s\"\n",
-                len == 0 ? "" : in[len - 1] == '\n' ? "\n" : "\n\n", iface);
+        fprintf(f, "%s[%s]\n%s = %s\n", len == 0 ? "" : in[len - 1] == '\n' ? "\n" : "\n\n",
+                section, key, value_toml);
     if (fclose(f) != 0)
         return -ENOMEM;
 
-    /* The loader must read what the edit meant (a multi-line string or a
+    /* The loader must read what the edit meant (a multi-line value or a
      * dotted key the line view did not see would not). */
     _cleanup_(toml_freep) struct toml_doc *doc = NULL;
-    struct toml_error terr;
-    const struct toml_value *d = NULL, *v = NULL;
-    if (toml_parse(out, outlen, CFG_MAX_FILE, &doc, &terr) == 0)
-        d = toml_table_get(toml_root(doc), "defaults");
-    if (d && d->type == TOML_TABLE)
-        v = toml_table_get(d, "vpn_interface");
-    if (!v || v->type != TOML_STRING || strcmp(v->u.string.ptr, iface) != 0)
-        return seterr(err, -EINVAL, "cannot set vpn_interface in it safely; edit it by hand: "
-                                    "vpn_interface = \"%s\" under [defaults]", iface);
+    const struct toml_value *sec = NULL, *v = NULL;
+    bool parsed = toml_parse(out, outlen, CFG_MAX_FILE, &doc, &terr) == 0;
+    if (parsed)
+        sec = toml_table_get(toml_root(doc), section);
+    if (sec && sec->type == TOML_TABLE)
+        v = toml_table_get(sec, key);
+    if (!parsed || (value_toml ? !v || !same_value(v, want) : v != NULL)) {
+        if (value_toml)
+            return seterr(err, -EINVAL, "cannot set %s in it safely; edit it by hand: %s = %s "
+                                        "under [%s]", key, key, value_toml, section);
+        return seterr(err, -EINVAL, "cannot remove %s from it safely; edit it by hand", key);
+    }
     *ret_out = TAKE_PTR(out);
     return 0;
+}
+
+int cfg_edit_default_vpn(const char *in, size_t len, const char *iface, char **ret_out,
+                         struct cfg_error *err) {
+    size_t il = strlen(iface);
+    if (il == 0 || il >= 16 || strspn(iface, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                             "0123456789._@+-") != il)
+        return seterr(err, -EINVAL, "'%s' cannot be saved as an interface name", iface);
+    char value[24];
+    snprintf(value, sizeof(value), "\"%s\"", iface);
+    return cfg_edit_set(in, len, "defaults", "vpn_interface", value, ret_out, err);
+}
+
+char *cfg_toml_string(const char *s) {
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    if (!f)
+        return NULL;
+    toml_quote(f, s);
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Apply a file's text to a scratch configuration, as the loader would;
+ * trusted: every key applied (so every check runs), else a project file's
+ * widenings are only listed, into widens (when not NULL). */
+static int apply_text(const struct cfg_ctx *ctx, const char *path, const char *buf, size_t len,
+                      bool project, bool trusted, char *widens, size_t wlen,
+                      struct cfg_error *err) {
+    _cleanup_free_ char *dir = dir_of(path);
+    struct toml_doc *doc = NULL;
+    int r;
+
+    if (!dir)
+        return -ENOMEM;
+    if (len > CFG_MAX_FILE)
+        return seterr(err, -EFBIG, "%s: larger than %u bytes", path, CFG_MAX_FILE);
+    if ((r = parse_file(path, buf, len, &doc, err)) < 0)
+        return r;
+    struct cfg *scratch = calloc(1, sizeof(*scratch));
+    if (!scratch) {
+        toml_free(doc);
+        return -ENOMEM;
+    }
+    struct apply a = {.ctx = ctx, .c = scratch, .path = path, .dir = dir, .project = project,
+                      .trusted = trusted, .err = err};
+    r = builtins(scratch);
+    if (r == 0)
+        r = apply_doc(&a, doc);
+    if (r == 0 && widens)
+        cfg_ignored_keys(scratch, widens, wlen);
+    cfg_free(scratch);
+    toml_free(doc);
+    return r;
+}
+
+int cfg_check_text(const struct cfg_ctx *ctx, const char *path, const char *buf, size_t len,
+                   bool project, struct cfg_error *err) {
+    return apply_text(ctx, path, buf, len, project, true, NULL, 0, err);
+}
+
+int cfg_text_widenings(const struct cfg_ctx *ctx, const char *path, const char *buf, size_t len,
+                       char *out, size_t outlen, struct cfg_error *err) {
+    return apply_text(ctx, path, buf, len, true, false, out, outlen, err);
+}
+
+int cfg_value_text(const struct cfg *c, const char *section, const char *name, char *buf,
+                   size_t len, const char **ret_origin) {
+    const struct field *f = NULL;
+    for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
+        if (strcmp(fields[i].section, section) == 0 && strcmp(fields[i].name, name) == 0)
+            f = &fields[i];
+    if (!f || len == 0)
+        return -ENOENT;
+    const char *base = (const char *)c + f->off;
+    buf[0] = '\0';
+    *ret_origin = "built-in";
+    switch (f->kind) {
+    case K_BOOL: {
+        const struct cfg_bool *b = (const struct cfg_bool *)base;
+        snprintf(buf, len, "%s", b->value ? "true" : "false");
+        if (b->origin)
+            *ret_origin = b->origin;
+        break;
+    }
+    case K_STR:
+    case K_PROXY:
+    case K_DEFAULT: {
+        const struct cfg_item *it = (const struct cfg_item *)base;
+        snprintf(buf, len, "%s", it->value ? it->value : "");
+        *ret_origin = it->value && it->origin ? it->origin : "unset";
+        break;
+    }
+    default: {
+        const struct cfg_list *l = (const struct cfg_list *)base;
+        size_t at = 0;
+        for (size_t i = 0; i < l->n && at + 1 < len; i++) {
+            int w = snprintf(buf + at, len - at, "%s%s", i ? ", " : "", l->v[i].value);
+            at = w < 0 ? at : at + (size_t)w >= len ? len - 1 : at + (size_t)w;
+        }
+        *ret_origin = l->n ? l->v[0].origin : "empty";
+        break;
+    }
+    }
+    return 0;
+}
+
+int cfg_write_file(const char *path, const char *buf, size_t len, struct cfg_error *err) {
+    struct stat st;
+    int r;
+
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+        return seterr(err, -ELOOP, "%s is a symbolic link; lyh does not replace it", path);
+    if ((r = write_atomic(path, buf, len)) < 0)
+        return seterr(err, r, "%s: cannot write: %s", path, strerror(-r));
+    return 0;
+}
+
+int cfg_read_file(const char *path, char **ret, size_t *ret_len, struct cfg_error *err) {
+    struct cfg_ctx quiet = {0};
+    return read_file(&quiet, path, ret, ret_len, err);
 }
 
 int cfg_save_default_vpn(const char *path, const char *iface, struct cfg_error *err) {

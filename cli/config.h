@@ -195,6 +195,8 @@ int cfg_host_port_parse(const char *s, uint16_t *ret_min, uint16_t *ret_max, cha
                         char *why, size_t whylen);
 /* The nearest project file from ctx->cwd; -ENOENT when there is none. */
 int cfg_find_project(const struct cfg_ctx *ctx, char **ret_path);
+/* SHA-256 (hex) of len bytes at buf. */
+void cfg_sha256_hex(const char *buf, size_t len, char out[CFG_SHA256_HEX]);
 /* SHA-256 (hex) of the exact bytes of path (at most CFG_MAX_FILE). */
 int cfg_hash_file(const char *path, char ret_hex[CFG_SHA256_HEX], struct cfg_error *err);
 /* The keys of c's ignored widenings, ", "-joined into buf (len > 8 bytes),
@@ -220,6 +222,47 @@ int cfg_edit_default_vpn(const char *in, size_t len, const char *iface, char **r
  * written 0600 by temp file + rename. A symbolic link is refused (the rename
  * would replace it), as is a file over CFG_MAX_FILE. */
 int cfg_save_default_vpn(const char *path, const char *iface, struct cfg_error *err);
+
+/* ---- the editor's pieces (lyh config on a terminal) ---- */
+
+enum cfg_key_type { CFG_KEY_STRING, CFG_KEY_BOOL, CFG_KEY_LIST };
+struct cfg_key_info {
+    const char *section, *name, *desc; /* static */
+    enum cfg_key_type type;
+    bool global_only; /* [defaults]: not in a project file */
+};
+/* The schema's keys ([env] aside), in the order lyh config show prints
+ * them, into out (at most max). Returns how many. */
+size_t cfg_keys(struct cfg_key_info *out, size_t max);
+/* Set (value_toml: the value as TOML text, one line) or remove (NULL) key
+ * in [section] of the file text in (len bytes): the key's line replaced
+ * where it is, else put under the section's header, else the section added
+ * at the end; every other line as it was. The result must parse and hold
+ * exactly that value there (no such key when removing), else -EINVAL
+ * ("edit it by hand"). 0 with *ret_out (malloc'd, NUL-terminated). */
+int cfg_edit_set(const char *in, size_t len, const char *section, const char *key,
+                 const char *value_toml, char **ret_out, struct cfg_error *err);
+/* s as a TOML basic string, quoted and escaped (malloc'd; NULL: ENOMEM). */
+char *cfg_toml_string(const char *s);
+/* Check a config file's text as cfg_load checks it (path names it in the
+ * messages; project: a project file's rules, every key checked as if
+ * trusted). 0, or -EINVAL/-EBADMSG/-EFBIG with *err saying file:line:col. */
+int cfg_check_text(const struct cfg_ctx *ctx, const char *path, const char *buf, size_t len,
+                   bool project, struct cfg_error *err);
+/* The keys a project file's text would widen, were it approved (as
+ * cfg_ignored_keys says them; "" for none), into out. 0 or as
+ * cfg_check_text. */
+int cfg_text_widenings(const struct cfg_ctx *ctx, const char *path, const char *buf, size_t len,
+                       char *out, size_t outlen, struct cfg_error *err);
+/* The merged value of section.name in c as text (a list ", "-joined,
+ * shortened to len) and where it came from (*ret_origin: borrowed from c,
+ * or "built-in", "unset", "empty"). -ENOENT for a key that is not one. */
+int cfg_value_text(const struct cfg *c, const char *section, const char *name, char *buf,
+                   size_t len, const char **ret_origin);
+/* Read a config file (at most CFG_MAX_FILE) / write one (0600, temp file +
+ * rename, its directory made 0700; a symbolic link refused). */
+int cfg_read_file(const char *path, char **ret, size_t *ret_len, struct cfg_error *err);
+int cfg_write_file(const char *path, const char *buf, size_t len, struct cfg_error *err);
 
 /* Storage for the strings a cfg_ctx made by cli_config_ctx points into; it
  * must outlive the ctx. */

@@ -228,7 +228,7 @@ _lyh() {
             if [[ $cur == -* ]]; then
                 _lyh_compgen_words "--help" "$cur"
             else
-                _lyh_compgen_words "show path trust revoke" "$cur"
+                _lyh_compgen_words "edit show path trust revoke" "$cur"
             fi
             return 0
         fi

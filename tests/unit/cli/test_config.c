@@ -882,6 +882,76 @@ static void test_edit_default_vpn(void **state) {
     assert_null(out);
 }
 
+/* ---- the editor's pieces: any key set or removed, a text checked as the loader checks ---- */
+
+static void set_is(const char *in, const char *sec, const char *key, const char *val,
+                   const char *want) {
+    struct cfg_error err = {{0}};
+    char *out = NULL;
+    int r = cfg_edit_set(in, strlen(in), sec, key, val, &out, &err);
+    if (r != 0)
+        fail_msg("%s.%s = %s: %s", sec, key, val ? val : "(remove)", err.msg);
+    assert_string_equal(out, want);
+    free(out);
+}
+
+static void test_edit_set(void **state) {
+    struct env *e = *state;
+    struct cfg_error err = {{0}};
+    char *out = NULL;
+
+    set_is("", "network", "allow", "[\"10.0.0.5:443\", \"192.168.1.0/24\"]",
+           "[network]\nallow = [\"10.0.0.5:443\", \"192.168.1.0/24\"]\n");
+    set_is("[paths]\nnarrow_home = false # mine\nwritable = [\"/srv\"]\n", "paths", "narrow_home",
+           "true", "[paths]\nnarrow_home = true\nwritable = [\"/srv\"]\n");
+    /* removing: the line goes, the rest stays */
+    set_is("[paths]\nnarrow_home = true\nwritable = [\"/srv\"]\n", "paths", "narrow_home", NULL,
+           "[paths]\nwritable = [\"/srv\"]\n");
+    set_is("[paths]\n", "paths", "deny", NULL, "[paths]\n"); /* nothing to remove */
+    /* what cannot be written safely, or is no value */
+    const char *ml = "[network]\nallow = [\n\"10.0.0.1\",\n]\n";
+    assert_int_equal(cfg_edit_set(ml, strlen(ml), "network", "allow", "[]", &out, &err), -EINVAL);
+    assert_int_equal(cfg_edit_set(ml, strlen(ml), "network", "allow", NULL, &out, &err), -EINVAL);
+    assert_int_equal(cfg_edit_set("", 0, "network", "allow", "[\"a\"", &out, &err), -EINVAL);
+    assert_int_equal(cfg_edit_set("", 0, "network", "allow", "1\n[x]", &out, &err), -EINVAL);
+    assert_int_equal(cfg_edit_set("", 0, "net work", "allow", "1", &out, &err), -EINVAL);
+    assert_null(out);
+    /* quoting */
+    char *q = cfg_toml_string("a\"b\\c\n");
+    assert_string_equal(q, "\"a\\\"b\\\\c\\n\"");
+    free(q);
+
+    /* the loader's checks on a text: file:line:col and the key */
+    const char *ok = "[network]\ndeny = [\"10.0.0.0/8\"]\n[paths]\nnarrow_home = true\n";
+    assert_int_equal(cfg_check_text(&e->ctx, "/x/config.toml", ok, strlen(ok), false, &err), 0);
+    const char *bad_rule = "[network]\ndeny = [\"10.0.0.0/33\"]\n";
+    assert_int_equal(cfg_check_text(&e->ctx, "/x/config.toml", bad_rule, strlen(bad_rule), false,
+                                    &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "/x/config.toml:2"));
+    const char *unknown = "[paths]\nnarow_home = true\n";
+    assert_int_equal(cfg_check_text(&e->ctx, "/x/c.toml", unknown, strlen(unknown), false, &err),
+                     -EINVAL);
+    assert_non_null(strstr(err.msg, "unknown key"));
+    const char *defaults = "[defaults]\nvpn_interface = \"tun0\"\n";
+    assert_int_equal(cfg_check_text(&e->ctx, "/p/.lianyaohu.toml", defaults, strlen(defaults), true,
+                                    &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "only allowed in the global"));
+    assert_int_equal(cfg_check_text(&e->ctx, "/x/c.toml", defaults, strlen(defaults), false, &err),
+                     0);
+
+    /* the key table: every key once, the [defaults] ones global only */
+    struct cfg_key_info keys[64];
+    size_t n = cfg_keys(keys, 64);
+    assert_true(n >= 20);
+    for (size_t i = 0; i < n; i++) {
+        assert_non_null(keys[i].desc);
+        assert_int_equal(keys[i].global_only, strcmp(keys[i].section, "defaults") == 0);
+        for (size_t j = i + 1; j < n; j++)
+            assert_false(strcmp(keys[i].section, keys[j].section) == 0 &&
+                         strcmp(keys[i].name, keys[j].name) == 0);
+    }
+}
+
 static void test_save_default_vpn(void **state) {
     struct env *e = *state;
     struct cfg_error err = {{0}};
@@ -935,6 +1005,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_port_parse),
         cmocka_unit_test(test_edit_default_vpn),
+        cmocka_unit_test_setup_teardown(test_edit_set, setup, teardown),
         cmocka_unit_test_setup_teardown(test_save_default_vpn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_golden_merge_origin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_golden_untrusted, setup, teardown),
