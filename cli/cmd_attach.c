@@ -521,7 +521,7 @@ int cmd_ls(struct cli *cli, int argc, char **argv) {
             json_string(stdout, in.command);
             printf("}\n");
         } else {
-            char idle[16];
+            char idle[24];
             fmt_idle(now > in.active ? now - in.active : 0, idle, sizeof(idle));
             printf("%-16s %-16s %-8u %-9s %-5s %s\n", in.name, in.session_id, in.pid,
                    in.attached ? "attached" : "detached", idle, in.command);
