@@ -493,7 +493,7 @@ int cmd_ls(struct cli *cli, int argc, char **argv) {
         return rc;
     int k = hold_names(uid, names, MAX_SESSIONS, &n);
     if (k < 0 && k != -ENOENT) {
-        char dir[64], why[256];
+        char dir[128], why[256];
         (void)hold_dir(uid, false, dir, sizeof(dir), why, sizeof(why));
         fprintf(stderr, "lyh ls: %s\n", k == -EPERM ? why : strerror(-k));
         return EXIT_DAEMON_ERROR;

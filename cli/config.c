@@ -52,6 +52,11 @@ static int seterr(struct cfg_error *err, int r, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
         va_end(ap);
+        /* a message quotes keys and values of files an agent may have
+         * written: no control byte of theirs reaches a terminal */
+        for (char *p = err->msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '?';
     }
     return r;
 }
@@ -1032,6 +1037,8 @@ static bool is_key_line(const char *line, size_t len, const char *key) {
 
 static int builtins(struct cfg *c);
 static char *dir_of(const char *path);
+static bool same_table_except(const struct toml_value *a, const struct toml_value *b,
+                              const char *skip_sec, const char *skip_key);
 
 /* Are a and b the same value (strings, booleans, integers, arrays of them)? */
 static bool same_value(const struct toml_value *a, const struct toml_value *b) {
@@ -1043,6 +1050,7 @@ static bool same_value(const struct toml_value *a, const struct toml_value *b) {
                memcmp(a->u.string.ptr, b->u.string.ptr, a->u.string.len) == 0;
     case TOML_BOOL: return a->u.boolean == b->u.boolean;
     case TOML_INTEGER: return a->u.integer == b->u.integer;
+    case TOML_FLOAT: return memcmp(&a->u.floating, &b->u.floating, sizeof(double)) == 0;
     case TOML_ARRAY:
         if (toml_array_len(a) != toml_array_len(b))
             return false;
@@ -1050,8 +1058,44 @@ static bool same_value(const struct toml_value *a, const struct toml_value *b) {
             if (!same_value(toml_array_at(a, i), toml_array_at(b, i)))
                 return false;
         return true;
+    case TOML_TABLE:
+        return same_table_except(a, b, NULL, NULL);
     default: return false;
     }
+}
+
+/* Tables a and b hold the same keys with the same values, but for
+ * skip_sec.skip_key (at the top level; NULLs: nothing skipped). */
+static bool same_table_except(const struct toml_value *a, const struct toml_value *b,
+                              const char *skip_sec, const char *skip_key) {
+    for (int pass = 0; pass < 2; pass++) {
+        const struct toml_value *x = pass ? b : a, *y = pass ? a : b;
+        for (size_t i = 0; i < toml_table_len(x); i++) {
+            const struct toml_key *k;
+            const struct toml_value *v = toml_table_at(x, i, &k);
+            const struct toml_value *w = toml_table_get(y, k->name);
+            if (skip_sec && strcmp(k->name, skip_sec) == 0) {
+                /* the section itself may appear or stay; its other keys may not change */
+                if (v->type != TOML_TABLE || (w && w->type != TOML_TABLE))
+                    return false;
+                if (w && !same_table_except(v, w, NULL, skip_key))
+                    return false;
+                if (!w)
+                    for (size_t j = 0; j < toml_table_len(v); j++) {
+                        const struct toml_key *kk;
+                        (void)toml_table_at(v, j, &kk);
+                        if (strcmp(kk->name, skip_key) != 0)
+                            return false;
+                    }
+                continue;
+            }
+            if (!skip_sec && skip_key && strcmp(k->name, skip_key) == 0)
+                continue;
+            if (!w || !same_value(v, w))
+                return false;
+        }
+    }
+    return true;
 }
 
 static bool bare_key_ok(const char *k) {
@@ -1069,6 +1113,11 @@ int cfg_edit_set(const char *in, size_t len, const char *section, const char *ke
     if (memchr(in, '\0', len))
         return seterr(err, -EINVAL, "the file has a NUL byte; edit it by hand");
 
+    /* the file as it is: everything but the key must read back the same */
+    _cleanup_(toml_freep) struct toml_doc *before = NULL;
+    struct toml_error berr;
+    if (toml_parse(in, len, CFG_MAX_FILE, &before, &berr) < 0)
+        return seterr(err, -EINVAL, "the file is not valid TOML now; edit it by hand");
     /* what the value must read back as */
     _cleanup_(toml_freep) struct toml_doc *want_doc = NULL;
     _cleanup_free_ char *snippet = NULL;
@@ -1124,7 +1173,8 @@ int cfg_edit_set(const char *in, size_t len, const char *section, const char *ke
         sec = toml_table_get(toml_root(doc), section);
     if (sec && sec->type == TOML_TABLE)
         v = toml_table_get(sec, key);
-    if (!parsed || (value_toml ? !v || !same_value(v, want) : v != NULL)) {
+    if (!parsed || (value_toml ? !v || !same_value(v, want) : v != NULL) ||
+        !same_table_except(toml_root(before), toml_root(doc), section, key)) {
         if (value_toml)
             return seterr(err, -EINVAL, "cannot set %s in it safely; edit it by hand: %s = %s "
                                         "under [%s]", key, key, value_toml, section);

@@ -55,38 +55,83 @@ static void set_status(struct ui *u, bool err, const char *fmt, ...) {
     u->status_err = err;
 }
 
-/* The value the file's text gives section.key, as the row shows it (a list
- * ", "-joined); false when the file does not set it. line: where. */
-static bool file_value(const struct ui_file *f, const struct cfg_key_info *k, char *buf,
-                       size_t len, unsigned *line) {
-    _cleanup_(toml_freep) struct toml_doc *doc = NULL;
+/* Control bytes of a file (an agent may have written the project file)
+ * never reach the terminal: shown as '?'. */
+static void clean(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
+static bool printable(const char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return false;
+    return true;
+}
+
+static struct toml_doc *parse_text(const struct ui_file *f) {
+    struct toml_doc *doc = NULL;
     struct toml_error terr;
+    if (!f->text || toml_parse(f->text, f->len, CFG_MAX_FILE, &doc, &terr) < 0)
+        return NULL;
+    return doc;
+}
+
+/* What a value looks like in a row and on the edit line. */
+struct shown {
+    bool here;      /* the file sets the key */
+    bool whole;     /* text holds all of it, and editing it as text gives it back */
+    unsigned line;  /* where the file sets it */
+    char text[UI_LINE];
+};
+
+/* The value doc (the file's text, parsed) gives k, as the row shows it (a
+ * list ", "-joined). whole is false when the text is cut short, or a list
+ * item has a comma, spaces at an end, or is empty (split at commas again,
+ * it would not come back the same). */
+static void file_value(const struct toml_doc *doc, const struct cfg_key_info *k,
+                       struct shown *out) {
     const struct toml_value *sec, *v;
 
-    if (!f->text || toml_parse(f->text, f->len, CFG_MAX_FILE, &doc, &terr) < 0)
-        return false;
-    sec = toml_table_get(toml_root(doc), k->section);
+    memset(out, 0, sizeof(*out));
+    out->whole = true;
+    sec = doc ? toml_table_get(toml_root(doc), k->section) : NULL;
     v = sec && sec->type == TOML_TABLE ? toml_table_get(sec, k->name) : NULL;
     if (!v)
-        return false;
-    *line = v->pos.line;
-    buf[0] = '\0';
+        return;
+    out->here = true;
+    out->line = v->pos.line;
+    size_t len = sizeof(out->text), at = 0;
+    int w = 0;
     if (v->type == TOML_BOOL) {
-        snprintf(buf, len, "%s", v->u.boolean ? "true" : "false");
+        w = snprintf(out->text, len, "%s", v->u.boolean ? "true" : "false");
     } else if (v->type == TOML_STRING) {
-        snprintf(buf, len, "%s", v->u.string.ptr);
+        w = snprintf(out->text, len, "%s", v->u.string.ptr);
+        out->whole = strlen(v->u.string.ptr) == v->u.string.len;
     } else if (v->type == TOML_ARRAY) {
-        size_t at = 0;
-        for (size_t i = 0; i < toml_array_len(v) && at + 1 < len; i++) {
+        for (size_t i = 0; i < toml_array_len(v); i++) {
             const struct toml_value *it = toml_array_at(v, i);
-            int w = snprintf(buf + at, len - at, "%s%s", i ? ", " : "",
-                             it->type == TOML_STRING ? it->u.string.ptr : "?");
-            at = w < 0 ? at : at + (size_t)w >= len ? len - 1 : at + (size_t)w;
+            const char *t = it->type == TOML_STRING ? it->u.string.ptr : "?";
+            size_t tl = strlen(t);
+            if (it->type != TOML_STRING || tl == 0 || strchr(t, ',') || t[0] == ' ' ||
+                t[tl - 1] == ' ' || t[0] == '\t' || t[tl - 1] == '\t')
+                out->whole = false;
+            w = snprintf(out->text + at, len - at, "%s%s", i ? ", " : "", t);
+            if (w < 0 || (size_t)w >= len - at) {
+                out->whole = false;
+                break;
+            }
+            at += (size_t)w;
         }
+        w = 0;
     } else {
-        snprintf(buf, len, "(%s)", toml_type_name(v->type));
+        w = snprintf(out->text, len, "(%s)", toml_type_name(v->type));
+        out->whole = false;
     }
-    return true;
+    if (w < 0 || (size_t)w >= len || !printable(out->text))
+        out->whole = false;
+    clean(out->text);
 }
 
 /* What the user typed as a TOML value: a string quoted; a list split at
@@ -175,8 +220,11 @@ static void draw(struct ui *u) {
     erase();
     struct ui_file *f = &u->file[u->cur];
     attron(A_BOLD);
-    mvprintw(0, 0, "lyh config: %s file %s%s", f->project ? "project" : "global",
-             f->path ? f->path : "(none)", f->dirty ? "  [modified]" : "");
+    char path[512];
+    snprintf(path, sizeof(path), "%s", f->path ? f->path : "(none)");
+    clean(path);
+    mvprintw(0, 0, "lyh config: %s file %s%s", f->project ? "project" : "global", path,
+             f->dirty ? "  [modified]" : "");
     attroff(A_BOLD);
     mvprintw(1, 0, "Up/Down move  Enter edit  Space toggle  d unset  Tab %s file  s save  q quit",
              u->cur ? "global" : "project");
@@ -188,21 +236,26 @@ static void draw(struct ui *u) {
         u->top = u->row;
     if (u->row >= u->top + (size_t)list_rows)
         u->top = u->row - (size_t)list_rows + 1;
+    _cleanup_(toml_freep) struct toml_doc *doc = parse_text(f);
     for (size_t i = u->top; i < u->n_keys && (int)(i - u->top) < list_rows; i++) {
         const struct cfg_key_info *k = &u->keys[i];
-        char key[64], val[UI_LINE], from[96];
-        unsigned line = 0;
-        bool here = file_value(f, k, val, sizeof(val), &line);
+        char key[64], from[96];
+        struct shown sh;
+        char *val = sh.text;
+        file_value(doc, k, &sh);
+        bool here = sh.here;
         snprintf(key, sizeof(key), "%s.%s", k->section, k->name);
         if (here) {
-            snprintf(from, sizeof(from), "this file:%u", line);
+            snprintf(from, sizeof(from), "this file:%u", sh.line);
         } else {
             const char *o = "";
-            if (!u->merged || cfg_value_text(u->merged, k->section, k->name, val, sizeof(val),
-                                             &o) < 0)
+            if (!u->merged || cfg_value_text(u->merged, k->section, k->name, val,
+                                             sizeof(sh.text), &o) < 0)
                 val[0] = '\0';
             const char *slash = strrchr(o, '/');
             snprintf(from, sizeof(from), "%s", slash ? slash + 1 : o);
+            clean(val);
+            clean(from);
         }
         if (k->global_only && f->project)
             snprintf(from, sizeof(from), "(global only)");
@@ -216,9 +269,12 @@ static void draw(struct ui *u) {
         attroff(A_DIM | A_REVERSE);
     }
     if (u->status[0]) {
+        char st[UI_LINE];
+        snprintf(st, sizeof(st), "%s", u->status);
+        clean(st);
         if (u->status_err)
             attron(A_BOLD);
-        mvprintw(rows - 2, 0, "%.*s", cols, u->status);
+        mvprintw(rows - 2, 0, "%.*s", cols, st);
         clrtoeol();
         attroff(A_BOLD);
     }
@@ -228,15 +284,28 @@ static void draw(struct ui *u) {
 /* Type a new value for key k at the bottom, checked as it is typed. */
 static void edit_line(struct ui *u, const struct cfg_key_info *k) {
     char typed[UI_LINE] = "", cur[UI_LINE];
-    unsigned line;
     const char *o;
     int rows, cols;
+    struct shown sh;
 
     /* what this file says; else, for a single value, what applies now (a
-     * list adds to the layers below: it starts empty) */
-    if (file_value(&u->file[u->cur], k, cur, sizeof(cur), &line) ||
-        (k->type != CFG_KEY_LIST && u->merged &&
-         cfg_value_text(u->merged, k->section, k->name, cur, sizeof(cur), &o) == 0))
+     * list adds to the layers below: it starts empty). A value that would
+     * not come back the same from the edit line is not edited here. */
+    {
+        _cleanup_(toml_freep) struct toml_doc *doc = parse_text(&u->file[u->cur]);
+        file_value(doc, k, &sh);
+    }
+    if (sh.here && !sh.whole) {
+        set_status(u, true, "%s.%s is too long, or has an item with a comma or spaces at an "
+                            "end: edit the file by hand",
+                   k->section, k->name);
+        return;
+    }
+    if (sh.here)
+        snprintf(typed, sizeof(typed), "%s", sh.text);
+    else if (k->type != CFG_KEY_LIST && u->merged &&
+             cfg_value_text(u->merged, k->section, k->name, cur, sizeof(cur), &o) == 0 &&
+             strlen(cur) + 1 < sizeof(cur) && printable(cur))
         snprintf(typed, sizeof(typed), "%s", cur);
     curs_set(1);
     for (;;) {
@@ -257,12 +326,12 @@ static void edit_line(struct ui *u, const struct cfg_key_info *k) {
             attroff(A_BOLD);
         }
         mvprintw(rows - 1, 0, "%s.%s = %.*s", k->section, k->name, cols > 40 ? cols - 40 : 0,
-                 typed);
+                 typed); /* typed: printable ASCII only */
         clrtoeol();
         refresh();
         int ch = getch();
         size_t n = strlen(typed);
-        if (ch == 27) { /* Esc */
+        if (ch == 27 || ch == ERR) { /* Esc, or the terminal is gone */
             set_status(u, false, "not changed");
             break;
         }
@@ -300,25 +369,64 @@ static void set_direct(struct ui *u, const struct cfg_key_info *k, const char *v
                value_toml ? "set" : "unset: the layers below apply");
 }
 
-static bool ask_yes(const char *question) {
-    int rows, cols;
+/* Saving the project file approves it: the whole screen says what that
+ * lets the file do and shows the file itself, then asks. y: save and
+ * approve; w: save without approving (its widenings stay ignored); anything
+ * else: nothing. A file longer than the screen is not approved here. */
+static int ask_approval(const struct ui_file *f, const char *widens) {
+    int rows, cols, y = 0;
     getmaxyx(stdscr, rows, cols);
+    erase();
+    char path[512], w[512];
+    snprintf(path, sizeof(path), "%s", f->path);
+    snprintf(w, sizeof(w), "%s", widens[0] ? widens : "nothing");
+    clean(path);
+    clean(w);
     attron(A_BOLD);
-    mvprintw(rows - 2, 0, "%.*s", cols, question);
+    mvprintw(y++, 0, "Save %.*s", cols > 6 ? cols - 6 : 0, path);
     attroff(A_BOLD);
-    clrtoeol();
-    move(rows - 1, 0);
-    clrtoeol();
+    mvprintw(y++, 0, "and approve it in your trust store? With the approval it widens:");
+    attron(A_BOLD);
+    for (const char *p = w; *p && y < rows - 4; y++) { /* wrapped */
+        int n = (int)strlen(p) > cols - 2 ? cols - 2 : (int)strlen(p);
+        mvprintw(y, 2, "%.*s", n, p);
+        p += n;
+    }
+    attroff(A_BOLD);
+    mvprintw(y++, 0, "The file as it would be saved:");
+    bool fits = true;
+    for (size_t off = 0; off < f->len;) {
+        const char *line = f->text + off, *nl = memchr(line, '\n', f->len - off);
+        size_t ll = nl ? (size_t)(nl - line) : f->len - off;
+        off += ll + (nl != NULL);
+        if (y >= rows - 2 || (int)ll > cols - 4) {
+            fits = false;
+            break;
+        }
+        char buf[UI_LINE];
+        snprintf(buf, sizeof(buf), "%.*s", (int)ll, line);
+        clean(buf);
+        mvprintw(y++, 2, "| %s", buf);
+    }
+    attron(A_BOLD);
+    if (fits)
+        mvprintw(rows - 1, 0, "y: save and approve   w: save, not approved   n: neither");
+    else
+        mvprintw(rows - 1, 0, "The file does not fit this screen to be read here: w saves it "
+                              "without approving (lyh config trust after reading it), n: neither");
+    attroff(A_BOLD);
     refresh();
     int ch = getch();
-    return ch == 'y' || ch == 'Y';
+    if (ch == 'y' || ch == 'Y')
+        return fits ? 'y' : 'n';
+    return ch == 'w' || ch == 'W' ? 'w' : 'n';
 }
 
 static void save(struct ui *u) {
     struct ui_file *f = &u->file[u->cur];
     struct cfg_error err = {{0}};
     char widens[512] = "", hex[CFG_SHA256_HEX];
-    int r;
+    int r, answer = 0;
 
     if (!f->path || !f->dirty) {
         set_status(u, false, "nothing to save");
@@ -331,11 +439,8 @@ static void save(struct ui *u) {
             set_status(u, true, "not saved: %s", err.msg);
             return;
         }
-        char q[UI_LINE];
-        snprintf(q, sizeof(q),
-                 "Saving approves %s in your trust store; it widens: %s. Save and approve? [y/N]",
-                 f->path, widens[0] ? widens : "nothing");
-        if (!ask_yes(q)) {
+        answer = ask_approval(f, widens);
+        if (answer == 'n') {
             set_status(u, false, "not saved");
             return;
         }
@@ -344,7 +449,7 @@ static void save(struct ui *u) {
         set_status(u, true, "not saved: %s", err.msg);
         return;
     }
-    if (f->project) {
+    if (answer == 'y') {
         _cleanup_free_ char *dir = strdup(f->path);
         char *slash = dir ? strrchr(dir, '/') : NULL;
         if (slash)
@@ -362,14 +467,23 @@ static void save(struct ui *u) {
     if ((r = reload(u, &err)) < 0)
         set_status(u, true, "saved; the files do not load: %s", err.msg);
     else
-        set_status(u, false, "saved %s%s", f->path, f->project ? " and approved it" : "");
+        set_status(u, false, "saved %s%s", f->path,
+                   answer == 'y'   ? " and approved it"
+                   : answer == 'w' ? ", not approved: its widenings stay ignored"
+                                   : "");
 }
 
 static void run(struct ui *u) {
     bool quit_armed = false;
+    unsigned errs = 0;
     for (;;) {
         draw(u);
         int ch = getch();
+        /* no more keys (the terminal went away): leave, saving nothing */
+        if (ch == ERR && ++errs >= 3)
+            return;
+        if (ch != ERR)
+            errs = 0;
         const struct cfg_key_info *k = &u->keys[u->row];
         if (ch != 'q')
             quit_armed = false;
@@ -398,13 +512,16 @@ static void run(struct ui *u) {
         case '\r':
         case KEY_ENTER:
             if (k->type == CFG_KEY_BOOL) {
-                char cur[16];
-                unsigned line;
+                char cur[16] = "";
                 const char *o;
-                bool now = (file_value(&u->file[u->cur], k, cur, sizeof(cur), &line) ||
-                            (u->merged && cfg_value_text(u->merged, k->section, k->name, cur,
-                                                         sizeof(cur), &o) == 0)) &&
-                           strcmp(cur, "true") == 0;
+                struct shown sh;
+                {
+                    _cleanup_(toml_freep) struct toml_doc *doc = parse_text(&u->file[u->cur]);
+                    file_value(doc, k, &sh);
+                }
+                if (!sh.here && u->merged)
+                    (void)cfg_value_text(u->merged, k->section, k->name, cur, sizeof(cur), &o);
+                bool now = strcmp(sh.here ? sh.text : cur, "true") == 0;
                 set_direct(u, k, now ? "false" : "true");
             } else if (ch != ' ') {
                 edit_line(u, k);

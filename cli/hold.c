@@ -45,14 +45,11 @@
 
 /* ---- the directory and the socket ---------------------------------------------- */
 
-/* Where uid's directory lives: for the caller's own, $TMPDIR when it is an
- * absolute path (so a user whom someone else's /tmp/lyh-UID shuts out has a
- * way on), else /tmp; another user's (root's --user): /tmp. */
+/* Where uid's directory lives: one place for every process of the user
+ * (not $TMPDIR, which differs between a login, sudo, cron and a tmux pane,
+ * and may be somewhere a sandbox can write), and for root's --user. */
 static void dir_path(uid_t uid, char *buf, size_t len) {
-    const char *t = uid == getuid() ? getenv("TMPDIR") : NULL;
-    if (!t || t[0] != '/' || strlen(t) > 64)
-        t = "/tmp";
-    snprintf(buf, len, "%s/lyh-%u", t, (unsigned)uid);
+    snprintf(buf, len, "/tmp/lyh-%u", (unsigned)uid);
 }
 
 /* Open uid's directory (O_DIRECTORY|O_NOFOLLOW: never a symlink) and check
@@ -80,8 +77,8 @@ static int dir_open(uid_t uid, bool create, int *ret_fd, char *path, size_t plen
      * is not ours to trust */
     if (st.st_uid != uid || (st.st_mode & 077)) {
         snprintf(why, wlen,
-                 "%s belongs to uid %u with mode %04o, not to uid %u alone; an admin can "
-                 "remove it, or set TMPDIR to a directory of yours",
+                 "%s belongs to uid %u with mode %04o, not to uid %u alone (someone else made "
+                 "it first?); an admin can remove it",
                  path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)uid);
         return -EPERM;
     }
@@ -822,31 +819,46 @@ void hold_run(struct hold_start *s) {
     }
 
     /* Gone from the directory first, so no one attaches to a session that
-     * ended; then the last output (up to HOLD_DRAIN_MS) and the status to
+     * ended; then the last output and the status to
      * whoever is attached. */
     if (h->sock_path[0])
         (void)unlink(h->sock_path);
-    uint64_t until = mono_ms() + HOLD_DRAIN_MS;
-    for (bool pending = true; pending && mono_ms() < until;) {
+    /* The last output: as long as some client keeps taking it (a second
+     * without progress, or a minute in all, ends the wait) */
+    uint64_t now = mono_ms(), until = now + HOLD_DRAIN_MS, hard = now + 60000;
+    for (bool pending = true; pending && now < until && now < hard; now = mono_ms()) {
         struct pollfd p[HOLD_SLOTS];
+        uint64_t before = 0, after = 0;
         pending = false;
         for (size_t i = 0; i < HOLD_SLOTS; i++) {
             struct slot *c = &h->sl[i];
             bool more = c->state == SLOT_ATTACHED && c->pos < h->total;
             p[i] = (struct pollfd){.fd = more ? c->fd : -1, .events = POLLOUT};
             pending = pending || more;
+            before += more ? c->pos : 0;
         }
-        if (pending && poll(p, HOLD_SLOTS, 100) > 0)
-            flush_all(h);
+        if (!pending || poll(p, HOLD_SLOTS, 100) <= 0)
+            continue;
+        flush_all(h);
+        for (size_t i = 0; i < HOLD_SLOTS; i++)
+            after += p[i].fd >= 0 && h->sl[i].state == SLOT_ATTACHED ? h->sl[i].pos : 0;
+        if (after > before)
+            until = mono_ms() + HOLD_DRAIN_MS;
     }
+    /* then the status, to each client that has taken all of it, once its
+     * socket has room (a second at most) */
     struct hold_msg m = {.type = HOLD_EXIT,
                          .known = h->known,
                          .exit_code = h->known ? h->exit_code : 0,
                          .signal = h->known ? h->signal : 0};
     for (size_t i = 0; i < HOLD_SLOTS; i++) {
-        if (h->sl[i].state == SLOT_ATTACHED)
-            (void)send_now(h->sl[i].fd, &m);
-        CLOSE_FD(h->sl[i].fd);
+        struct slot *c = &h->sl[i];
+        if (c->state == SLOT_ATTACHED && c->pos == h->total) {
+            struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+            if (poll(&p, 1, 1000) > 0)
+                (void)send_now(c->fd, &m);
+        }
+        CLOSE_FD(c->fd);
     }
     lyh_client_close(h->lyhd);
     _exit(0);

@@ -5,7 +5,7 @@
  * started it, every client that attaches, and lyhd itself: a restart of lyhd
  * (which re-adopts the running agent) leaves the pty where it was.
  *
- * The directory: $TMPDIR/lyh-UID, else /tmp/lyh-UID, mode 0700, owned by the
+ * The directory: /tmp/lyh-UID, mode 0700, owned by the
  * user (as tmux's /tmp/tmux-UID: it is there after logout, unlike
  * /run/user/UID; logind's KillUserProcesses=yes ends the holder at logout as
  * it ends tmux). An agent never sees it: the sandbox has a private /tmp. */
@@ -21,8 +21,8 @@
 
 struct lyh_client;
 
-/* The session directory of uid ($TMPDIR or /tmp, then lyh-UID; another
- * user's: /tmp/lyh-UID), created (0700) when missing and uid is ours;
+/* The session directory of uid (/tmp/lyh-UID), created (0700) when
+ * missing and uid is ours;
  * refused (-EPERM) when it is not a directory of uid's that only uid can
  * enter, with the reason in why. Its path into buf. 0 or -errno. */
 int hold_dir(uid_t uid, bool create, char *buf, size_t len, char *why, size_t wlen);

@@ -129,15 +129,23 @@ keys Enter
 keys -l "10.9.9.9:443"
 keys Enter
 keys s
-t_check "3: s names the widening and asks" \
-    has "Saving approves $H/proj/.lianyaohu.toml in your trust store; it widens: network.allow"
+t_check "3: s shows the whole file, names the widening, and asks" \
+    eval 'has "and approve it in your trust store? With the approval it widens:" &&
+          has "^  network.allow" && has "| allow = \[\"10.9.9.9:443\"\]" && has "y: save and approve"'
 keys n
 t_check "3: n: not saved, not approved" \
     eval 'has "not saved" && ! grep -q "10.9.9.9" "$H/proj/.lianyaohu.toml" && ! grep -qs "$H/proj" "$TRUST"'
 keys s
+keys w
+t_check "3: w: saved, not approved" \
+    eval 'has "not approved: its widenings stay ignored" && grep -q "10.9.9.9:443" "$H/proj/.lianyaohu.toml" &&
+          ! grep -qs "$H/proj" "$TRUST"'
+row $R_NARROW
+keys Space
+keys s
 keys y
 t_check "3: y: saved and approved" \
-    eval 'has "and approved it" && grep -q "10.9.9.9:443" "$H/proj/.lianyaohu.toml" && grep -q "$H/proj" "$TRUST"'
+    eval 'has "and approved it" && grep -q "narrow_home = false" "$H/proj/.lianyaohu.toml" && grep -q "$H/proj" "$TRUST"'
 keys q
 wait_until 5 test -s "$T/rc"
 t_check "3: quits 0, no sanitizer report" eval 'grep -qx "rc=0" "$T/rc" && ! has Sanitizer'
@@ -156,6 +164,19 @@ t_check "4: ... the second q quits, nothing written" \
     eval 'wait_until 5 grep -qx "rc=0" "$T/rc" && grep -q "^narrow_home = true" "$G"'
 plain=$(cd "$H/proj" && "${E[@]}" "$LYH" config </dev/null 2>&1)
 t_check "4: not on a terminal, lyh config prints lyh config show" [ "$plain" = "$show" ]
+
+echo "# 5. a hostile project file (an agent can write it): its control bytes never act"
+printf '[paths]\nwritable = ["~/\\u0008\\u0008  \\u001b[2J/.."]\n' >"$H/proj/.lianyaohu.toml"
+open_editor
+keys Tab
+t_check "5: the row shows the control bytes as ?, not the screen they would draw" \
+    eval 'screen | grep -q "^paths.writable  *~/??  ?\[2J/\.\.  *this file:2"'
+row 13
+keys Enter
+t_check "5: such a value is not edited on the line (it would not come back the same)" \
+    has "edit the file by hand"
+keys q
+wait_until 5 test -s "$T/rc"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

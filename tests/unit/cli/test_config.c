@@ -915,6 +915,19 @@ static void test_edit_set(void **state) {
     assert_int_equal(cfg_edit_set("", 0, "network", "allow", "[\"a\"", &out, &err), -EINVAL);
     assert_int_equal(cfg_edit_set("", 0, "network", "allow", "1\n[x]", &out, &err), -EINVAL);
     assert_int_equal(cfg_edit_set("", 0, "net work", "allow", "1", &out, &err), -EINVAL);
+    /* a header and a key line inside a multi-line string are not the file's:
+     * an edit that would change another key (here [env] deny) is refused */
+    const char *trick = "[env]\nNOTE = \'\'\'\n[network]\ndeny = \"keep me\"\n\'\'\'\n"
+                        "deny = \"an env var\"\n";
+    assert_int_equal(cfg_edit_set(trick, strlen(trick), "network", "deny", "[\"10.0.0.0/8\"]",
+                                  &out, &err), -EINVAL);
+    assert_int_equal(cfg_edit_set(trick, strlen(trick), "network", "deny", NULL, &out, &err),
+                     -EINVAL);
+    /* a control byte of a file's key does not reach the message */
+    const char *esc = "[network]\n\"\\u001b]2;x\\u0007\" = 1\n";
+    assert_int_equal(cfg_check_text(&e->ctx, "/x/c.toml", esc, strlen(esc), false, &err), -EINVAL);
+    for (const char *p = err.msg; *p; p++)
+        assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
     assert_null(out);
     /* quoting */
     char *q = cfg_toml_string("a\"b\\c\n");
