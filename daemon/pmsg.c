@@ -498,7 +498,9 @@ int pmsg_decode_flows(const uint8_t *p, size_t len, struct pmsg_flows *ret) {
         f->origin = br_get8(&r);
         uint8_t sl = br_get8(&r);
         const uint8_t *sb = br_take(&r, sl);
-        if (!sb || (sl != 0 && sl != PMSG_ID_LEN))
+        /* no NUL inside: the string it makes must be all of those bytes
+         * (one encoding per value; fuzz_pmsg found "\0..." read as "") */
+        if (!sb || (sl != 0 && sl != PMSG_ID_LEN) || (sl && memchr(sb, '\0', sl)))
             return -EBADMSG;
         memcpy(f->session, sb, sl);
         f->uid = br_get32(&r);
