@@ -304,19 +304,22 @@ void hold_reap(const char *name) {
 
 /* ---- messages ------------------------------------------------------------------ */
 
-int hold_send(int fd, const struct hold_msg *m) {
+/* One message as one datagram, with send(2)'s flags. */
+static int send_msg(int fd, const struct hold_msg *m, int flags) {
     uint8_t buf[HOLD_MSG_MAX];
     int n = hold_msg_encode(m, buf, sizeof(buf));
 
     if (n < 0)
         return n;
     for (;;) {
-        if (send(fd, buf, (size_t)n, MSG_NOSIGNAL) == n)
+        if (send(fd, buf, (size_t)n, MSG_NOSIGNAL | flags) == n)
             return 0;
         if (errno != EINTR)
             return -errno;
     }
 }
+
+int hold_send(int fd, const struct hold_msg *m) { return send_msg(fd, m, 0); }
 
 int hold_recv(int fd, uint8_t *buf, struct hold_msg *m, int timeout_ms) {
     struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -400,19 +403,7 @@ static uint64_t mono_ms(void) {
 }
 
 /* One message without waiting: 0, -EAGAIN (no room now), or -errno. */
-static int send_now(int fd, const struct hold_msg *m) {
-    uint8_t b[HOLD_MSG_MAX];
-    int n = hold_msg_encode(m, b, sizeof(b));
-
-    if (n < 0)
-        return n;
-    for (;;) {
-        if (send(fd, b, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n)
-            return 0;
-        if (errno != EINTR)
-            return -errno;
-    }
-}
+static int send_now(int fd, const struct hold_msg *m) { return send_msg(fd, m, MSG_DONTWAIT); }
 
 static void update_attached(struct holder *h) {
     h->info.attached = false;
