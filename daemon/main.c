@@ -32,6 +32,7 @@
 #include "daemon/log.h"
 #include "daemon/policy.h"
 #include "daemon/lyhd.h"
+#include "storage/sqlite_util.h"
 #include "daemon/guard.h"
 #include "daemon/rpc.h"
 #include "daemon/session.h"
@@ -582,6 +583,7 @@ int main(int argc, char **argv) {
     /* and its spawner (spawner.c) */
     if (argc > 1 && strcmp(argv[1], "--spawner") == 0)
         return spawner_main(argc, argv);
+    sqlu_process_init();
     r = parse_args(argc, argv, &d.cfg);
     if (r != 0)
         return r > 0 ? 0 : 2;

@@ -123,6 +123,10 @@ int sqlu_corrupt(struct sqlu *c, const char *detail) {
 
 /* ---- connections ---------------------------------------------------------------------- */
 
+void sqlu_process_init(void) {
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int sqlu_init(struct sqlu *c, int busy_ms, const char *after_restart) {
     c->busy_ms = busy_ms;
     c->after_restart = after_restart;

@@ -46,6 +46,12 @@ int sqlu_corrupt(struct sqlu *c, const char *detail);
 
 /* ---- connections ---- */
 
+/* Once per process, before its first connection: no global allocation
+ * statistics (sqlite otherwise takes a process-wide mutex around every
+ * allocation to keep them; nothing of ours reads them). Harmless when too
+ * late. */
+void sqlu_process_init(void);
+
 /* Set c's busy timeout and message ending (c->path is the caller's to set),
  * and check the sqlite library: -ENOTSUP when older than 3.37. */
 int sqlu_init(struct sqlu *c, int busy_ms, const char *after_restart);

@@ -338,7 +338,7 @@ static void test_open_new_close_reopen(void **state) {
     snprintf(wal, sizeof wal, "%s-wal", f->db);
     assert_int_equal(mode_of(wal), 0600);
 
-    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 4);
     assert_int_equal(raw_int_at(f->db, "PRAGMA application_id"), 0x4c594841);
     assert_int_equal(raw_int_at(f->db, "PRAGMA auto_vacuum"), 2);
     assert_int_equal(raw_int_at(f->db, "SELECT value FROM meta WHERE key = 'clean'"), 0);
@@ -512,13 +512,13 @@ static void test_newer_version_refused(void **state) {
     audit_db_close(f->a);
     f->a = NULL;
     raw = raw_open(f->db);
-    raw_exec(raw, "PRAGMA user_version = 4");
+    raw_exec(raw, "PRAGMA user_version = 5");
     sqlite3_close(raw);
 
     open_fails(f->db, -EPROTO, why, sizeof why);
     assert_non_null(strstr(why, "newer than this lyhd"));
-    /* Untouched: still version 4, and not marked anything. */
-    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 4);
+    /* Untouched: still version 5, and not marked anything. */
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 5);
     assert_int_equal(raw_int_at(f->db, "SELECT value FROM meta WHERE key = 'clean'"), 1);
 }
 
@@ -1625,7 +1625,7 @@ static void test_migration_2(void **state) {
                   "DROP INDEX events_nosession; PRAGMA user_version = 1");
     sqlite3_close(raw);
     assert_true(must_open(f));
-    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 4);
     assert_int_equal(raw_int_at(f->db, "SELECT n FROM writers WHERE session = 's-1' AND kind = 1"),
                      50);
     /* migration 3 kept the records, their ids and the next id */
@@ -1642,6 +1642,105 @@ static void test_migration_2(void **state) {
     append_notes(f->a, 2, 400, AUDIT_KIND_DNS, "s-1", true, 1000, "answered");
     assert_int_equal(count_where(f, "kind = 7"), 2);
     check_counts(f);
+}
+
+/* Version 3 as it was written: the events table's CHECKs with IN lists
+ * (migration_4 spells them as comparisons), plus extra SQL, if any, under
+ * writable_schema. */
+static void make_v3(const char *path, const char *extra) {
+    sqlite3 *raw = raw_open(path);
+    int64_t cookie = raw_int(raw, "PRAGMA schema_version");
+    char sql[64];
+
+    raw_exec(raw, "PRAGMA writable_schema = ON");
+    raw_exec(raw, "UPDATE sqlite_schema SET sql = replace(replace(replace(sql, "
+                  "'CHECK (family = 0 OR family = 4 OR family = 6)', "
+                  "'CHECK (family IN (0, 4, 6))'), "
+                  "'CHECK (length(src) = 0 OR length(src) = 4 OR length(src) = 16)', "
+                  "'CHECK (length(src) IN (0, 4, 16))'), "
+                  "'CHECK (length(dst) = length(src))', "
+                  "'CHECK (length(dst) IN (0, 4, 16) AND length(dst) = length(src))') "
+                  "WHERE type = 'table' AND name = 'events'");
+    if (extra)
+        raw_exec(raw, extra);
+    snprintf(sql, sizeof sql, "PRAGMA schema_version = %lld", (long long)cookie + 1);
+    raw_exec(raw, sql);
+    raw_exec(raw, "PRAGMA writable_schema = OFF; PRAGMA user_version = 3");
+    sqlite3_close(raw);
+}
+
+#define EVENTS_IN_LISTS                                                                          \
+    "SELECT count(*) FROM sqlite_schema WHERE name = 'events' AND (sql LIKE '%family IN (%' "      \
+    "OR sql LIKE '%length(src) IN (%' OR sql LIKE '%length(dst) IN (%')"
+
+/* A record the CHECKs must refuse, through a connection of its own (which
+ * parses the schema in the file). */
+static void insert_refused(const char *path, const char *family_src_dst) {
+    sqlite3 *raw = raw_open(path);
+    char sql[512];
+    int rc;
+
+    snprintf(sql, sizeof sql,
+             "INSERT INTO events (time_us, kind, verdict, session, has_uid, uid, family, "
+             "protocol, src, dst, sport, dport, iface, action, detail, a_pkts, a_bytes, d_pkts, "
+             "d_bytes, missed) VALUES (1, 1, 1, 's-9', 1, 5, %s, 6, 1, 2, 'tun0', '', '', 0, 0, "
+             "0, 0, 0)",
+             family_src_dst);
+    rc = sqlite3_exec(raw, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_CONSTRAINT)
+        fail_msg("%s: rc %d (%s), want a CHECK failure", family_src_dst, rc, sqlite3_errmsg(raw));
+    sqlite3_close(raw);
+}
+
+/* A version 3 file gets its CHECKs rewritten in place: records, ids and
+ * counts stay, and the rules are the same. */
+static void test_migration_4(void **state) {
+    struct fx *f = *state;
+
+    append_writer(f->a, 30, 100, "s-1", true, 1000);
+    audit_db_close(f->a);
+    f->a = NULL;
+    make_v3(f->db, NULL);
+    assert_int_equal(raw_int_at(f->db, EVENTS_IN_LISTS), 1);
+    assert_true(must_open(f));
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int_at(f->db, EVENTS_IN_LISTS), 0);
+    assert_int_equal(raw_int_at(f->db, "SELECT count(*) FROM events"), 30);
+    assert_int_equal(raw_int_at(f->db, "SELECT max(id) FROM events"), 30);
+    assert_int_equal(raw_int_at(f->db, "SELECT count(*) FROM pragma_integrity_check "
+                                       "WHERE integrity_check = 'ok'"),
+                     1);
+    /* the writer's connection works on the schema it parsed again */
+    append_writer(f->a, 8, 200, "s-1", true, 1000);
+    assert_int_equal(count_where(f, "session = 's-1'"), 38);
+    assert_int_equal(count_where(f, "family = 6"), raw_int_at(f->db, "SELECT count(*) FROM events "
+                                                               "WHERE length(src) = 16"));
+    check_counts(f);
+    /* the same rules as version 3 */
+    insert_refused(f->db, "5, x'0a000001', x'0a000002'");                 /* no such family */
+    insert_refused(f->db, "4, x'0a0000', x'0a0000'");                     /* 3 bytes */
+    insert_refused(f->db, "4, x'0a000001', x'0a00000100'");               /* lengths differ */
+    insert_refused(f->db, "6, x'00000000000000000000000000000001', x''"); /* lengths differ */
+    assert_int_equal(count_where(f, "session = 's-9'"), 0);
+    /* and a reopen finds version 4 as it is */
+    assert_true(reopen(f));
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 4);
+}
+
+/* A version 3 events table someone changed is refused, and left as it is. */
+static void test_migration_4_foreign(void **state) {
+    struct fx *f = *state;
+    char why[AUDIT_DB_ERR_MAX];
+
+    audit_db_close(f->a);
+    f->a = NULL;
+    make_v3(f->db, "UPDATE sqlite_schema SET sql = replace(sql, 'family IN (0, 4, 6)', "
+                   "'family IN (0, 4, 6, 7)') WHERE type = 'table' AND name = 'events'");
+    open_fails(f->db, -EBADMSG, why, sizeof why);
+    has_text(why, "not the one lyhd wrote");
+    has_text(why, "CHECK (family IN (0, 4, 6))");
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int_at(f->db, EVENTS_IN_LISTS), 1);
 }
 
 /* ---- a million records against a brute-force matcher -------------------------------------- */
@@ -2044,6 +2143,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_prune_gaps_bounded, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_prune_plans, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_migration_2, setup_open, teardown),
+        cmocka_unit_test_setup_teardown(test_migration_4, setup_open, teardown),
+        cmocka_unit_test_setup_teardown(test_migration_4_foreign, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_million_events, setup_open, teardown),
     };
 
