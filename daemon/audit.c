@@ -67,6 +67,14 @@
 #define AUDIT_PRUNE_IDLE_S 10      /* retention check interval when nothing to do */
 #define AUDIT_PRUNE_GAP_DELAY_S 600 /* one retention gap per uid per 10 minutes at most */
 #define AUDIT_IFCACHE 32
+/* The log rules' rate limit (audit_flow_rate): 1/AUDIT_FLOW_SHARE of what
+ * audit.db's writes took at start, within these bounds; the median of
+ * AUDIT_MEASURE_ROUNDS batches of AUDIT_FLUSH_COUNT records written to a
+ * scratch file beside it. */
+#define AUDIT_FLOW_SHARE 3u
+#define AUDIT_FLOW_RATE_MIN 2000u
+#define AUDIT_FLOW_RATE_MAX 1000000u
+#define AUDIT_MEASURE_ROUNDS 3
 #define NFLOG_RCVBUF (16u << 20)
 #define NFLOG_COPY 128
 #define NFLOG_QTHRESH 64
@@ -116,6 +124,7 @@ struct audit {
     struct ifcache_ent ifc[AUDIT_IFCACHE];
     unsigned ifc_next;
     TAILQ_HEAD(, audit_stream) streams;
+    unsigned flow_rate;       /* the log rules' limit, events/s (audit_flow_rate) */
 };
 
 static int64_t wall_us(void) {
@@ -862,6 +871,53 @@ static void on_prune(evutil_socket_t fd, short what, void *arg) {
     evtimer_add(a->ev_prune, &tv);
 }
 
+/* The rate every session's log rules get. Under a flood of new flows
+ * lyhd's cost is mostly audit.db's inserts (nearly all of the parent's CPU
+ * in a profile, and the parent was 95% of lyhd's), so the limit follows
+ * what the writes take on this machine now, measured on a scratch file
+ * beside audit.db: a third of it. The whole path takes less than the
+ * writes alone (the kernel's logging, the protocol process's decoding, the
+ * relay, a big file's deeper indexes, and the flooding process itself on
+ * the same CPUs): on a 2-CPU machine the scratch file took ~280k records/s
+ * and the path, with the flood beside it, ~110k/s. A third keeps one
+ * session's flood below that, so other sessions' records still get
+ * through; beyond it the chain still counts every flow and the shortfall
+ * is a gap record. A measurement that fails (audit.db's directory cannot
+ * take writes, so appends will fail too) keeps the floor. */
+static void set_flow_rate(struct audit *a) {
+    char why[AUDIT_DB_ERR_MAX] = "";
+    uint64_t took = 0;
+    int r;
+
+    if (a->d->cfg.audit_flow_rate) {
+        a->flow_rate = a->d->cfg.audit_flow_rate;
+        log_info("audit: each session logs up to %u new flows/s per verdict (--audit-flow-rate); "
+                 "beyond that they are counted in gap records",
+                 a->flow_rate);
+        return;
+    }
+    r = audit_db_measure(a->d->cfg.state_dir, AUDIT_FLUSH_COUNT, AUDIT_MEASURE_ROUNDS, &took, why,
+                         sizeof(why));
+    if (r < 0) {
+        a->flow_rate = AUDIT_FLOW_RATE_MIN;
+        log_warn("audit: cannot measure what audit.db takes (%s); each session logs up to %u new "
+                 "flows/s",
+                 why, a->flow_rate);
+        return;
+    }
+    uint64_t share = took / AUDIT_FLOW_SHARE;
+    a->flow_rate = share < AUDIT_FLOW_RATE_MIN   ? AUDIT_FLOW_RATE_MIN
+                   : share > AUDIT_FLOW_RATE_MAX ? AUDIT_FLOW_RATE_MAX
+                                                 : (unsigned)share;
+    log_info("audit: audit.db takes %" PRIu64 " flow records/s here (measured now); each session "
+             "logs up to %u new flows/s per verdict, beyond that they are counted in gap records",
+             took, a->flow_rate);
+}
+
+unsigned audit_flow_rate(const struct lyhd *d) {
+    return d->audit && d->audit->flow_rate ? d->audit->flow_rate : AUDIT_FLOW_RATE_MIN;
+}
+
 int audit_bytes(struct lyhd *d, uint64_t *ret_bytes) {
     if (!d->audit || !d->audit->db)
         return -ENODEV;
@@ -1090,6 +1146,7 @@ int audit_start(struct lyhd *d, char *why, size_t whylen) {
         snprintf(why, whylen, "cannot open %s: %s", path, msg[0] ? msg : strerror(-r));
         goto fail;
     }
+    set_flow_rate(a);
     struct nflog_params np = {
         .group = NFTR_DEFAULT_NFLOG_GROUP,
         .copy_range = NFLOG_COPY,

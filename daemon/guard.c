@@ -71,7 +71,7 @@ int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_ch
         .guard_gid = d->cfg.guard_gid,
         .guard_gid_max = d->cfg.guard_gid_max,
         .iface = s->spec.iface[0] ? s->spec.iface : NULL, /* none: proxy-only */
-        .log = d->guard->base.log,
+        .log = d->guard->flow_log,
         .dns_port = own && d->guard->base.dns ? s->spec.dns_port : 0,
         .domain_sets = own && d->guard->base.dns && s->spec.dns_port && s->spec.n_domains,
     };
@@ -219,7 +219,7 @@ int guard_render_shared(struct lyhd *d, const struct store_guard *g, const struc
         .guard_gid = d->cfg.guard_gid,
         .guard_gid_max = d->cfg.guard_gid_max,
         .iface = spec->iface,
-        .log = d->guard->base.log,
+        .log = d->guard->flow_log,
     };
 
     in.log.accept_unlogged = accept_unlogged;
@@ -1036,6 +1036,13 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
         .log = {.group = NFTR_DEFAULT_NFLOG_GROUP,
                 .rate = NFTR_DEFAULT_LOG_RATE,
                 .burst = NFTR_DEFAULT_LOG_BURST},
+    };
+    /* a burst of half a second's worth: a short flood is recorded whole */
+    unsigned rate = audit_flow_rate(d);
+    g->flow_log = (struct nftr_log_params){
+        .group = NFTR_DEFAULT_NFLOG_GROUP,
+        .rate = rate,
+        .burst = rate / 2 > NFTR_DEFAULT_LOG_BURST ? rate / 2 : NFTR_DEFAULT_LOG_BURST,
     };
     /* Did the table lyhd finds let sessions listen? Its map loopback says
      * (chain input is there for DNS alone too). Unknown counts as yes. */

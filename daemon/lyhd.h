@@ -48,6 +48,7 @@ struct lyhd_config {
     unsigned dns_min_ttl_s;      /* an allowed name's addresses stay at least this long */
     unsigned dns_grace_s;        /* ... plus this (caches, clock skew) */
     unsigned audit_flush_ms;     /* longest a record waits in the batch */
+    unsigned audit_flow_rate;    /* log rules' events/s per session (0: measured) */
     unsigned audit_max_age_days; /* retention by age (0: none) */
     unsigned audit_max_mb;       /* retention by size (0: none) */
     bool syslog_audit;           /* forward every record to syslog (RFC 5424 SD) */

@@ -78,6 +78,10 @@ static void usage(FILE *f) {
             "  --syslog-audit-socket PATH  ... to the unix datagram socket PATH instead of\n"
             "                            /dev/log (implies --syslog-audit)\n"
             "  --audit-flush-ms MS       longest an audit record waits to be written (default 200)\n"
+            "  --audit-flow-rate N       new flows a session may log per second and verdict, one\n"
+            "                            record each (default 0: a third of what audit.db's\n"
+            "                            writes take, measured at start); beyond it they are\n"
+            "                            counted in gap records\n"
             "  --audit-max-age-days N    drop audit records older than this (default 90, 0 = keep)\n"
             "  --audit-max-mb N          keep audit.db under this size (default 1024, 0 = no cap)\n"
             "  --protocol-exe PATH       tests only: run PATH as the protocol process (as user\n"
@@ -140,7 +144,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
     enum {
         O_SOCKET = 256, O_STATE, O_ADMIN, O_GUARD, O_MAXC, O_MAXCU, O_MAXCALLS, O_FRAME, O_MAXFDS,
         O_SYSLOG, O_VERBOSE, O_TIMING, O_VERSION, O_HELP, O_TMP, O_GRACE, O_ROOTRUN, O_NOCG,
-        O_AFLUSH, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT, O_LLMAX, O_RESOLV, O_DNSTTL, O_DNSGRACE,
+        O_AFLUSH, O_AFRATE, O_AAGE, O_ASIZE, O_SYSLOG_AUDIT, O_LLMAX, O_RESOLV, O_DNSTTL, O_DNSGRACE,
         O_PEXE, O_SYSLOG_SOCK, O_SYSLOG_LOGSOCK,
     };
     static const struct option opts[] = {
@@ -166,6 +170,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         {"syslog-audit-socket", required_argument, NULL, O_SYSLOG_SOCK},
         {"syslog-socket", required_argument, NULL, O_SYSLOG_LOGSOCK},
         {"audit-flush-ms", required_argument, NULL, O_AFLUSH},
+        {"audit-flow-rate", required_argument, NULL, O_AFRATE},
         {"audit-max-age-days", required_argument, NULL, O_AAGE},
         {"audit-max-mb", required_argument, NULL, O_ASIZE},
         {"protocol-exe", required_argument, NULL, O_PEXE},
@@ -213,6 +218,7 @@ static int parse_args(int argc, char **argv, struct lyhd_config *cfg) {
         NUM(O_GRACE, 0, 600000, hangup_grace_ms),
         NUM(O_LLMAX, 1, 255, landlock_abi_max),
         NUM(O_AFLUSH, 1, 10000, audit_flush_ms),
+        NUM(O_AFRATE, 0, 10000000, audit_flow_rate),
         NUM(O_AAGE, 0, 36500, audit_max_age_days),
         NUM(O_ASIZE, 0, 1048576, audit_max_mb),
 #undef NUM

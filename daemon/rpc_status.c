@@ -93,6 +93,7 @@ void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     if (all && audit_bytes(d, &audit_db_bytes) == 0)
         st.audit_db_bytes = audit_db_bytes;
     audit_retention(d, &retention_days, &st.audit_max_bytes);
+    st.audit_flow_rate = audit_flow_rate(d);
     st.audit_retention_days = retention_days;
     /* what would make every launch fail (no secret: the path is lyhd's) */
     char problem[sizeof(d->guard->probe_problem)];

@@ -1387,6 +1387,100 @@ int audit_db_append(struct audit_db *db, struct audit_rec *recs, size_t n) {
     return 0;
 }
 
+static void measure_recs(struct audit_rec *recs, size_t n, size_t round) {
+    struct timespec now;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    for (size_t i = 0; i < n; i++) {
+        struct audit_rec *a = &recs[i];
+        size_t k = round * n + i;
+
+        *a = (struct audit_rec){
+            .time_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000 + (int64_t)i,
+            .kind = AUDIT_KIND_FLOW,
+            .verdict = AUDIT_VERDICT_DENIED,
+            .family = AF_INET,
+            .protocol = 17,
+            .addr_len = 4,
+            .src = { 10, 0, 0, 1 },
+            .dst = { 10, (uint8_t)(k >> 16), (uint8_t)(k >> 8), (uint8_t)k },
+            .sport = (uint16_t)(40000 + k % 20000),
+            .dport = 443,
+            .has_uid = true,
+            .uid = 65534,
+            .session = "measure",
+            .iface = "tun0",
+        };
+    }
+}
+
+static void measure_unlink(int dirfd) {
+    static const char *const names[] = { AUDIT_MEASURE_NAME, AUDIT_MEASURE_NAME "-wal",
+                                         AUDIT_MEASURE_NAME "-shm", AUDIT_MEASURE_NAME "-journal" };
+
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+        (void)unlinkat(dirfd, names[i], 0);
+}
+
+int audit_db_measure(const char *dir, size_t n, unsigned rounds, uint64_t *ret_per_s, char *why,
+                     size_t whylen) {
+    _cleanup_free_ struct audit_rec *recs = NULL;
+    _cleanup_close_ int dirfd = -1;
+    struct audit_db *db = NULL;
+    uint64_t v[AUDIT_MEASURE_ROUNDS_MAX];
+    char path[PATH_MAX];
+    int r = 0;
+
+    if (n == 0 || n > AUDIT_MEASURE_MAX || rounds == 0 || rounds > AUDIT_MEASURE_ROUNDS_MAX) {
+        snprintf(why, whylen, "measure: %zu records in %u rounds is not 1..%d in 1..%d", n, rounds,
+                 AUDIT_MEASURE_MAX, AUDIT_MEASURE_ROUNDS_MAX);
+        return -EINVAL;
+    }
+    if (snprintf(path, sizeof path, "%s/%s", dir, AUDIT_MEASURE_NAME) >= (int)sizeof path) {
+        snprintf(why, whylen, "measure: the directory's path is too long");
+        return -ENAMETOOLONG;
+    }
+    recs = calloc(n, sizeof *recs);
+    if (!recs) {
+        snprintf(why, whylen, "measure: out of memory for %zu records", n);
+        return -ENOMEM;
+    }
+    dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dirfd < 0) {
+        r = -errno;
+        snprintf(why, whylen, "measure: cannot open %s: %s", dir, strerror(errno));
+        return r;
+    }
+    /* a scratch file of an earlier start that did not finish */
+    measure_unlink(dirfd);
+    r = audit_db_open(path, &db, NULL, why, whylen);
+    for (unsigned i = 0; r == 0 && i < rounds; i++) {
+        struct timespec t0, t1;
+
+        measure_recs(recs, n, i);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        r = audit_db_append(db, recs, n);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (r < 0) {
+            snprintf(why, whylen, "%s", audit_db_errmsg(db));
+            break;
+        }
+        int64_t ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+        uint64_t rate = (uint64_t)((double)n * 1e9 / (double)(ns > 0 ? ns : 1));
+        size_t j = i;
+
+        for (; j > 0 && v[j - 1] > rate; j--) /* kept sorted */
+            v[j] = v[j - 1];
+        v[j] = rate;
+    }
+    audit_db_abandon(db); /* nothing to mark clean: the file goes */
+    measure_unlink(dirfd);
+    if (r < 0)
+        return r;
+    *ret_per_s = v[rounds / 2];
+    return 0;
+}
+
 /* ---- filters ---------------------------------------------------------------------------------- */
 
 static const char *filter_problem(const struct audit_filter *f) {

@@ -109,6 +109,20 @@ const char *audit_db_errmsg(const struct audit_db *db);
  * terminated); nothing is stored then either. */
 int audit_db_append(struct audit_db *db, struct audit_rec *recs, size_t n);
 
+/* How many flow records a second audit_db_append takes on this machine, in
+ * DIR (audit.db's directory, so the same filesystem), now: rounds batches of
+ * n synthetic records (one session, consecutive destinations: a scan's
+ * shape), each appended and committed as lyhd writes its batches, into a
+ * scratch file DIR/AUDIT_MEASURE_NAME made for it and removed after (as is
+ * one an earlier call left). audit.db is never touched. The median of the
+ * rounds' rates. A new file's indexes are shallow, so a big audit.db takes
+ * somewhat fewer. */
+#define AUDIT_MEASURE_NAME "audit-measure.db"
+#define AUDIT_MEASURE_MAX 4096
+#define AUDIT_MEASURE_ROUNDS_MAX 9
+int audit_db_measure(const char *dir, size_t n, unsigned rounds, uint64_t *ret_per_s, char *why,
+                     size_t whylen);
+
 /* Validate a filter (prefix within the address length, port range ordered,
  * strings terminated). */
 int audit_filter_check(const struct audit_filter *f);

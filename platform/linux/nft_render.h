@@ -83,7 +83,8 @@
 
 #define NFTR_DEFAULT_GUARD_GID    2000000u
 #define NFTR_DEFAULT_NFLOG_GROUP  7u
-#define NFTR_DEFAULT_LOG_RATE     2000u /* log events per second, per log rule */
+#define NFTR_DEFAULT_LOG_RATE     2000u /* log events per second, per log rule: the base's
+                                         * own; lyhd gives sessions audit_flow_rate() */
 #define NFTR_DEFAULT_LOG_BURST    1000u
 #define NFTR_DEFAULT_CGROUP_LEVEL 1u
 

@@ -3,7 +3,8 @@
 # as NFLOG delivers them to the real lyhd, written to audit.db and read back
 # through `lyh audit query/follow` and `lyh run --monitor`; the session records
 # and their totals against the chain's own counters; a burst of short flows
-# (every one recorded or in a gap record); kill -9 of lyhd during a burst.
+# (every one recorded or in a gap record); kill -9 of lyhd during a burst; the log
+# rules' rate (measured at start; a flood thins its own records, not another's).
 #
 # usage: audit.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 #
@@ -129,17 +130,23 @@ agent_start() {
     fi
     A_SID[$name]=$(basename "$(cat "$d/cgroup")")
 }
-# agent_do NAME SECONDS LINE...: have the agent run these lines; RES = its answer.
-agent_do() {
-    local name=$1 secs=$2 d
-    shift 2
-    d=${A_DIR[$name]}
+# agent_send NAME LINE...: hand the agent these lines without waiting; the
+# answer will be ${A_DIR[NAME]}/res.$REQ_N.
+agent_send() {
+    local d=${A_DIR[$1]}
+    shift
     REQ_N=$((REQ_N + 1))
     printf '%s\n' "$@" >"$d/.req.$REQ_N"
     chmod 0644 "$d/.req.$REQ_N"
     mv "$d/.req.$REQ_N" "$d/req.$REQ_N"
+}
+# agent_do NAME SECONDS LINE...: have the agent run these lines; RES = its answer.
+agent_do() {
+    local name=$1 secs=$2
+    shift 2
+    agent_send "$name" "$@"
     RES=""
-    lyh_wait_until "$secs" test -e "$d/res.$REQ_N" && RES=$(cat "$d/res.$REQ_N")
+    lyh_wait_until "$secs" test -e "${A_DIR[$name]}/res.$REQ_N" && RES=$(cat "${A_DIR[$name]}/res.$REQ_N")
 }
 # agent_stop NAME: end the agent, wait (20 s) for its lyh run to return.
 agent_stop() {
@@ -300,11 +307,8 @@ fi
 echo "# 4. kill -9 of lyhd during a burst"
 if agent_start s4; then
     S4=${A_SID[s4]}
-    REQ_N=$((REQ_N + 1))
+    agent_send s4 "burst 11.77.0.1 30000 8000 4000"
     n4=$REQ_N
-    printf '%s\n' "burst 11.77.0.1 30000 8000 4000" >"${A_DIR[s4]}/.req.$n4"
-    chmod 0644 "${A_DIR[s4]}/.req.$n4"
-    mv "${A_DIR[s4]}/.req.$n4" "${A_DIR[s4]}/req.$n4"
     sleep 0.7
     lyh_daemon_kill9
     sleep 0.3
@@ -351,6 +355,64 @@ if agent_start s5; then
     session_ended "$S5" || t_fail "5: the session end is recorded"
     q_root query --session "$S5" --json >"$LYH_TMP/q5s.jsonl"
     t_eq "5: no false gap after the rebuild (counters restarted with it)" "$(jl count "$LYH_TMP/q5s.jsonl" gap)" 0
+fi
+
+# ---- 6. the log rules' rate: measured, and each session's own --------------------------------
+
+echo "# 6. the log rules' rate limit: from a measurement, one bucket per session"
+TOOK=$(sed -n 's/.*audit.db takes \([0-9]*\) flow records.*/\1/p' "$LYH_DAEMON_LOG" | tail -n 1)
+RATE=$(sed -n 's/.*each session logs up to \([0-9]*\) new flows.*/\1/p' "$LYH_DAEMON_LOG" | tail -n 1)
+if [ -n "$TOOK" ] && [ -n "$RATE" ]; then
+    want=$((TOOK / 3))
+    [ "$want" -lt 2000 ] && want=2000
+    [ "$want" -gt 1000000 ] && want=1000000
+    t_eq "6: the rate is a third of what audit.db took ($TOOK records/s)" "$RATE" "$want"
+    [ -e "$LYH_STATE/audit-measure.db" ] && t_fail "6: the measurement's scratch file is gone" "$(ls -l "$LYH_STATE")"
+else
+    t_fail "6: lyhd logged its measurement" "$(grep audit "$LYH_DAEMON_LOG" | head -5)"
+    RATE=0
+fi
+if agent_start s6; then
+    burst=$((RATE / 2 > 1000 ? RATE / 2 : 1000))
+    t_check "6: the session's chain logs at that rate" grep -q "limit rate $RATE/second burst $burst packets" \
+        <<<"$(lyh_nft list chain inet lianyaohu "s-${A_SID[s6]}")"
+    agent_stop s6
+fi
+# A flood in one session thins out its own records, not another's.
+lyh_daemon_stop
+lyh_daemon_start --audit-flow-rate 400 || lyh_die "lyhd does not start with --audit-flow-rate 400"
+grep -q "each session logs up to 400 new flows/s per verdict (--audit-flow-rate)" "$LYH_DAEMON_LOG" ||
+    t_fail "6: lyhd says the rate it was given" "$(grep audit "$LYH_DAEMON_LOG" | head -5)"
+if agent_start s6a && agent_start s6b; then
+    SA=${A_SID[s6a]} SB=${A_SID[s6b]}
+    agent_send s6a "burst 11.77.0.1 20000 16000 4000"
+    na6=$REQ_N
+    sleep 0.5
+    agent_do s6b 30 "burst 11.77.0.1 21000 300 100"
+    t_eq "6: the quiet session sent its 300" "$RES" "sent 300"
+    lyh_wait_until 30 test -e "${A_DIR[s6a]}/res.$na6"
+    t_eq "6: the flooding session sent its 16000" "$(cat "${A_DIR[s6a]}/res.$na6" 2>/dev/null)" "sent 16000"
+    t_check "6: the flood's chain logs at 400/s" grep -q "limit rate 400/second burst 1000 packets" \
+        <<<"$(lyh_nft list chain inet lianyaohu "s-$SA")"
+    agent_stop s6a
+    agent_stop s6b
+    session_ended "$SA" || t_fail "6: the flood's end is recorded"
+    session_ended "$SB" || t_fail "6: the quiet session's end is recorded"
+    q_root query --session "$SA" --json >"$LYH_TMP/q6a.jsonl"
+    q_root query --session "$SB" --json >"$LYH_TMP/q6b.jsonl"
+    na=$(jl count "$LYH_TMP/q6a.jsonl" flow allowed)
+    ma=$(jl sum_missed "$LYH_TMP/q6a.jsonl" allowed_missed)
+    nb=$(jl count "$LYH_TMP/q6b.jsonl" flow allowed)
+    mb=$(jl sum_missed "$LYH_TMP/q6b.jsonl" allowed_missed)
+    t_eq "6: the flood: recorded + in gap records = 16000 (recorded $na)" "$((na + ma))" 16000
+    # 4 s at 4000/s against 400/s and a bucket of 1000: about 2,600 recorded
+    if [ "$na" -ge 1000 ] && [ "$na" -le 6000 ]; then
+        t_pass "6: the flood's records were thinned to its own rate ($na of 16000)"
+    else
+        t_fail "6: the flood's records were thinned to its own rate" "$na recorded, $ma missed"
+    fi
+    t_eq "6: the quiet session beside it: all 300 recorded" "$nb" 300
+    t_eq "6: ... and nothing of it in a gap record" "$mb" 0
 fi
 
 lyh_daemon_stop

@@ -42,6 +42,10 @@ done
 t_check "1: tun0 is listed as a VPN" grep -q 'tun0' <<<"$(jq -r '.checks[] | select(.name == "vpn") | .detail' <<<"$out")"
 t_check "1: the landlock check names the ABI" grep -qE '^ABI [0-9]+: ' <<<"$(jq -r '.checks[] | select(.name == "landlock") | .detail' <<<"$out")"
 t_check "1: the audit check gives the retention" grep -q 'retention 90 days' <<<"$(jq -r '.checks[] | select(.name == "audit") | .detail' <<<"$out")"
+# the flow rate lyhd measured and logged at start
+frate=$(sed -n 's/.*each session logs up to \([0-9]*\) new flows.*/\1/p' "$LYH_DAEMON_LOG" | tail -n 1)
+t_check "1: the audit check gives the flow rate lyhd logged (${frate:-none})" \
+    grep -q "recorded one by one up to ${frate:-none}/s" <<<"$(jq -r '.checks[] | select(.name == "audit") | .detail' <<<"$out")"
 rdet=$(jq -r '.checks[] | select(.name == "resolver") | .detail' <<<"$out")
 rst=$(jq -r '.checks[] | select(.name == "resolver") | .status' <<<"$out")
 t_check "1: the resolver check says what lyhd will ask for tun0 ($rst: $rdet)" \

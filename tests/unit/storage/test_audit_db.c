@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <sqlite3.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1743,6 +1744,68 @@ static void test_migration_4_foreign(void **state) {
     assert_int_equal(raw_int_at(f->db, EVENTS_IN_LISTS), 1);
 }
 
+static bool exists_in(const char *dir, const char *name) {
+    char p[PATH_MAX];
+    struct stat st;
+
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return lstat(p, &st) == 0;
+}
+
+/* A measurement writes to a scratch file beside audit.db and removes it:
+ * audit.db keeps its records, counts and next id; leftovers of an earlier
+ * one go; a symlink in the scratch file's place is removed, not followed. */
+static void test_measure(void **state) {
+    struct fx *f = *state;
+    struct audit_rec r = mk_flow(500, "s-1", 1000, false, 1, 443);
+    char why[AUDIT_DB_ERR_MAX] = "", p[PATH_MAX], outside[PATH_MAX];
+    uint64_t rate = 0;
+
+    append_writer(f->a, 10, 100, "s-1", true, 1000);
+    assert_int_equal(audit_db_measure(f->root, 512, 3, &rate, why, sizeof why), 0);
+    print_message("audit_db_measure(512 x 3): %llu records/s\n", (unsigned long long)rate);
+    assert_true(rate > 0);
+    assert_int_equal(raw_int_at(f->db, "SELECT count(*) FROM events"), 10);
+    check_counts(f);
+    append_ok(f->a, &r, 1);
+    assert_int_equal(r.id, 11);
+    for (size_t i = 0; i < 3; i++) {
+        static const char *const n[] = { "audit-measure.db", "audit-measure.db-wal",
+                                          "audit-measure.db-shm" };
+        assert_false(exists_in(f->root, n[i]));
+    }
+    /* an earlier start's leftovers: junk, and a symlink to a file elsewhere */
+    snprintf(p, sizeof p, "%s/audit-measure.db-wal", f->root);
+    write_file(p, "junk", 4, 0600);
+    snprintf(outside, sizeof outside, "%s.outside", f->root);
+    write_file(outside, "keep", 4, 0600);
+    snprintf(p, sizeof p, "%s/audit-measure.db", f->root);
+    assert_int_equal(symlink(outside, p), 0);
+    assert_int_equal(audit_db_measure(f->root, 64, 1, &rate, why, sizeof why), 0);
+    assert_false(exists_in(f->root, "audit-measure.db"));
+    assert_false(exists_in(f->root, "audit-measure.db-wal"));
+    assert_int_equal(size_of(outside), 4);
+    unlink(outside);
+    /* bounds: nothing measured, nothing made */
+    rate = 7;
+    assert_int_equal(audit_db_measure(f->root, 0, 3, &rate, why, sizeof why), -EINVAL);
+    assert_int_equal(audit_db_measure(f->root, AUDIT_MEASURE_MAX + 1, 3, &rate, why, sizeof why),
+                     -EINVAL);
+    assert_int_equal(audit_db_measure(f->root, 512, 0, &rate, why, sizeof why), -EINVAL);
+    assert_int_equal(audit_db_measure(f->root, 512, AUDIT_MEASURE_ROUNDS_MAX + 1, &rate, why,
+                                      sizeof why),
+                     -EINVAL);
+    has_text(why, "not 1..");
+    assert_int_equal(rate, 7);
+    assert_false(exists_in(f->root, "audit-measure.db"));
+    /* a directory that is not one */
+    snprintf(p, sizeof p, "%s/nowhere", f->root);
+    assert_true(audit_db_measure(p, 512, 3, &rate, why, sizeof why) < 0);
+    assert_int_equal(rate, 7);
+    assert_int_equal(raw_int_at(f->db, "SELECT count(*) FROM events"), 11);
+    assert_true(reopen(f));
+}
+
 /* ---- a million records against a brute-force matcher -------------------------------------- */
 
 static uint64_t rng_state;
@@ -2145,6 +2208,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_migration_2, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_migration_4, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_migration_4_foreign, setup_open, teardown),
+        cmocka_unit_test_setup_teardown(test_measure, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_million_events, setup_open, teardown),
     };
 
