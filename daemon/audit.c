@@ -68,13 +68,13 @@
 #define AUDIT_PRUNE_GAP_DELAY_S 600 /* one retention gap per uid per 10 minutes at most */
 #define AUDIT_IFCACHE 32
 /* The log rules' rate limit (audit_flow_rate): 1/AUDIT_FLOW_SHARE of what
- * audit.db's writes took at start, within these bounds; the median of
+ * audit.db's writes took at start, within these bounds; the fastest of
  * AUDIT_MEASURE_ROUNDS batches of AUDIT_FLUSH_COUNT records written to a
  * scratch file beside it. */
 #define AUDIT_FLOW_SHARE 3u
 #define AUDIT_FLOW_RATE_MIN 2000u
 #define AUDIT_FLOW_RATE_MAX 1000000u
-#define AUDIT_MEASURE_ROUNDS 3
+#define AUDIT_MEASURE_ROUNDS 5
 #define NFLOG_RCVBUF (16u << 20)
 #define NFLOG_COPY 128
 #define NFLOG_QTHRESH 64
