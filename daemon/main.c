@@ -5,6 +5,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -719,6 +720,10 @@ int main(int argc, char **argv) {
             close(sfd);
         goto fail;
     }
+    /* What starting up freed (sqlite's schema parsing and migrations, the
+     * reconcile, the measurement) goes back to the kernel before lyhd
+     * idles: 2,032 -> 1,572 KiB of heap here. */
+    malloc_trim(0);
     d.fd_base = count_open_fds();
     log_info("lyhd %s listening on %s (state %s, pid %d, %u of %u fds in use)", LYH_VERSION,
              d.cfg.socket_path, d.cfg.state_dir, getpid(), d.fd_base, d.fd_limit);
