@@ -166,7 +166,7 @@ void conn_flush(struct conn *c) {
 
     while (!c->dead && pproc_ready(c->d) && evbuffer_get_length(c->out) > 0 &&
            c->inflight < CONN_WINDOW) {
-        if (pproc_queued(c->d) >= CONN_SOCK_MAX) {
+        if (pproc_queued(c->d, CONN_SOCK_MAX) >= CONN_SOCK_MAX) {
             window_full = true; /* a DRAINED or the next tick flushes again */
             return;
         }
@@ -302,8 +302,11 @@ static int handle_request(struct conn *c, const uint8_t *body, uint32_t len, int
     }
     /* Only for a client that is still connected: a request on a connection
      * whose client has gone would act for someone who left (the protocol
-     * process could keep such a socket open). */
-    if (unixsock_peer_gone(c->fd)) {
+     * process could keep such a socket open). A query only reads what that
+     * client could, which the protocol process could as well ask for while
+     * the client is still there: not worth a system call per call. */
+    const struct rpc_method *rm = rpc_lookup(req->method_case);
+    if ((!rm || !(rm->flags & RPC_QUERY)) && unixsock_peer_gone(c->fd)) {
         conn_close(c, "client gone");
         goto out_fds;
     }

@@ -79,6 +79,7 @@ struct pproc {
     bool ending; /* SIGKILL sent: nothing it says counts any more */
     uint64_t started_ms;
     unsigned backoff_ms;
+    size_t q_bound; /* pproc_queued: the socket holds at most this many bytes */
 };
 
 static int spawn(struct lyhd *d);
@@ -87,11 +88,27 @@ bool pproc_ready(const struct lyhd *d) { return d->pproc && d->pproc->ready && d
 
 pid_t pproc_pid(const struct lyhd *d) { return d->pproc ? d->pproc->pid : 0; }
 
-size_t pproc_queued(const struct lyhd *d) {
+/* The kernel's figure (SIOCOUTQ: the buffers of what the other end has not
+ * read yet) can only fall between two askings, so the figure last asked
+ * plus what was sent since, each message charged at twice its bytes and a
+ * header (its buffer's true size is less), bounds it. The kernel is asked
+ * again only when that bound reaches limit: at most one ioctl per some
+ * hundred messages instead of one per answer (each one a system call on a
+ * call's path). */
+#define PPROC_MSG_CHARGE(len) (2 * (len) + 1024)
+
+size_t pproc_queued(struct lyhd *d, size_t limit) {
+    struct pproc *p = d->pproc;
     int n = 0;
-    /* SIOCOUTQ, which <linux/sockios.h> defines as TIOCOUTQ */
-    if (!pproc_ready(d) || ioctl(d->pproc->sock, TIOCOUTQ, &n) < 0 || n < 0)
+
+    if (!pproc_ready(d))
         return SIZE_MAX;
+    if (p->q_bound < limit)
+        return p->q_bound;
+    /* SIOCOUTQ, which <linux/sockios.h> defines as TIOCOUTQ */
+    if (ioctl(p->sock, TIOCOUTQ, &n) < 0 || n < 0)
+        return SIZE_MAX;
+    p->q_bound = (size_t)n;
     return (size_t)n;
 }
 
@@ -119,6 +136,10 @@ int pproc_send(struct lyhd *d, const uint8_t *buf, size_t len, const int *fds, s
     if (!pproc_ready(d))
         return -ENOTCONN;
     int r = pmsg_send(d->pproc->sock, buf, len, fds, nfds);
+    if (r == 0)
+        d->pproc->q_bound = d->pproc->q_bound > SIZE_MAX - PPROC_MSG_CHARGE(len)
+                                ? SIZE_MAX
+                                : d->pproc->q_bound + PPROC_MSG_CHARGE(len);
     if (r == -EAGAIN)
         end_process(d, "it does not read its messages");
     else if (r < 0)
@@ -444,6 +465,7 @@ static int spawn(struct lyhd *d) {
     }
     close(sv[1]);
     p->sock = sv[0];
+    p->q_bound = 0; /* a new socket: empty */
     p->pid = pid;
     p->ending = false;
     p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);

@@ -36,9 +36,11 @@ void pproc_sync_flows(struct lyhd *d, unsigned timeout_ms);
 
 /* Is the protocol process up and confined (it said READY)? */
 bool pproc_ready(const struct lyhd *d);
-/* Bytes queued in the socket to it and not yet read (SIZE_MAX: no process,
- * or cannot tell). */
-size_t pproc_queued(const struct lyhd *d);
+/* Bytes queued in the socket to it and not yet read, at most (SIZE_MAX: no
+ * process, or cannot tell): exact when it is limit or more, else a bound
+ * that may be above the true figure (the kernel is asked only when the
+ * bound reaches limit). */
+size_t pproc_queued(struct lyhd *d, size_t limit);
 /* Its pid (0: none). */
 pid_t pproc_pid(const struct lyhd *d);
 

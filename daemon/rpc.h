@@ -19,6 +19,11 @@ enum rpc_flags {
     RPC_OWNER = 1u << 1,     /* the caller owns the object (owner_of), or is admin */
     RPC_MUTATES = 1u << 2,   /* runs inside one state.db transaction */
     RPC_STREAMING = 1u << 3, /* may answer with several responses */
+    /* Only reads, as its caller may: answering a client that has already
+     * gone harms no one, so the parent does not ask the kernel first
+     * (conn.c; one system call less per call). Never with RPC_MUTATES or
+     * RPC_OWNER (rpc_table_verify). */
+    RPC_QUERY = 1u << 4,
 };
 
 /* A handler answers with rpc_send()/rpc_fail(), now or later (streaming). */

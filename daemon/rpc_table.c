@@ -21,9 +21,9 @@
 #define M(x) LIANYAOHU__V1__REQUEST__METHOD_##x
 
 static const struct rpc_method rpc_methods[] = {
-    {M(CAPABILITIES), "Capabilities", 0, rpc_capabilities, NULL},
-    {M(STATUS), "Status", 0, rpc_status, NULL},
-    {M(SESSIONS), "Sessions", RPC_STREAMING, rpc_sessions, NULL},
+    {M(CAPABILITIES), "Capabilities", RPC_QUERY, rpc_capabilities, NULL},
+    {M(STATUS), "Status", RPC_QUERY, rpc_status, NULL},
+    {M(SESSIONS), "Sessions", RPC_STREAMING | RPC_QUERY, rpc_sessions, NULL},
     /* Run is not RPC_MUTATES: its state.db rows must be committed before each
      * kernel change they describe, so it runs several transactions itself. */
     {M(RUN), "Run", RPC_STREAMING, rpc_run, NULL},
@@ -33,13 +33,13 @@ static const struct rpc_method rpc_methods[] = {
     {M(UNINSTALL), "Uninstall", 0, rpc_uninstall, NULL},
     /* Everyone may query; the handlers narrow a non-admin to their own uid
      * (a filter, not an ownership check of one object). */
-    {M(AUDIT_QUERY), "AuditQuery", RPC_STREAMING, rpc_audit_query, NULL},
-    {M(AUDIT_FOLLOW), "AuditFollow", RPC_STREAMING, rpc_audit_follow, NULL},
+    {M(AUDIT_QUERY), "AuditQuery", RPC_STREAMING | RPC_QUERY, rpc_audit_query, NULL},
+    {M(AUDIT_FOLLOW), "AuditFollow", RPC_STREAMING | RPC_QUERY, rpc_audit_follow, NULL},
     /* Everyone may read the policy (it says what they may ask for); only an
      * admin changes it, in one transaction with the narrowed sessions. */
-    {M(POLICY_GET), "PolicyGet", 0, rpc_policy_get, NULL},
+    {M(POLICY_GET), "PolicyGet", RPC_QUERY, rpc_policy_get, NULL},
     {M(POLICY_UPDATE), "PolicyUpdate", RPC_ADMIN | RPC_MUTATES, rpc_policy_update, NULL},
-    {M(POLICY_HISTORY), "PolicyHistory", RPC_STREAMING, rpc_policy_history, NULL},
+    {M(POLICY_HISTORY), "PolicyHistory", RPC_STREAMING | RPC_QUERY, rpc_policy_history, NULL},
     {M(CANCEL), "Cancel", 0, rpc_cancel, NULL},
 };
 
@@ -325,6 +325,8 @@ bool rpc_table_verify_in(const struct rpc_method *table, size_t n) {
         if (!m->handler || ((m->flags & RPC_OWNER) && !m->owner_of) ||
             lookup_in(table, n, m->method) != m)
             return false; /* no handler, no owner check, or a method twice */
+        if ((m->flags & RPC_QUERY) && (m->flags & (RPC_MUTATES | RPC_OWNER)))
+            return false; /* a query that acts */
     }
     return true;
 }

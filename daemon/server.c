@@ -429,7 +429,7 @@ static void turn_away(struct server *s, uint64_t id, int code, const char *msg) 
     /* the refusal only while the socket has room (a flood of connections
      * at the limit must not fill it: that would end the protocol process);
      * the close always */
-    if (pproc_queued(s->d) < CONN_SOCK_MAX &&
+    if (pproc_queued(s->d, CONN_SOCK_MAX) < CONN_SOCK_MAX &&
         wire_response_frame_into(&resp, frame, sizeof(frame), &flen) == 0) {
         out.data_len = flen;
         if (pmsg_encode_conn(PMSG_OUT, &out, buf, sizeof(buf), &len) == 0)

@@ -340,15 +340,23 @@ static void test_fake_table_transaction(void **state) {
 }
 
 /* A table with a row twice, a row without a handler, an owner row that
- * cannot name its owner: each refused (lyhd would not start). */
+ * cannot name its owner, a query that mutates or is owner-checked: each
+ * refused (lyhd would not start). lyhd's own table passes. */
 static void test_table_verify_refuses(void **state) {
     (void)state;
     const struct rpc_method twice[] = {{F_OPEN, "A", 0, h_ok, NULL}, {F_OPEN, "B", 0, h_ok, NULL}};
     const struct rpc_method none[] = {{F_OPEN, "A", 0, NULL, NULL}};
     const struct rpc_method owner[] = {{F_OWNED, "A", RPC_OWNER, h_ok, NULL}};
+    const struct rpc_method qmut[] = {{F_MUTATE, "A", RPC_QUERY | RPC_MUTATES, h_ok, NULL}};
+    const struct rpc_method qown[] = {{F_OWNED, "A", RPC_QUERY | RPC_OWNER, h_ok, owner_of}};
+    const struct rpc_method query[] = {{F_OPEN, "A", RPC_QUERY | RPC_STREAMING, h_ok, NULL}};
     assert_false(rpc_table_verify_in(twice, ARRAY_SIZE(twice)));
     assert_false(rpc_table_verify_in(none, ARRAY_SIZE(none)));
     assert_false(rpc_table_verify_in(owner, ARRAY_SIZE(owner)));
+    assert_false(rpc_table_verify_in(qmut, ARRAY_SIZE(qmut)));
+    assert_false(rpc_table_verify_in(qown, ARRAY_SIZE(qown)));
+    assert_true(rpc_table_verify_in(query, ARRAY_SIZE(query)));
+    assert_true(rpc_table_verify());
 }
 
 /* Who is an admin is asked of the group database at each request: root
