@@ -9,7 +9,7 @@
  * bound parameter), update or delete a record other than through retention,
  * or keep a read transaction open between calls.
  *
- * ---- Schema (user_version 4; docs/audit.md) ----------------------------------------
+ * ---- Schema (user_version 3; docs/audit.md) ----------------------------------------
  *
  * events: one row per record, never updated, deleted only by audit_db_prune.
  * No column is NULL: "absent" is 0, '' or x'' (a zero-length BLOB).
@@ -58,8 +58,9 @@
  * size-retention step, and a GROUP BY over events reads every row (seconds
  * on a big log). The counts cost an upsert per distinct (kind, session, uid)
  * per appended batch (a batch is sorted by key, not one upsert per record).
- * Version 3 widened the kinds (DNS); version 4 spells the events CHECKs
- * without IN lists (migrate_4: the same rules, ~1.75x faster appends).
+ * Version 3 widened the kinds (DNS). The events CHECKs are spelled without
+ * IN lists since (checks_without_in_lists: the same rules, ~1.75x faster
+ * appends), a change of text only, so the version stays.
  *
  * Indexes. Every sqlite index ends with the rowid, so an index on (x) is the
  * index on (x, id) (measured: declaring (session, id) stores id twice and is 5%
@@ -160,7 +161,7 @@
 #include "storage/dircheck.h"
 #include "storage/sqlite_util.h"
 
-#define ADB_SCHEMA_VERSION 4
+#define ADB_SCHEMA_VERSION 3
 /* PRAGMA application_id "LYHA" (state.db is "LYH1"). */
 #define ADB_APPLICATION_ID 0x4c594841
 #define ADB_BUSY_TIMEOUT_MS 2000
@@ -346,7 +347,7 @@ static const struct sqlu_migration migrations[] = {
     { 2, migration_2 },
     { 3, migration_3 },
 };
-_Static_assert(ARRAY_SIZE(migrations) == ADB_SCHEMA_VERSION - 1, "migration_4 is C, below");
+_Static_assert(ARRAY_SIZE(migrations) == ADB_SCHEMA_VERSION, "one migration per version");
 
 /* ---- statements ------------------------------------------------------------------------ */
 
@@ -693,13 +694,13 @@ static int check_identity(struct audit_db *db, int64_t *ret_version, bool *ret_e
     return 0;
 }
 
-/* Version 4: the events table's CHECKs without IN lists, the same rules
- * (family 0, 4 or 6; address lengths 0, 4 or 16, dst's equal to src's)
- * spelled as comparisons. sqlite checks `x IN (a, b, c)` by building a
- * temporary b-tree of the list for every row it writes (three per record
- * here, OpenEphemeral in EXPLAIN); without them an append of a flood's
- * records went from ~100k to ~175k records/s (lyh_bench_auditgen, one
- * session, 512 per transaction, this 2-CPU machine).
+/* The events table's CHECKs without IN lists, the same rules (family 0, 4
+ * or 6; address lengths 0, 4 or 16, dst's equal to src's) spelled as
+ * comparisons. sqlite checks `x IN (a, b, c)` by building a temporary
+ * b-tree of the list for every row it writes (three per record here,
+ * OpenEphemeral in EXPLAIN); without them an append of a flood's records
+ * went from ~100k to ~175k records/s (lyh_bench_auditgen, one session, 512
+ * per transaction, this 2-CPU machine).
  *
  * The rows do not change, so the table's definition is rewritten in place,
  * as sqlite documents for changes that leave the file's content valid
@@ -707,11 +708,13 @@ static int check_identity(struct audit_db *db, int64_t *ret_version, bool *ret_e
  * the migration's transaction, with writable_schema on for this one UPDATE
  * and the schema cookie bumped so every connection parses it again. A
  * rebuild (migration_3's way) would copy every record: minutes at startup
- * on a big log. Each replaced text must occur exactly once in what version
- * 3 wrote, so a schema someone else edited is refused, not patched. */
+ * on a big log. user_version stays 3: the rules are the same, so an older
+ * lyhd still opens the file. Each replaced text must occur exactly once in
+ * what version 3 wrote, and a file must have all old texts or all new ones,
+ * so a schema someone else edited is refused, not patched. */
 static const struct {
     const char *from, *to;
-} v4_checks[] = {
+} in_list_checks[] = {
     { "CHECK (family IN (0, 4, 6))", "CHECK (family = 0 OR family = 4 OR family = 6)" },
     { "CHECK (length(src) IN (0, 4, 16))",
       "CHECK (length(src) = 0 OR length(src) = 4 OR length(src) = 16)" },
@@ -720,25 +723,25 @@ static const struct {
       "CHECK (length(dst) = length(src))" },
 };
 
-/* The table's text with every v4_checks replacement made, into out. */
-static int v4_text(struct audit_db *db, const char *old, char *out, size_t size) {
+/* The table's text with every in_list_checks replacement made, into out. */
+static int checks_text(struct audit_db *db, const char *old, char *out, size_t size) {
     char buf[2][4096];
     const char *cur = old;
 
     if (strlen(old) >= sizeof buf[0])
         return sqlu_errf(&db->sq, -EBADMSG, "%s: the events table's definition is not the one "
                          "lyhd wrote; move the file away and restart lyhd", db->sq.path);
-    for (size_t i = 0; i < ARRAY_SIZE(v4_checks); i++) {
-        const char *at = strstr(cur, v4_checks[i].from);
+    for (size_t i = 0; i < ARRAY_SIZE(in_list_checks); i++) {
+        const char *at = strstr(cur, in_list_checks[i].from);
         char *dst = buf[i % 2];
         int n;
 
-        if (!at || strstr(at + 1, v4_checks[i].from))
+        if (!at || strstr(at + 1, in_list_checks[i].from))
             return sqlu_errf(&db->sq, -EBADMSG, "%s: the events table's definition is not the "
                              "one lyhd wrote (no single '%s'); move the file away and restart "
-                             "lyhd", db->sq.path, v4_checks[i].from);
-        n = snprintf(dst, sizeof buf[0], "%.*s%s%s", (int)(at - cur), cur, v4_checks[i].to,
-                     at + strlen(v4_checks[i].from));
+                             "lyhd", db->sq.path, in_list_checks[i].from);
+        n = snprintf(dst, sizeof buf[0], "%.*s%s%s", (int)(at - cur), cur, in_list_checks[i].to,
+                     at + strlen(in_list_checks[i].from));
         if (n < 0 || (size_t)n >= sizeof buf[0])
             return sqlu_errf(&db->sq, -EBADMSG, "%s: the events table's definition is too long",
                              db->sq.path);
@@ -751,7 +754,7 @@ static int v4_text(struct audit_db *db, const char *old, char *out, size_t size)
     return 0;
 }
 
-static int v4_rewrite(struct audit_db *db, const char *text) {
+static int checks_rewrite(struct audit_db *db, const char *text) {
     _cleanup_finalize_ sqlite3_stmt *st = NULL;
     int64_t cookie = 0;
     char sql[64];
@@ -760,57 +763,63 @@ static int v4_rewrite(struct audit_db *db, const char *text) {
     r = sqlu_query_int(&db->sq, db->w, "PRAGMA schema_version", &cookie);
     if (r < 0)
         return r;
-    r = sqlu_exec(&db->sq, db->w, "PRAGMA writable_schema = ON", "migration 4: writable_schema");
+    r = sqlu_exec(&db->sq, db->w, "PRAGMA writable_schema = ON", "CHECKs' rewrite: writable_schema");
     if (r < 0)
         return r;
     rc = sqlite3_prepare_v2(db->w, "UPDATE sqlite_schema SET sql = ?1 WHERE type = 'table' AND "
                             "name = 'events'", -1, &st, NULL);
     if (rc != SQLITE_OK)
-        return sqlu_fail(&db->sq, db->w, rc, "migration 4: prepare");
+        return sqlu_fail(&db->sq, db->w, rc, "CHECKs' rewrite: prepare");
     rc = sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
     if (rc != SQLITE_OK)
-        return sqlu_fail(&db->sq, db->w, rc, "migration 4: bind");
-    r = sqlu_step_done(&db->sq, st, "migration 4: rewrite the events table's CHECKs");
+        return sqlu_fail(&db->sq, db->w, rc, "CHECKs' rewrite: bind");
+    r = sqlu_step_done(&db->sq, st, "rewrite the events table's CHECKs");
     if (r < 0)
         return r;
     if (sqlite3_changes(db->w) != 1)
-        return sqlu_errf(&db->sq, -EBADMSG, "%s: migration 4 changed %d tables, not 1",
+        return sqlu_errf(&db->sq, -EBADMSG, "%s: the CHECKs' rewrite changed %d tables, not 1",
                          db->sq.path, sqlite3_changes(db->w));
     snprintf(sql, sizeof sql, "PRAGMA schema_version = %lld", (long long)cookie + 1);
-    r = sqlu_exec(&db->sq, db->w, sql, "migration 4: schema_version");
+    r = sqlu_exec(&db->sq, db->w, sql, "CHECKs' rewrite: schema_version");
     if (r < 0)
         return r;
     return sqlu_exec(&db->sq, db->w, "PRAGMA writable_schema = OFF",
-                     "migration 4: writable_schema off");
+                     "CHECKs' rewrite: writable_schema off");
 }
 
-static int migrate_4(struct audit_db *db, int64_t *version) {
+static int checks_without_in_lists(struct audit_db *db) {
     char old[4096], text[4096];
+    size_t n_new = 0;
     int r, r2;
 
-    if (*version >= 4)
-        return 0;
     r = sqlu_query_text(&db->sq, db->w,
                         "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'",
                         old, sizeof old);
     if (r < 0)
         return r;
-    r = v4_text(db, old, text, sizeof text);
+    for (size_t i = 0; i < ARRAY_SIZE(in_list_checks); i++)
+        n_new += strstr(old, in_list_checks[i].to) != NULL;
+    if (n_new == ARRAY_SIZE(in_list_checks))
+        return 0; /* done at an earlier start */
+    if (n_new != 0)
+        return sqlu_errf(&db->sq, -EBADMSG, "%s: the events table's definition is not the one "
+                         "lyhd wrote; move the file away and restart lyhd", db->sq.path);
+    r = checks_text(db, old, text, sizeof text);
     if (r < 0)
         return r;
     /* DEFENSIVE (sqlu_open) forbids writable_schema: off for the rewrite
      * alone, on again whatever happened. */
     if (sqlite3_db_config(db->w, SQLITE_DBCONFIG_DEFENSIVE, 0, (int *)NULL) != SQLITE_OK)
-        return sqlu_errf(&db->sq, -EIO, "%s: migration 4: cannot leave defensive mode",
+        return sqlu_errf(&db->sq, -EIO, "%s: the CHECKs' rewrite cannot leave defensive mode",
                          db->sq.path);
-    r = v4_rewrite(db, text);
+    r = checks_rewrite(db, text);
     if (r < 0)
         (void)sqlite3_exec(db->w, "PRAGMA writable_schema = OFF", NULL, NULL, NULL);
     r2 = sqlite3_db_config(db->w, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
     if (r < 0)
         return r;
     if (r2 != SQLITE_OK)
-        return sqlu_errf(&db->sq, -EIO, "%s: migration 4: cannot return to defensive mode",
+        return sqlu_errf(&db->sq, -EIO, "%s: the CHECKs' rewrite cannot return to defensive mode",
                          db->sq.path);
     /* the new text parses (the next statement reads the schema again) and
      * is the one meant */
@@ -820,11 +829,7 @@ static int migrate_4(struct audit_db *db, int64_t *version) {
     if (r < 0)
         return r;
     if (strcmp(old, text) != 0)
-        return sqlu_errf(&db->sq, -EBADMSG, "%s: migration 4 did not take", db->sq.path);
-    r = sqlu_exec(&db->sq, db->w, "PRAGMA user_version = 4", "migration 4: user_version");
-    if (r < 0)
-        return r;
-    *version = 4;
+        return sqlu_errf(&db->sq, -EBADMSG, "%s: the CHECKs' rewrite did not take", db->sq.path);
     return 0;
 }
 
@@ -848,7 +853,7 @@ static int migrate_in_transaction(void *ud) {
     r = sqlu_migrate(&db->sq, db->w, migrations, ARRAY_SIZE(migrations), NULL, &version);
     if (r < 0)
         return r;
-    r = migrate_4(db, &version);
+    r = checks_without_in_lists(db);
     if (r < 0)
         return r;
 

@@ -339,7 +339,7 @@ static void test_open_new_close_reopen(void **state) {
     snprintf(wal, sizeof wal, "%s-wal", f->db);
     assert_int_equal(mode_of(wal), 0600);
 
-    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 3);
     assert_int_equal(raw_int_at(f->db, "PRAGMA application_id"), 0x4c594841);
     assert_int_equal(raw_int_at(f->db, "PRAGMA auto_vacuum"), 2);
     assert_int_equal(raw_int_at(f->db, "SELECT value FROM meta WHERE key = 'clean'"), 0);
@@ -513,13 +513,13 @@ static void test_newer_version_refused(void **state) {
     audit_db_close(f->a);
     f->a = NULL;
     raw = raw_open(f->db);
-    raw_exec(raw, "PRAGMA user_version = 5");
+    raw_exec(raw, "PRAGMA user_version = 4");
     sqlite3_close(raw);
 
     open_fails(f->db, -EPROTO, why, sizeof why);
     assert_non_null(strstr(why, "newer than this lyhd"));
-    /* Untouched: still version 5, and not marked anything. */
-    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 5);
+    /* Untouched: still version 4, and not marked anything. */
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 4);
     assert_int_equal(raw_int_at(f->db, "SELECT value FROM meta WHERE key = 'clean'"), 1);
 }
 
@@ -1626,7 +1626,7 @@ static void test_migration_2(void **state) {
                   "DROP INDEX events_nosession; PRAGMA user_version = 1");
     sqlite3_close(raw);
     assert_true(must_open(f));
-    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 3);
     assert_int_equal(raw_int_at(f->db, "SELECT n FROM writers WHERE session = 's-1' AND kind = 1"),
                      50);
     /* migration 3 kept the records, their ids and the next id */
@@ -1645,9 +1645,9 @@ static void test_migration_2(void **state) {
     check_counts(f);
 }
 
-/* Version 3 as it was written: the events table's CHECKs with IN lists
- * (migration_4 spells them as comparisons), plus extra SQL, if any, under
- * writable_schema. */
+/* Version 3 as lyhd wrote it before: the events table's CHECKs with IN
+ * lists (checks_without_in_lists spells them as comparisons), plus extra
+ * SQL, if any, under writable_schema. */
 static void make_v3(const char *path, const char *extra) {
     sqlite3 *raw = raw_open(path);
     int64_t cookie = raw_int(raw, "PRAGMA schema_version");
@@ -1693,9 +1693,10 @@ static void insert_refused(const char *path, const char *family_src_dst) {
     sqlite3_close(raw);
 }
 
-/* A version 3 file gets its CHECKs rewritten in place: records, ids and
- * counts stay, and the rules are the same. */
-static void test_migration_4(void **state) {
+/* A file with the IN lists gets its CHECKs rewritten in place: records,
+ * ids and counts stay, the rules are the same, the version too (an older
+ * lyhd still opens it), and a second open changes nothing. */
+static void test_checks_rewrite(void **state) {
     struct fx *f = *state;
 
     append_writer(f->a, 30, 100, "s-1", true, 1000);
@@ -1704,7 +1705,7 @@ static void test_migration_4(void **state) {
     make_v3(f->db, NULL);
     assert_int_equal(raw_int_at(f->db, EVENTS_IN_LISTS), 1);
     assert_true(must_open(f));
-    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 3);
     assert_int_equal(raw_int_at(f->db, EVENTS_IN_LISTS), 0);
     assert_int_equal(raw_int_at(f->db, "SELECT count(*) FROM events"), 30);
     assert_int_equal(raw_int_at(f->db, "SELECT max(id) FROM events"), 30);
@@ -1723,13 +1724,16 @@ static void test_migration_4(void **state) {
     insert_refused(f->db, "4, x'0a000001', x'0a00000100'");               /* lengths differ */
     insert_refused(f->db, "6, x'00000000000000000000000000000001', x''"); /* lengths differ */
     assert_int_equal(count_where(f, "session = 's-9'"), 0);
-    /* and a reopen finds version 4 as it is */
+    /* and a reopen finds it as it is */
+    int64_t cookie = raw_int_at(f->db, "PRAGMA schema_version");
     assert_true(reopen(f));
-    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 4);
+    assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int_at(f->db, "PRAGMA schema_version"), cookie);
 }
 
-/* A version 3 events table someone changed is refused, and left as it is. */
-static void test_migration_4_foreign(void **state) {
+/* An events table someone changed is refused, and left as it is: one with
+ * an IN list changed, one with an old and a new CHECK. */
+static void test_checks_rewrite_foreign(void **state) {
     struct fx *f = *state;
     char why[AUDIT_DB_ERR_MAX];
 
@@ -1741,6 +1745,12 @@ static void test_migration_4_foreign(void **state) {
     has_text(why, "not the one lyhd wrote");
     has_text(why, "CHECK (family IN (0, 4, 6))");
     assert_int_equal(raw_int_at(f->db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int_at(f->db, EVENTS_IN_LISTS), 1);
+    make_v3(f->db, "UPDATE sqlite_schema SET sql = replace(sql, 'family IN (0, 4, 6, 7)', "
+                   "'family = 0 OR family = 4 OR family = 6') WHERE type = 'table' AND "
+                   "name = 'events'");
+    open_fails(f->db, -EBADMSG, why, sizeof why);
+    has_text(why, "not the one lyhd wrote");
     assert_int_equal(raw_int_at(f->db, EVENTS_IN_LISTS), 1);
 }
 
@@ -2206,8 +2216,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_prune_gaps_bounded, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_prune_plans, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_migration_2, setup_open, teardown),
-        cmocka_unit_test_setup_teardown(test_migration_4, setup_open, teardown),
-        cmocka_unit_test_setup_teardown(test_migration_4_foreign, setup_open, teardown),
+        cmocka_unit_test_setup_teardown(test_checks_rewrite, setup_open, teardown),
+        cmocka_unit_test_setup_teardown(test_checks_rewrite_foreign, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_measure, setup_open, teardown),
         cmocka_unit_test_setup_teardown(test_million_events, setup_open, teardown),
     };
