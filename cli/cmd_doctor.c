@@ -193,11 +193,14 @@ static void check_status(struct doctor *dr, const lianyaohu_v1_StatusReply *st) 
             "audit.db in %s uses %s of its %s cap (retention %s): the oldest records are being "
             "pruned",
             st->state_dir, size, cap, age);
-    else
+    else if (st->audit_flow_rate)
         add(dr, "audit", ST_OK, NULL,
             "audit.db in %s uses %s; retention %s, cap %s; each session's new flows are "
             "recorded one by one up to %u/s",
             st->state_dir, size, age, cap, st->audit_flow_rate);
+    else /* an older lyhd: it does not say */
+        add(dr, "audit", ST_OK, NULL, "audit.db in %s uses %s; retention %s, cap %s",
+            st->state_dir, size, age, cap);
     /* lyhd tried what every launch does first (its cgroup) */
     if (st->launch_problem[0])
         add(dr, "launch", ST_FAIL, "do what the detail says, then run lyh doctor again", "%s",

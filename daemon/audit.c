@@ -891,8 +891,8 @@ static void set_flow_rate(struct audit *a) {
 
     if (a->d->cfg.audit_flow_rate) {
         a->flow_rate = a->d->cfg.audit_flow_rate;
-        log_info("audit: each session logs up to %u new flows/s per verdict (--audit-flow-rate); "
-                 "beyond that they are counted in gap records",
+        log_info("audit: each session logs up to %u new flows/s through its VPN interface "
+                 "(--audit-flow-rate); beyond that they are counted in gap records",
                  a->flow_rate);
         return;
     }
@@ -910,7 +910,8 @@ static void set_flow_rate(struct audit *a) {
                    : share > AUDIT_FLOW_RATE_MAX ? AUDIT_FLOW_RATE_MAX
                                                  : (unsigned)share;
     log_info("audit: audit.db takes %" PRIu64 " flow records/s here (measured now); each session "
-             "logs up to %u new flows/s per verdict, beyond that they are counted in gap records",
+             "logs up to %u new flows/s through its VPN interface, beyond that they are counted in "
+             "gap records",
              took, a->flow_rate);
 }
 

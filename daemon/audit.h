@@ -58,10 +58,11 @@ bool audit_request(struct lyhd *d, uid_t uid, pid_t pid, const char *label, cons
  * overflowing; for building details. */
 void audit_kv(char *buf, size_t size, const char *key, const char *value);
 
-/* New flows each session's log rules may log per second, per verdict (the
- * limit every chain gets; --audit-flow-rate, else a third of what audit.db's
- * writes took in a measurement at audit_start). Above it the chain still counts them,
- * and they go in gap records. */
+/* New flows through its VPN interface each session may log per second, one
+ * record each (their log rules share it; every other log rule keeps the
+ * fixed NFTR_DEFAULT_LOG_RATE); --audit-flow-rate, else a third of what
+ * audit.db's writes took in a measurement at audit_start. Above it the chain
+ * still counts them, and they go in gap records. */
 unsigned audit_flow_rate(const struct lyhd *d);
 
 /* Session lifecycle: start (after exec), and end: called by teardown while

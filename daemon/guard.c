@@ -1037,13 +1037,13 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
                 .rate = NFTR_DEFAULT_LOG_RATE,
                 .burst = NFTR_DEFAULT_LOG_BURST},
     };
-    /* a burst of half a second's worth: a short flood is recorded whole */
+    /* The VPN's new flows share the measured rate (a burst of half a
+     * second's worth: a short flood is recorded whole); every other log
+     * rule keeps the fixed one. */
     unsigned rate = audit_flow_rate(d);
-    g->flow_log = (struct nftr_log_params){
-        .group = NFTR_DEFAULT_NFLOG_GROUP,
-        .rate = rate,
-        .burst = rate / 2 > NFTR_DEFAULT_LOG_BURST ? rate / 2 : NFTR_DEFAULT_LOG_BURST,
-    };
+    g->flow_log = g->base.log;
+    g->flow_log.vpn_rate = rate;
+    g->flow_log.vpn_burst = rate / 2 > NFTR_DEFAULT_LOG_BURST ? rate / 2 : NFTR_DEFAULT_LOG_BURST;
     /* Did the table lyhd finds let sessions listen? Its map loopback says
      * (chain input is there for DNS alone too). Unknown counts as yes. */
     r = nft_set_exists(g->nft, NFTR_MAP_LOOPBACK);

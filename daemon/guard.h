@@ -27,11 +27,13 @@ struct guard {
     struct cg_root cg;
     bool have_cgroup;         /* cgroup v2 usable: session scope */
     struct nftr_base_params base;
-    /* The log rules of session and shared chains: the rate audit_flow_rate
-     * set at start. Not the base's own (the catch-all's), which stays fixed:
-     * probe_base compares the base rule by rule, and a measurement differing
-     * at each start must not make every restart rebuild the table. Chains of
-     * adopted sessions keep the rate they were made with. */
+    /* The log rules of session and shared chains: base.log's, and for the
+     * new flows out of the VPN interface (shared by their rules) the rate
+     * audit_flow_rate set at start. Not in the base itself (the
+     * catch-all's), which stays fixed: probe_base compares the base rule by
+     * rule, and a measurement differing at each start must not make every
+     * restart rebuild the table. Chains of adopted sessions keep the rate
+     * they were made with. */
     struct nftr_log_params flow_log;
     /* Sessions may listen (seccomp lets bind/listen/accept through): the
      * base's input chain refuses every packet for a session's socket from

@@ -236,6 +236,7 @@ static void m_gids(struct matches *ms, enum nftr_match_type type, uint32_t id, u
 /* Logging context of one chain. */
 struct logctx {
     struct nftr_log_params p;
+    bool vpn; /* emitting the VPN interface's accepts: their log rules are vpn_log */
     char accept_prefix[NFTR_LOG_PREFIX_MAX];
     char reject_prefix[NFTR_LOG_PREFIX_MAX];
 };
@@ -256,8 +257,25 @@ static void rule_log(struct nftr_rule *r, const struct logctx *lc, const char *p
         r->limit_burst = lc->p.burst;
     }
     r->log = true;
+    r->vpn_log = lc->vpn;
     r->log_group = lc->p.group;
     snprintf(r->log_prefix, sizeof(r->log_prefix), "%s", prefix);
+}
+
+/* The VPN interface's accept log rules share vpn_rate and vpn_burst. */
+static void share_vpn_rate(struct rules *rs, const struct nftr_log_params *p) {
+    size_t n = 0;
+
+    if (!p->vpn_rate)
+        return;
+    for (size_t i = 0; i < rs->n; i++)
+        n += rs->v[i].vpn_log && rs->v[i].limit;
+    for (size_t i = 0; n && i < rs->n; i++) {
+        if (!rs->v[i].vpn_log || !rs->v[i].limit)
+            continue;
+        rs->v[i].limit_rate = p->vpn_rate / n ? (uint32_t)(p->vpn_rate / n) : 1;
+        rs->v[i].limit_burst = p->vpn_burst / n ? (uint32_t)(p->vpn_burst / n) : 1;
+    }
 }
 
 /* M ct state new counter limit .. log "..:A " ; M counter accept
@@ -685,13 +703,16 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
             er->counter = true;
             er->verdict = NFTR_V_ACCEPT;
         }
+        lc.vpn = true;
         for (int fam = 0; fam < 2; fam++) {
             ms.n = 0;
             m_oif(&ms, in->iface);
             m_set(&ms, fam ? AF_INET6 : AF_INET, fam ? c->set6 : c->set4);
             emit_accept(&rs, &lc, &ms);
         }
+        lc.vpn = false;
     }
+    lc.vpn = in->iface != NULL;
     if (!in->iface) {
         /* proxy-only: no VPN; the proxy is a LAN exception, above */
     } else if (!p->deny_default && !in->domain_sets) {
@@ -702,6 +723,7 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
         for (size_t i = 0; i < p->n_allow; i++)
             emit_dest_accept(&rs, &lc, in->iface, &p->allow[i]);
     }
+    lc.vpn = false;
     /* (7) everything else */
     ms.n = 0;
     emit_reject(&rs, &lc, &ms, REJECT_ANY, lc.reject_prefix);
@@ -710,6 +732,7 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
         free(rs.v);
         return rs.err;
     }
+    share_vpn_rate(&rs, &lc.p);
     c->rules = rs.v;
     c->n_rules = rs.n;
     if (mark) {

@@ -129,6 +129,13 @@ struct nftr_log_params {
     uint16_t group; /* NFLOG group */
     uint32_t rate;  /* log events per second, per log rule */
     uint32_t burst;
+    /* Chains only: the log rules of the new flows the session's VPN
+     * interface lets out (the one path a flood of recorded flows takes)
+     * share vpn_rate and vpn_burst between them, each getting an equal part
+     * (at least 1), so a policy with many allowed destinations does not
+     * multiply it. 0: they have rate and burst like every other rule. */
+    uint32_t vpn_rate;
+    uint32_t vpn_burst;
     /* Chains only (Policy.log_allowed_flows = false): allowed new flows are
      * counted but not logged, `ct state new counter` with no limit and no log
      * statement, so the totals stay exact and no accept event reaches NFLOG.
@@ -277,6 +284,7 @@ struct nftr_rule {
      * thinned out, so the audit can tell how many events the limit cost. */
     bool log_counter;
     bool log; /* log prefix "<log_prefix>" group <log_group> */
+    bool vpn_log; /* the log rule of new flows out of the VPN interface (vpn_rate) */
     uint16_t log_group;
     char log_prefix[NFTR_LOG_PREFIX_MAX];
     bool counter;

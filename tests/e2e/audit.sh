@@ -381,7 +381,7 @@ fi
 # A flood in one session thins out its own records, not another's.
 lyh_daemon_stop
 lyh_daemon_start --audit-flow-rate 400 || lyh_die "lyhd does not start with --audit-flow-rate 400"
-grep -q "each session logs up to 400 new flows/s per verdict (--audit-flow-rate)" "$LYH_DAEMON_LOG" ||
+grep -q "each session logs up to 400 new flows/s through its VPN interface (--audit-flow-rate)" "$LYH_DAEMON_LOG" ||
     t_fail "6: lyhd says the rate it was given" "$(grep audit "$LYH_DAEMON_LOG" | head -5)"
 if agent_start s6a && agent_start s6b; then
     SA=${A_SID[s6a]} SB=${A_SID[s6b]}
@@ -392,8 +392,12 @@ if agent_start s6a && agent_start s6b; then
     t_eq "6: the quiet session sent its 300" "$RES" "sent 300"
     lyh_wait_until 30 test -e "${A_DIR[s6a]}/res.$na6"
     t_eq "6: the flooding session sent its 16000" "$(cat "${A_DIR[s6a]}/res.$na6" 2>/dev/null)" "sent 16000"
-    t_check "6: the flood's chain logs at 400/s" grep -q "limit rate 400/second burst 1000 packets" \
-        <<<"$(lyh_nft list chain inet lianyaohu "s-$SA")"
+    CH=$(lyh_nft list chain inet lianyaohu "s-$SA")
+    t_check "6: the flood's chain logs its VPN flows at 400/s" grep -q \
+        'oifname "tun0" ct state new counter packets [0-9]* bytes [0-9]* limit rate 400/second burst 1000 packets log' <<<"$CH"
+    # every other log rule keeps the fixed rate: they do not add up to the VPN's
+    t_eq "6: no other rule has the VPN's rate" "$(grep -c 'limit rate 400/second' <<<"$CH")" 1
+    t_check "6: the refusals keep 2000/s" grep -q 'limit rate 2000/second burst 1000 packets log prefix "lyh:[0-9a-f]*:D "' <<<"$CH"
     agent_stop s6a
     agent_stop s6b
     session_ended "$SA" || t_fail "6: the flood's end is recorded"

@@ -518,6 +518,77 @@ static void test_no_rate_limit(void **state) {
     nftr_chain_free(c);
 }
 
+/* vpn_rate: the log rules of new flows out of the VPN interface share it
+ * (default policy: one rule; deny_default with three allowed destinations:
+ * split between theirs); every other log rule keeps rate and burst. */
+static void vpn_rates(const struct nftr_input *in, uint32_t *ret_n, uint32_t *ret_sum_rate,
+                      uint32_t *ret_sum_burst) {
+    struct nftr_chain *c = NULL;
+
+    *ret_n = *ret_sum_rate = *ret_sum_burst = 0;
+    assert_int_equal(nftr_render_chain(in, &c), 0);
+    for (size_t i = 0; i < c->n_rules; i++) {
+        const struct nftr_rule *r = &c->rules[i];
+        _cleanup_free_ char *t = NULL;
+
+        if (!r->log)
+            continue;
+        assert_true(r->limit);
+        assert_int_equal(nftr_rule_text(r, &t), 0);
+        if (r->vpn_log) {
+            assert_non_null(strstr(t, "oifname \"tun0\""));
+            assert_non_null(strstr(t, ":A \""));
+            (*ret_n)++;
+            *ret_sum_rate += r->limit_rate;
+            *ret_sum_burst += r->limit_burst;
+        } else {
+            assert_int_equal(r->limit_rate, NFTR_DEFAULT_LOG_RATE);
+            assert_int_equal(r->limit_burst, NFTR_DEFAULT_LOG_BURST);
+        }
+    }
+    nftr_chain_free(c);
+}
+
+static void test_vpn_rate(void **state) {
+    struct dr_rule allow[] = {
+        v4("140.82.112.0", 20, 443, 443),
+        v4("151.101.0.0", 16, 0, 0),
+        v6("2606:50c0::", 32, 80, 443),
+    };
+    struct nftr_input in = session_input();
+    uint32_t n, rate, burst;
+
+    in.log.vpn_rate = 90000;
+    in.log.vpn_burst = 45000;
+    vpn_rates(&in, &n, &rate, &burst);
+    assert_int_equal(n, 1);
+    assert_int_equal(rate, 90000);
+    assert_int_equal(burst, 45000);
+    in.policy.deny_default = true;
+    in.policy.allow = allow;
+    in.policy.n_allow = ARRAY_SIZE(allow);
+    vpn_rates(&in, &n, &rate, &burst);
+    assert_true(n >= 3);
+    assert_true(rate <= 90000 && rate > 90000 - n);
+    assert_true(burst <= 45000 && burst > 45000 - n);
+    /* a share never rounds down to no limit at all */
+    in.log.vpn_rate = 1;
+    in.log.vpn_burst = 1;
+    vpn_rates(&in, &n, &rate, &burst);
+    assert_int_equal(rate, n);
+    /* 0: the VPN's rules are like the others (the goldens) */
+    in.log.vpn_rate = 0;
+    vpn_rates(&in, &n, &rate, &burst);
+    assert_true(n >= 3);
+    assert_int_equal(rate, n * NFTR_DEFAULT_LOG_RATE);
+    /* proxy-only: no VPN, no such rule */
+    in = session_input();
+    in.iface = NULL;
+    in.log.vpn_rate = 90000;
+    vpn_rates(&in, &n, &rate, &burst);
+    assert_int_equal(n, 0);
+}
+
 /* Policy.log_allowed_flows = false: accepts are counted (the new-flow counter
  * stays, so the audit's totals are exact) but never logged; refusals still are. */
 static void test_session_accept_unlogged(void **state) {
@@ -1000,6 +1071,7 @@ int main(void) {
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_longest_id_prefix_fits),
         cmocka_unit_test(test_no_rate_limit),
+        cmocka_unit_test(test_vpn_rate),
         cmocka_unit_test(test_session_accept_unlogged),
         cmocka_unit_test(test_session_loopback_narrow),
         cmocka_unit_test(test_session_listeners),
