@@ -114,7 +114,9 @@ int audit_db_append(struct audit_db *db, struct audit_rec *recs, size_t n);
  * n synthetic records (one session, consecutive destinations: a scan's
  * shape), each appended and committed as lyhd writes its batches, into a
  * scratch file DIR/AUDIT_MEASURE_NAME made for it and removed after (as is
- * one an earlier call left). audit.db is never touched. The fastest
+ * one an earlier call left). audit.db is never touched. DIR must be a
+ * directory the caller has checked (lyhd: audit.db's own, opened just
+ * before): the leftovers are removed before audit_db_open checks it. The fastest
  * round's rate: other work on the machine only slows a round down, so the
  * fastest is the nearest to what the machine can do. A new file's indexes are shallow, so a big audit.db takes
  * somewhat fewer. */
