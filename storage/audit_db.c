@@ -712,6 +712,8 @@ static int check_identity(struct audit_db *db, int64_t *ret_version, bool *ret_e
  * lyhd still opens the file. Each replaced text must occur exactly once in
  * what version 3 wrote, and a file must have all old texts or all new ones,
  * so a schema someone else edited is refused, not patched. */
+#define EVENTS_TABLE_SQL "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'"
+
 static const struct {
     const char *from, *to;
 } in_list_checks[] = {
@@ -792,9 +794,7 @@ static int checks_without_in_lists(struct audit_db *db) {
     size_t n_new = 0;
     int r, r2;
 
-    r = sqlu_query_text(&db->sq, db->w,
-                        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'",
-                        old, sizeof old);
+    r = sqlu_query_text(&db->sq, db->w, EVENTS_TABLE_SQL, old, sizeof old);
     if (r < 0)
         return r;
     for (size_t i = 0; i < ARRAY_SIZE(in_list_checks); i++)
@@ -823,9 +823,7 @@ static int checks_without_in_lists(struct audit_db *db) {
                          db->sq.path);
     /* the new text parses (the next statement reads the schema again) and
      * is the one meant */
-    r = sqlu_query_text(&db->sq, db->w,
-                        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'",
-                        old, sizeof old);
+    r = sqlu_query_text(&db->sq, db->w, EVENTS_TABLE_SQL, old, sizeof old);
     if (r < 0)
         return r;
     if (strcmp(old, text) != 0)
