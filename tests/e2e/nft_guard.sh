@@ -280,6 +280,20 @@ if [ "${ap:-0}" -gt 0 ] && [ "${rp:-0}" -gt 0 ]; then ok "counters of s-a: $cnt"
 cnt=$(T counters guarded)
 rp=$(counter_field "$cnt" reject_packets)
 if [ "${rp:-0}" -gt 0 ]; then ok "counters of guarded (no session): $cnt"; else bad "counters of guarded" "$cnt"; fi
+# The fast rules (nft_render.c (0a)): b's TCP flows to 11.77.0.1 went through
+# its IPv4 TCP one after their first packet; a (a deny rule) and c
+# (deny-default) have none, so the refusals above were decided by the rest.
+fastpk=$(nsenter --net="/run/netns/$MAIN" nft list chain inet lianyaohu s-b 2>&1 |
+    awk '/ct state established,related ip daddr != @lan4 tcp dport != 53 counter/ {
+        for (i = 1; i < NF; i++) if ($i == "packets") print $(i + 1) }')
+if [ "${fastpk:-0}" -gt 0 ] 2>/dev/null; then ok "b: established TCP packets met the fast rule first ($fastpk)"; else
+    bad "b: fast rule counter" "${fastpk:-none}"; fi
+for ch in s-a s-c; do
+    lst=$(nsenter --net="/run/netns/$MAIN" nft list chain inet lianyaohu "$ch" 2>&1)
+    n=$(grep -c 'ct state established,related ip6\{0,1\} daddr != @lan' <<<"$lst")
+    grep -q "chain $ch {" <<<"$lst" || n="no chain $ch"
+    expect_eq "$ch: no fast rule (its policy refuses some VPN destinations)" "$n" 0
+done
 
 # NFLOG: the prefixes name the session and the verdict (log events may be sampled by
 # the limit; at this rate they are not)

@@ -54,6 +54,28 @@ static struct nftr_input session_input(void) {
     };
 }
 
+/* (0a): oifname VPN ct state established,related ip[6] daddr != @lan[46]
+ *       tcp|udp dport != 53 counter accept */
+static bool is_fast_rule(const struct nftr_rule *r) {
+    return r->n_match == 4 && r->match[0].type == NFTR_M_OIFNAME &&
+           strcmp(r->match[0].name, "lo") != 0 && r->match[1].type == NFTR_M_CT_ESTABLISHED &&
+           r->match[2].type == NFTR_M_DADDR_SET_NE && r->match[3].type == NFTR_M_DPORT_NE &&
+           r->match[3].port_min == 53 &&
+           (r->match[3].l4proto == IPPROTO_TCP || r->match[3].l4proto == IPPROTO_UDP) &&
+           r->verdict == NFTR_V_ACCEPT && r->counter && !r->log && !r->limit;
+}
+
+/* The first rule after the fast rules and the DNS rules: loopback's first. */
+static size_t after_head(const struct nftr_chain *c) {
+    size_t i = 0;
+    while (i < c->n_rules && (c->rules[i].match[0].type == NFTR_M_CT_DNAT ||
+                              (c->rules[i].match[0].type == NFTR_M_DPORT &&
+                               c->rules[i].match[0].port_min == 53) ||
+                              is_fast_rule(&c->rules[i])))
+        i++;
+    return i;
+}
+
 /* Invariants every rendered chain must hold, independent of the golden text. */
 static void check_invariants(const struct nftr_chain *c) {
     assert_true(c->n_rules >= 2);
@@ -90,6 +112,10 @@ static void check_invariants(const struct nftr_chain *c) {
     /* the DNS forwarder's flows (only those chain dnsnat rewrote, only to
      * 127.0.0.1 or ::1 at one port), then loopback */
     size_t first = 0;
+    /* first at most four fast rules (see test_fast_path) */
+    while (first < 4 && first < c->n_rules && is_fast_rule(&c->rules[first]))
+        first++;
+    size_t fast = first;
     for (; first < c->n_rules && c->rules[first].match[0].type == NFTR_M_CT_DNAT; first++) {
         const struct nftr_rule *r = &c->rules[first];
         assert_int_equal(r->n_match, 3);
@@ -99,10 +125,10 @@ static void check_invariants(const struct nftr_chain *c) {
         assert_int_equal(r->match[2].port_min, r->match[2].port_max);
         assert_int_equal(r->verdict, NFTR_V_ACCEPT);
     }
-    assert_true(first == 0 || first == 4);
+    assert_true(first == fast || first == fast + 4);
     /* then port 53 that was not rewritten: logged and refused, udp and tcp */
     size_t dns_rejects = 0;
-    for (; first > 0 && first < c->n_rules && c->rules[first].match[0].type == NFTR_M_DPORT;
+    for (; first > fast && first < c->n_rules && c->rules[first].match[0].type == NFTR_M_DPORT;
          first++, dns_rejects++) {
         const struct nftr_rule *r = &c->rules[first];
         assert_int_equal(r->match[0].port_min, 53);
@@ -110,7 +136,9 @@ static void check_invariants(const struct nftr_chain *c) {
         assert_true(r->verdict == NFTR_V_CONTINUE || r->verdict == NFTR_V_REJECT_ADMIN ||
                     r->verdict == NFTR_V_REJECT_TCP_RESET);
     }
-    assert_int_equal(dns_rejects, first ? 4 : 0);
+    assert_int_equal(dns_rejects, first > fast ? 4 : 0);
+    for (size_t i = first; i < c->n_rules; i++)
+        assert_false(is_fast_rule(&c->rules[i]));
     assert_int_equal(c->rules[first].match[0].type, NFTR_M_OIFNAME);
     assert_string_equal(c->rules[first].match[0].name, "lo");
     /* lo is accepted only towards 127.0.0.0/8 and ::1, never towards the
@@ -248,7 +276,7 @@ static void test_uid_fallback(void **state) {
     assert_string_equal(c->name, "LYH-1000");
     assert_string_equal(c->dispatch_chain, "guarded");
     assert_string_equal(c->dispatch.comment, "LYH-1000");
-    assert_true(strncmp(c->rules[0].log_prefix, "lyh:LYH-1000:A ", 15) == 0);
+    assert_true(strncmp(c->rules[after_head(c)].log_prefix, "lyh:LYH-1000:A ", 15) == 0);
     nftr_chain_free(c);
 }
 
@@ -499,7 +527,7 @@ static void test_longest_id_prefix_fits(void **state) {
     check_invariants(c);
     char want[NFTR_LOG_PREFIX_MAX];
     snprintf(want, sizeof(want), "lyh:%s:A ", id);
-    assert_string_equal(c->rules[0].log_prefix, want);
+    assert_string_equal(c->rules[after_head(c)].log_prefix, want);
     nftr_chain_free(c);
 }
 
@@ -511,7 +539,7 @@ static void test_no_rate_limit(void **state) {
     for (size_t i = 0; i < c->n_rules; i++)
         assert_false(c->rules[i].limit);
     _cleanup_free_ char *t = NULL;
-    assert_int_equal(nftr_rule_text(&c->rules[0], &t), 0);
+    assert_int_equal(nftr_rule_text(&c->rules[after_head(c)], &t), 0);
     assert_string_equal(
         t, "oifname \"lo\" ip daddr 127.0.0.0/8 meta l4proto icmp ct state new counter log prefix "
            "\"lyh:7f3a9c01:A \" group 7");
@@ -547,6 +575,69 @@ static void vpn_rates(const struct nftr_input *in, uint32_t *ret_n, uint32_t *re
         }
     }
     nftr_chain_free(c);
+}
+
+/* (0a): the fast rules come first, only where the rules below would accept
+ * the same packets: the VPN open to everything, no deny rule; the IPv6 ones
+ * not when IPv6 is blocked. */
+static size_t fast_rules(const struct nftr_input *in, size_t *at, bool *v6) {
+    struct nftr_chain *c = NULL;
+    assert_int_equal(nftr_render_chain(in, &c), 0);
+    check_invariants(c);
+    size_t n = 0;
+    *v6 = false;
+    for (size_t i = 0; i < c->n_rules; i++) {
+        if (!is_fast_rule(&c->rules[i]))
+            continue;
+        if (n == 0)
+            *at = i;
+        n++;
+        assert_string_equal(c->rules[i].match[0].name, in->iface);
+        assert_string_equal(c->rules[i].match[2].name,
+                            c->rules[i].match[2].family == AF_INET ? NFTR_SET_LAN4 : NFTR_SET_LAN6);
+        *v6 |= c->rules[i].match[2].family == AF_INET6;
+    }
+    nftr_chain_free(c);
+    return n;
+}
+
+static void test_fast_path(void **state) {
+    (void)state;
+    struct dr_rule allow[] = {v4("140.82.112.0", 20, 443, 443)};
+    struct dr_rule deny[] = {v4("203.0.114.0", 24, 0, 0)};
+    struct dr_rule lanx[] = {v4("192.168.1.0", 24, 0, 0)};
+    struct nftr_input in = session_input();
+    size_t at = 99;
+    bool v6;
+
+    assert_int_equal(fast_rules(&in, &at, &v6), 4);
+    assert_int_equal(at, 0);
+    assert_true(v6);
+    in.dns_port = 40053; /* still before the forwarder's rules: port 53 is not theirs */
+    assert_int_equal(fast_rules(&in, &at, &v6), 4);
+    assert_int_equal(at, 0);
+    in.policy.lan_exceptions = lanx; /* accepts only: no change */
+    in.policy.n_lan_exceptions = ARRAY_SIZE(lanx);
+    assert_int_equal(fast_rules(&in, &at, &v6), 4);
+    in.policy.ipv6_blocked = true;
+    assert_int_equal(fast_rules(&in, &at, &v6), 2);
+    assert_false(v6);
+    in.policy.ipv6_blocked = false;
+    in.policy.deny = deny; /* a deny rule would be skipped */
+    in.policy.n_deny = ARRAY_SIZE(deny);
+    assert_int_equal(fast_rules(&in, &at, &v6), 0);
+    in.policy.n_deny = 0;
+    in.policy.deny_default = true; /* only the allowed destinations */
+    in.policy.allow = allow;
+    in.policy.n_allow = ARRAY_SIZE(allow);
+    assert_int_equal(fast_rules(&in, &at, &v6), 0);
+    in.policy.deny_default = false;
+    in.domain_sets = true; /* only the allowlist's addresses */
+    assert_int_equal(fast_rules(&in, &at, &v6), 0);
+    in.domain_sets = false;
+    in.dns_port = 0;
+    in.iface = NULL; /* proxy-only: no VPN */
+    assert_int_equal(fast_rules(&in, &at, &v6), 0);
 }
 
 static void test_vpn_rate(void **state) {
@@ -714,7 +805,7 @@ static void test_session_listeners(void **state) {
     assert_int_equal(marked, 2);
     assert_int_equal(lo_accepts, 4);
     /* the first rule through lo refuses what conntrack does not track */
-    assert_int_equal(c->rules[0].match[1].type, NFTR_M_CT_INVALID);
+    assert_int_equal(c->rules[after_head(c)].match[1].type, NFTR_M_CT_INVALID);
     /* lo-<id>: ICMP, port 53 and the listed port in the original direction,
      * TCP past its first packet, own sockets, then refuse */
     size_t listed = 0;
@@ -993,8 +1084,13 @@ static void test_session_dns(void **state) {
     struct nftr_chain *c = NULL;
     assert_int_equal(nftr_render_chain(&in, &c), 0);
     assert_int_equal(c->dns_port, 40053);
-    /* the first four rules: ct status dnat, to the forwarder's port, accept */
-    for (size_t i = 0; i < 4; i++) {
+    /* after the fast rules (which never take port 53), four rules: ct status
+     * dnat, to the forwarder's port, accept */
+    size_t f = 0;
+    while (f < c->n_rules && is_fast_rule(&c->rules[f]))
+        f++;
+    assert_int_equal(f, 4);
+    for (size_t i = f; i < f + 4; i++) {
         const struct nftr_rule *r = &c->rules[i];
         assert_int_equal(r->match[0].type, NFTR_M_CT_DNAT);
         assert_int_equal(r->match[2].port_min, 40053);
@@ -1002,7 +1098,7 @@ static void test_session_dns(void **state) {
     }
     /* nothing else opens port 53 (it is refused right after, where dnsnat
      * did not rewrite it): not in the session chain, not in lo-<id> */
-    for (size_t i = 4; i < c->n_rules; i++)
+    for (size_t i = f + 4; i < c->n_rules; i++)
         for (size_t k = 0; k < c->rules[i].n_match; k++)
             assert_false(c->rules[i].match[k].type == NFTR_M_DPORT &&
                          c->rules[i].match[k].port_min <= 53 &&
@@ -1072,6 +1168,7 @@ int main(void) {
         cmocka_unit_test(test_longest_id_prefix_fits),
         cmocka_unit_test(test_no_rate_limit),
         cmocka_unit_test(test_vpn_rate),
+        cmocka_unit_test(test_fast_path),
         cmocka_unit_test(test_session_accept_unlogged),
         cmocka_unit_test(test_session_loopback_narrow),
         cmocka_unit_test(test_session_listeners),
