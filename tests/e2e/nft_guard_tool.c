@@ -21,6 +21,9 @@
  *                                         PORT, PORT+1, ... (each a new flow), PPS per
  *                                         second (0: as fast as possible); "sent N"
  *   serve ADDR PORT SECONDS            -> tcp + udp echo on ADDR:PORT for SECONDS
+ *   connrate tcp|udp ADDR PORT MS      -> short flows to a serve echo, one after another,
+ *                                         for MS ms: a new socket each (new flow), one
+ *                                         byte there and back, closed; "flows N ms T failed F"
  *   nflog GROUP SECONDS COUNT          -> "listening", then "[<prefix>]" per logged packet,
  *                                         until COUNT packets or SECONDS
  * policy: --lan-exception D | --deny D | --allow D | --deny-default | --block-ipv6
@@ -349,6 +352,41 @@ static int burst(const char *addr, uint16_t port, uint32_t count, uint32_t pps) 
     return 0;
 }
 
+/* Short flows back to back: each a new socket (a new source port, so a new
+ * flow for conntrack and the guard), one byte echoed by `serve`, closed. TCP
+ * waits for the server's close first, so TIME_WAIT stays on the server's side
+ * and the client's ports are not used up. */
+static int connrate(const char *proto, const char *addr, uint16_t port, long ms) {
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (sockaddr_of(addr, port, &ss, &sl) < 0)
+        return usage();
+    bool tcp = strcmp(proto, "tcp") == 0;
+    if (!tcp && strcmp(proto, "udp") != 0)
+        return usage();
+    const struct timeval tmo = {.tv_sec = 1};
+    uint64_t ok = 0, failed = 0;
+    long t0 = now_ms(), end = t0 + ms;
+    while (now_ms() < end && failed < 1000) {
+        _cleanup_close_ int fd = socket(ss.ss_family, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return fail(NULL, "socket", -errno);
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo));
+        char c = 'x';
+        bool good = connect(fd, (struct sockaddr *)&ss, sl) == 0 && send(fd, &c, 1, MSG_NOSIGNAL) == 1 &&
+                    recv(fd, &c, 1, 0) == 1 && c == 'x';
+        if (good && tcp)
+            good = recv(fd, &c, 1, 0) == 0; /* the server's close */
+        if (good)
+            ok++;
+        else
+            failed++;
+    }
+    printf("flows %" PRIu64 " ms %ld failed %" PRIu64 "\n", ok, now_ms() - t0, failed);
+    return failed < 1000 ? 0 : 1;
+}
+
 static int probe(const char *proto, const char *addr, uint16_t port, long timeout_ms) {
     struct sockaddr_storage ss;
     socklen_t sl;
@@ -551,6 +589,13 @@ int main(int argc, char **argv) {
             parse_u32(argv[4], &count) < 0 || parse_u32(argv[5], &pps) < 0)
             return usage();
         return burst(argv[2], (uint16_t)port, count, pps);
+    }
+    if (strcmp(cmd, "connrate") == 0) {
+        uint32_t port, ms;
+        if (argc != 6 || parse_u32(argv[4], &port) < 0 || port == 0 || port > 65535 ||
+            parse_u32(argv[5], &ms) < 0 || ms == 0 || ms > 600000)
+            return usage();
+        return connrate(argv[2], argv[3], (uint16_t)port, ms);
     }
     if (strcmp(cmd, "serve") == 0) {
         uint32_t port, secs;
