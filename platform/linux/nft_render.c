@@ -540,8 +540,10 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
      * the LAN sets, to any port but 53. It is accepted here only where the
      * rules below would accept it: the VPN is open to everything (no
      * deny-default, no domain allowlist), the policy denies nothing, and
-     * (for IPv6) IPv6 is not blocked. Nothing below can refuse it: (0) only
-     * refuses port 53 and only accepts otherwise, (1) and (2b) match only
+     * (for IPv6) IPv6 is not blocked. Nothing below can refuse it: (0)
+     * refuses only port 53, and its accepts take the forwarder's rewritten
+     * flows, to 127.0.0.1 / ::1, which the LAN sets hold (so these rules
+     * leave them to (0) and its ct mark), (1) and (2b) match only
      * oifname "lo" (never a VPN's name), (2) only accepts, (3) is what the set
      * lookup excludes, (6) accepts. New flows go on to (6), where they are
      * logged; the rest (ICMP, port 53, other protocols) takes the long way.

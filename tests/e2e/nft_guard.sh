@@ -299,7 +299,9 @@ done
 # the limit; at this rate they are not)
 logged=0
 for _ in $(seq 1 30); do
+    # b has the fast rules: its new flows are still logged (lyh:b:A)
     if grep -qxF '[lyh:a:A ]' "$TMP/nflog" && grep -qxF '[lyh:a:D ]' "$TMP/nflog" &&
+        grep -qxF '[lyh:b:A ]' "$TMP/nflog" &&
         grep -qxF '[lyh:c:D ]' "$TMP/nflog" && grep -qxF '[lyh:nosession:D ]' "$TMP/nflog"; then
         logged=1
         break
@@ -307,7 +309,7 @@ for _ in $(seq 1 30); do
     sleep 0.1
 done
 if [ "$logged" = 1 ]; then
-    ok "nflog group 7: lyh:a:A, lyh:a:D, lyh:c:D, lyh:nosession:D seen"
+    ok "nflog group 7: lyh:a:A, lyh:a:D, lyh:b:A, lyh:c:D, lyh:nosession:D seen"
 else
     bad "nflog prefixes" "$(sort "$TMP/nflog" | uniq -c | tr '\n' '|')"
 fi
