@@ -50,6 +50,12 @@
 
 /* A client that does not read its responses may make us buffer this much. */
 #define CONN_MAX_OUTPUT (8u << 20)
+/* Its requests are not read while this much of its answers waits for it,
+ * until it is down to CONN_OUT_RESUME: a client that pipelines faster than
+ * it reads is slowed down, not dropped at CONN_MAX_OUTPUT (what was read
+ * before the pause is answered within that). */
+#define CONN_OUT_PAUSE  (1u << 20)
+#define CONN_OUT_RESUME (512u << 10)
 /* Bytes handed to the protocol process and not yet written to the client,
  * per connection (CONN_SOCK_MAX, conn.h: for all of them). */
 #define CONN_WINDOW   (256u << 10)
@@ -220,6 +226,7 @@ int conn_drained(struct conn *c, uint32_t n) {
         return -EBADMSG; /* more than it was given */
     c->inflight -= n;
     conn_flush(c);
+    conn_resume_if_ok(c);
     return 0;
 }
 
@@ -443,10 +450,9 @@ void conn_call_done(struct rpc_call *call) {
     }
 }
 
-/* Read nothing more from this connection for now: the fds its user handed
- * lyhd are not closed yet (one of them hangs a closer worker), or all users'
- * together are more than lyhd should hold. */
-static bool conn_must_pause(const struct conn *c) {
+/* The fds its user handed lyhd are not closed yet (one of them hangs a
+ * closer worker), or all users' together are more than lyhd should hold. */
+static bool closes_behind(const struct conn *c) {
     struct closer *cl = c->d->closer;
     unsigned all_cap = c->d->fd_limit / 4 > 64 ? c->d->fd_limit / 4 : 64;
 
@@ -454,15 +460,26 @@ static bool conn_must_pause(const struct conn *c) {
                   closer_total_pending(cl) > all_cap);
 }
 
+/* It has not read the answers to what it asked. */
+static bool answers_behind(const struct conn *c) {
+    return conn_out_pending(c) > (c->paused ? CONN_OUT_RESUME : CONN_OUT_PAUSE);
+}
+
+/* Read nothing more from this connection for now. */
+static bool conn_must_pause(const struct conn *c) { return closes_behind(c) || answers_behind(c); }
+
 static void conn_set_paused(struct conn *c, bool paused) {
     struct pmsg_conn m = {.id = c->id, .count = paused ? 1 : 0};
     if (c->paused == paused || c->dead)
         return;
     c->paused = paused;
-    if (paused)
+    if (paused && closes_behind(c))
         log_warn("not reading from uid %u pid %d for now: %u of its file descriptors are still "
                  "being closed",
                  c->peer.uid, c->peer.pid, closer_pending(c->d->closer, c->peer.uid));
+    else if (paused) /* a busy client, not an attack: it reads, only slower than it asks */
+        log_debug("not reading from uid %u pid %d until it reads its answers (%zu bytes)",
+                  c->peer.uid, c->peer.pid, conn_out_pending(c));
     if (pproc_ready(c->d))
         (void)tell(c, PMSG_CONN_PAUSE, &m);
 }

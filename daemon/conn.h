@@ -116,9 +116,10 @@ void conn_set_peer_groups(struct conn *c, const gid_t *groups, size_t n);
 /* A finished call outside dispatch: unlink from its connection and free. */
 void conn_call_done(struct rpc_call *call);
 
-/* Stop reading from a connection whose user's fds are still being closed
- * (after each of its requests), and start again once that is no longer so
- * (a timer calls conn_resume_if_ok). */
+/* Stop reading from a connection whose user's fds are still being closed,
+ * or that has not read 1 MiB of its answers (after each of its requests),
+ * and start again once that is no longer so (a timer and each DRAINED call
+ * conn_resume_if_ok). */
 void conn_pause_if_needed(struct conn *c);
 void conn_resume_if_ok(struct conn *c);
 bool conn_paused(const struct conn *c);

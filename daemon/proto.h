@@ -34,10 +34,14 @@ struct proto {
     int reserve_fd; /* a spare fd for when there are none (proto_clients.c) */
     bool accept_paused;
     struct event *ev_accept, *ev_accept_retry, *ev_sock_write, *ev_drained;
+    struct event *ev_serve; /* takes the next turns of the clients in line */
     uint64_t next_id;
     unsigned frame_timeout_ms, max_fds;
     TAILQ_HEAD(pconn_list, pconn) conns;
     unsigned n_conns;
+    /* clients with bytes to read that wait for room in the queue for the
+     * parent, in the order they came to wait: each is read in turn */
+    TAILQ_HEAD(pconn_line, pconn) line;
     TAILQ_HEAD(outmsg_list, outmsg) outq; /* for the parent, in order */
     size_t outq_bytes;
     unsigned outq_n;

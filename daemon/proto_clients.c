@@ -43,12 +43,21 @@
  * it holds more than this many messages (or bytes), and starts again below
  * the low marks; while it is not nearly empty, a read takes at most
  * PC_READ_SMALL bytes, so that one read cannot add thousands of tiny
- * requests at once (a client pipelining 16-byte frames). */
+ * requests at once (a client pipelining 16-byte frames).
+ *
+ * A client that has bytes to read while the queue is long waits in a line
+ * of its own (p->line), and is read in its turn: one read of PC_READ_TURN
+ * bytes, then the next client in line. Without the line, the clients whose
+ * sockets the event loop happened to report first filled the room each time
+ * it opened: a user pipelining on 16 connections kept another user's one
+ * request unread for over 10 s (tests/e2e/hardening.sh, 8). */
 #define PC_QUEUE_MSGS_HIGH 512u
 #define PC_QUEUE_MSGS_LOW  128u
 #define PC_QUEUE_HIGH    (4u << 20)
 #define PC_QUEUE_LOW     (1u << 20)
 #define PC_READ_SMALL    4096u
+#define PC_READ_TURN     1024u /* one turn in line: at most ~80 of the smallest frames */
+#define PC_TURNS_PER_PASS 64u  /* then other events run, and the line goes on after them */
 #define PC_ACCEPT_RETRY_MS 250        /* out of fds: try accepting again after this */
 /* What was written to a client is told to the parent (DRAINED) in batches:
  * at once from this many bytes, else after PC_DRAINED_MS. The parent's
@@ -74,11 +83,12 @@ struct pconn {
     struct evbuffer *out;
     struct event *ev_read, *ev_write, *ev_timeout;
     bool paused;   /* the parent said so (its user's fds are being closed) */
-    bool throttled; /* the queue to the parent is long */
+    bool in_line;  /* waits in p->line for room in the queue to the parent */
     bool refused;   /* refused for good: the parent closes it */
     bool told_midframe; /* the parent knows a frame of it is half read (MIDFRAME) */
     uint32_t drained; /* written to the client, not told to the parent yet */
     TAILQ_ENTRY(pconn) link;
+    TAILQ_ENTRY(pconn) line_link;
 };
 
 /* A message for the parent that did not fit its socket yet. */
@@ -95,7 +105,7 @@ static uint64_t mono_ms(void) {
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void resume_throttled(struct proto *p);
+static void serve_line_soon(struct proto *p);
 static void resume_accept(struct proto *p);
 
 /* ---- the queue to the parent ------------------------------------------------------- */
@@ -123,7 +133,7 @@ static void flush_queue(struct proto *p) {
     }
     event_del(p->ev_sock_write);
     if (p->outq_bytes < PC_QUEUE_LOW && p->outq_n < PC_QUEUE_MSGS_LOW)
-        resume_throttled(p);
+        serve_line_soon(p);
 }
 
 void clients_on_sock_writable(struct proto *p) { flush_queue(p); }
@@ -191,6 +201,8 @@ static void pconn_free(struct pconn *c) {
 
     TAILQ_REMOVE(&p->conns, c, link);
     p->n_conns--;
+    if (c->in_line)
+        TAILQ_REMOVE(&p->line, c, line_link);
     if (c->ev_read)
         event_free(c->ev_read);
     if (c->ev_write)
@@ -409,38 +421,62 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg) {
     pconn_end(c, "frame timeout");
 }
 
-static void on_readable(evutil_socket_t fd, short what, void *arg) {
-    (void)fd, (void)what;
-    struct pconn *c = arg;
+static bool queue_long(const struct proto *p) {
+    return p->outq_bytes > PC_QUEUE_HIGH || p->outq_n > PC_QUEUE_MSGS_HIGH;
+}
+
+/* Stop watching c's socket: it is read in its turn (serve_line). Its frame
+ * timer stops too: while it waits, it cannot finish a frame. */
+static void get_in_line(struct pconn *c) {
+    if (c->in_line)
+        return;
+    c->in_line = true;
+    event_del(c->ev_read);
+    event_del(c->ev_timeout);
+    TAILQ_INSERT_TAIL(&c->p->line, c, line_link);
+}
+
+enum read_end {
+    READ_EMPTY, /* its socket most likely holds nothing more */
+    READ_MORE,  /* the budget is spent; more may wait */
+    READ_LINE,  /* the queue to the parent is long: it waits in line */
+    READ_GONE,  /* the connection ended (freed) */
+};
+
+/* Read what c sent, up to budget bytes, and queue its whole frames for the
+ * parent. */
+static enum read_end read_some(struct pconn *c, size_t budget) {
     struct proto *p = c->p;
     static uint8_t buf[64 * 1024];
     union {
         struct cmsghdr align;
         char b[CMSG_SPACE(sizeof(int) * PC_SCM_MAX_FD)];
     } ctl;
-    size_t budget = PC_READ_BUDGET;
     uint64_t id = c->id;
+    enum read_end how = READ_MORE;
 
     while (budget > 0) {
-        if (p->outq_bytes > PC_QUEUE_HIGH || p->outq_n > PC_QUEUE_MSGS_HIGH) {
-            /* the parent is behind: wait for it */
-            c->throttled = true;
-            event_del(c->ev_read);
-            return;
+        if (queue_long(p)) {
+            /* the parent is behind: wait for it, in turn */
+            get_in_line(c);
+            return READ_LINE;
         }
-        struct iovec iov = {.iov_base = buf,
-                            .iov_len = p->outq_n < PC_QUEUE_MSGS_LOW ? sizeof(buf) : PC_READ_SMALL};
+        size_t want = p->outq_n < PC_QUEUE_MSGS_LOW && TAILQ_EMPTY(&p->line) ? sizeof(buf)
+                                                                             : PC_READ_SMALL;
+        struct iovec iov = {.iov_base = buf, .iov_len = want < budget ? want : budget};
         struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
                             .msg_controllen = sizeof(ctl.b)};
         ssize_t n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            how = READ_EMPTY;
             break;
+        }
         if (n <= 0) {
             /* fds that came with the last bytes are queued: they go too */
             if (n == 0)
                 (void)queue_fds(c, &mh, c->reader.offset);
             pconn_end(c, n == 0 ? "client closed" : "read failed");
-            return;
+            return READ_GONE;
         }
         budget -= (size_t)n < budget ? (size_t)n : budget;
         if (queue_fds(c, &mh, c->reader.offset + (uint64_t)n) < 0) {
@@ -457,7 +493,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
             c->refused = true;
             event_del(c->ev_read);
             event_del(c->ev_timeout);
-            return;
+            return READ_EMPTY;
         }
         for (size_t off = 0; off < (size_t)n;) {
             bool done = false;
@@ -467,7 +503,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
             if (used < 0) {
                 pconn_end(c, used == -EMSGSIZE ? "frame larger than the limit"
                                                : "malformed frame header");
-                return;
+                return READ_GONE;
             }
             off += (size_t)used;
             if (done) {
@@ -478,7 +514,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
                 c->told_midframe = false; /* its REQUEST or REFUSE ends it for the parent */
                 handle_frame(c, body, len, end);
                 if (!find(p, id)) /* it ended (a malformed request) */
-                    return;
+                    return READ_GONE;
             }
         }
         /* Bytes of a frame read and not yet sent on: if this process died
@@ -493,10 +529,61 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
         }
         /* A short read most likely emptied the socket: no second recvmsg
          * just to hear EAGAIN (the event is level-triggered: it says if not). */
-        if ((size_t)n < iov.iov_len)
+        if ((size_t)n < iov.iov_len) {
+            how = READ_EMPTY;
             break;
+        }
     }
     arm_timeout(c);
+    return how;
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct pconn *c = arg;
+
+    /* others wait for room already: this one waits behind them */
+    if (!TAILQ_EMPTY(&c->p->line)) {
+        get_in_line(c);
+        return;
+    }
+    (void)read_some(c, PC_READ_BUDGET);
+}
+
+/* Once the queue to the parent has room again: each client in line gets one
+ * turn (a read of PC_READ_TURN bytes), in order, until the queue is long
+ * long again; one with more to read goes to the back of the line. */
+static void serve_line(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct proto *p = arg;
+    struct pconn *c;
+
+    for (unsigned turn = 0; turn < PC_TURNS_PER_PASS; turn++) {
+        if (queue_long(p) || !(c = TAILQ_FIRST(&p->line)))
+            return; /* the queue's next drain calls again */
+        TAILQ_REMOVE(&p->line, c, line_link);
+        c->in_line = false;
+        if (c->paused || c->refused)
+            continue; /* the parent's word to go on adds its read event again */
+        switch (read_some(c, PC_READ_TURN)) {
+        case READ_MORE:
+            get_in_line(c);
+            break;
+        case READ_EMPTY:
+            if (!c->refused)
+                event_add(c->ev_read, NULL);
+            break;
+        case READ_LINE:
+        case READ_GONE:
+            break;
+        }
+    }
+    serve_line_soon(p);
+}
+
+static void serve_line_soon(struct proto *p) {
+    if (p->ev_serve && !TAILQ_EMPTY(&p->line) && !queue_long(p))
+        event_active(p->ev_serve, EV_TIMEOUT, 0);
 }
 
 static void on_writable(evutil_socket_t fd, short what, void *arg) {
@@ -535,17 +622,6 @@ static void on_drained_timer(evutil_socket_t fd, short what, void *arg) {
     struct pconn *c;
     TAILQ_FOREACH(c, &p->conns, link)
         tell_drained(c);
-}
-
-static void resume_throttled(struct proto *p) {
-    struct pconn *c;
-    TAILQ_FOREACH(c, &p->conns, link) {
-        if (c->throttled) {
-            c->throttled = false;
-            if (!c->paused && !c->refused)
-                event_add(c->ev_read, NULL);
-        }
-    }
 }
 
 static struct pconn *pconn_new(struct proto *p, uint64_t id, int fd) {
@@ -662,7 +738,9 @@ int clients_listen(struct proto *p, const struct pmsg_conn *m, int fd) {
     p->ev_accept = event_new(p->base, fd, EV_READ | EV_PERSIST, on_accept, p);
     p->ev_accept_retry = evtimer_new(p->base, on_accept_retry, p);
     p->ev_drained = evtimer_new(p->base, on_drained_timer, p);
-    if (!p->ev_accept || !p->ev_accept_retry || !p->ev_drained || event_add(p->ev_accept, NULL) < 0)
+    p->ev_serve = event_new(p->base, -1, 0, serve_line, p);
+    if (!p->ev_accept || !p->ev_accept_retry || !p->ev_drained || !p->ev_serve ||
+        event_add(p->ev_accept, NULL) < 0)
         return -ENOMEM;
     return 0;
 }
@@ -700,11 +778,15 @@ void clients_on_message(struct proto *p, uint16_t type, const struct pmsg_conn *
         pconn_end(c, "closed by lyhd");
         break;
     case PMSG_CONN_PAUSE:
+        /* while it is not read it cannot finish a frame: its timer waits too */
         c->paused = m->count == 1;
-        if (c->paused)
+        if (c->paused) {
             event_del(c->ev_read);
-        else if (!c->throttled && !c->refused)
+            event_del(c->ev_timeout);
+        } else if (!c->in_line && !c->refused) {
             event_add(c->ev_read, NULL);
+            arm_timeout(c);
+        }
         break;
     default:
         break;
@@ -728,6 +810,8 @@ void clients_free(struct proto *p) {
         event_free(p->ev_accept_retry);
     if (p->ev_drained)
         event_free(p->ev_drained);
+    if (p->ev_serve)
+        event_free(p->ev_serve);
     CLOSE_FD(p->listen_fd);
     CLOSE_FD(p->reserve_fd);
 }

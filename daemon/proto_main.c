@@ -248,6 +248,7 @@ int proto_main(int argc, char **argv) {
     }
     TAILQ_INIT(&p.relays);
     TAILQ_INIT(&p.conns);
+    TAILQ_INIT(&p.line);
     TAILQ_INIT(&p.outq);
     p.base = event_base_new();
     p.ev_sock = p.base ? event_new(p.base, p.sock, EV_READ | EV_PERSIST, on_parent, &p) : NULL;

@@ -317,9 +317,9 @@ lyh_wait_until 15 eval '[ "$(lyh_live_rows)" = 0 ]'
 t_eq "7: A's sessions end when their clients go" "$(lyh_live_rows)" 0
 [ -n "$out" ] && echo "   (user B: $out)"
 
-# ---- 8. a client's fds cannot freeze the event loop ------------------------------
+# ---- 8. a client's fds or requests cannot freeze the event loop ---------------------
 
-echo "# 8. a client's fds cannot freeze lyhd's event loop"
+echo "# 8. a client's fds or requests cannot freeze lyhd's event loop"
 lyh_daemon_stop
 LYH_DAEMON_PREFIX=(prlimit --nofile=3000:3000 --)
 lyh_daemon_start || lyh_die "lyhd with 3000 fds does not start"
@@ -338,6 +338,19 @@ answers_fast() {
         t_fail "$1" "ok=$ok, $(((t1 - t0) / 1000000)) ms"
     fi
 }
+# A user pipelining cheap requests on 16 connections as fast as lyhd answers, and
+# reading every answer: its backlog never ends, and another user's request is still
+# read in its turn (daemon/proto_clients.c, the line). Before the line: 1 to 8 s.
+install -m 0755 "$HERE/busy_client.py" "$LYH_TMP/bin/busy_client.py"
+LYH_CMD_TIMEOUT=60 lyh_as_user /usr/bin/python3 "$LYH_TMP/bin/busy_client.py" "$LYH_SOCK" 16 6 \
+    >"$LYH_TMP/t8.busy.out" 2>&1 &
+busy_pid=$!
+lyh_track_pid "$busy_pid"
+sleep 2
+answers_fast "8: busy: other users are still answered at once while one user pipelines on 16 connections"
+wait "$busy_pid"
+busy_rc=$?
+t_eq "8: busy: ... and the busy user is answered too ($(tr '\n' ' ' <"$LYH_TMP/t8.busy.out"))" "$busy_rc" 0
 for mode in ctrunc flood; do
     LYH_CMD_TIMEOUT=60 lyh_as_user /usr/bin/python3 "$LYH_TMP/bin/fd_freeze.py" "$LYH_SOCK" "$mode" 15 \
         >"$LYH_TMP/t8.$mode.out" 2>&1 &
