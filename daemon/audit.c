@@ -61,6 +61,10 @@
 #define AUDIT_BATCH_MAX 16384      /* beyond this (audit.db stuck), count and drop */
 #define AUDIT_PAGE 256             /* records per page of a stream */
 #define AUDIT_OUT_HIGH (1u << 20)  /* pause a stream while this much output is queued */
+/* a stream alone (at most the mark and a page of rows of at most 1 KiB)
+ * never makes conn.c stop reading its connection's requests */
+_Static_assert(AUDIT_OUT_HIGH + AUDIT_PAGE * 1024u < CONN_OUT_RESUME,
+               "a stream's own output must stay below the answers pause");
 /* More events than NFLOG's 16 MiB socket can hold (a copy is >= 100 bytes) */
 #define AUDIT_SEQ_GAP_MAX (UINT32_C(1) << 20)
 #define AUDIT_PRUNE_ROWS 2000      /* rows per retention step */

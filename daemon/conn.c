@@ -50,12 +50,6 @@
 
 /* A client that does not read its responses may make us buffer this much. */
 #define CONN_MAX_OUTPUT (8u << 20)
-/* Its requests are not read while this much of its answers waits for it,
- * until it is down to CONN_OUT_RESUME: a client that pipelines faster than
- * it reads is slowed down, not dropped at CONN_MAX_OUTPUT (what was read
- * before the pause is answered within that). */
-#define CONN_OUT_PAUSE  (1u << 20)
-#define CONN_OUT_RESUME (512u << 10)
 /* Bytes handed to the protocol process and not yet written to the client,
  * per connection (CONN_SOCK_MAX, conn.h: for all of them). */
 #define CONN_WINDOW   (256u << 10)

@@ -20,6 +20,16 @@
  * handing it client bytes (it holds 2 MiB: the rest is room for the DNS
  * messages and the closes). */
 #define CONN_SOCK_MAX (1u << 20)
+/* A connection's requests are not read while this much of its answers waits
+ * for it, until it is down to CONN_OUT_RESUME: a client that pipelines small
+ * requests faster than it reads is slowed down, not dropped at the output
+ * limit (8 MiB, conn.c). What was read before the pause is still answered
+ * (about 0.5 MiB of Capabilities answers, measured), and answers that reach
+ * the limit all the same still close the connection. Both marks are above
+ * what a stream queues by itself (audit.c checks it), so a follow or a
+ * monitor alone never keeps its connection's Cancel unread. */
+#define CONN_OUT_PAUSE  (2u << 20)
+#define CONN_OUT_RESUME (3u << 19)
 
 struct lyhd;
 struct conn;
@@ -117,7 +127,7 @@ void conn_set_peer_groups(struct conn *c, const gid_t *groups, size_t n);
 void conn_call_done(struct rpc_call *call);
 
 /* Stop reading from a connection whose user's fds are still being closed,
- * or that has not read 1 MiB of its answers (after each of its requests),
+ * or that has not read 2 MiB of its answers (after each of its requests),
  * and start again once that is no longer so (a timer and each DRAINED call
  * conn_resume_if_ok). */
 void conn_pause_if_needed(struct conn *c);

@@ -78,6 +78,10 @@ struct pconn {
     struct ucred peer; /* for log lines only; the parent reads its own */
     struct frame_reader reader;
     uint64_t frame_started_ms;
+    /* The frame timer counts only while lyhd reads this client: in line it
+     * stops, and goes on with what was left (0: a frame not started yet). */
+    uint32_t frame_left_ms;
+    uint64_t timer_armed_ms;
     struct queued_fd fds[PC_MAX_QUEUED_FDS];
     unsigned n_fds;
     struct evbuffer *out;
@@ -404,13 +408,25 @@ static int queue_fds(struct pconn *c, struct msghdr *mh, uint64_t tag) {
 static void arm_timeout(struct pconn *c) {
     if (frame_reader_partial(&c->reader)) {
         if (!event_pending(c->ev_timeout, EV_TIMEOUT, NULL)) {
-            struct timeval tv = {c->p->frame_timeout_ms / 1000,
-                                 (c->p->frame_timeout_ms % 1000) * 1000};
+            uint32_t ms = c->frame_left_ms ? c->frame_left_ms : c->p->frame_timeout_ms;
+            struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+            c->frame_left_ms = ms;
+            c->timer_armed_ms = mono_ms();
             event_add(c->ev_timeout, &tv);
         }
     } else {
         event_del(c->ev_timeout);
+        c->frame_left_ms = 0;
     }
+}
+
+/* Stop the frame timer, keeping what is left of it for arm_timeout. */
+static void hold_timeout(struct pconn *c) {
+    if (!event_pending(c->ev_timeout, EV_TIMEOUT, NULL))
+        return;
+    uint64_t ran = mono_ms() - c->timer_armed_ms;
+    c->frame_left_ms = ran >= c->frame_left_ms ? 1 : c->frame_left_ms - (uint32_t)ran;
+    event_del(c->ev_timeout);
 }
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg) {
@@ -426,13 +442,14 @@ static bool queue_long(const struct proto *p) {
 }
 
 /* Stop watching c's socket: it is read in its turn (serve_line). Its frame
- * timer stops too: while it waits, it cannot finish a frame. */
+ * timer stops too (while it waits, lyhd does not read the frame), and goes on
+ * from where it stopped: turns in line never give a slow client more time. */
 static void get_in_line(struct pconn *c) {
     if (c->in_line)
         return;
     c->in_line = true;
     event_del(c->ev_read);
-    event_del(c->ev_timeout);
+    hold_timeout(c);
     TAILQ_INSERT_TAIL(&c->p->line, c, line_link);
 }
 
@@ -497,8 +514,10 @@ static enum read_end read_some(struct pconn *c, size_t budget) {
         }
         for (size_t off = 0; off < (size_t)n;) {
             bool done = false;
-            if (!frame_reader_partial(&c->reader))
+            if (!frame_reader_partial(&c->reader)) {
                 c->frame_started_ms = mono_ms();
+                c->frame_left_ms = 0; /* a new frame: the whole timeout */
+            }
             ssize_t used = frame_reader_feed(&c->reader, buf + off, (size_t)n - off, &done);
             if (used < 0) {
                 pconn_end(c, used == -EMSGSIZE ? "frame larger than the limit"
@@ -563,8 +582,14 @@ static void serve_line(evutil_socket_t fd, short what, void *arg) {
             return; /* the queue's next drain calls again */
         TAILQ_REMOVE(&p->line, c, line_link);
         c->in_line = false;
-        if (c->paused || c->refused)
-            continue; /* the parent's word to go on adds its read event again */
+        if (c->paused || c->refused) {
+            /* the parent's word to go on adds its read event again; a pause
+             * is the client's own doing (its fds, its unread answers): the
+             * frame timer goes on */
+            if (!c->refused)
+                arm_timeout(c);
+            continue;
+        }
         switch (read_some(c, PC_READ_TURN)) {
         case READ_MORE:
             get_in_line(c);
@@ -778,15 +803,14 @@ void clients_on_message(struct proto *p, uint16_t type, const struct pmsg_conn *
         pconn_end(c, "closed by lyhd");
         break;
     case PMSG_CONN_PAUSE:
-        /* while it is not read it cannot finish a frame: its timer waits too */
+        /* The frame timer runs on: a pause is the client's own doing (its
+         * fds not closed yet, its answers not read), and a client that holds
+         * a frame half sent while it does not read is dropped as before. */
         c->paused = m->count == 1;
-        if (c->paused) {
+        if (c->paused)
             event_del(c->ev_read);
-            event_del(c->ev_timeout);
-        } else if (!c->in_line && !c->refused) {
+        else if (!c->in_line && !c->refused)
             event_add(c->ev_read, NULL);
-            arm_timeout(c);
-        }
         break;
     default:
         break;
