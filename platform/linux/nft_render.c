@@ -535,6 +535,24 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     const struct nftr_policy *p = &in->policy;
     struct matches ms;
 
+    /* (00) Shared-user scope: the user's own programs outside lyh, whose
+     * dispatch sits at the head of chain output, ahead of output's rule that
+     * gives a host packet back a flow a session started (same addresses and
+     * ports: the session sent first, chain input refused it, the entry
+     * stays). Without this copy, (1) accepted the host packet with the
+     * session's mark still on the entry, and chain input refused the user's
+     * own connection as the session's: a session could plant entries at the
+     * user's next source ports. Not a verdict: the packet goes on below. */
+    if (in->scope == NFTR_SCOPE_SHARED_USER) {
+        ms.n = 0;
+        m_oif(&ms, "lo");
+        mpush(&ms, NFTR_M_CT_ORIGINAL);
+        mpush(&ms, NFTR_M_CT_MARK_ORIG);
+        struct nftr_rule *cr = rule_with(&rs, &ms);
+        if (cr)
+            cr->ct_mark_clear = true;
+    }
+
     /* (0a) The common packet first: one of a TCP or UDP flow already under
      * way (or an error about one) out through the VPN to an address outside
      * the LAN sets, to any port but 53. It is accepted here only where the

@@ -609,6 +609,16 @@ lyh_user_guard_gid() {
     [ -n "$1" ] && [ "$1" -gt "$LYH_GUARD_GID" ] 2>/dev/null && [ "$1" -le "$LYH_GUARD_GID_MAX" ]
 }
 
+# lyh_check_host_from_port LABEL FROM_PORT_PY PORT SPORT: as the test user, outside lyh,
+# from_port.py from 127.0.0.1:SPORT to the echo service at 127.0.0.1:PORT; one check
+# that UDP is answered, one that TCP is.
+lyh_check_host_from_port() {
+    local out
+    out=$(lyh_as_user /usr/bin/python3 "$2" "$3" "$4" host 2>&1)
+    t_check "$1, UDP ($(echo $out))" grep -qx "udp host" <<<"$out"
+    t_check "$1, TCP" grep -qx "tcp host" <<<"$out"
+}
+
 # lyh_cli ARGS...: the lyh CLI as the test user against LYH_SOCK.
 lyh_cli() {
     lyh_as_user "$LYH_LYH" --socket "$LYH_SOCK" "$@"

@@ -61,6 +61,32 @@ lyh_wait_until 5 sh -c "sqlite3 -cmd '.timeout 2000' '$LYH_DB' 'select refcount 
     true
 t_eq "the session's reference is dropped at its end" "$(guard_rows)" "LYH-U-$LYH_UID:1 "
 
+# ---- 1b. a session cannot get the user's own loopback connections refused ------------
+# A session's flow through lo carries its mark, and chain input refuses it towards a
+# host service it did not list; the conntrack entry stays. A host packet with the same
+# addresses and ports joins that entry: chain output gives it back (clears the mark)
+# before chain input judges it. The user-wide chain's dispatch sits at the head of
+# output, ahead of that rule: its first rule must do the same, or the user's own
+# connection from that port is refused as the session's.
+HPORT=19$((RANDOM % 900 + 100)) SPORT=$((HPORT + 20))
+lyh_serve "$LYH_MAIN" 127.0.0.1 "$HPORT" || t_fail "1b: a host service on 127.0.0.1:$HPORT" "did not start"
+fp=$(lyh_user_install "$(dirname "$0")/from_port.py" from_port.py) || lyh_die "install from_port.py"
+# The session stays while the user connects: its chain lo-<id> judges what carries its mark.
+done_f=$(dirname "$fp")/plant.done
+LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- /bin/sh -c "/usr/bin/python3 $fp $HPORT $SPORT plant
+    i=0; while [ ! -e $done_f ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done" \
+    </dev/null >"$LYH_TMP/plant.out" 2>&1 &
+plant_pid=$!
+lyh_track_pid "$plant_pid"
+lyh_wait_until 15 grep -q "^tcp " "$LYH_TMP/plant.out"
+t_check "1b: the session's UDP and TCP from port $SPORT to the host service are refused ($(grep -E '^(udp|tcp) ' "$LYH_TMP/plant.out" | tr '\n' ' '))" \
+    eval 'grep -q "^tcp error" "$LYH_TMP/plant.out" && grep -q "^udp error" "$LYH_TMP/plant.out"'
+lyh_check_host_from_port "1b: from the same port the user's own process still reaches it while the session runs" \
+    "$fp" "$HPORT" "$SPORT"
+touch "$done_f"
+wait "$plant_pid"
+t_eq "1b: the session ends" "$?" 0
+
 # ---- 3a. reaper: a flushed shared chain is rebuilt, an unknown chain removed -----------
 lyh_daemon_stop || true
 lyh_nft flush chain inet lianyaohu "LYH-U-$LYH_UID"

@@ -67,7 +67,7 @@ static bool is_fast_rule(const struct nftr_rule *r) {
 
 /* The first rule after the fast rules and the DNS rules: loopback's first. */
 static size_t after_head(const struct nftr_chain *c) {
-    size_t i = 0;
+    size_t i = c->n_rules && c->rules[0].ct_mark_clear ? 1 : 0;
     while (i < c->n_rules && (c->rules[i].match[0].type == NFTR_M_CT_DNAT ||
                               (c->rules[i].match[0].type == NFTR_M_DPORT &&
                                c->rules[i].match[0].port_min == 53) ||
@@ -81,7 +81,13 @@ static void check_invariants(const struct nftr_chain *c) {
     assert_true(c->n_rules >= 2);
     for (size_t i = 0; i < c->n_rules; i++) {
         const struct nftr_rule *r = &c->rules[i];
-        if (r->verdict == NFTR_V_CONTINUE) {
+        if (r->verdict == NFTR_V_CONTINUE && r->ct_mark_clear) {
+            /* the shared-user scope's first rule: gives a host packet its flow back */
+            assert_int_equal(c->scope, NFTR_SCOPE_SHARED_USER);
+            assert_int_equal(i, 0);
+            assert_false(r->log);
+            assert_false(r->counter);
+        } else if (r->verdict == NFTR_V_CONTINUE) {
             /* log-only rule: limited log, no counter (so counters sum verdicts only) */
             assert_true(r->log);
             assert_false(r->counter);
@@ -111,9 +117,9 @@ static void check_invariants(const struct nftr_chain *c) {
     assert_int_equal(last->n_match, 0);
     /* the DNS forwarder's flows (only those chain dnsnat rewrote, only to
      * 127.0.0.1 or ::1 at one port), then loopback */
-    size_t first = 0;
-    /* first at most four fast rules (see test_fast_path) */
-    while (first < 4 && first < c->n_rules && is_fast_rule(&c->rules[first]))
+    size_t first = c->rules[0].ct_mark_clear ? 1 : 0; /* shared-user: the flow back */
+    /* then at most four fast rules (see test_fast_path) */
+    while (first < 5 && first < c->n_rules && is_fast_rule(&c->rules[first]))
         first++;
     size_t fast = first;
     for (; first < c->n_rules && c->rules[first].match[0].type == NFTR_M_CT_DNAT; first++) {
@@ -252,6 +258,16 @@ static void test_shared_user(void **state) {
                             "comment \"LYH-U-1000\"");
     assert_string_equal(c->dispatch.target, "LYH-U-1000");
     assert_string_equal(c->dispatch.comment, "LYH-U-1000");
+    /* Its dispatch precedes chain output's rule that gives a host packet back
+     * a flow a session started: the chain's first rule does it too, before
+     * any accept on lo (else the user's own connection is refused on input
+     * as the session's). */
+    _cleanup_free_ char *first = NULL;
+    assert_int_equal(nftr_rule_text(&c->rules[0], &first), 0);
+    assert_string_equal(first, "oifname \"lo\" ct direction original ct mark & 0xc0000000 == "
+                               "0x80000000 ct mark set 0x00000000");
+    for (size_t i = 1; i < c->n_rules; i++)
+        assert_false(c->rules[i].ct_mark_clear);
     nftr_chain_free(c);
 
     /* Without a guard gid to skip it is refused, not rendered wide open;
