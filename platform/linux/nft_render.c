@@ -542,7 +542,12 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
      * stays). Without this copy, (1) accepted the host packet with the
      * session's mark still on the entry, and chain input refused the user's
      * own connection as the session's: a session could plant entries at the
-     * user's next source ports. Not a verdict: the packet goes on below. */
+     * user's next source ports. Not a verdict: the packet goes on below.
+     * The mask also takes in a session's DNS flow (NFTR_DNS_FLOW_MARK), which
+     * output's drop rules keep host packets out of and this dispatch
+     * precedes too: cleared, such a packet is dropped on input (the
+     * forwarder takes only marked flows) instead of reaching it as the
+     * session's, and the session's next packet marks its flow again (0). */
     if (in->scope == NFTR_SCOPE_SHARED_USER) {
         ms.n = 0;
         m_oif(&ms, "lo");

@@ -486,8 +486,8 @@ attacks=$(lyh_user_install "$LYH_TMP/attacks.py" attacks.py) || lyh_die "install
 done_f=$(dirname "$attacks")/attacks.done
 LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui --allow-host-port "$APORT" -- /bin/sh -c \
     "/usr/bin/python3 $attacks $HPORT $APORT $CPORT $PPORT
-    i=0; while [ ! -e $done_f ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done" \
-    </dev/null >"$LYH_TMP/attacks.out" 2>&1 &
+    rc=\$?; i=0; while [ ! -e $done_f ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done
+    [ -e $done_f ] && exit \$rc; exit 9" </dev/null >"$LYH_TMP/attacks.out" 2>&1 &
 attacks_pid=$!
 lyh_track_pid "$attacks_pid"
 lyh_wait_until 20 grep -q "^C-tcp " "$LYH_TMP/attacks.out"
@@ -505,7 +505,7 @@ lyh_check_host_from_port "5: (C) from the same source port a host process still 
     "$LYH_TMP/bin/from_port.py" "$HPORT" "$PPORT"
 touch "$done_f"
 wait "$attacks_pid"
-t_eq "5: the attacking session ends" "$?" 0
+t_eq "5: the attacking session ends, having seen the host's try (9: it did not)" "$?" 0
 t_check "5: the refusals are in the audit log" \
     sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --verdict denied --port $HPORT --json | grep -q '127.0.0.1'"
 

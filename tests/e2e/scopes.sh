@@ -69,23 +69,28 @@ t_eq "the session's reference is dropped at its end" "$(guard_rows)" "LYH-U-$LYH
 # output, ahead of that rule: its first rule must do the same, or the user's own
 # connection from that port is refused as the session's.
 HPORT=19$((RANDOM % 900 + 100)) SPORT=$((HPORT + 20))
+# Sessions may listen here (else nothing is marked and there is nothing to plant).
+t_check "1b: lyhd reports the listeners feature" \
+    sh -c "'$LYH_LYH' --socket '$LYH_SOCK' capabilities | grep -q '^features:.* listeners\b'"
 lyh_serve "$LYH_MAIN" 127.0.0.1 "$HPORT" || t_fail "1b: a host service on 127.0.0.1:$HPORT" "did not start"
 fp=$(lyh_user_install "$(dirname "$0")/from_port.py" from_port.py) || lyh_die "install from_port.py"
 # The session stays while the user connects: its chain lo-<id> judges what carries its mark.
 done_f=$(dirname "$fp")/plant.done
+# Its exit status: the script's, and 9 if it never saw the done file.
 LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- /bin/sh -c "/usr/bin/python3 $fp $HPORT $SPORT plant
-    i=0; while [ ! -e $done_f ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done" \
-    </dev/null >"$LYH_TMP/plant.out" 2>&1 &
+    rc=\$?; i=0; while [ ! -e $done_f ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done
+    [ -e $done_f ] && exit \$rc; exit 9" </dev/null >"$LYH_TMP/plant.out" 2>&1 &
 plant_pid=$!
 lyh_track_pid "$plant_pid"
 lyh_wait_until 15 grep -q "^tcp " "$LYH_TMP/plant.out"
 t_check "1b: the session's UDP and TCP from port $SPORT to the host service are refused ($(grep -E '^(udp|tcp) ' "$LYH_TMP/plant.out" | tr '\n' ' '))" \
-    eval 'grep -q "^tcp error" "$LYH_TMP/plant.out" && grep -q "^udp error" "$LYH_TMP/plant.out"'
+    eval 'grep -q "^udp error .*No route to host" "$LYH_TMP/plant.out" &&
+          grep -q "^tcp error .*Connection refused" "$LYH_TMP/plant.out"'
 lyh_check_host_from_port "1b: from the same port the user's own process still reaches it while the session runs" \
     "$fp" "$HPORT" "$SPORT"
 touch "$done_f"
 wait "$plant_pid"
-t_eq "1b: the session ends" "$?" 0
+t_eq "1b: the session ends, having seen the user's try" "$?" 0
 
 # ---- 3a. reaper: a flushed shared chain is rebuilt, an unknown chain removed -----------
 lyh_daemon_stop || true

@@ -117,9 +117,10 @@ static void check_invariants(const struct nftr_chain *c) {
     assert_int_equal(last->n_match, 0);
     /* the DNS forwarder's flows (only those chain dnsnat rewrote, only to
      * 127.0.0.1 or ::1 at one port), then loopback */
-    size_t first = c->rules[0].ct_mark_clear ? 1 : 0; /* shared-user: the flow back */
+    size_t start = c->rules[0].ct_mark_clear ? 1 : 0; /* shared-user: the flow back */
+    size_t first = start;
     /* then at most four fast rules (see test_fast_path) */
-    while (first < 5 && first < c->n_rules && is_fast_rule(&c->rules[first]))
+    while (first < start + 4 && first < c->n_rules && is_fast_rule(&c->rules[first]))
         first++;
     size_t fast = first;
     for (; first < c->n_rules && c->rules[first].match[0].type == NFTR_M_CT_DNAT; first++) {
