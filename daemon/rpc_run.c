@@ -1117,6 +1117,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                          .pty_fd = -1, .uid = call->peer.uid};
     struct session *s = NULL;
     struct spawn_plan plan;
+    struct spawn_pending sp = {.gate = -1};
     const struct policy *pol = policy_current(d);
     uint64_t t_entry = lyhd_mono_us();
     char why[512];
@@ -1415,40 +1416,14 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         p.made_cgroup = true;
         s->has_cgroup = true;
         s->t_us[SESSION_T_CGROUP] = lyhd_mono_us();
-        /* The row already names the cgroup and the chain (by session id);
-         * their id is recorded with the pid below. A crash in between is
-         * safe: the reaper finds the cgroup by name and the map element by
-         * the chain it jumps to (guard_session_del). */
-        if (s->row.chain[0]) {
-            k = guard_session_add(d, s, why, sizeof(why));
-            if (k < 0) {
-                rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s", why);
-                goto out;
-            }
-            p.added_chain = true;
-            s->has_chain = true;
-        }
-    }
-    s->t_us[SESSION_T_NFT] = lyhd_mono_us();
-    /* The ruleset's paths are opened as the caller too (see as_caller). */
-    if (as_caller(call, &p.root_ident) < 0)
-        goto out;
-    k = ll_ruleset_build(&p.ll, d->landlock_abi, &p.ll_fd, &p.ll_report, why, sizeof(why));
-    as_root_again(&p.root_ident);
-    if (k < 0) {
-        /* A path of the request is wrong, or the kernel/memory failed us. */
-        bool path_error = k == -ENOENT || k == -ENOTDIR || k == -EACCES || k == -ELOOP ||
-                          k == -EINVAL || k == -ENAMETOOLONG;
-        rpc_fail(call,
-                 path_error ? LIANYAOHU__V1__CODE__INVALID_ARGUMENT
-                            : k == -ENOMEM ? LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED
-                                           : LIANYAOHU__V1__CODE__INTERNAL,
-                 "path policy: %s", why[0] ? why : strerror(-k));
-        goto out;
     }
 
-    s->t_us[SESSION_T_LANDLOCK] = lyhd_mono_us();
-    /* 5. Spawn. */
+    /* 5. Spawn, in two steps where the spawner can (spawner.h): the child
+     * makes its mounts while its chain goes in and its ruleset is built, and
+     * runs nothing of the agent before the go. A failure from here on is
+     * recorded (pfail) and closes the gate instead of sending the go: the
+     * child stops there and ends like a session whose set-up failed, with
+     * this failure as the answer (session.c on_status). */
     p.argv = calloc(r->n_argv + 1, sizeof(char *));
     if (!p.argv) {
         rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
@@ -1466,8 +1441,8 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         .gid = p.gid,
         .groups = p.groups,
         .n_groups = p.n_groups,
-        .landlock_fd = p.ll_fd,
-        .landlock_handled = p.ll_report.handled_fs,
+        .landlock_fd = -1, /* built below: it comes with the go */
+        .landlock_handled = ll_handled_fs(d->landlock_abi),
         .seccomp = d->seccomp,
         .cwd = r->cwd,
         .hide = (const char *const *)p.hide,
@@ -1480,10 +1455,61 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         .sockets = (const char *const *)p.socks,
         .n_sockets = p.n_socks,
     };
-    k = spawner_spawn(d, &plan, &s->pid, &s->pidfd, &s->status_fd);
+    spawner_begin(d, &plan, &sp);
+    s->t_us[SESSION_T_BEGUN] = lyhd_mono_us();
+    /* The row already names the cgroup and the chain (by session id);
+     * their id is recorded with the pid below. A crash in between is safe:
+     * the reaper finds the cgroup by name and the map element by the chain
+     * it jumps to (guard_session_del). */
+    if (d->guard->have_cgroup && s->row.chain[0]) {
+        k = guard_session_add(d, s, why, sizeof(why));
+        if (k < 0) {
+            pfail(&p, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s", why);
+        } else {
+            p.added_chain = true;
+            s->has_chain = true;
+        }
+    }
+    s->t_us[SESSION_T_NFT] = lyhd_mono_us();
+    /* The ruleset's paths are opened as the caller too (see as_caller). */
+    k = p.err_code ? 0 : fs_ident_enter(call->peer.uid, call->peer.gid, call->peer_groups,
+                                        call->n_peer_groups, &p.root_ident);
     if (k < 0) {
-        rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot start the agent: %s", strerror(-k));
+        pfail(&p, LIANYAOHU__V1__CODE__INTERNAL,
+              "cannot look up your paths with your own identity: %s", strerror(-k));
+    } else if (!p.err_code) {
+        k = ll_ruleset_build(&p.ll, d->landlock_abi, &p.ll_fd, &p.ll_report, why, sizeof(why));
+        as_root_again(&p.root_ident);
+        if (k < 0) {
+            /* A path of the request is wrong, or the kernel/memory failed us. */
+            bool path_error = k == -ENOENT || k == -ENOTDIR || k == -EACCES || k == -ELOOP ||
+                              k == -EINVAL || k == -ENAMETOOLONG;
+            pfail(&p,
+                  path_error ? LIANYAOHU__V1__CODE__INVALID_ARGUMENT
+                             : k == -ENOMEM ? LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED
+                                            : LIANYAOHU__V1__CODE__INTERNAL,
+                  "path policy: %s", why[0] ? why : strerror(-k));
+        }
+    }
+    s->t_us[SESSION_T_LANDLOCK] = lyhd_mono_us();
+    if (p.err_code && !sp.begun) {
+        rpc_fail(call, p.err_code, "%s", p.err);
         goto out;
+    }
+    k = p.err_code ? spawner_cancel(d, &sp, &plan, &s->pid, &s->pidfd, &s->status_fd)
+                   : spawner_go(d, &sp, &plan, p.ll_fd, &s->pid, &s->pidfd, &s->status_fd);
+    if (k < 0) {
+        if (p.err_code)
+            rpc_fail(call, p.err_code, "%s", p.err);
+        else
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot start the agent: %s",
+                     strerror(-k));
+        goto out;
+    }
+    if (p.err_code) {
+        /* stopped at the gate: its answer once it says so */
+        s->start_fail_code = p.err_code;
+        snprintf(s->start_fail, sizeof(s->start_fail), "%s", p.err);
     }
     /* From here the session exists: failures end it through teardown. */
     s->t_us[SESSION_T_FORK] = lyhd_mono_us();
@@ -1513,5 +1539,9 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
              s->pid);
 
 out:
+    /* a begun launch is always gone or cancelled above, its answer read:
+     * one left would give the next launch this one's answer */
+    if (sp.begun)
+        log_fatal("a launch was left begun at the spawner");
     run_prep_free(d, &p);
 }

@@ -447,12 +447,13 @@ void session_log_phases(const struct session *s, bool end) {
         return;
     if (!end) {
         /* a cgroup-less session has no cgroup mark: that phase is 0 */
-        enum session_t before_nft = s->t_us[SESSION_T_CGROUP] ? SESSION_T_CGROUP : SESSION_T_ROW;
-        log_info("launch %s phases (us): checks %llu tmpdir %llu state_db %llu cgroup %llu nft %llu "
-                 "landlock %llu fork %llu record %llu exec %llu total %llu",
+        enum session_t before_begin = s->t_us[SESSION_T_CGROUP] ? SESSION_T_CGROUP : SESSION_T_ROW;
+        log_info("launch %s phases (us): checks %llu tmpdir %llu state_db %llu cgroup %llu begin %llu "
+                 "nft %llu landlock %llu fork %llu record %llu exec %llu total %llu",
                  s->row.id, phase(s, SESSION_T_ENTRY, SESSION_T_CHECKED),
                  phase(s, SESSION_T_CHECKED, SESSION_T_TMPDIR), phase(s, SESSION_T_TMPDIR, SESSION_T_ROW),
-                 phase(s, SESSION_T_ROW, SESSION_T_CGROUP), phase(s, before_nft, SESSION_T_NFT),
+                 phase(s, SESSION_T_ROW, SESSION_T_CGROUP), phase(s, before_begin, SESSION_T_BEGUN),
+                 phase(s, SESSION_T_BEGUN, SESSION_T_NFT),
                  phase(s, SESSION_T_NFT, SESSION_T_LANDLOCK), phase(s, SESSION_T_LANDLOCK, SESSION_T_FORK),
                  phase(s, SESSION_T_FORK, SESSION_T_RECORDED),
                  phase(s, SESSION_T_RECORDED, SESSION_T_EXEC), phase(s, SESSION_T_ENTRY, SESSION_T_EXEC));
@@ -603,7 +604,9 @@ static void on_status(evutil_socket_t fd, short what, void *arg) {
         s->call = NULL;
         call->on_disconnect = NULL;
         call->state = NULL;
-        if (f.step == SPAWN_STEP_EXEC && f.err == ENOENT)
+        if (s->start_fail_code) /* lyhd failed it (rpc_run); the child stopped */
+            rpc_fail(call, s->start_fail_code, "%s", s->start_fail);
+        else if (f.step == SPAWN_STEP_EXEC && f.err == ENOENT)
             rpc_fail(call, LIANYAOHU__V1__CODE__NOT_FOUND,
                      "the agent could not start: command '%s' not found (is it on PATH?)",
                      s->row.argv0);

@@ -30,6 +30,7 @@ enum session_t {
     SESSION_T_TMPDIR,   /* the private tmpdir made */
     SESSION_T_ROW,      /* the state.db row committed */
     SESSION_T_CGROUP,   /* the session cgroup made (and a shared chain taken) */
+    SESSION_T_BEGUN,    /* the plan sent to the spawner (the child makes its mounts) */
     SESSION_T_NFT,      /* its chain installed (one nf_tables transaction) */
     SESSION_T_LANDLOCK, /* the Landlock ruleset built */
     SESSION_T_FORK,     /* the child forked */
@@ -72,6 +73,10 @@ struct session {
     bool stop_told;           /* its client heard of the agent's stop, not yet continued */
     bool audit_ended;         /* the end is on record */
     char path_note[400];      /* RunStarted note about its paths ("" none) */
+    /* A launch that failed after its child was begun (rpc_run): the child
+     * stops at the gate (SPAWN_STEP_GATE), and this is the answer then. */
+    int start_fail_code;      /* 0: none */
+    char start_fail[1000];
     char proxy[DR_FORMAT_MAX]; /* proxy-only mode: its proxy, as text ("" none; not
                                 * restored after a restart of lyhd) */
     uint32_t lo_slot;         /* its loopback marks' slot (0: none, no listeners) */

@@ -9,7 +9,10 @@
  * SCM_RIGHTS), one back: int32 result (0 or -errno) and int32 pid, with the
  * pidfd and the status pipe's read end on success. Native byte order: both
  * ends are the same binary. The parent waits for the answer (at most
- * SPAWNER_TIMEOUT_MS); the spawner answers within a clone3.
+ * SPAWNER_TIMEOUT_MS); the spawner answers within a clone3. A gated plan
+ * (spawner_begin) carries the child's end of a gate instead of the Landlock
+ * ruleset; its answer is read once the parent has sent the go or closed the
+ * gate (spawner_go, spawner_cancel), and no other plan is sent meanwhile.
  *
  * Must never: let a launch fail because the spawner failed (the parent
  * falls back to spawn_start); read anything but its socket (spawner). */
@@ -76,11 +79,12 @@ int spawner_encode(const struct spawn_plan *p, uint8_t *buf, size_t cap, size_t 
     struct enc e = {.p = buf, .cap = cap};
     const int pfd[SPAWNER_FDS] = {p->stdio[0],      p->stdio[1],         p->stdio[2],
                                   p->pty_fd,        p->cgroup_dir_fd,    p->cgroup_procs_fd,
-                                  p->landlock_fd};
+                                  p->landlock_fd,   p->gated ? p->gate_fd : -1};
     uint32_t mask = 0;
     size_t nfds = 0, n_argv = 0, n_envp = 0;
 
-    if (!p->argv || !p->envp || !p->cwd || !p->seccomp || !p->seccomp->bpf || p->n_groups > 65536)
+    if (!p->argv || !p->envp || !p->cwd || !p->seccomp || !p->seccomp->bpf || p->n_groups > 65536 ||
+        (p->gated ? p->gate_fd < 0 || p->landlock_fd >= 0 : p->landlock_fd < 0))
         return -EINVAL;
     while (p->argv[n_argv])
         n_argv++;
@@ -214,6 +218,9 @@ int spawner_decode(const uint8_t *buf, size_t len, const int *fds, size_t nfds,
         pfd[i] = (mask & (1u << i)) && used < nfds ? fds[used++] : -1;
     if (used != nfds || (size_t)__builtin_popcount(mask) != nfds)
         d.bad = true;
+    /* the ruleset or the gate that brings it: exactly one */
+    if ((pfd[6] >= 0) == (pfd[7] >= 0))
+        d.bad = true;
     n = get32(&d);
     if (!d.bad && (n > 65536 || n > (len - d.off) / 4))
         d.bad = true;
@@ -275,6 +282,8 @@ int spawner_decode(const uint8_t *buf, size_t len, const int *fds, size_t nfds,
     p->cgroup_dir_fd = pfd[4];
     p->cgroup_procs_fd = pfd[5];
     p->landlock_fd = pfd[6];
+    p->gated = pfd[7] >= 0;
+    p->gate_fd = pfd[7];
     return 0;
 nomem:
     spawner_storage_free(st);
@@ -431,21 +440,19 @@ static void give_up(struct lyhd *d, const char *why, int err) {
     spawner_stop(d);
 }
 
-int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd,
-                  int *ret_status_fd) {
+/* Send the plan. 1: sent (its answer is owed); 0: not sent, nothing made
+ * (the launch forks from lyhd). */
+static int send_plan(struct lyhd *d, const struct spawn_plan *p) {
     struct spawner *s = d->spawner;
     int fds[SPAWNER_FDS];
     size_t len = 0, nfds = 0;
-    int r;
 
     /* Only a launch with a session cgroup: if the spawner's answer were
      * lost, what it made must be found and killed, and the cgroup is how. */
     if (!s || p->cgroup_dir_fd < 0)
-        return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
-    r = spawner_encode(p, s->buf, SPAWNER_MAX_BYTES, &len, fds, &nfds);
-    if (r < 0) /* too big for one datagram: this launch forks from here */
-        return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
-
+        return 0;
+    if (spawner_encode(p, s->buf, SPAWNER_MAX_BYTES, &len, fds, &nfds) < 0)
+        return 0; /* too big for one datagram: this launch forks from here */
     ssize_t n = unixsock_send_fds(s->sock, s->buf, len, fds, nfds, MSG_DONTWAIT);
     if (n != (ssize_t)len) {
         int e = n < 0 ? errno : EIO;
@@ -455,10 +462,18 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
          * so no child was made) */
         if (e != EMSGSIZE && e != ENOBUFS && e != ENOMEM && e != EAGAIN)
             give_up(d, "did not take a launch", e);
-        return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
+        return 0;
     }
+    return 1;
+}
 
-    /* its answer: a clone3 away */
+/* The spawner's answer to the plan sent: a clone3 away. 0 with the child's
+ * pid, pidfd and status pipe; -ENOSYS: it cannot make lyhd's children here
+ * (nothing was made: fork from lyhd); other -errno: the launch fails (what
+ * it may have made was killed through the cgroup). */
+static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *ret_pidfd,
+                       int *ret_status_fd) {
+    struct spawner *s = d->spawner;
     int32_t v[2];
     int got[UNIXSOCK_MAX_FDS];
     size_t ngot = 0;
@@ -466,6 +481,7 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
     struct pollfd pfd = {.fd = s->sock, .events = POLLIN};
     uint64_t deadline = lyhd_mono_ms() + SPAWNER_TIMEOUT_MS;
     int pr;
+    ssize_t n;
     do {
         uint64_t now = lyhd_mono_ms();
         pr = now >= deadline ? 0 : poll(&pfd, 1, (int)(deadline - now));
@@ -483,7 +499,7 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
          * clean-up removes the cgroup; such a child is lyhd's, unreaped: a
          * zombie until lyhd ends, once, since the spawner is not used
          * again). */
-        int k = openat(p->cgroup_dir_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
+        int k = openat(cgroup_dir_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
         if (k >= 0) {
             (void)!write(k, "1", 1);
             close(k);
@@ -492,7 +508,7 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
     }
     if (v[0] == -ENOSYS) { /* no clone3 here: it cannot make lyhd's child */
         give_up(d, "cannot make lyhd's children on this kernel", ENOSYS);
-        return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
+        return -ENOSYS;
     }
     if (v[0] < 0)
         return v[0];
@@ -502,4 +518,70 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
     *ret_pidfd = got[0];
     *ret_status_fd = got[1];
     return 0;
+}
+
+int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd,
+                  int *ret_status_fd) {
+    if (send_plan(d, p) == 1) {
+        int r = take_answer(d, p->cgroup_dir_fd, ret_pid, ret_pidfd, ret_status_fd);
+        if (r != -ENOSYS)
+            return r;
+    }
+    return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
+}
+
+int spawner_begin(struct lyhd *d, struct spawn_plan *p, struct spawn_pending *sp) {
+    int sv[2];
+
+    *sp = (struct spawn_pending){.gate = -1};
+    if (!d->spawner || p->cgroup_dir_fd < 0 || p->landlock_fd >= 0)
+        return 0;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return 0; /* no gate: the launch goes the one-step way */
+    p->gated = true;
+    p->gate_fd = sv[1];
+    int r = send_plan(d, p);
+    p->gated = false;
+    p->gate_fd = -1;
+    close(sv[1]); /* the child's end went with the plan (or nowhere) */
+    if (r != 1) {
+        close(sv[0]);
+        return 0;
+    }
+    sp->gate = sv[0];
+    sp->begun = true;
+    return 0;
+}
+
+/* Close the gate (after the go, or instead of it) and take the answer. */
+static int finish(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, pid_t *ret_pid,
+                  int *ret_pidfd, int *ret_status_fd) {
+    CLOSE_FD(sp->gate);
+    sp->begun = false;
+    return take_answer(d, p->cgroup_dir_fd, ret_pid, ret_pidfd, ret_status_fd);
+}
+
+int spawner_go(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, int landlock_fd,
+               pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd) {
+    if (!sp->begun) {
+        p->landlock_fd = landlock_fd;
+        return spawner_spawn(d, p, ret_pid, ret_pidfd, ret_status_fd);
+    }
+    /* A child that stopped before the gate (its set-up failed) has closed
+     * its end: the send fails, and its status pipe says why. */
+    (void)spawn_gate_go(sp->gate, landlock_fd);
+    int r = finish(d, sp, p, ret_pid, ret_pidfd, ret_status_fd);
+    if (r != -ENOSYS)
+        return r;
+    /* it made nothing (no clone3 here) and is gone: fork from lyhd */
+    p->landlock_fd = landlock_fd;
+    return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
+}
+
+int spawner_cancel(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, pid_t *ret_pid,
+                   int *ret_pidfd, int *ret_status_fd) {
+    if (!sp->begun)
+        return -ECANCELED;
+    int r = finish(d, sp, p, ret_pid, ret_pidfd, ret_status_fd);
+    return r == -ENOSYS ? -ECANCELED : r; /* nothing was made */
 }

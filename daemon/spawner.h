@@ -42,13 +42,33 @@ void spawner_stop(struct lyhd *d);
 int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd,
                   int *ret_status_fd);
 
+/* A launch in two steps, so that the child makes its mounts while lyhd
+ * installs the session's firewall and builds its Landlock ruleset:
+ * spawner_begin sends the plan (landlock_fd -1) gated (spawn_plan.gated);
+ * the child stops at the gate. Then exactly one of spawner_go (the go, with
+ * the ruleset) or spawner_cancel (the gate closed: the child stops there,
+ * SPAWN_STEP_GATE) takes the spawner's answer, with the spawner_spawn
+ * contract. A launch the spawner cannot take (none, no cgroup, too big, no
+ * socket now) is not begun (sp->begun false): spawner_go then spawns it the
+ * one-step way with the ruleset, and spawner_cancel returns -ECANCELED
+ * (nothing was made). spawner_begin itself never fails a launch. */
+struct spawn_pending {
+    bool begun;
+    int gate; /* the parent's end, until the go or the cancel */
+};
+int spawner_begin(struct lyhd *d, struct spawn_plan *p, struct spawn_pending *sp);
+int spawner_go(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, int landlock_fd,
+               pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd);
+int spawner_cancel(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, pid_t *ret_pid,
+                   int *ret_pidfd, int *ret_status_fd);
+
 /* `lyhd --spawner FD`: the spawner's own main. */
 int spawner_main(int argc, char **argv);
 
 /* The plan as bytes and fds (exposed for the unit test and the fuzzer):
  * encode into buf (cap bytes), the fds to send in fds[SPAWNER_FDS] (*ret_nfds
  * of them). 0, -ENOBUFS or -EINVAL. */
-#define SPAWNER_FDS 7
+#define SPAWNER_FDS 8
 #define SPAWNER_MAX_BYTES (2u << 20)
 int spawner_encode(const struct spawn_plan *p, uint8_t *buf, size_t cap, size_t *ret_len, int *fds,
                    size_t *ret_nfds);

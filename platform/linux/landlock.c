@@ -541,6 +541,13 @@ static int add_path(int ruleset, const struct ll_path *e, enum ll_access a, uint
     return 0;
 }
 
+uint64_t ll_handled_fs(int abi) {
+    uint64_t fs = 0;
+    for (int v = 1; v <= abi && v <= LL_ABI_MAX; v++)
+        fs |= abi_rows[v].fs;
+    return fs;
+}
+
 int ll_ruleset_build(const struct ll_policy *p, int abi, int *ret_fd, struct ll_report *ret,
                      char *why, size_t whylen) {
     _cleanup_(ll_report_freep) struct ll_report rep = {0};
@@ -552,10 +559,9 @@ int ll_ruleset_build(const struct ll_policy *p, int abi, int *ret_fd, struct ll_
         return -EINVAL;
     }
     rep.abi = abi > LL_ABI_MAX ? LL_ABI_MAX : abi;
-    for (int v = 1; v <= rep.abi; v++) {
-        rep.handled_fs |= abi_rows[v].fs;
+    rep.handled_fs = ll_handled_fs(rep.abi);
+    for (int v = 1; v <= rep.abi; v++)
         rep.scoped |= abi_rows[v].scoped;
-    }
     attr.handled_access_fs = rep.handled_fs;
     attr.scoped = rep.scoped;
 

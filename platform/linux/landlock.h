@@ -110,6 +110,10 @@ int ll_probe(int *ret_abi);
  * ll_report_free()). Blocks on the filesystem. -EINVAL bad abi or path,
  * -ENOENT/-ENOTDIR/-EACCES/-ELOOP for a required path, -ENOMEM, or the
  * kernel's error. */
+/* The file-system rights a ruleset for this ABI handles (what
+ * ll_ruleset_build reports as handled_fs), known before it is built. */
+uint64_t ll_handled_fs(int abi);
+
 int ll_ruleset_build(const struct ll_policy *p, int abi, int *ret_fd, struct ll_report *ret,
                      char *why, size_t whylen);
 

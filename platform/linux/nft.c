@@ -73,6 +73,7 @@
 #define BATCH_PAGE     (128u * 1024u)
 #define BATCH_OVERRUN  (UINT16_MAX + 4096u) /* > the largest single message */
 #define ACK_TRUESIZE   1024u         /* generous per-ACK receive-buffer cost */
+#define ACK_SLOTS      64u           /* ACK datagrams read per recvmmsg() (1 KiB each) */
 #define RETRIES        8             /* generation races, interrupted dumps */
 #define UDATA_MAX      256u
 #define LYH_UDATA_TAG  0xa7          /* private rule udata type, ignored by nft */
@@ -391,6 +392,72 @@ static void batch_next(struct batch *bt) {
         bt->err = -ENOMEM;
 }
 
+/* The ACKs of one batch as they come in: res[0] for the transaction (BEGIN,
+ * END), res[i] for message i (1: not answered yet). */
+struct ack_tally {
+    int *res;
+    uint32_t n_msgs, begin_seq, end_seq, portid, acked;
+    bool begin_failed;
+};
+
+static void tally_one(struct ack_tally *t, const struct nlmsghdr *nlh) {
+    if (nlh->nlmsg_type != NLMSG_ERROR || nlh->nlmsg_pid != t->portid)
+        return;
+    const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
+    uint32_t i = nlh->nlmsg_seq - t->begin_seq;
+    if (nlh->nlmsg_seq == t->begin_seq || nlh->nlmsg_seq == t->end_seq) {
+        t->res[0] = e->error ? e->error : -EPROTO;
+        t->begin_failed = true;
+    } else if (i >= 1 && i <= t->n_msgs && t->res[i] == 1) {
+        t->res[i] = e->error;
+        t->acked++;
+    }
+}
+
+/* Read what is queued, up to ACK_SLOTS datagrams in one recvmmsg() (a batch
+ * of 50 messages is 50 ACKs, each its own datagram: one system call instead
+ * of 50). *more: every slot was filled, so more may be waiting. */
+static int recv_acks(struct nft *n, struct ack_tally *t, bool *more) {
+    struct mmsghdr v[ACK_SLOTS];
+    struct iovec iov[ACK_SLOTS];
+    struct sockaddr_nl sa[ACK_SLOTS];
+    const size_t slot = RECV_BUF_SIZE / ACK_SLOTS;
+
+    for (size_t k = 0; k < ACK_SLOTS; k++) {
+        iov[k] = (struct iovec){.iov_base = n->rbuf + k * slot, .iov_len = slot};
+        v[k] = (struct mmsghdr){.msg_hdr = {.msg_name = &sa[k], .msg_namelen = sizeof(sa[k]),
+                                            .msg_iov = &iov[k], .msg_iovlen = 1}};
+    }
+    int got;
+    do
+        got = recvmmsg(mnl_socket_get_fd(n->nl), v, ACK_SLOTS, MSG_DONTWAIT, NULL);
+    while (got < 0 && errno == EINTR);
+    *more = false;
+    if (got < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+    for (int k = 0; k < got; k++) {
+        const struct msghdr *m = &v[k].msg_hdr;
+        if (m->msg_namelen != sizeof(sa[k]) || sa[k].nl_pid != 0)
+            continue; /* not from the kernel */
+        int left = (int)v[k].msg_len;
+        const struct nlmsghdr *nlh = (const struct nlmsghdr *)iov[k].iov_base;
+        if (m->msg_flags & MSG_TRUNC) {
+            /* An error that echoes its request (a kernel without
+             * NETLINK_CAP_ACK) is cut after the code, which is all we read. */
+            if ((size_t)left < NLMSG_HDRLEN + sizeof(struct nlmsgerr) ||
+                nlh->nlmsg_type != NLMSG_ERROR)
+                return -EMSGSIZE;
+            tally_one(t, nlh);
+            continue;
+        }
+        for (; mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left))
+            if (nlh->nlmsg_len >= mnl_nlmsg_size(sizeof(struct nlmsgerr)))
+                tally_one(t, nlh);
+    }
+    *more = got == ACK_SLOTS;
+    return 0;
+}
+
 /* Close, send, and account for every ACK. Consumes bt. */
 static int batch_send(struct nft *n, struct batch *bt) {
     _cleanup_free_ struct iovec *iov = NULL;
@@ -433,43 +500,27 @@ static int batch_send(struct nft *n, struct batch *bt) {
     }
 
     /* nf_tables handled the batch inside sendmsg(); its replies are queued. Read
-     * without blocking; wait briefly only if something is still unaccounted for. */
-    uint32_t acked = 0;
-    bool begin_failed = false, waited = false;
+     * them many at a time without blocking; wait briefly only if something is
+     * still unaccounted for. */
+    struct ack_tally t = {.res = res, .n_msgs = bt->n_msgs, .begin_seq = bt->begin_seq,
+                          .end_seq = end_seq, .portid = n->portid};
+    bool waited = false;
     for (;;) {
-        ssize_t len = recv_one(n, false);
-        if (len == -EAGAIN || len == -EWOULDBLOCK) {
-            /* all queued replies read: done, unless ACKs are missing and nothing
-             * explains it yet (then wait once, briefly, before calling it EPROTO) */
-            if (acked == bt->n_msgs || begin_failed || waited)
-                break;
-            struct pollfd p = { .fd = mnl_socket_get_fd(n->nl), .events = POLLIN };
-            (void)poll(&p, 1, 1000);
-            waited = true;
-            continue;
-        }
-        if (len < 0) {
-            r = (int)len; /* ENOBUFS: ACKs lost, the outcome is unknown */
-            goto out;
-        }
-        int left = (int)len; /* <= RECV_BUF_SIZE */
-        for (struct nlmsghdr *nlh = (struct nlmsghdr *)n->rbuf; mnl_nlmsg_ok(nlh, left);
-             nlh = mnl_nlmsg_next(nlh, &left)) {
-            if (nlh->nlmsg_type != NLMSG_ERROR || nlh->nlmsg_pid != n->portid)
-                continue;
-            const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
-            if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*e)))
-                continue;
-            uint32_t i = nlh->nlmsg_seq - bt->begin_seq;
-            if (nlh->nlmsg_seq == bt->begin_seq || nlh->nlmsg_seq == end_seq) {
-                res[0] = e->error ? e->error : -EPROTO;
-                begin_failed = true;
-            } else if (i >= 1 && i <= bt->n_msgs && res[i] == 1) {
-                res[i] = e->error;
-                acked++;
-            }
-        }
+        bool more = false;
+        r = recv_acks(n, &t, &more);
+        if (r < 0)
+            goto out; /* ENOBUFS: ACKs lost, the outcome is unknown */
+        if (more)
+            continue; /* every slot filled: there may be more queued */
+        /* all queued replies read: done, unless ACKs are missing and nothing
+         * explains it yet (then wait once, briefly, before calling it EPROTO) */
+        if (t.acked == bt->n_msgs || t.begin_failed || waited)
+            break;
+        struct pollfd p = { .fd = mnl_socket_get_fd(n->nl), .events = POLLIN };
+        (void)poll(&p, 1, 1000);
+        waited = true;
     }
+    uint32_t acked = t.acked;
     r = 0;
     if (res[0] != 1) {
         r = res[0];

@@ -51,6 +51,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -59,6 +60,7 @@
 #include "platform/linux/cgroup.h"
 #include "platform/linux/landlock.h"
 #include "platform/linux/seccomp.h"
+#include "platform/linux/unixsock.h"
 
 extern char **environ;
 
@@ -79,6 +81,7 @@ const char *spawn_step_name(enum spawn_step s) {
         [SPAWN_STEP_SECCOMP] = "seccomp",
         [SPAWN_STEP_CHDIR] = "chdir",
         [SPAWN_STEP_EXEC] = "execve",
+        [SPAWN_STEP_GATE] = "waiting for the firewall",
     };
     if ((unsigned)s >= ARRAY_SIZE(names) || !names[s])
         return "unknown";
@@ -480,6 +483,33 @@ static void cover_hidden(const struct spawn_plan *p, int status_fd, int *trees) 
     }
 }
 
+/* A gated plan's child: wait for the go and take the ruleset it carries.
+ * Anything else (the caller's end closed, a message of another shape) stops
+ * the child before it has dropped a privilege or run a byte of the agent. */
+static int await_go(int gate_fd, int status_fd) {
+    char byte = 0;
+    int fds[UNIXSOCK_MAX_FDS];
+    size_t nfds = 0;
+    int fl = 0;
+    ssize_t n = unixsock_recv_fds(gate_fd, &byte, 1, 0, fds, &nfds, &fl);
+
+    if (n == 0)
+        child_fail(status_fd, SPAWN_STEP_GATE, ECANCELED);
+    if (n < 0)
+        child_fail(status_fd, SPAWN_STEP_GATE, errno);
+    if (n != 1 || byte != 'G' || (fl & (MSG_TRUNC | MSG_CTRUNC)) || nfds != 1)
+        child_fail(status_fd, SPAWN_STEP_GATE, EPROTO);
+    close(gate_fd);
+    return fds[0];
+}
+
+int spawn_gate_go(int gate_fd, int landlock_fd) {
+    if (gate_fd < 0 || landlock_fd < 0)
+        return -EINVAL;
+    ssize_t n = unixsock_send_fds(gate_fd, "G", 1, &landlock_fd, 1, MSG_DONTWAIT);
+    return n == 1 ? 0 : n < 0 ? -errno : -EIO;
+}
+
 static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_cgroup) {
     sigset_t all;
     int k;
@@ -552,7 +582,8 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
     cover_hidden(p, status_fd, trees);
     private_tmp(p, status_fd);
     sockets_in_private_tmp(p, status_fd, trees);
-    k = ll_add_devpts_child(p->landlock_fd, p->landlock_handled);
+    int ll_fd = p->gated ? await_go(p->gate_fd, status_fd) : p->landlock_fd;
+    k = ll_add_devpts_child(ll_fd, p->landlock_handled);
     if (k < 0)
         child_fail(status_fd, SPAWN_STEP_LANDLOCK, -k);
 
@@ -572,7 +603,7 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         child_fail(status_fd, SPAWN_STEP_NO_NEW_PRIVS, errno);
-    k = ll_restrict_self(p->landlock_fd);
+    k = ll_restrict_self(ll_fd);
     if (k < 0)
         child_fail(status_fd, SPAWN_STEP_LANDLOCK, -k);
     k = sc_install(p->seccomp);
@@ -609,7 +640,8 @@ int spawn_start(const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd, int 
     int pidfd = -1;
     bool in_cgroup = p->cgroup_dir_fd >= 0;
 
-    if (!p->argv || !p->argv[0] || p->landlock_fd < 0 || !p->seccomp || !p->cwd)
+    if (!p->argv || !p->argv[0] || !p->seccomp || !p->cwd ||
+        (p->gated ? p->gate_fd < 0 || p->landlock_fd >= 0 : p->landlock_fd < 0))
         return -EINVAL;
     if (pipe2(pipefd, O_CLOEXEC) < 0)
         return -errno;

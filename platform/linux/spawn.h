@@ -1,6 +1,7 @@
 /* Start a session's first process: fork, then in the child one ordered,
  * checked pipeline that ends in execve. Everything the child needs is
- * prepared by the caller before spawn_start(); the child only makes syscalls.
+ * prepared by the caller before spawn_start() (a gated plan's Landlock ruleset
+ * comes later, with the go: see gated); the child only makes syscalls.
  *
  * Contract: spawn_start returns 0 or -errno (fork/pidfd/pipe failures only).
  * A failure inside the child is not a return value: the child writes a
@@ -50,6 +51,7 @@ enum spawn_step {
     SPAWN_STEP_SECCOMP,
     SPAWN_STEP_CHDIR,
     SPAWN_STEP_EXEC,
+    SPAWN_STEP_GATE, /* waiting for the go (gated plans): it did not come */
 };
 
 const char *spawn_step_name(enum spawn_step s);
@@ -67,7 +69,8 @@ struct spawn_plan {
     gid_t gid;                  /* the guard gid: real, effective and saved */
     const gid_t *groups;        /* the caller's supplementary groups */
     size_t n_groups;
-    int landlock_fd;            /* ready ruleset (must be >= 0: no Landlock, no launch) */
+    int landlock_fd;            /* ready ruleset (must be >= 0: no Landlock, no launch),
+                                 * or -1 in a gated plan: it comes with the go */
     uint64_t landlock_handled;  /* its handled rights (rules for the private devpts) */
     const struct sc_program *seccomp; /* ready program (required) */
     const char *cwd;            /* entered as the caller, after the drop */
@@ -106,7 +109,21 @@ struct spawn_plan {
     /* The caller has no signal handler and ignores no signal: the child
      * need not set every disposition to the default (the spawner). */
     bool signals_default;
+    /* A gated plan: the child makes its mounts, then waits on gate_fd (its
+     * end of a SOCK_SEQPACKET pair) for the go, one byte 'G' that carries the
+     * Landlock ruleset (SCM_RIGHTS), before it drops its privileges and
+     * execs; the end of the pair instead (the caller closed its end, or
+     * died) stops it there (SPAWN_STEP_GATE, ECANCELED). So its set-up runs
+     * while the caller installs what must be in place before the agent runs
+     * (the session's firewall) and builds the ruleset. */
+    bool gated;
+    int gate_fd;
 };
+
+/* The go of a gated plan: send the ruleset through the caller's end of the
+ * gate. 0 or -errno (a child that already stopped: -EPIPE/-ECONNRESET; its
+ * status pipe says why). */
+int spawn_gate_go(int gate_fd, int landlock_fd);
 
 struct spawn_failure {
     int step;  /* enum spawn_step */

@@ -2,7 +2,8 @@
  * their places), and what the decoder must refuse it refuses: a cut
  * datagram, another magic, fds that do not match the mask, a string
  * without its NUL or with one inside, lists beyond the spawn limits, a
- * seccomp program that is not whole instructions. */
+ * seccomp program that is not whole instructions, a plan with both or
+ * neither of the Landlock ruleset and the gate that brings it. */
 #include <setjmp.h> /* cmocka needs these first */
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,6 +90,55 @@ static void test_round_trip(void **state) {
     assert_int_equal(spawner_encode(&p, buf, 40, &len, fds, &nfds), -ENOBUFS);
 }
 
+/* A gated plan carries the gate where the ruleset was; a plan must carry
+ * exactly one of them, on either side. */
+static void test_gated(void **state) {
+    (void)state;
+    struct spawn_plan p, q;
+    struct sc_program sc;
+    struct spawner_storage st;
+    int fds[SPAWNER_FDS];
+    size_t len, nfds;
+
+    plan_of(&p, &sc);
+    p.landlock_fd = -1;
+    p.gated = true;
+    p.gate_fd = 18;
+    assert_int_equal(spawner_encode(&p, buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    assert_int_equal(nfds, 4);
+    int in[4] = {10, 12, 14, 18};
+    assert_memory_equal(fds, in, sizeof(in));
+    buf[len] = '\0';
+    assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), 0);
+    assert_true(q.gated && q.gate_fd == 18 && q.landlock_fd == -1 && q.cgroup_dir_fd == 14);
+    spawner_storage_free(&st);
+
+    /* the encoder refuses both and neither */
+    p.landlock_fd = 16;
+    assert_int_equal(spawner_encode(&p, buf, sizeof(buf) - 1, &len, fds, &nfds), -EINVAL);
+    p.landlock_fd = -1;
+    p.gated = false;
+    assert_int_equal(spawner_encode(&p, buf, sizeof(buf) - 1, &len, fds, &nfds), -EINVAL);
+
+    /* the decoder too: the mask's ruleset bit (6) and gate bit (7) are the
+     * 5th word; both set with five fds, then neither with three */
+    p.gated = true;
+    assert_int_equal(spawner_encode(&p, buf, sizeof(buf) - 1, &len, fds, &nfds), 0);
+    buf[len] = '\0';
+    uint32_t mask;
+    memcpy(&mask, buf + 20, sizeof(mask));
+    assert_int_equal(mask, (1u << 0) | (1u << 2) | (1u << 4) | (1u << 7));
+    uint32_t both = mask | (1u << 6), neither = mask & ~(1u << 7);
+    int five[5] = {10, 12, 14, 16, 18}, three[3] = {10, 12, 14};
+    memcpy(buf + 20, &both, sizeof(both));
+    assert_int_equal(spawner_decode(buf, len, five, 5, &st, &q), -EBADMSG);
+    memcpy(buf + 20, &neither, sizeof(neither));
+    assert_int_equal(spawner_decode(buf, len, three, 3, &st, &q), -EBADMSG);
+    memcpy(buf + 20, &mask, sizeof(mask));
+    assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), 0);
+    spawner_storage_free(&st);
+}
+
 static void test_refused(void **state) {
     (void)state;
     struct spawn_plan p, q;
@@ -148,6 +198,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_gated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
