@@ -24,6 +24,16 @@ struct route_sock;
 struct guard {
     struct nft *nft;          /* one netlink socket for the daemon's lifetime */
     struct route_sock *route; /* one rtnetlink socket for preflights */
+    /* The last preflight that passed (guard_check_vpn), kept while the
+     * kernel announces no change of links, addresses, routes or rules on
+     * route_watch (-1: none, nothing kept) and for at most
+     * GUARD_VPN_CHECK_KEEP_MS. */
+    int route_watch;
+    struct {
+        bool valid, allow_non_default_route, ipv6_blocked;
+        char iface[16];
+        uint64_t at_ms;
+    } vpn_ok;
     struct cg_root cg;
     bool have_cgroup;         /* cgroup v2 usable: session scope */
     struct nftr_base_params base;
@@ -79,6 +89,9 @@ int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_ro
  * vanished while lyhd runs (someone removed the empty base, e.g. another
  * lyhd sharing lyhd's cgroup), it is created again at the same path first,
  * logged and on record; without that every later launch would fail. */
+/* How long a passed preflight is kept at most, changes or not (guard.c). */
+#define GUARD_VPN_CHECK_KEEP_MS 10000
+
 /* Would a launch get its cgroup now? Creates and removes a probe cgroup (as
  * Run does, base rebuilt if someone removed it), at most once per
  * GUARD_PROBE_MS (the last answer is given meanwhile: Status answers anyone).

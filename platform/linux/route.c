@@ -93,6 +93,47 @@ int route_open(struct route_sock **ret) {
     return 0;
 }
 
+/* ---- changes --------------------------------------------------------------------- */
+
+int route_watch_open(int *ret_fd) {
+    static const unsigned groups[] = {
+        RTNLGRP_LINK,       RTNLGRP_IPV4_IFADDR,  RTNLGRP_IPV6_IFADDR,  RTNLGRP_IPV4_ROUTE,
+        RTNLGRP_IPV6_ROUTE, RTNLGRP_IPV4_RULE,    RTNLGRP_IPV6_RULE,    RTNLGRP_IPV4_NETCONF,
+        RTNLGRP_IPV6_NETCONF, RTNLGRP_NEXTHOP,
+    };
+    _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+
+    if (!ret_fd)
+        return -EINVAL;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return -errno;
+    for (size_t i = 0; i < ARRAY_SIZE(groups); i++)
+        if (setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &groups[i], sizeof(groups[i])) < 0 &&
+            !(errno == EINVAL && groups[i] == RTNLGRP_NEXTHOP)) /* before 5.3: no nexthop objects */
+            return -errno;
+    *ret_fd = TAKE_FD(fd);
+    return 0;
+}
+
+int route_watch_changed(int fd) {
+    char buf[8192];
+    int changed = 0;
+
+    /* Only "something changed" matters: the caller asks the kernel again. */
+    for (int i = 0; i < 4096; i++) {
+        ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return changed;
+        if (n < 0 && errno != ENOBUFS)
+            return 1; /* cannot tell */
+        changed = 1; /* a notice, or notices lost (ENOBUFS): something changed */
+    }
+    return 1;
+}
+
 /* ---- one request, one answer ------------------------------------------------- */
 
 typedef int (*answer_fn)(const struct nlmsghdr *nlh, void *data);

@@ -35,6 +35,16 @@ void route_close(struct route_sock *rs);
 /* For _cleanup_(route_closep). */
 void route_closep(struct route_sock **rs);
 
+/* A socket the kernel tells of every change that could change a preflight's
+ * answer: links, addresses, routes, rules, nexthops and per-interface
+ * settings of this network namespace (rtnetlink multicast groups; the kernel
+ * queues the notice inside the call that made the change). Non-blocking,
+ * CLOEXEC; the caller closes it. 0 or -errno. */
+int route_watch_open(int *ret_fd);
+/* Has anything changed since the last call? Reads what is queued, never
+ * waits. 1: yes, or cannot tell (an overrun, an error); 0: nothing. */
+int route_watch_changed(int fd);
+
 /* What the kernel answered for one address. */
 struct route_answer {
     int error;        /* 0, or the kernel's -errno for this lookup: -ENETUNREACH no
