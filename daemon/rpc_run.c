@@ -1491,6 +1491,13 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                   "path policy: %s", why[0] ? why : strerror(-k));
         }
     }
+    /* the child was told which rights the ruleset handles before it was
+     * built (its devpts rules): they must be the ruleset's */
+    if (!p.err_code && p.ll_report.handled_fs != plan.landlock_handled)
+        pfail(&p, LIANYAOHU__V1__CODE__INTERNAL,
+              "the Landlock ruleset handles other rights than announced (%#llx, not %#llx)",
+              (unsigned long long)p.ll_report.handled_fs,
+              (unsigned long long)plan.landlock_handled);
     s->t_us[SESSION_T_LANDLOCK] = lyhd_mono_us();
     if (p.err_code && !sp.begun) {
         rpc_fail(call, p.err_code, "%s", p.err);
@@ -1506,6 +1513,11 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                      strerror(-k));
         goto out;
     }
+    /* The go could not be sent (the child stopped before the gate: EPIPE,
+     * ECONNRESET, its status says why; anything else: this is the answer). */
+    if (sp.go_err < 0 && sp.go_err != -EPIPE && sp.go_err != -ECONNRESET)
+        pfail(&p, LIANYAOHU__V1__CODE__UNAVAILABLE,
+              "cannot tell the agent's process to go on: %s", strerror(-sp.go_err));
     if (p.err_code) {
         /* stopped at the gate: its answer once it says so */
         s->start_fail_code = p.err_code;
@@ -1516,7 +1528,8 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     s->started_mono_ms = lyhd_mono_ms();
     (void)proc_start_time(s->pid, &s->row.pid_start);
     s->row.pid = s->pid;
-    s->row.state = STORE_SESSION_RUNNING;
+    /* one that stops at the gate never runs: it stays STARTING to its end */
+    s->row.state = s->start_fail_code ? STORE_SESSION_STARTING : STORE_SESSION_RUNNING;
     s->pty_fd = TAKE_FD(p.pty_fd);
     s->call = call;
     s->monitor = r->monitor;
@@ -1534,9 +1547,14 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         goto out;
     }
     s->t_us[SESSION_T_RECORDED] = lyhd_mono_us();
-    log_info("session '%s' started for uid %u: %s in %s via %s (pid %d)", s->row.id, s->row.uid,
-             s->row.argv0, s->row.cwd, s->row.interface[0] ? s->row.interface : "no firewall",
-             s->pid);
+    if (s->start_fail_code)
+        log_info("session '%s' of uid %u failed after its process was begun (pid %d stops "
+                 "before it drops its privileges): %s",
+                 s->row.id, s->row.uid, s->pid, s->start_fail);
+    else
+        log_info("session '%s' started for uid %u: %s in %s via %s (pid %d)", s->row.id,
+                 s->row.uid, s->row.argv0, s->row.cwd,
+                 s->row.interface[0] ? s->row.interface : "no firewall", s->pid);
 
 out:
     /* a begun launch is always gone or cancelled above, its answer read:

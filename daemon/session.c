@@ -12,6 +12,7 @@
 #include "daemon/audit.h"
 #include "daemon/dns_fwd.h"
 #include "daemon/session.h"
+#include "daemon/spawner.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -220,7 +221,7 @@ static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
     struct stat st;
     gid_t gid = lstat(j->path, &st) == 0 && lyhd_guard_gid(&d->cfg, st.st_gid) ? st.st_gid
                                                                                : d->cfg.guard_gid;
-    r = fs_remove_tree_as(j->path, uid, gid, &pid, &j->pidfd);
+    r = spawner_remove_tree(d, j->path, uid, gid, &pid, &j->pidfd);
     if (r < 0) {
         log_warn_errno(-r, "cannot remove %s", j->path);
         tmpdir_job_finish(j, NULL);
@@ -585,6 +586,13 @@ static void on_status(evutil_socket_t fd, short what, void *arg) {
         return;
     event_del(s->ev_status);
     CLOSE_FD(s->status_fd);
+    /* A launch lyhd failed after the child was begun never got the go: an
+     * end of the pipe without a record is its death at the gate, not an
+     * exec (killed meanwhile, say). */
+    if (r == 0 && s->start_fail_code) {
+        r = 1;
+        f = (struct spawn_failure){.step = SPAWN_STEP_GATE, .err = ECANCELED};
+    }
     if (r == 0) {
         s->exec_ok = true;
         audit_session_started(s->d, s);

@@ -30,10 +30,12 @@ enum session_t {
     SESSION_T_TMPDIR,   /* the private tmpdir made */
     SESSION_T_ROW,      /* the state.db row committed */
     SESSION_T_CGROUP,   /* the session cgroup made (and a shared chain taken) */
-    SESSION_T_BEGUN,    /* the plan sent to the spawner (the child makes its mounts) */
+    SESSION_T_BEGUN,    /* the plan sent to the spawner, gated (the child makes its
+                         * mounts), or found not to go that way */
     SESSION_T_NFT,      /* its chain installed (one nf_tables transaction) */
     SESSION_T_LANDLOCK, /* the Landlock ruleset built */
-    SESSION_T_FORK,     /* the child forked */
+    SESSION_T_FORK,     /* the child made: the spawner's answer, the go sent (or the
+                         * one-step spawn's fork) */
     SESSION_T_RECORDED, /* pid recorded in state.db, watched */
     SESSION_T_EXEC,     /* the child's exec confirmed; RunStarted sent */
     SESSION_T_EXIT,     /* the agent's exit seen */

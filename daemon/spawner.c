@@ -11,8 +11,10 @@
  * ends are the same binary. The parent waits for the answer (at most
  * SPAWNER_TIMEOUT_MS); the spawner answers within a clone3. A gated plan
  * (spawner_begin) carries the child's end of a gate instead of the Landlock
- * ruleset; its answer is read once the parent has sent the go or closed the
- * gate (spawner_go, spawner_cancel), and no other plan is sent meanwhile.
+ * ruleset; its answer is read before the parent sends the go (spawner_go) or
+ * after it closed the gate (spawner_cancel), and nothing else is sent to the
+ * spawner meanwhile. A second request: empty a tmpdir as its user
+ * (spawner_remove_tree), answered with the remover's pid and pidfd.
  *
  * Must never: let a launch fail because the spawner failed (the parent
  * falls back to spawn_start); read anything but its socket (spawner). */
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -34,10 +37,12 @@
 #include "common/macros.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
+#include "platform/linux/fsutil.h"
 #include "platform/linux/seccomp.h"
 #include "platform/linux/unixsock.h"
 
-#define SPAWNER_MAGIC 0x4c595350u /* "LYSP" */
+#define SPAWNER_MAGIC 0x4c595350u    /* "LYSP": a plan */
+#define SPAWNER_RM_MAGIC 0x4c595352u /* "LYSR": empty a tmpdir as its user */
 #define SPAWNER_TIMEOUT_MS 5000
 #define SPAWNER_MAX_STRV 65536u /* entries of one list: far above what Run lets through */
 
@@ -290,11 +295,69 @@ nomem:
     return -ENOMEM;
 }
 
+int spawner_encode_rm(const char *path, uid_t uid, gid_t gid, uint8_t *buf, size_t cap,
+                      size_t *ret_len) {
+    struct enc e = {.p = buf, .cap = cap};
+
+    if (!path || path[0] != '/' || strlen(path) >= PATH_MAX)
+        return -EINVAL;
+    put32(&e, SPAWNER_RM_MAGIC);
+    put32(&e, (uint32_t)uid);
+    put32(&e, (uint32_t)gid);
+    put_str(&e, path);
+    if (e.over)
+        return -ENOBUFS;
+    *ret_len = e.len;
+    return 0;
+}
+
+int spawner_decode_rm(const uint8_t *buf, size_t len, uid_t *ret_uid, gid_t *ret_gid,
+                      const char **ret_path) {
+    struct dec d = {.p = buf, .len = len};
+
+    if (get32(&d) != SPAWNER_RM_MAGIC)
+        return -EBADMSG;
+    uid_t uid = (uid_t)get32(&d);
+    gid_t gid = (gid_t)get32(&d);
+    const char *path = get_str(&d);
+    if (d.bad || !path || d.off != len || path[0] != '/' || strlen(path) >= PATH_MAX)
+        return -EBADMSG;
+    *ret_uid = uid;
+    *ret_gid = gid;
+    *ret_path = path;
+    return 0;
+}
+
 /* ---- the spawner's own loop --------------------------------------------------------------- */
 
 static void reply(int sock, int32_t r, int32_t pid, const int *fds, size_t nfds) {
     int32_t v[2] = {r, pid};
     (void)unixsock_send_fds(sock, v, sizeof(v), fds, nfds, 0);
+}
+
+/* Empty a tmpdir as its user in a child that is lyhd's (CLONE_PARENT): lyhd
+ * waits on its pidfd and reaps it as it did its own fork's. A request that
+ * carries fds or does not decode is refused, nothing made. */
+static void remove_tree(int sock, const uint8_t *buf, size_t n, int fl, int *fds, size_t nfds) {
+    uid_t uid;
+    gid_t gid;
+    const char *path;
+    int pidfd = -1;
+    pid_t pid = -1;
+    int r = nfds || (fl & (MSG_TRUNC | MSG_CTRUNC)) ? -EBADMSG
+                                                    : spawner_decode_rm(buf, n, &uid, &gid, &path);
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+    if (r == 0) {
+        pid = spawn_sibling(&pidfd);
+        if (pid == 0)
+            fs_remove_tree_child(path, uid, gid);
+        if (pid < 0)
+            r = errno == ENOSYS || errno == E2BIG || errno == EINVAL ? -ENOSYS : -errno;
+    }
+    reply(sock, r, r == 0 ? pid : -1, &pidfd, r == 0 ? 1 : 0);
+    if (r == 0)
+        close(pidfd);
 }
 
 int spawner_main(int argc, char **argv) {
@@ -306,6 +369,7 @@ int spawner_main(int argc, char **argv) {
     /* its children (the agents) never see it, even before their exec */
     if (fcntl(sock, F_SETFD, FD_CLOEXEC) < 0)
         return 1;
+    (void)prctl(PR_SET_NAME, "lyhd-spawner", 0, 0, 0); /* not "exe" (/proc/self/exe) in ps */
     buf = malloc(SPAWNER_MAX_BYTES + 1);
     if (!buf)
         return 1;
@@ -326,6 +390,13 @@ int spawner_main(int argc, char **argv) {
             return 0; /* lyhd is gone or stopped us */
         }
         buf[n] = '\0';
+        uint32_t magic = 0;
+        if (n >= 4)
+            memcpy(&magic, buf, sizeof(magic));
+        if (magic == SPAWNER_RM_MAGIC) {
+            remove_tree(sock, buf, (size_t)n, fl, fds, nfds);
+            continue;
+        }
         struct spawner_storage st;
         struct spawn_plan plan;
         int r = (fl & (MSG_TRUNC | MSG_CTRUNC)) ? -EBADMSG : spawner_decode(buf, (size_t)n, fds, nfds, &st, &plan);
@@ -352,6 +423,7 @@ int spawner_main(int argc, char **argv) {
 struct spawner {
     int sock;
     pid_t pid;
+    bool begun; /* a gated plan's answer is owed: nothing else may be sent */
     uint8_t *buf; /* SPAWNER_MAX_BYTES, kept: no mapping made and unmapped per launch */
 };
 
@@ -449,7 +521,7 @@ static int send_plan(struct lyhd *d, const struct spawn_plan *p) {
 
     /* Only a launch with a session cgroup: if the spawner's answer were
      * lost, what it made must be found and killed, and the cgroup is how. */
-    if (!s || p->cgroup_dir_fd < 0)
+    if (!s || s->begun || p->cgroup_dir_fd < 0)
         return 0;
     if (spawner_encode(p, s->buf, SPAWNER_MAX_BYTES, &len, fds, &nfds) < 0)
         return 0; /* too big for one datagram: this launch forks from here */
@@ -473,6 +545,7 @@ static int send_plan(struct lyhd *d, const struct spawn_plan *p) {
  * it may have made was killed through the cgroup). */
 static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *ret_pidfd,
                        int *ret_status_fd) {
+    size_t want = ret_status_fd ? 2 : 1; /* a remover has no status pipe */
     struct spawner *s = d->spawner;
     int32_t v[2];
     int got[UNIXSOCK_MAX_FDS];
@@ -488,7 +561,7 @@ static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *r
     } while (pr < 0 && errno == EINTR);
     n = pr > 0 ? unixsock_recv_fds(s->sock, v, sizeof(v), MSG_DONTWAIT, got, &ngot, &fl) : -1;
     bool ok = n == (ssize_t)sizeof(v) && !(fl & (MSG_TRUNC | MSG_CTRUNC)) &&
-              (v[0] == 0 ? ngot == 2 && v[1] > 0 : ngot == 0 && v[0] < 0);
+              (v[0] == 0 ? ngot == want && v[1] > 0 : ngot == 0 && v[0] < 0);
     if (!ok) {
         for (size_t i = 0; i < ngot; i++)
             close(got[i]);
@@ -499,7 +572,7 @@ static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *r
          * clean-up removes the cgroup; such a child is lyhd's, unreaped: a
          * zombie until lyhd ends, once, since the spawner is not used
          * again). */
-        int k = openat(cgroup_dir_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
+        int k = cgroup_dir_fd >= 0 ? openat(cgroup_dir_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC) : -1;
         if (k >= 0) {
             (void)!write(k, "1", 1);
             close(k);
@@ -516,7 +589,8 @@ static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *r
      * (set by the spawner on the same open files, and on receipt) */
     *ret_pid = v[1];
     *ret_pidfd = got[0];
-    *ret_status_fd = got[1];
+    if (ret_status_fd)
+        *ret_status_fd = got[1];
     return 0;
 }
 
@@ -530,14 +604,14 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
     return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
 }
 
-int spawner_begin(struct lyhd *d, struct spawn_plan *p, struct spawn_pending *sp) {
+void spawner_begin(struct lyhd *d, struct spawn_plan *p, struct spawn_pending *sp) {
     int sv[2];
 
     *sp = (struct spawn_pending){.gate = -1};
     if (!d->spawner || p->cgroup_dir_fd < 0 || p->landlock_fd >= 0)
-        return 0;
+        return;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-        return 0; /* no gate: the launch goes the one-step way */
+        return; /* no gate: the launch goes the one-step way */
     p->gated = true;
     p->gate_fd = sv[1];
     int r = send_plan(d, p);
@@ -546,31 +620,60 @@ int spawner_begin(struct lyhd *d, struct spawn_plan *p, struct spawn_pending *sp
     close(sv[1]); /* the child's end went with the plan (or nowhere) */
     if (r != 1) {
         close(sv[0]);
-        return 0;
+        return;
     }
     sp->gate = sv[0];
     sp->begun = true;
-    return 0;
+    d->spawner->begun = true;
 }
 
-/* Close the gate (after the go, or instead of it) and take the answer. */
-static int finish(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, pid_t *ret_pid,
-                  int *ret_pidfd, int *ret_status_fd) {
-    CLOSE_FD(sp->gate);
+/* Take the answer to a gated plan; the gate stays open. */
+static int gated_answer(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p,
+                        pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd) {
     sp->begun = false;
+    if (d->spawner)
+        d->spawner->begun = false;
     return take_answer(d, p->cgroup_dir_fd, ret_pid, ret_pidfd, ret_status_fd);
 }
 
+int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, pid_t *ret_pid,
+                        int *ret_pidfd) {
+    struct spawner *s = d->spawner;
+    size_t len = 0;
+
+    if (!s || s->begun || spawner_encode_rm(path, uid, gid, s->buf, SPAWNER_MAX_BYTES, &len) < 0)
+        return fs_remove_tree_as(path, uid, gid, ret_pid, ret_pidfd);
+    ssize_t n = unixsock_send_fds(s->sock, s->buf, len, NULL, 0, MSG_DONTWAIT);
+    if (n != (ssize_t)len) {
+        int e = n < 0 ? errno : EIO;
+        if (e != EMSGSIZE && e != ENOBUFS && e != ENOMEM && e != EAGAIN)
+            give_up(d, "did not take a tmpdir to empty", e);
+        return fs_remove_tree_as(path, uid, gid, ret_pid, ret_pidfd);
+    }
+    int r = take_answer(d, -1, ret_pid, ret_pidfd, NULL);
+    if (r == -ENOSYS)
+        return fs_remove_tree_as(path, uid, gid, ret_pid, ret_pidfd);
+    return r;
+}
+
+
 int spawner_go(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, int landlock_fd,
                pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd) {
+    sp->go_err = 0;
     if (!sp->begun) {
         p->landlock_fd = landlock_fd;
         return spawner_spawn(d, p, ret_pid, ret_pidfd, ret_status_fd);
     }
-    /* A child that stopped before the gate (its set-up failed) has closed
-     * its end: the send fails, and its status pipe says why. */
-    (void)spawn_gate_go(sp->gate, landlock_fd);
-    int r = finish(d, sp, p, ret_pid, ret_pidfd, ret_status_fd);
+    /* The answer first: the go goes only to a child lyhd knows and watches.
+     * Without one, the gate closes unopened and whatever the spawner may
+     * have made stops there by itself. */
+    int r = gated_answer(d, sp, p, ret_pid, ret_pidfd, ret_status_fd);
+    if (r == 0) {
+        /* A child that stopped before the gate (its set-up failed) has
+         * closed its end (EPIPE, ECONNRESET): its status pipe says why. */
+        sp->go_err = spawn_gate_go(sp->gate, landlock_fd);
+    }
+    CLOSE_FD(sp->gate);
     if (r != -ENOSYS)
         return r;
     /* it made nothing (no clone3 here) and is gone: fork from lyhd */
@@ -582,6 +685,7 @@ int spawner_cancel(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *
                    int *ret_pidfd, int *ret_status_fd) {
     if (!sp->begun)
         return -ECANCELED;
-    int r = finish(d, sp, p, ret_pid, ret_pidfd, ret_status_fd);
+    CLOSE_FD(sp->gate); /* the child stops at the gate */
+    int r = gated_answer(d, sp, p, ret_pid, ret_pidfd, ret_status_fd);
     return r == -ENOSYS ? -ECANCELED : r; /* nothing was made */
 }

@@ -45,22 +45,42 @@ int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, in
 /* A launch in two steps, so that the child makes its mounts while lyhd
  * installs the session's firewall and builds its Landlock ruleset:
  * spawner_begin sends the plan (landlock_fd -1) gated (spawn_plan.gated);
- * the child stops at the gate. Then exactly one of spawner_go (the go, with
- * the ruleset) or spawner_cancel (the gate closed: the child stops there,
- * SPAWN_STEP_GATE) takes the spawner's answer, with the spawner_spawn
- * contract. A launch the spawner cannot take (none, no cgroup, too big, no
- * socket now) is not begun (sp->begun false): spawner_go then spawns it the
- * one-step way with the ruleset, and spawner_cancel returns -ECANCELED
- * (nothing was made). spawner_begin itself never fails a launch. */
+ * the child stops at the gate. Then exactly one of spawner_go or
+ * spawner_cancel, with the spawner_spawn contract. spawner_go takes the
+ * spawner's answer and only then sends the go with the ruleset (go_err: how
+ * sending it went, 0 or -errno; -EPIPE/-ECONNRESET: the child had stopped
+ * already, its status pipe says why); spawner_cancel closes the gate (the
+ * child stops there, SPAWN_STEP_GATE) and takes the answer all the same. A
+ * launch the spawner cannot take (none, no cgroup, too big, no socket now)
+ * is not begun (sp->begun false): spawner_go then spawns it the one-step
+ * way with the ruleset, and spawner_cancel returns -ECANCELED (nothing was
+ * made). Nothing else is sent to the spawner while a launch is begun. */
 struct spawn_pending {
     bool begun;
-    int gate; /* the parent's end, until the go or the cancel */
+    int gate;   /* the parent's end, until the go or the cancel */
+    int go_err; /* spawner_go: sending the go (0, or -errno) */
 };
-int spawner_begin(struct lyhd *d, struct spawn_plan *p, struct spawn_pending *sp);
+void spawner_begin(struct lyhd *d, struct spawn_plan *p, struct spawn_pending *sp);
 int spawner_go(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, int landlock_fd,
                pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd);
 int spawner_cancel(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, pid_t *ret_pid,
                    int *ret_pidfd, int *ret_status_fd);
+
+/* fs_remove_tree_as(), with the remover made by the spawner (a child of
+ * lyhd's all the same, waited on through the pidfd): a fork of lyhd itself
+ * costs it a page-table copy and a copy-on-write fault on every page it
+ * writes while the child lives, at every session's end. Falls back to
+ * fs_remove_tree_as where the spawner cannot. Same contract. */
+int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, pid_t *ret_pid,
+                        int *ret_pidfd);
+/* Its request's codec (exposed for the unit test): 0, -EINVAL/-ENOBUFS
+ * (encode), -EBADMSG (decode: another magic, a path that is not absolute,
+ * not NUL-terminated at the datagram's end or too long). The path points
+ * into buf. */
+int spawner_encode_rm(const char *path, uid_t uid, gid_t gid, uint8_t *buf, size_t cap,
+                      size_t *ret_len);
+int spawner_decode_rm(const uint8_t *buf, size_t len, uid_t *ret_uid, gid_t *ret_gid,
+                      const char **ret_path);
 
 /* `lyhd --spawner FD`: the spawner's own main. */
 int spawner_main(int argc, char **argv);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -67,6 +68,24 @@ static int rm_one(const char *path, const struct stat *st, int type, struct FTW 
     return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
+void fs_remove_tree_child(const char *path, uid_t uid, gid_t gid) {
+    /* Nothing of lyhd's may stay with a process its user can signal, stop
+     * or trace once it runs as them: close every fd first. The process is a
+     * fork (glibc's, or the spawner's clone3), so malloc is usable (nftw
+     * allocates); the credential calls are raw syscalls, for this thread
+     * alone (lyhd's other threads exist only in the parent). */
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0 && errno != ENOSYS)
+        _exit(2);
+    (void)prctl(PR_SET_NAME, "lyhd-remover", 0, 0, 0); /* what ps shows, whoever forked it */
+    if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+        syscall(SYS_setresuid, uid, uid, uid) < 0)
+        _exit(2);
+    if (uid != 0 && syscall(SYS_setresuid, 0, 0, 0) == 0)
+        _exit(2);
+    /* FTW_PHYS: never follow symlinks; FTW_MOUNT: stay on this file system. */
+    _exit(nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 || errno == ENOENT ? 0 : 1);
+}
+
 int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, int *ret_pidfd) {
     pid_t pid;
     int pidfd;
@@ -76,23 +95,8 @@ int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, in
     pid = fork();
     if (pid < 0)
         return -errno;
-    if (pid == 0) {
-        /* Nothing of lyhd's may stay with a process its user can signal,
-         * stop or trace once it runs as them: close every fd first. glibc's
-         * fork keeps malloc usable (nftw allocates); the credential calls are
-         * raw syscalls, for this thread alone (lyhd's other threads exist
-         * only in the parent). */
-        if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0 && errno != ENOSYS)
-            _exit(2);
-        if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
-            syscall(SYS_setresuid, uid, uid, uid) < 0)
-            _exit(2);
-        if (uid != 0 && syscall(SYS_setresuid, 0, 0, 0) == 0)
-            _exit(2);
-        /* FTW_PHYS: never follow symlinks; FTW_MOUNT: stay on this file system. */
-        _exit(nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 || errno == ENOENT ? 0
-                                                                                              : 1);
-    }
+    if (pid == 0)
+        fs_remove_tree_child(path, uid, gid);
     pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
         int k = -errno;

@@ -24,6 +24,9 @@ int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t g
  * the user; remove it afterwards with fs_remove_empty_dir(). Returns the
  * child's pid and a pidfd (CLOEXEC) to wait on; exit status 0 = emptied. */
 int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, int *ret_pidfd);
+/* What that child does, for a process that forked it another way (lyhd's
+ * spawner): empty path as uid:gid, then _exit (0: emptied). */
+_Noreturn void fs_remove_tree_child(const char *path, uid_t uid, gid_t gid);
 
 /* The calling thread's file-system identity, for deciding a path as a user
  * would: fsuid, fsgid and the supplementary groups. */

@@ -81,7 +81,7 @@ const char *spawn_step_name(enum spawn_step s) {
         [SPAWN_STEP_SECCOMP] = "seccomp",
         [SPAWN_STEP_CHDIR] = "chdir",
         [SPAWN_STEP_EXEC] = "execve",
-        [SPAWN_STEP_GATE] = "waiting for the firewall",
+        [SPAWN_STEP_GATE] = "waiting for lyhd's go",
     };
     if ((unsigned)s >= ARRAY_SIZE(names) || !names[s])
         return "unknown";
@@ -483,24 +483,35 @@ static void cover_hidden(const struct spawn_plan *p, int status_fd, int *trees) 
     }
 }
 
-/* A gated plan's child: wait for the go and take the ruleset it carries.
- * Anything else (the caller's end closed, a message of another shape) stops
- * the child before it has dropped a privilege or run a byte of the agent. */
-static int await_go(int gate_fd, int status_fd) {
+int spawn_gate_wait(int gate_fd, int *ret_fd) {
     char byte = 0;
     int fds[UNIXSOCK_MAX_FDS];
     size_t nfds = 0;
     int fl = 0;
     ssize_t n = unixsock_recv_fds(gate_fd, &byte, 1, 0, fds, &nfds, &fl);
+    int r = n == 0 ? -ECANCELED
+            : n < 0 ? -errno
+            : n != 1 || byte != 'G' || (fl & (MSG_TRUNC | MSG_CTRUNC)) || nfds != 1 ? -EPROTO
+                                                                                    : 0;
+    if (r < 0) {
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        return r;
+    }
+    *ret_fd = fds[0];
+    return 0;
+}
 
-    if (n == 0)
-        child_fail(status_fd, SPAWN_STEP_GATE, ECANCELED);
-    if (n < 0)
-        child_fail(status_fd, SPAWN_STEP_GATE, errno);
-    if (n != 1 || byte != 'G' || (fl & (MSG_TRUNC | MSG_CTRUNC)) || nfds != 1)
-        child_fail(status_fd, SPAWN_STEP_GATE, EPROTO);
+/* A gated plan's child: wait for the go and take the ruleset it carries.
+ * Anything else stops the child before it has dropped a privilege or run a
+ * byte of the agent. */
+static int await_go(int gate_fd, int status_fd) {
+    int fd = -1;
+    int r = spawn_gate_wait(gate_fd, &fd);
+    if (r < 0)
+        child_fail(status_fd, SPAWN_STEP_GATE, -r);
     close(gate_fd);
-    return fds[0];
+    return fd;
 }
 
 int spawn_gate_go(int gate_fd, int landlock_fd) {
@@ -632,6 +643,10 @@ static pid_t clone_into(int cgroup_dir_fd, bool clone_parent, int *ret_pidfd) {
         .cgroup = cgroup_dir_fd >= 0 ? (uint64_t)cgroup_dir_fd : 0,
     };
     return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+}
+
+pid_t spawn_sibling(int *ret_pidfd) {
+    return clone_into(-1, true, ret_pidfd);
 }
 
 int spawn_start(const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd) {

@@ -124,6 +124,10 @@ struct spawn_plan {
  * gate. 0 or -errno (a child that already stopped: -EPIPE/-ECONNRESET; its
  * status pipe says why). */
 int spawn_gate_go(int gate_fd, int landlock_fd);
+/* The child's side: wait on gate_fd for the go. 0 with the ruleset's fd
+ * (CLOEXEC); -ECANCELED: the other end closed; -EPROTO: anything but one
+ * byte 'G' with exactly one fd (any fds that came are closed); -errno. */
+int spawn_gate_wait(int gate_fd, int *ret_fd);
 
 struct spawn_failure {
     int step;  /* enum spawn_step */
@@ -136,6 +140,12 @@ struct spawn_failure {
  * clone3 where possible and makes only syscalls, so the caller may have other
  * threads. */
 int spawn_start(const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd);
+
+/* A plain fork whose child is the caller's parent's child (clone3
+ * CLONE_PARENT, with a pidfd): 0 in the child, its pid in the caller, -1
+ * with errno (ENOSYS, E2BIG, EINVAL: no clone3 here). For lyhd's spawner,
+ * which makes lyhd's other short-lived children too (the tmpdir remover). */
+pid_t spawn_sibling(int *ret_pidfd);
 
 /* Read the status pipe. Returns 1 when a failure record was read (into *ret),
  * 0 on EOF (exec succeeded), -EAGAIN when nothing is there yet. */

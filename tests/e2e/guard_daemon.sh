@@ -685,7 +685,7 @@ else
     t_fail "6: the client hears the ruleset's error" "rc=$rc err=$(cat "$LYH_TMP/gate.err")"
 fi
 t_check "6: the agent never ran" test ! -e "$LYH_HOME/gate-ran"
-if lyh_daemon_log_has "setup failed at waiting for the firewall"; then
+if lyh_daemon_log_has "setup failed at waiting for lyhd.s go"; then
     t_pass "6: the child was begun and stopped at the gate"
 else
     t_fail "6: the child was begun and stopped at the gate" "$(tail -n 20 "$LYH_DAEMON_LOG")"

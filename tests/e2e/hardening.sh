@@ -375,13 +375,14 @@ answers_fast "8: after the attacks lyhd answers at once"
 echo "# 9. a user who stops the tmpdir remover holds nothing of lyhd's for long"
 lyh_daemon_stop
 lyh_daemon_start || lyh_die "lyhd does not restart"
-# The remover is a fork of lyhd that runs as the user: the user can SIGSTOP it.
+# The remover (lyhd-remover: a child of lyhd's, made by its spawner, that runs
+# as the user) can be SIGSTOPped by the user.
 cat >"$LYH_TMP/stopper.sh" <<'EOS'
 #!/bin/sh
-# as the user: stop every process of ours named lyhd (the tmpdir remover), for $1 s
+# as the user: stop every process of ours named lyhd-remover, for $1 s
 end=$(($(date +%s) + $1))
 while [ "$(date +%s)" -lt "$end" ]; do
-    for p in $(pgrep -u "$(id -u)" -x lyhd); do
+    for p in $(pgrep -u "$(id -u)" -x lyhd-remover); do
         kill -STOP "$p" 2>/dev/null && echo "$p" >>"$2"
     done
     sleep 0.01

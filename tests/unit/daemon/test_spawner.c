@@ -12,11 +12,16 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "daemon/spawner.h"
 #include "platform/linux/seccomp.h"
+#include "platform/linux/unixsock.h"
 
 static uint8_t buf[1 << 16];
 static const uint8_t bpf[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
@@ -113,9 +118,18 @@ static void test_gated(void **state) {
     assert_true(q.gated && q.gate_fd == 18 && q.landlock_fd == -1 && q.cgroup_dir_fd == 14);
     spawner_storage_free(&st);
 
-    /* the encoder refuses both and neither */
+    /* the encoder refuses both and neither, and so does spawn_start (before
+     * it makes anything) */
     p.landlock_fd = 16;
     assert_int_equal(spawner_encode(&p, buf, sizeof(buf) - 1, &len, fds, &nfds), -EINVAL);
+    pid_t pid;
+    int pidfd, status_fd;
+    assert_int_equal(spawn_start(&p, &pid, &pidfd, &status_fd), -EINVAL);
+    p.landlock_fd = -1;
+    p.gate_fd = -1;
+    assert_int_equal(spawn_start(&p, &pid, &pidfd, &status_fd), -EINVAL);
+    p.gate_fd = 18;
+    p.landlock_fd = 16;
     p.landlock_fd = -1;
     p.gated = false;
     assert_int_equal(spawner_encode(&p, buf, sizeof(buf) - 1, &len, fds, &nfds), -EINVAL);
@@ -194,11 +208,88 @@ static void test_refused(void **state) {
     assert_int_equal(spawner_decode(buf, len, in, 4, &st, &q), -EBADMSG);
 }
 
+/* The tmpdir remover's request: round trip, and what the spawner refuses. */
+static void test_remove_request(void **state) {
+    (void)state;
+    uid_t uid;
+    gid_t gid;
+    const char *path;
+    size_t len;
+
+    assert_int_equal(spawner_encode_rm("/tmp/lyh-0123", 1000, 2000001, buf, sizeof(buf), &len), 0);
+    assert_int_equal(spawner_decode_rm(buf, len, &uid, &gid, &path), 0);
+    assert_true(uid == 1000 && gid == 2000001);
+    assert_string_equal(path, "/tmp/lyh-0123");
+    /* cut anywhere, or one byte more */
+    for (size_t n = 0; n < len; n++)
+        assert_int_equal(spawner_decode_rm(buf, n, &uid, &gid, &path), -EBADMSG);
+    buf[len] = 0;
+    assert_int_equal(spawner_decode_rm(buf, len + 1, &uid, &gid, &path), -EBADMSG);
+    /* a plan's magic */
+    buf[0] ^= 2;
+    assert_int_equal(spawner_decode_rm(buf, len, &uid, &gid, &path), -EBADMSG);
+    buf[0] ^= 2;
+    /* a NUL inside the path, a relative path */
+    buf[len - 3] = '\0';
+    assert_int_equal(spawner_decode_rm(buf, len, &uid, &gid, &path), -EBADMSG);
+    assert_int_equal(spawner_encode_rm("tmp/x", 1, 1, buf, sizeof(buf), &len), -EINVAL);
+    assert_int_equal(spawner_encode_rm("/tmp/x", 1, 1, buf, sizeof(buf), &len), 0);
+    buf[16] = 'x'; /* the path's first byte: "xtmp/x" */
+    assert_int_equal(spawner_decode_rm(buf, len, &uid, &gid, &path), -EBADMSG);
+    assert_int_equal(spawner_encode_rm("/tmp/x", 1, 1, buf, 12, &len), -ENOBUFS);
+}
+
+/* The gate itself (platform/linux/spawn.c), over a socketpair: the go with
+ * its one fd, and what stops a child instead. */
+static void test_gate(void **state) {
+    (void)state;
+    int sv[2], fd = -1, devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(devnull >= 0);
+
+    /* the go */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(spawn_gate_go(sv[0], devnull), 0);
+    close(sv[0]); /* a go then the end: the go still arrives first */
+    assert_int_equal(spawn_gate_wait(sv[1], &fd), 0);
+    struct stat a, b;
+    assert_true(fstat(fd, &a) == 0 && fstat(devnull, &b) == 0 && a.st_ino == b.st_ino);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    close(fd);
+    close(sv[1]);
+
+    /* the end without a go */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    close(sv[0]);
+    assert_int_equal(spawn_gate_wait(sv[1], &fd), -ECANCELED);
+    close(sv[1]);
+
+    /* another byte; no fd; two fds */
+    int two[2] = {devnull, devnull};
+    struct {
+        const char *byte;
+        const int *fds;
+        size_t nfds;
+    } bad[] = {{"g", &devnull, 1}, {"G", NULL, 0}, {"G", two, 2}};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        assert_int_equal(unixsock_send_fds(sv[0], bad[i].byte, 1, bad[i].fds, bad[i].nfds, 0), 1);
+        assert_int_equal(spawn_gate_wait(sv[1], &fd), -EPROTO);
+        close(sv[0]);
+        close(sv[1]);
+    }
+    /* the sender refuses what is no go */
+    assert_int_equal(spawn_gate_go(-1, devnull), -EINVAL);
+    assert_int_equal(spawn_gate_go(sv[0], -1), -EINVAL);
+    close(devnull);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_gated),
+        cmocka_unit_test(test_remove_request),
+        cmocka_unit_test(test_gate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
