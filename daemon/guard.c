@@ -154,6 +154,10 @@ int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_ro
     return k;
 }
 
+int guard_dns_flows_marked(struct lyhd *d, const struct session *s, uint64_t *ret) {
+    return nft_chain_mark_packets(d->guard->nft, s->row.chain, NFTR_DNS_FLOW_MARK, ret);
+}
+
 static uint32_t take_slot(struct guard *g) {
     uint32_t slot = g->next_slot;
     g->next_slot = g->next_slot >= NFTR_LO_SLOT_MAX ? 1 : g->next_slot + 1;

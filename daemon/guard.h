@@ -89,6 +89,10 @@ int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_ro
  * vanished while lyhd runs (someone removed the empty base, e.g. another
  * lyhd sharing lyhd's cgroup), it is created again at the same path first,
  * logged and on record; without that every later launch would fail. */
+/* Packets the session chain's DNS forwarder rules counted (each gives its
+ * flow the DNS mark). 0 or -errno (no chain, no such counted rule). */
+int guard_dns_flows_marked(struct lyhd *d, const struct session *s, uint64_t *ret);
+
 /* How long a passed preflight is kept at most, changes or not (guard.c). */
 #define GUARD_VPN_CHECK_KEEP_MS 10000
 

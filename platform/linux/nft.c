@@ -1384,6 +1384,8 @@ struct rule_info {
     char tag[TAG_MAX];
     bool counter;
     bool log;    /* a log rule (no verdict); its counter counts what it saw */
+    bool sets_mark; /* `ct mark set <mark>` */
+    uint32_t mark;
     uint64_t packets, bytes;
     int verdict; /* 0 none, 1 accept, 2 reject, 3 other */
 };
@@ -1445,10 +1447,29 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
     _cleanup_(iterp) struct nftnl_expr_iter *it = nftnl_expr_iter_create(r);
     if (!it)
         return -ENOMEM;
+    uint32_t reg1 = 0; /* what an immediate last loaded into register 1 */
+    bool reg1_set = false;
     for (struct nftnl_expr *e = nftnl_expr_iter_next(it); e; e = nftnl_expr_iter_next(it)) {
         const char *name = nftnl_expr_get_str(e, NFTNL_EXPR_NAME);
         if (!name)
             continue;
+        if (strcmp(name, "immediate") == 0 && nftnl_expr_is_set(e, NFTNL_EXPR_IMM_DATA) &&
+            nftnl_expr_get_u32(e, NFTNL_EXPR_IMM_DREG) == NFT_REG_1) {
+            uint32_t len = 0;
+            const void *v = nftnl_expr_get_data(e, NFTNL_EXPR_IMM_DATA, &len);
+            reg1_set = v && len == sizeof(reg1);
+            if (reg1_set)
+                memcpy(&reg1, v, sizeof(reg1));
+            continue;
+        }
+        if (strcmp(name, "ct") == 0 && nftnl_expr_is_set(e, NFTNL_EXPR_CT_SREG)) {
+            if (nftnl_expr_get_u32(e, NFTNL_EXPR_CT_KEY) == NFT_CT_MARK &&
+                nftnl_expr_get_u32(e, NFTNL_EXPR_CT_SREG) == NFT_REG_1 && reg1_set) {
+                ri->sets_mark = true;
+                ri->mark = reg1;
+            }
+            continue;
+        }
         if (strcmp(name, "counter") == 0) {
             ri->counter = true;
             ri->packets = nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_PACKETS);
@@ -2516,6 +2537,33 @@ int nft_table_delete(struct nft *n) {
     }
     put_table(n, &bt, NFT_MSG_DELTABLE, 0);
     return batch_send(n, &bt);
+}
+
+int nft_chain_mark_packets(struct nft *n, const char *chain, uint32_t mark, uint64_t *ret) {
+    if (!chain || !chain[0] || strlen(chain) >= NFTR_NAME_MAX)
+        return -EINVAL;
+    int have = chain_exists(n, chain);
+    if (have < 0)
+        return have;
+    if (!have)
+        return -ENOENT;
+    struct rule_list l = { .v = NULL };
+    int r = dump_rules(n, chain, &l);
+    uint64_t sum = 0;
+    bool any = false;
+    for (size_t i = 0; r == 0 && i < l.n; i++)
+        if (l.v[i].sets_mark && l.v[i].mark == mark) {
+            any = true;
+            if (!l.v[i].counter)
+                r = -ENODATA; /* no count to go by */
+            sum += l.v[i].packets;
+        }
+    free(l.v);
+    if (r == 0 && !any)
+        r = -ENODATA;
+    if (r == 0)
+        *ret = sum;
+    return r;
 }
 
 int nft_chain_counters(struct nft *n, const char *chain, struct nft_counters *ret) {

@@ -124,6 +124,10 @@ struct nft_counters {
     uint64_t accept_flows;   /* new flows accepted: each one an allowed log event */
 };
 int nft_chain_counters(struct nft *n, const char *chain, struct nft_counters *ret);
+/* Packets counted by the chain's rules that set the conntrack mark to mark
+ * (`ct mark set MARK`). -ENOENT without chain; -ENODATA when no rule sets it
+ * or one that does has no counter (nothing to go by). */
+int nft_chain_mark_packets(struct nft *n, const char *chain, uint32_t mark, uint64_t *ret);
 
 /* After a failed batch: which message the kernel refused first, e.g.
  * "rule 3 of chain s-abc", or "the transaction (commit or generation)" when the
