@@ -2539,7 +2539,8 @@ int nft_table_delete(struct nft *n) {
     return batch_send(n, &bt);
 }
 
-int nft_chain_mark_packets(struct nft *n, const char *chain, uint32_t mark, uint64_t *ret) {
+/* The rules of one of our chains, as dumped. -EINVAL, -ENOENT (no chain). */
+static int chain_rules(struct nft *n, const char *chain, struct rule_list *l) {
     if (!chain || !chain[0] || strlen(chain) >= NFTR_NAME_MAX)
         return -EINVAL;
     int have = chain_exists(n, chain);
@@ -2547,8 +2548,12 @@ int nft_chain_mark_packets(struct nft *n, const char *chain, uint32_t mark, uint
         return have;
     if (!have)
         return -ENOENT;
+    return dump_rules(n, chain, l);
+}
+
+int nft_chain_mark_packets(struct nft *n, const char *chain, uint32_t mark, uint64_t *ret) {
     struct rule_list l = { .v = NULL };
-    int r = dump_rules(n, chain, &l);
+    int r = chain_rules(n, chain, &l);
     uint64_t sum = 0;
     bool any = false;
     for (size_t i = 0; r == 0 && i < l.n; i++)
@@ -2567,15 +2572,8 @@ int nft_chain_mark_packets(struct nft *n, const char *chain, uint32_t mark, uint
 }
 
 int nft_chain_counters(struct nft *n, const char *chain, struct nft_counters *ret) {
-    if (!chain || !chain[0] || strlen(chain) >= NFTR_NAME_MAX)
-        return -EINVAL;
-    int have = chain_exists(n, chain);
-    if (have < 0)
-        return have;
-    if (!have)
-        return -ENOENT;
     struct rule_list l = { .v = NULL };
-    int r = dump_rules(n, chain, &l);
+    int r = chain_rules(n, chain, &l);
     if (r < 0) {
         free(l.v);
         return r;
