@@ -155,6 +155,11 @@ int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_ro
 }
 
 int guard_dns_flows_marked(struct lyhd *d, const struct session *s, uint64_t *ret) {
+    /* A chain rebuilt (restart, restore, narrowing) or shared with other
+     * sessions counts from some later point or for others too: no answer. */
+    if (!s->dns_marks_counted || !s->has_chain ||
+        strncmp(s->row.chain, NFTR_SESSION_CHAIN_PREFIX, strlen(NFTR_SESSION_CHAIN_PREFIX)) != 0)
+        return -ESTALE;
     return nft_chain_mark_packets(d->guard->nft, s->row.chain, NFTR_DNS_FLOW_MARK, ret);
 }
 
@@ -195,6 +200,10 @@ int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whyle
                      nft_last_error_object(d->guard->nft), strerror(-r));
         nftr_chain_free(c);
     }
+    /* Its counters start at zero now: they hold every packet only if this
+     * is the chain's first build. */
+    if (r >= 0)
+        s->dns_marks_counted = !s->has_chain;
     return r;
 }
 

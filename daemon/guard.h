@@ -85,12 +85,11 @@ void guard_free(struct guard *g, bool remove_base);
 int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_route,
                     bool *ret_ipv6_blocked, char *why, size_t whylen);
 
-/* Create the session cgroup name (cg_create). When the cgroup subtree
- * vanished while lyhd runs (someone removed the empty base, e.g. another
- * lyhd sharing lyhd's cgroup), it is created again at the same path first,
- * logged and on record; without that every later launch would fail. */
 /* Packets the session chain's DNS forwarder rules counted (each gives its
- * flow the DNS mark). 0 or -errno (no chain, no such counted rule). */
+ * flow the DNS mark): an answer only for a session's own chain built once by
+ * this lyhd (s->dns_marks_counted); -ESTALE for one rebuilt, replaced or
+ * shared (its counters began later or count others), else 0 or -errno (no
+ * chain, no such counted rule). */
 int guard_dns_flows_marked(struct lyhd *d, const struct session *s, uint64_t *ret);
 
 /* How long a passed preflight is kept at most, changes or not (guard.c). */
@@ -103,6 +102,10 @@ int guard_dns_flows_marked(struct lyhd *d, const struct session *s, uint64_t *re
  * fails every launch and what to do, in plain words. */
 #define GUARD_PROBE_MS 2000
 void guard_launch_probe(struct lyhd *d, char *problem, size_t len);
+/* Create the session cgroup name (cg_create). When the cgroup subtree
+ * vanished while lyhd runs (someone removed the empty base, e.g. another
+ * lyhd sharing lyhd's cgroup), it is created again at the same path first,
+ * logged and on record; without that every later launch would fail. */
 int guard_cgroup_create(struct lyhd *d, const char *name, uint64_t *ret_id, int *ret_dir_fd,
                         int *ret_procs_fd);
 

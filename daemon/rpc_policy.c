@@ -436,6 +436,7 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, struct effec
             (void)gspec_encode(&s->spec, s->row.guard_spec, sizeof(s->row.guard_spec),
                                &s->row.guard_spec_len);
             audit_session_chain_built(d, s); /* fresh counters from here */
+            s->dns_marks_counted = false;     /* and its DNS marks: the teardown walks */
         }
         tell_session(d, x, np->version);
         if (x->cut) {

@@ -72,6 +72,9 @@ struct session {
     uint32_t flows_sync;      /* teardown: the FLOWS_SYNC waited for (0: none) */
     bool flows_sync_asked;
     bool dns_flows_forgotten; /* teardown: its forwarder's conntrack entries deleted */
+    bool dns_marks_counted;   /* its own chain's DNS-mark counters have counted every
+                               * packet: built by this lyhd at launch, never rebuilt
+                               * or replaced since (guard_dns_flows_marked) */
     bool stop_told;           /* its client heard of the agent's stop, not yet continued */
     bool audit_ended;         /* the end is on record */
     char path_note[400];      /* RunStarted note about its paths ("" none) */

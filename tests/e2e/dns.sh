@@ -533,6 +533,26 @@ echo "    first session: $(grep "^fixed" <<<"$res"); second: $(grep "^fixed" <<<
 t_check "8: a session asking from the port and to the address an ended session just used is answered" \
     eval 'grep -qx "fixed ok 11.77.0.1" <<<"$res" && grep -qx "fixed ok 11.77.0.1" <<<"$res2"'
 
+# the same after the session's chain was rebuilt while it ran (its counters,
+# which tell the teardown whether the session marked any DNS flow, began
+# again at zero): the flow marked before the rebuild must still be forgotten
+: >"$LYH_TMP/fixed2.out"
+(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py fixed 40997 4 \
+    >"$LYH_TMP/fixed2.out") &
+FIXED=$!
+lyh_track_pid "$FIXED"
+lyh_wait_until 15 grep -q "^fixed closed" "$LYH_TMP/fixed2.out"
+nrebuilt=$(grep -c "rebuilt it and the chains of" "$LYH_DAEMON_LOG")
+lyh_nft delete table inet lianyaohu
+lyh_wait_until 10 eval '[ "$(grep -c "rebuilt it and the chains of" "$LYH_DAEMON_LOG")" -gt "$nrebuilt" ]'
+wait "$FIXED" || true
+res=$(cat "$LYH_TMP/fixed2.out")
+res2=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py fixed 40997)
+echo "    first session (chain rebuilt while it ran): $(grep "^fixed" <<<"$res" | head -n 1); second: $(grep "^fixed" <<<"$res2")"
+t_check "8: ... and so is one whose predecessor's chain was rebuilt after its query" \
+    eval 'grep -qx "fixed ok 11.77.0.1" <<<"$res" && grep -qx "fixed ok 11.77.0.1" <<<"$res2" &&
+          [ "$(grep -c "rebuilt it and the chains of" "$LYH_DAEMON_LOG")" -gt "$nrebuilt" ]'
+
 # a session asking every second, across a restart of lyhd with a squatter on
 # its forwarder's port meanwhile; the squatter also forges answers to the
 # agent's open queries (their ports read from /proc/net/udp, ids guessed)
