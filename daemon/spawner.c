@@ -395,6 +395,7 @@ int spawner_main(int argc, char **argv) {
             memcpy(&magic, buf, sizeof(magic));
         if (magic == SPAWNER_RM_MAGIC) {
             remove_tree(sock, buf, (size_t)n, fl, fds, nfds);
+            explicit_bzero(buf, (size_t)n);
             continue;
         }
         struct spawner_storage st;
@@ -415,6 +416,10 @@ int spawner_main(int argc, char **argv) {
             close(out[0]);
             close(out[1]);
         }
+        /* A plan holds a user's argv and environment (tokens, often): the
+         * next child made here (a remover runs as another user, with no
+         * exec to replace its memory) must not find it in its copy. */
+        explicit_bzero(buf, (size_t)n);
     }
 }
 
@@ -651,7 +656,10 @@ int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, 
         return fs_remove_tree_as(path, uid, gid, ret_pid, ret_pidfd);
     }
     int r = take_answer(d, -1, ret_pid, ret_pidfd, NULL);
-    if (r == -ENOSYS)
+    /* no clone3 here, or the spawner given up (no answer, or nonsense): a
+     * fork of lyhd's does it (a remover the spawner may have made after all
+     * runs as the same user on the same tree: harmless) */
+    if (r == -ENOSYS || r == -EIO)
         return fs_remove_tree_as(path, uid, gid, ret_pid, ret_pidfd);
     return r;
 }

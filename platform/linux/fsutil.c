@@ -7,6 +7,7 @@
  * the user's own uid can only delete what the user could delete anyway. */
 #include "platform/linux/fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -68,13 +69,29 @@ static int rm_one(const char *path, const struct stat *st, int type, struct FTW 
     return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
+int fs_close_fds_from(int first) {
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *e;
+
+    if (!dir)
+        return -1;
+    while ((e = readdir(dir))) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        if (*end == '\0' && end != e->d_name && fd >= first && fd <= INT_MAX && fd != dirfd(dir))
+            (void)close((int)fd);
+    }
+    closedir(dir);
+    return 0;
+}
+
 void fs_remove_tree_child(const char *path, uid_t uid, gid_t gid) {
     /* Nothing of lyhd's may stay with a process its user can signal, stop
      * or trace once it runs as them: close every fd first. The process is a
      * fork (glibc's, or the spawner's clone3), so malloc is usable (nftw
      * allocates); the credential calls are raw syscalls, for this thread
      * alone (lyhd's other threads exist only in the parent). */
-    if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0 && errno != ENOSYS)
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0 && (errno != ENOSYS || fs_close_fds_from(3) < 0))
         _exit(2);
     (void)prctl(PR_SET_NAME, "lyhd-remover", 0, 0, 0); /* what ps shows, whoever forked it */
     if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||

@@ -16,6 +16,11 @@
 int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t gid,
                         const char *const *subs, size_t n_subs);
 
+/* Close every fd from first up that /proc/self/fd lists (what close_range
+ * does, for kernels before 5.9). 0, or -1 with errno when /proc cannot be
+ * read (nothing closed then). */
+int fs_close_fds_from(int first);
+
 /* Empty a directory with the privileges of uid:gid only: a child process
  * closes every inherited fd, drops to that user (no supplementary groups) and
  * removes everything below path without following symlinks, so root never
