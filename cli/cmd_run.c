@@ -1246,8 +1246,10 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     for (size_t i = 0; i < o.n_sockets; i++) {
         if (o.sockets[i][0] == '/')
             continue;
-        if (!o.sockets_abs && !(o.sockets_abs = calloc(RUN_MAX_FLAG_LIST, sizeof(*o.sockets_abs))))
+        if (!o.sockets_abs && !(o.sockets_abs = calloc(RUN_MAX_FLAG_LIST, sizeof(*o.sockets_abs)))) {
+            fprintf(stderr, "lyh run: out of memory\n");
             return EXIT_DAEMON_ERROR;
+        }
         if ((size_t)snprintf(o.sockets_abs[i], sizeof(o.sockets_abs[i]), "%s/%s", cwd,
                              o.sockets[i]) >= sizeof(o.sockets_abs[i])) {
             fprintf(stderr, "lyh run: --allow-socket %s: path too long\n", o.sockets[i]);

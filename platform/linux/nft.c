@@ -1470,6 +1470,10 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
             }
             continue;
         }
+        /* what register 1 holds is known only until anything else may
+         * load it (meta, payload, ct or lookup with a destination, ...) */
+        if (strcmp(name, "cmp") != 0 && strcmp(name, "counter") != 0 && strcmp(name, "log") != 0)
+            reg1_set = false;
         if (strcmp(name, "counter") == 0) {
             ri->counter = true;
             ri->packets = nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_PACKETS);

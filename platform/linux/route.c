@@ -106,7 +106,12 @@ int route_watch_open(int *ret_fd) {
 
     if (!ret_fd)
         return -EINVAL;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+    /* Only "something changed" is read from it: a small queue, so an idle
+     * stretch of notices costs a few reads, and more than it holds is
+     * ENOBUFS, which says the same. */
+    int rcvbuf = 4096;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) < 0 ||
+        bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
         return -errno;
     for (size_t i = 0; i < ARRAY_SIZE(groups); i++)
         if (setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &groups[i], sizeof(groups[i])) < 0 &&
