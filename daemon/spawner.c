@@ -531,6 +531,9 @@ static int send_plan(struct lyhd *d, const struct spawn_plan *p) {
     if (spawner_encode(p, s->buf, SPAWNER_MAX_BYTES, &len, fds, &nfds) < 0)
         return 0; /* too big for one datagram: this launch forks from here */
     ssize_t n = unixsock_send_fds(s->sock, s->buf, len, fds, nfds, MSG_DONTWAIT);
+    /* the plan holds the user's argv and environment (tokens, often): not
+     * kept in lyhd's memory, which a fallback remover forks a copy of */
+    explicit_bzero(s->buf, len);
     if (n != (ssize_t)len) {
         int e = n < 0 ? errno : EIO;
         /* a datagram too big for the socket or for the kernel's memory
@@ -649,6 +652,7 @@ int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, 
     if (!s || s->begun || spawner_encode_rm(path, uid, gid, s->buf, SPAWNER_MAX_BYTES, &len) < 0)
         return fs_remove_tree_as(path, uid, gid, ret_pid, ret_pidfd);
     ssize_t n = unixsock_send_fds(s->sock, s->buf, len, NULL, 0, MSG_DONTWAIT);
+    explicit_bzero(s->buf, len);
     if (n != (ssize_t)len) {
         int e = n < 0 ? errno : EIO;
         if (e != EMSGSIZE && e != ENOBUFS && e != ENOMEM && e != EAGAIN)

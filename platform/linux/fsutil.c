@@ -75,14 +75,21 @@ int fs_close_fds_from(int first) {
 
     if (!dir)
         return -1;
-    while ((e = readdir(dir))) {
+    for (;;) {
         char *end;
-        long fd = strtol(e->d_name, &end, 10);
+        long fd;
+
+        errno = 0;
+        if (!(e = readdir(dir)))
+            break;
+        fd = strtol(e->d_name, &end, 10);
         if (*end == '\0' && end != e->d_name && fd >= first && fd <= INT_MAX && fd != dirfd(dir))
             (void)close((int)fd);
     }
+    /* a listing cut short may have left an fd of lyhd's open: fail */
+    int err = errno;
     closedir(dir);
-    return 0;
+    return err ? -1 : 0;
 }
 
 void fs_remove_tree_child(const char *path, uid_t uid, gid_t gid) {
@@ -98,6 +105,12 @@ void fs_remove_tree_child(const char *path, uid_t uid, gid_t gid) {
         syscall(SYS_setresuid, uid, uid, uid) < 0)
         _exit(2);
     if (uid != 0 && syscall(SYS_setresuid, 0, 0, 0) == 0)
+        _exit(2);
+    /* Not dumpable whatever fs.suid_dumpable says: the credential change
+     * cleared it only while that sysctl is 0, and this process still holds
+     * a copy of its parent's memory, which its user must not read through
+     * ptrace or /proc/PID/mem. Set after the change, which resets it. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         _exit(2);
     /* FTW_PHYS: never follow symlinks; FTW_MOUNT: stay on this file system. */
     _exit(nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 || errno == ENOENT ? 0 : 1);
