@@ -56,11 +56,16 @@ void guard_free(struct guard *g, bool remove_base) {
     free(g);
 }
 
+/* A chain of the session's own (s-<id>), not a shared user or uid chain. */
+static bool own_chain(const char *chain) {
+    return strncmp(chain, NFTR_SESSION_CHAIN_PREFIX, strlen(NFTR_SESSION_CHAIN_PREFIX)) == 0;
+}
+
 int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_chain **ret) {
     /* A session with a chain of its own (s-<id>: the session scope, and a
      * --shared-user-firewall session with cgroups, whose sandboxed sockets are
      * decided there with the shared rules) renders that; else its shared one. */
-    bool own = strncmp(s->row.chain, NFTR_SESSION_CHAIN_PREFIX, strlen(NFTR_SESSION_CHAIN_PREFIX)) == 0;
+    bool own = own_chain(s->row.chain);
     struct nftr_input in = {
         .scope = own                                                   ? NFTR_SCOPE_SESSION
                  : s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER    ? NFTR_SCOPE_SHARED_USER
@@ -157,8 +162,7 @@ int guard_check_vpn(struct lyhd *d, const char *iface, bool allow_non_default_ro
 int guard_dns_flows_marked(struct lyhd *d, const struct session *s, uint64_t *ret) {
     /* A chain rebuilt (restart, restore, narrowing) or shared with other
      * sessions counts from some later point or for others too: no answer. */
-    if (!s->dns_marks_counted || !s->has_chain ||
-        strncmp(s->row.chain, NFTR_SESSION_CHAIN_PREFIX, strlen(NFTR_SESSION_CHAIN_PREFIX)) != 0)
+    if (!s->dns_marks_counted || !s->has_chain || !own_chain(s->row.chain))
         return -ESTALE;
     return nft_chain_mark_packets(d->guard->nft, s->row.chain, NFTR_DNS_FLOW_MARK, ret);
 }
@@ -170,15 +174,14 @@ static uint32_t take_slot(struct guard *g) {
 }
 
 int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whylen) {
-    bool own_chain = strncmp(s->row.chain, NFTR_SESSION_CHAIN_PREFIX,
-                             strlen(NFTR_SESSION_CHAIN_PREFIX)) == 0;
+    bool own = own_chain(s->row.chain);
     bool slot_given = false;
     int r = -EEXIST;
 
     /* A session of its own chain that may listen gets a loopback slot; after
      * a wrap of the counter a slot can still be a live session's, which the
      * map element tells (EEXIST): take the next one. */
-    if (own_chain && d->guard->listeners && !s->lo_slot) {
+    if (own && d->guard->listeners && !s->lo_slot) {
         s->lo_slot = take_slot(d->guard);
         slot_given = true;
     }
@@ -672,8 +675,7 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
     if (session_alive(d, row, &main_alive)) {
         /* Its loopback slot, from the element that jumps to its lo-<id>. */
         char lo[NFTR_NAME_MAX + 8];
-        bool own = strncmp(row->chain, NFTR_SESSION_CHAIN_PREFIX,
-                           strlen(NFTR_SESSION_CHAIN_PREFIX)) == 0;
+        bool own = own_chain(row->chain);
         snprintf(lo, sizeof(lo), NFTR_LOOPBACK_CHAIN_PREFIX "%s",
                  row->chain + (own ? strlen(NFTR_SESSION_CHAIN_PREFIX) : 0));
         for (size_t i = 0; own && i < rc->n_lo; i++)
@@ -825,7 +827,7 @@ static void reap_unknown_chains(struct reconcile *rc) {
             snprintf(sname, sizeof(sname), NFTR_SESSION_CHAIN_PREFIX "%s",
                      name + strlen(NFTR_LOOPBACK_CHAIN_PREFIX));
             name = sname;
-        } else if (strncmp(name, NFTR_SESSION_CHAIN_PREFIX, strlen(NFTR_SESSION_CHAIN_PREFIX)) != 0) {
+        } else if (!own_chain(name)) {
             continue; /* base chains */
         }
         TAILQ_FOREACH(s, &d->sessions, link)
