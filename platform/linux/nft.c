@@ -1385,6 +1385,7 @@ struct rule_info {
     bool counter;
     bool log;    /* a log rule (no verdict); its counter counts what it saw */
     bool sets_mark; /* `ct mark set <mark>` */
+    bool sets_unknown_mark; /* `ct mark set` from a register it cannot tell */
     uint32_t mark;
     uint64_t packets, bytes;
     int verdict; /* 0 none, 1 accept, 2 reject, 3 other */
@@ -1463,10 +1464,15 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
             continue;
         }
         if (strcmp(name, "ct") == 0 && nftnl_expr_is_set(e, NFTNL_EXPR_CT_SREG)) {
-            if (nftnl_expr_get_u32(e, NFTNL_EXPR_CT_KEY) == NFT_CT_MARK &&
-                nftnl_expr_get_u32(e, NFTNL_EXPR_CT_SREG) == NFT_REG_1 && reg1_set) {
-                ri->sets_mark = true;
-                ri->mark = reg1;
+            if (nftnl_expr_get_u32(e, NFTNL_EXPR_CT_KEY) == NFT_CT_MARK) {
+                /* a mark from anything but an immediate in register 1 may
+                 * be any mark: whoever counts marks cannot tell */
+                if (nftnl_expr_get_u32(e, NFTNL_EXPR_CT_SREG) == NFT_REG_1 && reg1_set) {
+                    ri->sets_mark = true;
+                    ri->mark = reg1;
+                } else {
+                    ri->sets_unknown_mark = true;
+                }
             }
             continue;
         }
@@ -2561,7 +2567,9 @@ int nft_chain_mark_packets(struct nft *n, const char *chain, uint32_t mark, uint
     uint64_t sum = 0;
     bool any = false;
     for (size_t i = 0; r == 0 && i < l.n; i++)
-        if (l.v[i].sets_mark && l.v[i].mark == mark) {
+        if (l.v[i].sets_unknown_mark) {
+            r = -ENODATA; /* a rule may set this mark too, uncounted here */
+        } else if (l.v[i].sets_mark && l.v[i].mark == mark) {
             any = true;
             if (!l.v[i].counter)
                 r = -ENODATA; /* no count to go by */

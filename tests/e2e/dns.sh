@@ -535,23 +535,37 @@ t_check "8: a session asking from the port and to the address an ended session j
 
 # the same after the session's chain was rebuilt while it ran (its counters,
 # which tell the teardown whether the session marked any DNS flow, began
-# again at zero): the flow marked before the rebuild must still be forgotten
+# again at zero): the flow marked before the rebuild must still be forgotten.
+# The session holds (up to 60 s) until the rebuild was seen, then is stopped,
+# so the rebuild surely came while it ran.
 : >"$LYH_TMP/fixed2.out"
-(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py fixed 40997 4 \
+(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py fixed 40997 60 \
     >"$LYH_TMP/fixed2.out") &
 FIXED=$!
 lyh_track_pid "$FIXED"
 lyh_wait_until 15 grep -q "^fixed closed" "$LYH_TMP/fixed2.out"
+sessions_now() {
+    LYH_CMD_TIMEOUT=30 lyh_as_user "$LYH_LYH" --socket "$LYH_SOCK" sessions --json </dev/null 2>/dev/null |
+        sed -n 's/^{"id":"\([0-9a-f]*\)".*/\1/p'
+}
+held=$(sessions_now)
 nrebuilt=$(grep -c "rebuilt it and the chains of" "$LYH_DAEMON_LOG")
 lyh_nft delete table inet lianyaohu
-lyh_wait_until 10 eval '[ "$(grep -c "rebuilt it and the chains of" "$LYH_DAEMON_LOG")" -gt "$nrebuilt" ]'
+lyh_wait_until 20 eval '[ "$(grep -c "rebuilt it and the chains of" "$LYH_DAEMON_LOG")" -gt "$nrebuilt" ]'
+rebuilt=$(grep "rebuilt it and the chains of" "$LYH_DAEMON_LOG" | tail -n 1)
+still=$(sessions_now)
+stopped=$(LYH_CMD_TIMEOUT=30 lyh_as_user "$LYH_LYH" --socket "$LYH_SOCK" stop --grace 0 "$held" </dev/null 2>&1; echo "rc=$?")
+lyh_wait_until 15 eval '! kill -0 "$FIXED" 2>/dev/null'
 wait "$FIXED" || true
 res=$(cat "$LYH_TMP/fixed2.out")
 res2=$(run_as --vpn tun0 --no-tui --dns 10.77.0.2 -- /usr/bin/python3 attack.py fixed 40997)
-echo "    first session (chain rebuilt while it ran): $(grep "^fixed" <<<"$res" | head -n 1); second: $(grep "^fixed" <<<"$res2")"
-t_check "8: ... and so is one whose predecessor's chain was rebuilt after its query" \
-    eval 'grep -qx "fixed ok 11.77.0.1" <<<"$res" && grep -qx "fixed ok 11.77.0.1" <<<"$res2" &&
-          [ "$(grep -c "rebuilt it and the chains of" "$LYH_DAEMON_LOG")" -gt "$nrebuilt" ]'
+echo "    first session $held (chain rebuilt while it ran): $(grep "^fixed" <<<"$res" | head -n 1); second: $(grep "^fixed" <<<"$res2")"
+echo "    ${rebuilt##*] }; stop: $(tr '\n' ' ' <<<"$stopped")"
+t_check "8: the table was rebuilt with the one session's chain while that session still ran" \
+    eval '[ -n "$held" ] && [ "$(wc -l <<<"$held")" = 1 ] && grep -q "chains of 1 session(s)" <<<"$rebuilt" &&
+          [ "$still" = "$held" ] && grep -qx "rc=0" <<<"$stopped"'
+t_check "8: ... and a session whose predecessor's chain was rebuilt after its query is answered" \
+    eval 'grep -qx "fixed ok 11.77.0.1" <<<"$res" && grep -qx "fixed ok 11.77.0.1" <<<"$res2"'
 
 # a session asking every second, across a restart of lyhd with a squatter on
 # its forwarder's port meanwhile; the squatter also forges answers to the

@@ -14,6 +14,8 @@
  *   add-uid UID IFACE [policy] | add-shared UID IFACE [policy]
  *   del-uid UID | del-shared UID
  *   list | sessions | counters CHAIN | delete-table
+ *   mark-packets CHAIN MARK            -> "packets N" (packets of the chain's counted rules
+ *                                         that set ct mark MARK) | "cannot tell" (exit 3)
  *   cgroup-id PATH                     -> the cgroup v2 id (name_to_handle_at)
  *   probe tcp|udp ADDR PORT TIMEOUT_MS -> "ok <ms>" | "refused <ms>" | "unreach <ms>"
  *                                         | "timeout <ms>" | "error <errno> <ms>"; exit 0 iff ok
@@ -734,6 +736,20 @@ int main(int argc, char **argv) {
                    " reject_bytes=%" PRIu64 " accept_flows=%" PRIu64 "\n",
                    k.accept_packets, k.accept_bytes, k.reject_packets, k.reject_bytes,
                    k.accept_flows);
+    } else if (strcmp(cmd, "mark-packets") == 0 && argc == 4) {
+        char *end;
+        unsigned long m = strtoul(argv[3], &end, 0);
+        uint64_t pk = 0;
+        if (*end || end == argv[3] || m > UINT32_MAX) {
+            rc = usage();
+        } else if ((r = nft_chain_mark_packets(n, argv[2], (uint32_t)m, &pk)) == -ENODATA) {
+            printf("cannot tell\n");
+            rc = 3;
+        } else if (r < 0) {
+            rc = fail(n, "mark-packets", r);
+        } else {
+            printf("packets %" PRIu64 "\n", pk);
+        }
     } else if (strcmp(cmd, "delete-table") == 0) {
         if ((r = nft_table_delete(n)) < 0)
             rc = fail(n, "delete-table", r);
