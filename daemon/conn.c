@@ -73,6 +73,7 @@ struct conn {
     struct evbuffer *out;    /* framed responses not yet handed over */
     size_t inflight;         /* handed over, not yet written to the client */
     uint8_t *req;            /* a request arriving in pieces */
+    uint32_t taken;          /* its requests and refusals taken from the protocol process */
     uint32_t req_total, req_have;
     TAILQ_HEAD(, rpc_call) calls;
     unsigned n_calls;
@@ -159,7 +160,22 @@ void conn_close(struct conn *c, const char *why) {
         conn_release(c);
 }
 
-/* Hand what is queued to the protocol process, within the windows. */
+void conn_took(struct conn *c) { c->taken++; }
+
+/* No call of this connection's waits for its final answer. */
+static bool no_call_open(const struct conn *c) {
+    const struct rpc_call *call;
+    TAILQ_FOREACH(call, &c->calls, link)
+        if (!call->finished)
+            return false;
+    return true;
+}
+
+/* Hand what is queued to the protocol process, within the windows. The
+ * piece that empties the queue while no call is open says so (OUT_IDLE,
+ * with the count of requests taken): the protocol process may then answer
+ * a Capabilities call itself, as no answer of the parent's can come before
+ * or between (c->out holds whole frames only). */
 void conn_flush(struct conn *c) {
     uint8_t chunk[PMSG_CHUNK];
     uint8_t buf[PMSG_MAX_BYTES];
@@ -174,7 +190,9 @@ void conn_flush(struct conn *c) {
         if (n > sizeof(chunk))
             n = sizeof(chunk);
         evbuffer_copyout(c->out, chunk, n);
-        struct pmsg_conn m = {.id = c->id, .data = chunk, .data_len = n};
+        struct pmsg_conn m = {.id = c->id, .data = chunk, .data_len = n, .count = c->taken};
+        if (n == evbuffer_get_length(c->out) && no_call_open(c))
+            m.flags = PMSG_OUT_IDLE;
         if (pmsg_encode_conn(PMSG_OUT, &m, buf, sizeof(buf), &len) < 0 ||
             pproc_send(c->d, buf, len, NULL, 0) < 0)
             return; /* the process is gone or ended: the next one gets it */
@@ -427,6 +445,7 @@ int conn_on_request(struct conn *c, const struct pmsg_conn *m, int *fds, size_t 
     if (!last)
         return 0;
     c->midframe = false; /* the frame's end */
+    c->taken++;
     _cleanup_free_ uint8_t *body = TAKE_PTR(c->req);
     int fdv[PMSG_MAX_FDS];
     if (nfds)

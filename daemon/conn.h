@@ -114,6 +114,9 @@ bool conn_has_partial(const struct conn *c);
 /* The protocol process has read part of a frame (true), or the frame ended
  * (a REQUEST's last piece or a REFUSE: false). */
 void conn_set_midframe(struct conn *c, bool midframe);
+/* A REFUSE of the protocol process's was taken (a REQUEST's last piece is
+ * counted by conn_on_request): OUT tells the count, for its IDLE flag. */
+void conn_took(struct conn *c);
 
 /* Is uid an admin now: root, or a member of --admin-group in the group
  * database as it is at this moment (primary group or member list), not as it

@@ -554,6 +554,36 @@ int pmsg_decode_sync(uint16_t type, const uint8_t *p, size_t len, struct pmsg_sy
     return done(&r);
 }
 
+static bool caps_ok(const struct pmsg_caps *m) {
+    return (m->flags & ~(PMSG_CAPS_CGROUP2 | PMSG_CAPS_LISTENERS)) == 0 &&
+           m->max_fds <= 16 && m->max_calls >= 1 && m->max_calls <= 4096;
+}
+
+int pmsg_encode_caps(const struct pmsg_caps *m, uint8_t *buf, size_t cap, size_t *ret_len) {
+    struct bw w;
+    if (!caps_ok(m))
+        return -EINVAL;
+    begin(&w, buf, cap, PMSG_CAPS);
+    bw_put8(&w, m->flags);
+    bw_put8(&w, m->landlock_abi);
+    bw_put8(&w, m->max_fds);
+    bw_put16(&w, m->max_calls);
+    return finish(&w, 0, ret_len);
+}
+
+int pmsg_decode_caps(const uint8_t *p, size_t len, struct pmsg_caps *ret) {
+    struct br r = {.p = p, .len = len};
+    struct pmsg_caps m;
+    m.flags = br_get8(&r);
+    m.landlock_abi = br_get8(&r);
+    m.max_fds = br_get8(&r);
+    m.max_calls = br_get16(&r);
+    if (done(&r) < 0 || !caps_ok(&m))
+        return -EBADMSG;
+    *ret = m;
+    return 0;
+}
+
 /* ---- client connections -------------------------------------------------------------- */
 
 bool pmsg_conn_type(uint16_t type) {
@@ -592,7 +622,8 @@ static bool conn_ok(uint16_t type, const struct pmsg_conn *m) {
                (m->data_len >= 1 || m->total == 0) && m->offset <= m->total &&
                m->data_len <= m->total - m->offset;
     case PMSG_OUT:
-        return id && m->data_len >= 1 && m->data_len <= PMSG_CHUNK;
+        return id && m->data_len >= 1 && m->data_len <= PMSG_CHUNK &&
+               (m->flags & ~PMSG_OUT_IDLE) == 0;
     case PMSG_REFUSE:
         return id && m->code >= 1 && m->code <= 16 && (m->flags & ~PMSG_REFUSE_CLOSE) == 0 &&
                (!(m->flags & PMSG_REFUSE_CLOSE) || m->call_id == 0) &&
@@ -626,6 +657,8 @@ int pmsg_encode_conn(uint16_t type, const struct pmsg_conn *m, uint8_t *buf, siz
         bw_put(&w, m->data, m->data_len);
         break;
     case PMSG_OUT:
+        bw_put32(&w, m->count);
+        bw_put8(&w, m->flags);
         bw_put(&w, m->data, m->data_len);
         break;
     case PMSG_REFUSE:
@@ -669,6 +702,8 @@ int pmsg_decode_conn(uint16_t type, const uint8_t *p, size_t len, struct pmsg_co
         }
         break;
     case PMSG_OUT:
+        m.count = br_get32(&r);
+        m.flags = br_get8(&r);
         if (!r.bad) {
             m.data_len = r.len - r.off;
             m.data = br_take(&r, m.data_len);

@@ -61,6 +61,7 @@ enum pmsg_type {
     PMSG_OUT = 72,          /* bytes for a client (whole frames, or a piece of one) */
     PMSG_CONN_CLOSE = 73,   /* close a connection */
     PMSG_CONN_PAUSE = 74,   /* stop or start reading from a connection */
+    PMSG_CAPS = 75,         /* what a Capabilities answer says (it may answer those itself) */
 };
 
 struct pmsg_ready {
@@ -170,6 +171,17 @@ struct pmsg_flows {
     struct pmsg_flow v[PMSG_FLOWS_MAX];
 };
 
+/* CAPS: the facts of this daemon a CapabilitiesReply tells (caps.h), so
+ * the protocol process can answer Capabilities on an idle connection (OUT's
+ * PMSG_OUT_IDLE) without a round trip through the parent. */
+enum { PMSG_CAPS_CGROUP2 = 1, PMSG_CAPS_LISTENERS = 2 };
+struct pmsg_caps {
+    uint8_t flags;        /* PMSG_CAPS_* */
+    uint8_t landlock_abi; /* 0: none */
+    uint8_t max_fds;      /* per message: 0..16 (--max-fds-per-message) */
+    uint16_t max_calls;   /* in flight per connection: 1..4096 */
+};
+
 /* FLOWS_SYNC and FLOWS_SYNCED */
 struct pmsg_sync {
     uint32_t id;
@@ -186,6 +198,10 @@ struct pmsg_sync {
 #define PMSG_REQUEST_MAX (1u << 20)            /* a whole request (LYH_MAX_FRAME_BYTES) */
 
 enum { PMSG_REFUSE_CLOSE = 1 }; /* REFUSE: answer with call id 0 and close the connection */
+/* OUT: these bytes end at a frame's end, the parent holds nothing more for
+ * the connection and no call of it is in flight, as of its count-th request
+ * (REQUEST or REFUSE) from the protocol process */
+enum { PMSG_OUT_IDLE = 1 };
 
 struct pmsg_conn {
     uint64_t id;
@@ -194,9 +210,11 @@ struct pmsg_conn {
     uint32_t total;      /* REQUEST: the whole request's length (<= PMSG_REQUEST_MAX) */
     uint32_t offset;     /* REQUEST: where this piece starts */
     uint32_t count;      /* DRAINED: bytes written (>= 1); LISTEN_START: the frame
-                          * timeout in ms (>= 1); CONN_PAUSE: 1 stop, 0 start */
+                          * timeout in ms (>= 1); CONN_PAUSE: 1 stop, 0 start;
+                          * OUT: requests and refusals of this connection the
+                          * parent has taken (mod 2^32) */
     uint8_t code;        /* REFUSE: the status (1..16); LISTEN_START: fds per request (1..3) */
-    uint8_t flags;       /* REFUSE: PMSG_REFUSE_* */
+    uint8_t flags;       /* REFUSE: PMSG_REFUSE_*; OUT: PMSG_OUT_* */
     char text[PMSG_TEXT_MAX]; /* REFUSE: what the client is told: printable ASCII, 1..255 */
     const uint8_t *data; /* REQUEST, OUT: the bytes (into the caller's buffer) */
     size_t data_len;     /* REQUEST: 1..PMSG_CHUNK (0 only for an empty request); OUT: 1.. */
@@ -222,6 +240,7 @@ int pmsg_encode_flows(const struct pmsg_flows *m, uint8_t *buf, size_t cap, size
  * no payload) */
 int pmsg_encode_sync(uint16_t type, const struct pmsg_sync *m, uint8_t *buf, size_t cap,
                      size_t *ret_len);
+int pmsg_encode_caps(const struct pmsg_caps *m, uint8_t *buf, size_t cap, size_t *ret_len);
 
 /* type: one of the connection messages above. */
 int pmsg_encode_conn(uint16_t type, const struct pmsg_conn *m, uint8_t *buf, size_t cap,
@@ -242,6 +261,7 @@ int pmsg_decode_dns_policy(const uint8_t *p, size_t len, struct pmsg_dns_policy 
 int pmsg_decode_dns_answered(const uint8_t *p, size_t len, struct pmsg_dns_answered *ret);
 int pmsg_decode_flows(const uint8_t *p, size_t len, struct pmsg_flows *ret);
 int pmsg_decode_sync(uint16_t type, const uint8_t *p, size_t len, struct pmsg_sync *ret);
+int pmsg_decode_caps(const uint8_t *p, size_t len, struct pmsg_caps *ret);
 /* m->data points into p. */
 int pmsg_decode_conn(uint16_t type, const uint8_t *p, size_t len, struct pmsg_conn *ret);
 /* Is type one of the connection messages? */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "daemon/caps.h"
 #include "daemon/pmsg.h"
 
 struct event_base;
@@ -37,6 +38,8 @@ struct proto {
     struct event *ev_serve; /* takes the next turns of the clients in line */
     uint64_t next_id;
     unsigned frame_timeout_ms, max_fds;
+    bool have_caps;         /* PMSG_CAPS came: Capabilities may be answered here */
+    struct caps_reply caps; /* what it says (proto_clients.c) */
     TAILQ_HEAD(pconn_list, pconn) conns;
     unsigned n_conns;
     /* clients with bytes to read that wait for room in the queue for the

@@ -8,9 +8,14 @@
  * the peer's credentials from it itself, and hands it to the next protocol
  * process if this one dies), their frame readers, the fds waiting for their
  * frame, the bytes waiting for a client that does not read yet, and the
- * queue of messages for the parent. It must never answer a client itself:
- * the parent writes every response frame (a refusal from here goes up as
- * PMSG_REFUSE), so the stream of frames a client reads has one author. It
+ * queue of messages for the parent. The parent writes every response frame
+ * (a refusal from here goes up as PMSG_REFUSE) but one: a Capabilities call
+ * on a connection the parent has said is idle (its last OUT carried
+ * PMSG_OUT_IDLE and the count of every request and refusal handed to it
+ * since: no call in flight, nothing of its own left to send), without fds,
+ * is answered here from what PMSG_CAPS said. No answer of the parent's can
+ * then come before or inside that frame, answers still come in request
+ * order, and the bytes written of it are not in what DRAINED tells. It
  * never closes an fd a client sent (closing a client's lingering TCP socket
  * could hang this process): those go to the parent (PMSG_FDS, or with the
  * request or refusal), which closes them off its loop.
@@ -91,6 +96,9 @@ struct pconn {
     bool refused;   /* refused for good: the parent closes it */
     bool told_midframe; /* the parent knows a frame of it is half read (MIDFRAME) */
     uint32_t drained; /* written to the client, not told to the parent yet */
+    uint32_t handed;  /* its requests and refusals queued for the parent */
+    bool parent_idle; /* the parent's last OUT said idle, as of all of them */
+    size_t own_left;  /* bytes of an answer of ours at the head of out */
     TAILQ_ENTRY(pconn) link;
     TAILQ_ENTRY(pconn) line_link;
 };
@@ -111,6 +119,7 @@ static uint64_t mono_ms(void) {
 
 static void serve_line_soon(struct proto *p);
 static void resume_accept(struct proto *p);
+static void on_writable(evutil_socket_t fd, short what, void *arg);
 
 /* ---- the queue to the parent ------------------------------------------------------- */
 
@@ -265,7 +274,9 @@ static void refuse(struct pconn *c, uint64_t call_id, int code, bool close_conn,
     for (char *t = m.text; *t; t++)
         if (*t < 0x20 || *t > 0x7e)
             *t = '?';
-    (void)queue(c->p, PMSG_REFUSE, &m, fds, nfds);
+    c->parent_idle = false;
+    if (queue(c->p, PMSG_REFUSE, &m, fds, nfds) == 0)
+        c->handed++;
 }
 
 /* The fds that came with the frame ending at stream offset end (as conn.c
@@ -324,6 +335,8 @@ static void send_request(struct pconn *c, const LyhRequest *req, int *fds, size_
         m.offset += (uint32_t)m.data_len;
     } while (m.offset < len);
     bool was_empty = TAILQ_EMPTY(&c->p->outq);
+    c->parent_idle = false;
+    c->handed++;
     while ((o = TAILQ_FIRST(&pieces))) {
         TAILQ_REMOVE(&pieces, o, link);
         enqueue(c->p, o);
@@ -341,7 +354,33 @@ static void tell_drained(struct pconn *c) {
     (void)queue(c->p, PMSG_DRAINED, &m, NULL, 0);
 }
 
-static void handle_frame(struct pconn *c, const uint8_t *body, uint32_t len, uint64_t end) {
+/* Answer a Capabilities call here (see the top of this file): only on an
+ * idle connection whose output is all written, without fds, for a frame
+ * the parent was not told is half read (MIDFRAME: its REQUEST ends that
+ * for the parent). false: the parent answers it. */
+static bool answer_capabilities(struct pconn *c, const LyhRequest *req, unsigned n_fds,
+                                bool told_midframe) {
+    LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
+    uint8_t frame[1024];
+    size_t len;
+
+    if (req->method_case != LIANYAOHU__V1__REQUEST__METHOD_CAPABILITIES || !c->p->have_caps ||
+        !c->parent_idle || n_fds || told_midframe || evbuffer_get_length(c->out) != 0)
+        return false;
+    resp.call_id = req->call_id;
+    resp.end_of_stream = true;
+    resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_CAPABILITIES;
+    resp.capabilities = &c->p->caps.msg;
+    if (wire_response_frame_into(&resp, frame, sizeof(frame), &len) < 0 ||
+        evbuffer_add(c->out, frame, len) < 0)
+        return false;
+    c->own_left = len;
+    on_writable(c->fd, EV_WRITE, c);
+    return true;
+}
+
+static void handle_frame(struct pconn *c, const uint8_t *body, uint32_t len, uint64_t end,
+                         bool told_midframe) {
     struct proto *p = c->p;
     int fds[PC_MAX_QUEUED_FDS];
     bool overflow, close_conn;
@@ -369,7 +408,7 @@ static void handle_frame(struct pconn *c, const uint8_t *body, uint32_t len, uin
     }
     if (code != 0)
         refuse(c, req->call_id, code, close_conn, msg, fds, n_fds);
-    else
+    else if (!answer_capabilities(c, req, n_fds, told_midframe))
         send_request(c, req, fds, n_fds);
     wire_request_free(req);
 }
@@ -530,8 +569,9 @@ static enum read_end read_some(struct pconn *c, size_t budget) {
                 uint64_t start, end;
                 _cleanup_free_ uint8_t *body = frame_reader_take(&c->reader, &len, &start, &end);
                 event_del(c->ev_timeout);
+                bool told = c->told_midframe;
                 c->told_midframe = false; /* its REQUEST or REFUSE ends it for the parent */
-                handle_frame(c, body, len, end);
+                handle_frame(c, body, len, end, told);
                 if (!find(p, id)) /* it ended (a malformed request) */
                     return READ_GONE;
             }
@@ -626,6 +666,9 @@ static void on_writable(evutil_socket_t fd, short what, void *arg) {
         }
     }
     size_t written = before - evbuffer_get_length(c->out);
+    size_t own = written < c->own_left ? written : c->own_left;
+    c->own_left -= own; /* ours: not the parent's to count */
+    written -= own;
     if (evbuffer_get_length(c->out) == 0)
         event_del(c->ev_write);
     else
@@ -794,6 +837,7 @@ void clients_on_message(struct proto *p, uint16_t type, const struct pmsg_conn *
             pconn_end(c, "out of memory");
             return;
         }
+        c->parent_idle = (m->flags & PMSG_OUT_IDLE) && m->count == c->handed;
         on_writable(c->fd, EV_WRITE, c);
         break;
     case PMSG_CONN_CLOSE:

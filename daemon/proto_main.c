@@ -115,6 +115,19 @@ static int dispatch(struct proto *p, const uint8_t *buf, size_t len, int *fds, s
         clients_on_message(p, type, &m);
         return 0;
     }
+    case PMSG_CAPS: {
+        struct pmsg_caps m;
+        if ((r = pmsg_decode_caps(pl, pl_len, &m)) < 0)
+            return r;
+        struct caps_facts f = {.cgroup2 = m.flags & PMSG_CAPS_CGROUP2,
+                               .listeners = m.flags & PMSG_CAPS_LISTENERS,
+                               .landlock_abi = m.landlock_abi,
+                               .max_fds = m.max_fds,
+                               .max_calls = m.max_calls};
+        caps_build(&f, &p->caps);
+        p->have_caps = true;
+        return 0;
+    }
     case PMSG_DNS_ANSWERED: {
         struct pmsg_dns_answered m;
         if ((r = pmsg_decode_dns_answered(pl, pl_len, &m)) < 0)

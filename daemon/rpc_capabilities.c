@@ -2,7 +2,9 @@
 #include "common/lyh_limits.h"
 #include "common/macros.h"
 #include <stdio.h>
+#include <string.h>
 
+#include "daemon/caps.h"
 #include "daemon/guard.h"
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
@@ -15,33 +17,52 @@ static char *const features[] = {
     "audit-query", "audit-follow", "run-monitor", "nflog",
     "install", "policy",
 };
+_Static_assert(ARRAY_SIZE(features) == CAPS_FIXED_FEATURES, "caps.h: CAPS_FIXED_FEATURES");
+
+void caps_build(const struct caps_facts *f, struct caps_reply *r) {
+    size_t n = 0;
+
+    memset(r, 0, sizeof(*r));
+    lianyaohu__v1__capabilities_reply__init(&r->msg);
+    r->msg.protocol_version = LYH_PROTOCOL_VERSION;
+    r->msg.build_version = (char *)LYH_VERSION;
+    /* What depends on this host: cgroup v2 (session scope), listeners, Landlock. */
+    for (size_t i = 0; i < ARRAY_SIZE(features); i++)
+        r->feat[n++] = features[i];
+    if (f->cgroup2)
+        r->feat[n++] = (char *)"cgroup2";
+    if (f->listeners)
+        r->feat[n++] = (char *)"listeners";
+    if (f->landlock_abi > 0) {
+        snprintf(r->landlock, sizeof(r->landlock), "landlock-abi-%d", f->landlock_abi);
+        r->feat[n++] = r->landlock;
+    }
+    r->msg.n_features = n;
+    r->msg.features = r->feat;
+    r->msg.max_frame_bytes = LYH_MAX_FRAME_BYTES;
+    r->msg.max_fds_per_message = f->max_fds;
+    r->msg.max_calls_per_connection = f->max_calls;
+}
+
+void caps_facts_of(const struct lyhd *d, struct caps_facts *f) {
+    *f = (struct caps_facts){
+        .cgroup2 = d->guard && d->guard->have_cgroup,
+        .listeners = d->guard && d->guard->listeners,
+        .landlock_abi = d->landlock_abi,
+        .max_fds = d->cfg.max_fds_per_msg,
+        .max_calls = d->cfg.max_calls_per_conn,
+    };
+}
 
 void rpc_capabilities(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
-    Lianyaohu__V1__CapabilitiesReply caps = LIANYAOHU__V1__CAPABILITIES_REPLY__INIT;
+    (void)req;
+    struct caps_facts f;
+    struct caps_reply r;
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
 
-    caps.protocol_version = LYH_PROTOCOL_VERSION;
-    caps.build_version = (char *)LYH_VERSION;
-    /* What depends on this host: cgroup v2 (session scope), listeners, Landlock. */
-    char *feat[ARRAY_SIZE(features) + 3];
-    char ll[32];
-    size_t n = 0;
-    for (size_t i = 0; i < ARRAY_SIZE(features); i++)
-        feat[n++] = features[i];
-    if (d->guard && d->guard->have_cgroup)
-        feat[n++] = (char *)"cgroup2";
-    if (d->guard && d->guard->listeners)
-        feat[n++] = (char *)"listeners";
-    if (d->landlock_abi > 0) {
-        snprintf(ll, sizeof(ll), "landlock-abi-%d", d->landlock_abi);
-        feat[n++] = ll;
-    }
-    caps.n_features = n;
-    caps.features = feat;
-    caps.max_frame_bytes = LYH_MAX_FRAME_BYTES;
-    caps.max_fds_per_message = d->cfg.max_fds_per_msg;
-    caps.max_calls_per_connection = d->cfg.max_calls_per_conn;
+    caps_facts_of(d, &f);
+    caps_build(&f, &r);
     resp.result_case = LIANYAOHU__V1__RESPONSE__RESULT_CAPABILITIES;
-    resp.capabilities = &caps;
+    resp.capabilities = &r.msg;
     rpc_send(call, &resp, true);
 }

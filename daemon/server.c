@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "common/macros.h"
+#include "daemon/caps.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/lyhd.h"
@@ -364,6 +365,7 @@ int server_on_message(struct server *s, uint16_t type, const struct pmsg_conn *m
         }
         closer_close_all(s->d->closer, conn_uid(c), fds, nfds);
         conn_set_midframe(c, false); /* a frame's end, or the connection's */
+        conn_took(c);
         if (m->flags & PMSG_REFUSE_CLOSE)
             conn_refuse(c, m->code, m->text);
         else
@@ -477,6 +479,18 @@ int server_protocol_ready(struct server *s) {
                                                 : LYH_MAX_FDS_PER_MESSAGE)};
     if (m.code == 0)
         m.code = 1;
+    /* what a Capabilities answer says, before any client is accepted */
+    struct caps_facts f;
+    caps_facts_of(s->d, &f);
+    struct pmsg_caps caps = {
+        .flags = (uint8_t)((f.cgroup2 ? PMSG_CAPS_CGROUP2 : 0) | (f.listeners ? PMSG_CAPS_LISTENERS : 0)),
+        .landlock_abi = (uint8_t)(f.landlock_abi > 0 && f.landlock_abi < 256 ? f.landlock_abi : 0),
+        .max_fds = (uint8_t)f.max_fds,
+        .max_calls = (uint16_t)f.max_calls,
+    };
+    if ((r = pmsg_encode_caps(&caps, buf, sizeof(buf), &len)) < 0 ||
+        (r = pproc_send(s->d, buf, len, NULL, 0)) < 0)
+        return r;
     if ((r = pmsg_encode_conn(PMSG_LISTEN_START, &m, buf, sizeof(buf), &len)) < 0 ||
         (r = pproc_send(s->d, buf, len, &s->listen_fd, 1)) < 0)
         return r;

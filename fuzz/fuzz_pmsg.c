@@ -67,6 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort();
         same(pmsg_encode_flows(&flows, out, sizeof(out), &n), p, len, n);
     }
+    struct pmsg_caps caps;
+    if (pmsg_decode_caps(p, len, &caps) == 0)
+        same(pmsg_encode_caps(&caps, out, sizeof(out), &n), p, len, n);
     static const uint16_t sync_types[] = {PMSG_FLOWS_SYNC, PMSG_FLOWS_SYNCED, PMSG_NFLOG_START};
     for (size_t i = 0; i < sizeof(sync_types) / sizeof(sync_types[0]); i++) {
         struct pmsg_sync y;

@@ -67,9 +67,13 @@ seeds = {
     "midframe": dgram(12, struct.pack(">Q", 1)),
     "listen_start": dgram(70, struct.pack(">QIB", 1, 5000, 3)),
     "conn_adopt": dgram(71, struct.pack(">Q", 3)),
-    "out": dgram(72, struct.pack(">Q", 1) + b"\x00\x00\x00\x00\x02\x08\x01"),
+    # OUT: id, requests taken, flags (1: idle), bytes
+    "out": dgram(72, struct.pack(">QIB", 1, 0, 0) + b"\x00\x00\x00\x00\x02\x08\x01"),
+    "out_idle": dgram(72, struct.pack(">QIB", 1, 4, 1) + b"\x00\x00\x00\x00\x02\x08\x01"),
     "conn_close": dgram(73, struct.pack(">Q", 1)),
     "conn_pause": dgram(74, struct.pack(">QB", 1, 1)),
+    # CAPS: flags (cgroup2, listeners), Landlock ABI, fds per message, calls per connection
+    "caps": dgram(75, struct.pack(">BBBH", 3, 7, 3, 16)),
 }
 for k, v in seeds.items():
     with open(os.path.join(D, k), "wb") as f:

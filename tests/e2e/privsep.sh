@@ -31,6 +31,10 @@
 #      (its agent's LAN probes are refused throughout), lyhd starts a new
 #      one, `lyh sessions` shows the session, the attached `lyh run` goes on
 #      and gets its exit status, and the session's end is on record
+#   7. Capabilities on an idle connection is answered by the protocol process
+#      (lyhd's parent stopped meanwhile), the same reply as the parent's, in
+#      request order, never while a stream of that connection is open; the
+#      parent's count of bytes written stays right (same protocol process)
 #
 # usage: privsep.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Safety: everything happens in the namespaces lib.sh makes.
@@ -277,6 +281,19 @@ on_record() { # KIND PATTERN: a record of that kind matching it
 }
 t_check "6: the protocol process's end and the session's end are on record" \
     eval 'on_record guard protocol_exit && lyh_wait_until 10 on_record session "\"action\":\"end\""'
+
+# ---- 7. Capabilities answered by the protocol process on an idle connection ---------------
+# caps_local.py stops lyhd's parent (SIGSTOP, by the pid this script started)
+# for moments: what is answered meanwhile the protocol process answered.
+PP=$(lyh_proto_pid)
+CAPS_OUT=$(LYH_CMD_TIMEOUT=60 lyh_in_main /usr/bin/python3 "$HERE/caps_local.py" "$LYH_SOCK" "$LYH_DAEMON_PID" 2>&1)
+CAPS_RC=$?
+kill -CONT "$LYH_DAEMON_PID" 2>/dev/null # whatever became of the script
+sed 's/^/    /' <<<"$CAPS_OUT"
+t_check "7: Capabilities on an idle connection is answered without the parent, the same reply, in order, never past a stream" \
+    eval '[ "$CAPS_RC" = 0 ] && [ "$(grep -c "^ok " <<<"$CAPS_OUT")" -ge 10 ] && ! grep -q "^FAIL" <<<"$CAPS_OUT"'
+t_check "7: ... and the protocol process is the same one throughout ($PP)" \
+    eval '[ -n "$PP" ] && [ "$(lyh_proto_pid)" = "$PP" ] && lyh_alive "$LYH_DAEMON_PID"'
 lyh_daemon_stop
 lyh_daemon_check_log
 t_done

@@ -527,9 +527,23 @@ static void test_conn(void **state) {
     assert_int_equal(conn_rt(PMSG_LISTEN_START, &m, &b), 0);
     m.code = 4;
     assert_int_equal(conn_rt(PMSG_LISTEN_START, &m, &b), -EINVAL);
-    /* OUT: at least a byte */
+    /* OUT: at least a byte; the taken count and the idle flag round-trip,
+     * no other flag */
     m = (struct pmsg_conn){.id = 1, .data = data, .data_len = 0};
     assert_int_equal(conn_rt(PMSG_OUT, &m, &b), -EINVAL);
+    m = (struct pmsg_conn){.id = 1, .data = data, .data_len = 3, .count = 0xfffffffeu,
+                           .flags = PMSG_OUT_IDLE};
+    assert_int_equal(conn_rt(PMSG_OUT, &m, &b), 0);
+    assert_true(b.count == 0xfffffffeu && b.flags == PMSG_OUT_IDLE && b.data_len == 3 &&
+                memcmp(b.data, data, 3) == 0);
+    m.flags = 2;
+    assert_int_equal(conn_rt(PMSG_OUT, &m, &b), -EINVAL);
+    /* OUT by hand: a flag byte the encoder never makes, and one too short
+     * to hold the count and flags */
+    static const uint8_t out_bad_flag[14] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 5, 0x81, 'x'};
+    static const uint8_t out_short[11] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+    assert_int_equal(pmsg_decode_conn(PMSG_OUT, out_bad_flag, sizeof(out_bad_flag), &b), -EBADMSG);
+    assert_int_equal(pmsg_decode_conn(PMSG_OUT, out_short, sizeof(out_short), &b), -EBADMSG);
     /* id 0 is nobody's */
     m = (struct pmsg_conn){.id = 0};
     assert_int_equal(conn_rt(PMSG_CONN_GONE, &m, &b), -EINVAL);
@@ -550,8 +564,42 @@ static void test_conn(void **state) {
     assert_true(pmsg_conn_type(PMSG_MIDFRAME));
 }
 
+/* CAPS: the facts round-trip; flags, fds and calls out of range are refused
+ * both ways; a short or long payload is refused. */
+static void test_caps(void **state) {
+    (void)state;
+    struct pmsg_caps m = {.flags = PMSG_CAPS_CGROUP2 | PMSG_CAPS_LISTENERS, .landlock_abi = 7,
+                          .max_fds = 3, .max_calls = 4096},
+                     b;
+    size_t len, pl_len;
+    uint16_t t;
+    const uint8_t *pl;
+
+    assert_int_equal(pmsg_encode_caps(&m, buf, sizeof(buf), &len), 0);
+    assert_int_equal(pmsg_header(buf, len, &t, &pl, &pl_len), 0);
+    assert_int_equal(t, PMSG_CAPS);
+    assert_int_equal(pmsg_decode_caps(pl, pl_len, &b), 0);
+    assert_true(b.flags == m.flags && b.landlock_abi == 7 && b.max_fds == 3 && b.max_calls == 4096);
+    assert_int_equal(pmsg_decode_caps(pl, pl_len - 1, &b), -EBADMSG);
+    uint8_t longer[16];
+    memcpy(longer, pl, pl_len);
+    longer[pl_len] = 0;
+    assert_int_equal(pmsg_decode_caps(longer, pl_len + 1, &b), -EBADMSG);
+    static const uint8_t bad_flag[5] = {4, 0, 3, 0, 16}, no_calls[5] = {0, 0, 3, 0, 0},
+                         many_calls[5] = {0, 0, 3, 0x10, 1}, many_fds[5] = {0, 0, 17, 0, 16};
+    assert_int_equal(pmsg_decode_caps(bad_flag, 5, &b), -EBADMSG);
+    assert_int_equal(pmsg_decode_caps(no_calls, 5, &b), -EBADMSG);
+    assert_int_equal(pmsg_decode_caps(many_calls, 5, &b), -EBADMSG);
+    assert_int_equal(pmsg_decode_caps(many_fds, 5, &b), -EBADMSG);
+    m.max_calls = 0;
+    assert_int_equal(pmsg_encode_caps(&m, buf, sizeof(buf), &len), -EINVAL);
+    m.max_calls = 1, m.flags = 8;
+    assert_int_equal(pmsg_encode_caps(&m, buf, sizeof(buf), &len), -EINVAL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_caps),
         cmocka_unit_test(test_answer),
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_start),
