@@ -74,6 +74,7 @@ struct conn {
     size_t inflight;         /* handed over, not yet written to the client */
     uint8_t *req;            /* a request arriving in pieces */
     uint32_t taken;          /* its requests and refusals taken from the protocol process */
+    bool closing;            /* refused at the connection level: never idle again */
     uint32_t req_total, req_have;
     TAILQ_HEAD(, rpc_call) calls;
     unsigned n_calls;
@@ -161,12 +162,14 @@ void conn_close(struct conn *c, const char *why) {
 }
 
 void conn_took(struct conn *c) { c->taken++; }
+void conn_count_from_zero(struct conn *c) { c->taken = 0; }
 
-/* No call of this connection's waits for its final answer. */
+/* No call of this connection's waits for its final answer (one held until
+ * its commit, hold_final, is still open). */
 static bool no_call_open(const struct conn *c) {
     const struct rpc_call *call;
     TAILQ_FOREACH(call, &c->calls, link)
-        if (!call->finished)
+        if (!call->finished || call->hold_final)
             return false;
     return true;
 }
@@ -191,7 +194,7 @@ void conn_flush(struct conn *c) {
             n = sizeof(chunk);
         evbuffer_copyout(c->out, chunk, n);
         struct pmsg_conn m = {.id = c->id, .data = chunk, .data_len = n, .count = c->taken};
-        if (n == evbuffer_get_length(c->out) && no_call_open(c))
+        if (n == evbuffer_get_length(c->out) && !c->closing && no_call_open(c))
             m.flags = PMSG_OUT_IDLE;
         if (pmsg_encode_conn(PMSG_OUT, &m, buf, sizeof(buf), &len) < 0 ||
             pproc_send(c->d, buf, len, NULL, 0) < 0)
@@ -255,6 +258,7 @@ void conn_refuse(struct conn *c, int code, const char *message) {
     resp.code = code;
     resp.message = (char *)message;
     resp.end_of_stream = true;
+    c->closing = true; /* its CONN_CLOSE may come a read pass after this OUT */
     (void)conn_send(c, &resp);
     conn_close(c, message);
 }

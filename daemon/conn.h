@@ -117,6 +117,8 @@ void conn_set_midframe(struct conn *c, bool midframe);
 /* A REFUSE of the protocol process's was taken (a REQUEST's last piece is
  * counted by conn_on_request): OUT tells the count, for its IDLE flag. */
 void conn_took(struct conn *c);
+/* A new protocol process adopts it: both sides count from zero again. */
+void conn_count_from_zero(struct conn *c);
 
 /* Is uid an admin now: root, or a member of --admin-group in the group
  * database as it is at this moment (primary group or member list), not as it

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/dns_name.h"
+#include "common/lyh_limits.h"
 #include "common/macros.h"
 #include "daemon/bytes.h"
 #include "platform/ifaces.h"
@@ -556,7 +557,7 @@ int pmsg_decode_sync(uint16_t type, const uint8_t *p, size_t len, struct pmsg_sy
 
 static bool caps_ok(const struct pmsg_caps *m) {
     return (m->flags & ~(PMSG_CAPS_CGROUP2 | PMSG_CAPS_LISTENERS)) == 0 &&
-           m->max_fds <= 16 && m->max_calls >= 1 && m->max_calls <= 4096;
+           m->max_fds <= LYH_MAX_FDS_PER_MESSAGE && m->max_calls >= 1 && m->max_calls <= 4096;
 }
 
 int pmsg_encode_caps(const struct pmsg_caps *m, uint8_t *buf, size_t cap, size_t *ret_len) {

@@ -178,7 +178,7 @@ enum { PMSG_CAPS_CGROUP2 = 1, PMSG_CAPS_LISTENERS = 2 };
 struct pmsg_caps {
     uint8_t flags;        /* PMSG_CAPS_* */
     uint8_t landlock_abi; /* 0: none */
-    uint8_t max_fds;      /* per message: 0..16 (--max-fds-per-message) */
+    uint8_t max_fds;      /* per message: 0..LYH_MAX_FDS_PER_MESSAGE (--max-fds-per-message) */
     uint16_t max_calls;   /* in flight per connection: 1..4096 */
 };
 

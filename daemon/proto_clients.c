@@ -70,6 +70,10 @@
  * it, and a small answer costs no message of its own. */
 #define PC_DRAINED_BATCH (64u << 10)
 #define PC_DRAINED_MS    5
+/* Capabilities answered here in one read of a client's: beyond that they go
+ * to the parent like any request, so the queue's limits and the line hold a
+ * client that pipelines thousands of them as they hold any other. */
+#define PC_LOCAL_PER_READ 64u
 
 struct queued_fd {
     int fd;       /* -1: the kernel delivered more than fit (those were lost) */
@@ -99,6 +103,7 @@ struct pconn {
     uint32_t handed;  /* its requests and refusals queued for the parent */
     bool parent_idle; /* the parent's last OUT said idle, as of all of them */
     size_t own_left;  /* bytes of an answer of ours at the head of out */
+    unsigned local_left; /* answers it may still get here in this read (PC_LOCAL_PER_READ) */
     TAILQ_ENTRY(pconn) link;
     TAILQ_ENTRY(pconn) line_link;
 };
@@ -365,7 +370,8 @@ static bool answer_capabilities(struct pconn *c, const LyhRequest *req, unsigned
     size_t len;
 
     if (req->method_case != LIANYAOHU__V1__REQUEST__METHOD_CAPABILITIES || !c->p->have_caps ||
-        !c->parent_idle || n_fds || told_midframe || evbuffer_get_length(c->out) != 0)
+        !c->parent_idle || n_fds || told_midframe || c->local_left == 0 ||
+        evbuffer_get_length(c->out) != 0)
         return false;
     resp.call_id = req->call_id;
     resp.end_of_stream = true;
@@ -375,6 +381,7 @@ static bool answer_capabilities(struct pconn *c, const LyhRequest *req, unsigned
         evbuffer_add(c->out, frame, len) < 0)
         return false;
     c->own_left = len;
+    c->local_left--;
     on_writable(c->fd, EV_WRITE, c);
     return true;
 }
@@ -511,6 +518,7 @@ static enum read_end read_some(struct pconn *c, size_t budget) {
     uint64_t id = c->id;
     enum read_end how = READ_MORE;
 
+    c->local_left = PC_LOCAL_PER_READ;
     while (budget > 0) {
         if (queue_long(p)) {
             /* the parent is behind: wait for it, in turn */

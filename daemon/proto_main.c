@@ -117,8 +117,8 @@ static int dispatch(struct proto *p, const uint8_t *buf, size_t len, int *fds, s
     }
     case PMSG_CAPS: {
         struct pmsg_caps m;
-        if ((r = pmsg_decode_caps(pl, pl_len, &m)) < 0)
-            return r;
+        if ((r = pmsg_decode_caps(pl, pl_len, &m)) < 0 || p->have_caps)
+            return -EBADMSG; /* once, before LISTEN_START */
         struct caps_facts f = {.cgroup2 = m.flags & PMSG_CAPS_CGROUP2,
                                .listeners = m.flags & PMSG_CAPS_LISTENERS,
                                .landlock_abi = m.landlock_abi,

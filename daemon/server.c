@@ -479,16 +479,18 @@ int server_protocol_ready(struct server *s) {
                                                 : LYH_MAX_FDS_PER_MESSAGE)};
     if (m.code == 0)
         m.code = 1;
-    /* what a Capabilities answer says, before any client is accepted */
+    /* what a Capabilities answer says, before any client is accepted (a
+     * fact CAPS cannot carry: none sent, the parent answers every one) */
     struct caps_facts f;
     caps_facts_of(s->d, &f);
     struct pmsg_caps caps = {
         .flags = (uint8_t)((f.cgroup2 ? PMSG_CAPS_CGROUP2 : 0) | (f.listeners ? PMSG_CAPS_LISTENERS : 0)),
-        .landlock_abi = (uint8_t)(f.landlock_abi > 0 && f.landlock_abi < 256 ? f.landlock_abi : 0),
+        .landlock_abi = (uint8_t)f.landlock_abi,
         .max_fds = (uint8_t)f.max_fds,
         .max_calls = (uint16_t)f.max_calls,
     };
-    if ((r = pmsg_encode_caps(&caps, buf, sizeof(buf), &len)) < 0 ||
+    if (f.landlock_abi >= 0 && f.landlock_abi <= UINT8_MAX && f.max_fds <= UINT8_MAX &&
+        f.max_calls <= UINT16_MAX && pmsg_encode_caps(&caps, buf, sizeof(buf), &len) == 0 &&
         (r = pproc_send(s->d, buf, len, NULL, 0)) < 0)
         return r;
     if ((r = pmsg_encode_conn(PMSG_LISTEN_START, &m, buf, sizeof(buf), &len)) < 0 ||
@@ -498,6 +500,7 @@ int server_protocol_ready(struct server *s) {
         struct conn *c = s->slots[i].conn;
         int fd = conn_fd(c);
         struct pmsg_conn a = {.id = conn_id(c)};
+        conn_count_from_zero(c); /* the new process counts what it hands over from 0 */
         if ((r = pmsg_encode_conn(PMSG_CONN_ADOPT, &a, buf, sizeof(buf), &len)) < 0 ||
             (r = pproc_send(s->d, buf, len, &fd, 1)) < 0)
             return r;

@@ -14,9 +14,15 @@ was answered by the protocol process. Raw frames, no protobuf library.
   4. a connection with a stream open (AuditFollow): parent stopped,
      Capabilities is not answered there (the parent answers it once it runs)
   5. 200 Capabilities on one connection, all answered
+  adopt mode (a third argument, the protocol process's pid): a connection that
+  made a call outlives that process (SIGKILL; the parent starts another,
+  which adopts it); then Capabilities and AuditFollow in one write, and with
+  the parent stopped a Capabilities is not answered past that stream (the
+  counts of requests on both sides start again at the adoption)
 
-usage: caps_local.py SOCKET PARENT_PID   (as root; prints "ok ..."/"FAIL ...",
-exits 1 on any failure). The parent is sent SIGCONT in every case on the way out.
+usage: caps_local.py SOCKET PARENT_PID [PROTO_PID]   (as root; prints
+"ok ..."/"FAIL ...", exits 1 on any failure). The parent is sent SIGCONT in
+every case on the way out.
 """
 import os
 import select
@@ -27,6 +33,7 @@ import sys
 import time
 
 SOCK, PARENT = sys.argv[1], int(sys.argv[2])
+PROTO = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 fails = 0
 
 
@@ -121,7 +128,50 @@ def cont():
     stopped = False
 
 
+def past_stream(c, call_id, label):
+    """With a stream open on c: drain what it sent, stop the parent, ask
+    Capabilities (call_id): not answered while the parent is stopped (the
+    protocol process must not answer past the stream), answered after."""
+    time.sleep(0.5)
+    while recv_frame(c, 0.2) is not None:  # what the stream sends at once
+        pass
+    stop()
+    c.sendall(request(call_id, 10))
+    got = recv_frame(c, 0.7)
+    check(label + ": parent stopped, a stream open: Capabilities is not answered past it",
+          got is None, repr(got))
+    cont()
+    got = None
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        f = recv_frame(c, 1)
+        if f is not None and f.get(1) == call_id:
+            got = f
+            break
+    check(label + ": ... the parent answers it once it runs", got is not None and got.get(10), repr(got))
+
+
+def adopt():
+    c = connect()
+    c.sendall(request(1, 10))
+    check("adopt: a call before the protocol process ends", (recv_frame(c, 5) or {}).get(1) == 1)
+    # the process tells the parent what it wrote within 5 ms (DRAINED); a
+    # connection with answers not known to be written is closed, not adopted
+    time.sleep(0.3)
+    os.kill(PROTO, signal.SIGKILL)
+    time.sleep(2.0)  # the parent starts the next one after 250 ms; it adopts the connection
+    c.sendall(request(2, 10) + request(3, 18))
+    r2 = recv_frame(c, 5)
+    check("adopt: the connection outlived it (Capabilities answered)",
+          r2 is not None and r2.get(1) == 2 and r2.get(10), repr(r2))
+    past_stream(c, 4, "adopt")
+    c.close()
+
+
 try:
+    if PROTO:
+        adopt()
+        raise SystemExit(1 if fails else 0)
     # 1
     a = connect()
     a.sendall(request(1, 10))
@@ -146,7 +196,7 @@ try:
           r3 is not None and r3.get(1) == 3 and r3.get(10) == (r2 or {}).get(10), repr(r3))
     a.sendall(request(4, 11))
     r4 = recv_frame(a, 0.7)
-    check("2: ... Status is not (only the parent answers it)", r4 is None, repr(r4))
+    check("2: ... (control: the parent is stopped) Status is not answered", r4 is None, repr(r4))
     cont()
     r4 = recv_frame(a, 5)
     check("2: ... and is once the parent runs again", r4 is not None and r4.get(1) == 4, repr(r4))
@@ -162,23 +212,7 @@ try:
     b.sendall(request(1, 10))
     check("4: a second connection's Capabilities", (recv_frame(b, 5) or {}).get(1) == 1)
     b.sendall(request(2, 18))  # AuditFollow: a stream, in flight until cancelled
-    time.sleep(0.5)
-    while recv_frame(b, 0.2) is not None:  # whatever it sends at once
-        pass
-    stop()
-    b.sendall(request(3, 10))
-    got = recv_frame(b, 0.7)
-    check("4: parent stopped, a stream open on the connection: Capabilities is not answered by the protocol process",
-          got is None, repr(got))
-    cont()
-    got = None
-    end = time.monotonic() + 5
-    while time.monotonic() < end:
-        f = recv_frame(b, 1)
-        if f is not None and f.get(1) == 3:
-            got = f
-            break
-    check("4: ... the parent answers it once it runs", got is not None and got.get(10), repr(got))
+    past_stream(b, 3, "4")
     b.close()
 
     # 5

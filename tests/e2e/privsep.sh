@@ -294,6 +294,15 @@ t_check "7: Capabilities on an idle connection is answered without the parent, t
     eval '[ "$CAPS_RC" = 0 ] && [ "$(grep -c "^ok " <<<"$CAPS_OUT")" -ge 10 ] && ! grep -q "^FAIL" <<<"$CAPS_OUT"'
 t_check "7: ... and the protocol process is the same one throughout ($PP)" \
     eval '[ -n "$PP" ] && [ "$(lyh_proto_pid)" = "$PP" ] && lyh_alive "$LYH_DAEMON_PID"'
+# a connection adopted by the next protocol process (caps_local.py kills this one)
+CAPS_OUT=$(LYH_CMD_TIMEOUT=60 lyh_in_main /usr/bin/python3 "$HERE/caps_local.py" "$LYH_SOCK" "$LYH_DAEMON_PID" "$PP" 2>&1)
+CAPS_RC=$?
+kill -CONT "$LYH_DAEMON_PID" 2>/dev/null
+sed 's/^/    /' <<<"$CAPS_OUT"
+t_check "7: on a connection adopted after the protocol process died, Capabilities is still never answered past a stream" \
+    eval '[ "$CAPS_RC" = 0 ] && [ "$(grep -c "^ok " <<<"$CAPS_OUT")" = 4 ] && ! grep -q "^FAIL" <<<"$CAPS_OUT"'
+t_check "7: ... and a new protocol process runs" \
+    lyh_wait_until 10 eval 'N=$(lyh_proto_pid) && [ -n "$N" ] && [ "$N" != "$PP" ]'
 lyh_daemon_stop
 lyh_daemon_check_log
 t_done

@@ -586,7 +586,7 @@ static void test_caps(void **state) {
     longer[pl_len] = 0;
     assert_int_equal(pmsg_decode_caps(longer, pl_len + 1, &b), -EBADMSG);
     static const uint8_t bad_flag[5] = {4, 0, 3, 0, 16}, no_calls[5] = {0, 0, 3, 0, 0},
-                         many_calls[5] = {0, 0, 3, 0x10, 1}, many_fds[5] = {0, 0, 17, 0, 16};
+                         many_calls[5] = {0, 0, 3, 0x10, 1}, many_fds[5] = {0, 0, 4, 0, 16};
     assert_int_equal(pmsg_decode_caps(bad_flag, 5, &b), -EBADMSG);
     assert_int_equal(pmsg_decode_caps(no_calls, 5, &b), -EBADMSG);
     assert_int_equal(pmsg_decode_caps(many_calls, 5, &b), -EBADMSG);
