@@ -293,8 +293,13 @@ static void on_sock(evutil_socket_t fd, short what, void *arg) {
             event_del(p->ev_sock);
             return;
         }
-        if (r == -EMFILE ? fds_lost(d, buf, len) < 0
-                         : r < 0 || pproc_dispatch(d, buf, len, fds, nfds) < 0) {
+        bool bad = r == -EMFILE ? fds_lost(d, buf, len) < 0
+                                : r < 0 || pproc_dispatch(d, buf, len, fds, nfds) < 0;
+        /* a REQUEST piece is a client's argv and environment (a Run's):
+         * not left in lyhd's memory, which a fallback remover forks a copy of */
+        if (r == 0 || r == -EMFILE)
+            explicit_bzero(buf, len);
+        if (bad) {
             end_process(d, "it sent a message that makes no sense");
             event_del(p->ev_sock);
             return;

@@ -528,8 +528,10 @@ static int send_plan(struct lyhd *d, const struct spawn_plan *p) {
      * lost, what it made must be found and killed, and the cgroup is how. */
     if (!s || s->begun || p->cgroup_dir_fd < 0)
         return 0;
-    if (spawner_encode(p, s->buf, SPAWNER_MAX_BYTES, &len, fds, &nfds) < 0)
+    if (spawner_encode(p, s->buf, SPAWNER_MAX_BYTES, &len, fds, &nfds) < 0) {
+        explicit_bzero(s->buf, SPAWNER_MAX_BYTES); /* what it wrote before it stopped */
         return 0; /* too big for one datagram: this launch forks from here */
+    }
     ssize_t n = unixsock_send_fds(s->sock, s->buf, len, fds, nfds, MSG_DONTWAIT);
     /* the plan holds the user's argv and environment (tokens, often): not
      * kept in lyhd's memory, which a fallback remover forks a copy of */

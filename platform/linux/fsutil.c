@@ -101,16 +101,20 @@ void fs_remove_tree_child(const char *path, uid_t uid, gid_t gid) {
     if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0 && (errno != ENOSYS || fs_close_fds_from(3) < 0))
         _exit(2);
     (void)prctl(PR_SET_NAME, "lyhd-remover", 0, 0, 0); /* what ps shows, whoever forked it */
+    /* Not dumpable whatever fs.suid_dumpable says: this process holds a
+     * copy of its parent's memory, which its user must not read through
+     * ptrace or /proc/PID/mem. A change of the effective uid sets the flag
+     * to that sysctl, so it is cleared between the two steps: first the real
+     * and effective uid (the saved one still root, so the user cannot trace
+     * it yet), then the flag, then the saved uid (which only drops
+     * capabilities: that leaves the flag alone). */
     if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+        syscall(SYS_setresuid, uid, uid, -1) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
         syscall(SYS_setresuid, uid, uid, uid) < 0)
         _exit(2);
     if (uid != 0 && syscall(SYS_setresuid, 0, 0, 0) == 0)
         _exit(2);
-    /* Not dumpable whatever fs.suid_dumpable says: the credential change
-     * cleared it only while that sysctl is 0, and this process still holds
-     * a copy of its parent's memory, which its user must not read through
-     * ptrace or /proc/PID/mem. Set after the change, which resets it. */
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+    if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
         _exit(2);
     /* FTW_PHYS: never follow symlinks; FTW_MOUNT: stay on this file system. */
     _exit(nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 || errno == ENOENT ? 0 : 1);

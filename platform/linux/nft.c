@@ -1385,7 +1385,10 @@ struct rule_info {
     bool counter;
     bool log;    /* a log rule (no verdict); its counter counts what it saw */
     bool sets_mark; /* `ct mark set <mark>` */
-    bool sets_unknown_mark; /* `ct mark set` from a register it cannot tell */
+    bool sets_unknown_mark; /* `ct mark set` from a register it cannot tell, or a jump or
+                             * goto (the chain it leads to may set one) */
+    bool mark_counted; /* its counter counts every packet whose mark it sets: nothing
+                        * that could stop a packet between the counter and the set */
     uint32_t mark;
     uint64_t packets, bytes;
     int verdict; /* 0 none, 1 accept, 2 reject, 3 other */
@@ -1450,10 +1453,26 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
         return -ENOMEM;
     uint32_t reg1 = 0; /* what an immediate last loaded into register 1 */
     bool reg1_set = false;
+    /* where the last expression that may stop a packet, the last counter and
+     * the mark's set are (expression numbers; -1 none) */
+    int at = -1, last_stop = -1, last_counter = -1, set_at = -1;
     for (struct nftnl_expr *e = nftnl_expr_iter_next(it); e; e = nftnl_expr_iter_next(it)) {
         const char *name = nftnl_expr_get_str(e, NFTNL_EXPR_NAME);
-        if (!name)
+        at++;
+        if (!name) {
+            last_stop = at;
             continue;
+        }
+        if (strcmp(name, "immediate") != 0 && strcmp(name, "ct") != 0 &&
+            strcmp(name, "counter") != 0 && strcmp(name, "log") != 0)
+            last_stop = at; /* a match, a limit, a load: anything but these four */
+        if (strcmp(name, "ct") == 0 && !nftnl_expr_is_set(e, NFTNL_EXPR_CT_SREG))
+            last_stop = at; /* a ct load, not a set */
+        if (strcmp(name, "immediate") == 0 && nftnl_expr_is_set(e, NFTNL_EXPR_IMM_VERDICT)) {
+            int v = (int)nftnl_expr_get_u32(e, NFTNL_EXPR_IMM_VERDICT);
+            if (v == NFT_JUMP || v == NFT_GOTO)
+                ri->sets_unknown_mark = true;
+        }
         if (strcmp(name, "immediate") == 0 && nftnl_expr_is_set(e, NFTNL_EXPR_IMM_DATA) &&
             nftnl_expr_get_u32(e, NFTNL_EXPR_IMM_DREG) == NFT_REG_1) {
             uint32_t len = 0;
@@ -1470,6 +1489,10 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
                 if (nftnl_expr_get_u32(e, NFTNL_EXPR_CT_SREG) == NFT_REG_1 && reg1_set) {
                     ri->sets_mark = true;
                     ri->mark = reg1;
+                    set_at = at;
+                    /* a counter before it, nothing that may stop between */
+                    if (last_counter >= 0 && last_stop < last_counter)
+                        ri->mark_counted = true;
                 } else {
                     ri->sets_unknown_mark = true;
                 }
@@ -1481,6 +1504,10 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
         if (strcmp(name, "cmp") != 0 && strcmp(name, "counter") != 0 && strcmp(name, "log") != 0)
             reg1_set = false;
         if (strcmp(name, "counter") == 0) {
+            last_counter = at;
+            /* a counter after the set, nothing that may stop between */
+            if (set_at >= 0 && last_stop < set_at)
+                ri->mark_counted = true;
             ri->counter = true;
             ri->packets = nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_PACKETS);
             ri->bytes = nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_BYTES);
@@ -2571,8 +2598,8 @@ int nft_chain_mark_packets(struct nft *n, const char *chain, uint32_t mark, uint
             r = -ENODATA; /* a rule may set this mark too, uncounted here */
         } else if (l.v[i].sets_mark && l.v[i].mark == mark) {
             any = true;
-            if (!l.v[i].counter)
-                r = -ENODATA; /* no count to go by */
+            if (!l.v[i].mark_counted)
+                r = -ENODATA; /* no count to go by, or one of only some of them */
             sum += l.v[i].packets;
         }
     free(l.v);

@@ -563,6 +563,7 @@ echo "    first session $held (chain rebuilt while it ran): $(grep "^fixed" <<<"
 echo "    ${rebuilt##*] }; stop: $(tr '\n' ' ' <<<"$stopped")"
 t_check "8: the table was rebuilt with the one session's chain while that session still ran" \
     eval '[ -n "$held" ] && [ "$(wc -l <<<"$held")" = 1 ] && grep -q "chains of 1 session(s)" <<<"$rebuilt" &&
+          [ "$(grep -c "rebuilt it and the chains of" "$LYH_DAEMON_LOG")" -gt "$nrebuilt" ] &&
           [ "$still" = "$held" ] && grep -qx "rc=0" <<<"$stopped"'
 t_check "8: ... and a session whose predecessor's chain was rebuilt after its query is answered" \
     eval 'grep -qx "fixed ok 11.77.0.1" <<<"$res" && grep -qx "fixed ok 11.77.0.1" <<<"$res2"'

@@ -282,26 +282,41 @@ rp=$(counter_field "$cnt" reject_packets)
 if [ "${rp:-0}" -gt 0 ]; then ok "counters of guarded (no session): $cnt"; else bad "counters of guarded" "$cnt"; fi
 # The DNS-mark count a teardown may skip its conntrack walk on
 # (nft_chain_mark_packets): a chain without a mark rule has no count; a
-# counted `ct mark set <mark>` rule gives one; a mark set from a register the
-# reader cannot tell (here meta mark) could be that mark too: no count. The
-# rules are added by hand to the namespace's own table, then removed.
+# counted `ct mark set <mark>` rule (counter right after the set, as lyhd
+# writes it) gives one; a rule beside it that could set that mark uncounted
+# takes it away: a mark from a register the reader cannot tell (meta mark), a
+# counter with a match between the set and it (it counts only some of the
+# marked packets), a jump (the chain it leads to may set it). The rules are
+# added by hand to the namespace's own table, each removed after its check.
 DNSMARK=0x80000000
-mp=$(T mark-packets s-c $DNSMARK); rc=$?
-expect_eq "mark count: no mark rule in s-c: cannot tell" "$mp rc=$rc" "cannot tell rc=3"
+mark_count() { local mp rc; mp=$(T mark-packets s-c "${1:-$DNSMARK}"); rc=$?; echo "$mp rc=$rc"; }
+drop_hand_rules() { # the rules with comment "lyh-hand" in s-c
+    local h
+    for h in $(NFT -a list chain inet lianyaohu s-c 2>/dev/null | awk '/comment "lyh-hand"/ { print $NF }'); do
+        NFT delete rule inet lianyaohu s-c handle "$h"
+    done
+}
+expect_eq "mark count: no mark rule in s-c: cannot tell" "$(mark_count)" "cannot tell rc=3"
 NFT add rule inet lianyaohu s-c ip daddr 10.99.99.99 ct mark set $DNSMARK counter accept
-mp=$(T mark-packets s-c $DNSMARK); rc=$?
-expect_eq "mark count: a counted ct mark rule is read" "$mp rc=$rc" "packets 0 rc=0"
-mp=$(T mark-packets s-c 0x1); rc=$?
-expect_eq "mark count: another mark is not that rule's" "$mp rc=$rc" "cannot tell rc=3"
-NFT add rule inet lianyaohu s-c ip daddr 10.99.99.98 ct mark set meta mark counter accept
-mp=$(T mark-packets s-c $DNSMARK); rc=$?
-expect_eq "mark count: a mark set from another register: cannot tell" "$mp rc=$rc" "cannot tell rc=3"
-for h in $(NFT -a list chain inet lianyaohu s-c 2>/dev/null |
-    awk '/10\.99\.99\.9[89]/ { print $NF }'); do
+expect_eq "mark count: a counted ct mark rule is read" "$(mark_count)" "packets 0 rc=0"
+expect_eq "mark count: another mark is not that rule's" "$(mark_count 0x1)" "cannot tell rc=3"
+NFT add rule inet lianyaohu s-c ip daddr 10.99.99.98 ct mark set meta mark counter accept comment '"lyh-hand"'
+expect_eq "mark count: a mark set from another register: cannot tell" "$(mark_count)" "cannot tell rc=3"
+drop_hand_rules
+expect_eq "mark count: ... read again once that rule is gone" "$(mark_count)" "packets 0 rc=0"
+NFT add rule inet lianyaohu s-c ct mark set $DNSMARK ip daddr 10.99.99.97 counter accept comment '"lyh-hand"'
+expect_eq "mark count: a match between the set and its counter: cannot tell" "$(mark_count)" "cannot tell rc=3"
+drop_hand_rules
+NFT add chain inet lianyaohu lyh-hand-target
+NFT add rule inet lianyaohu s-c ip daddr 10.99.99.96 jump lyh-hand-target comment '"lyh-hand"'
+expect_eq "mark count: a jump to another chain: cannot tell" "$(mark_count)" "cannot tell rc=3"
+drop_hand_rules
+NFT delete chain inet lianyaohu lyh-hand-target
+for h in $(NFT -a list chain inet lianyaohu s-c 2>/dev/null | awk '/10\.99\.99\.99/ { print $NF }'); do
     NFT delete rule inet lianyaohu s-c handle "$h"
 done
-mp=$(NFT list chain inet lianyaohu s-c 2>&1 | grep -c '10\.99\.99')
-expect_eq "mark count: the hand-made rules are gone" "$mp" 0
+mp=$(NFT list ruleset 2>&1 | grep -c '10\.99\.99\|lyh-hand')
+expect_eq "mark count: the hand-made rules and chain are gone" "$mp" 0
 
 # The fast rules (nft_render.c (0a)): b's TCP flows to 11.77.0.1 went through
 # its IPv4 TCP one after their first packet; a (a deny rule) and c
