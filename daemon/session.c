@@ -136,6 +136,8 @@ struct tmpdir_job {
     bool end_row;
     struct store_session row; /* ENDED once the directory is gone */
     bool listed;              /* in d->tmpdir_jobs (running in the background) */
+    bool asked;               /* the spawner's answer is owed (on_remover) */
+    bool wait_now;            /* no watch on the remover: on_tmpdir_timeout waits for it */
     TAILQ_ENTRY(tmpdir_job) link;
 };
 
@@ -166,20 +168,38 @@ static void tmpdir_job_free(struct tmpdir_job *j) {
     free(j);
 }
 
+static void tmpdir_job_wait(struct tmpdir_job *j, int ms);
+
 /* The remover ran over its time (its user may have stopped it): kill it;
- * its exit then finishes the job. */
+ * its exit then finishes the job. Also the job's own turn to finish when
+ * its remover could not be made or watched (on_remover). */
 static void on_tmpdir_timeout(evutil_socket_t fd, short what, void *arg) {
     struct tmpdir_job *j = arg;
 
+    if (j->asked) { /* cannot last: the spawner answers or is given up within 5 s */
+        struct timeval tv = {.tv_sec = 1};
+        (void)event_add(j->ev_timeout, &tv);
+        return;
+    }
+    if (j->pidfd < 0 || j->wait_now) {
+        event_del(j->ev);
+        tmpdir_job_wait(j, TMPDIR_REMOVE_SYNC_MS);
+        tmpdir_job_free(j);
+        return;
+    }
     log_warn("removing %s took over %d ms; killing the remover", j->path, TMPDIR_REMOVE_MAX_MS);
     (void)syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
 }
 
-/* Wait for the remover at most ms, then kill it and reap it. */
+/* Wait for the remover at most ms, then kill it and reap it (none: finish). */
 static void tmpdir_job_wait(struct tmpdir_job *j, int ms) {
     struct pollfd pfd = {.fd = j->pidfd, .events = POLLIN};
     siginfo_t si = {0};
 
+    if (j->pidfd < 0) {
+        tmpdir_job_finish(j, NULL);
+        return;
+    }
     if (poll(&pfd, 1, ms) != 1) {
         log_warn("removing %s took over %d ms; killing the remover", j->path, ms);
         (void)syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
@@ -193,6 +213,29 @@ static void on_tmpdir_emptied(evutil_socket_t fd, short what, void *arg) {
 
     tmpdir_job_finish(j, waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED) == 0 ? &si : NULL);
     tmpdir_job_free(j);
+}
+
+/* The spawner's answer (spawner_remove_tree_async): watch the remover. This
+ * may run inside someone else's work (a Run's transaction, spawner.h): the
+ * job finishes only from its own events, never here. */
+static void on_remover(void *arg, int r, pid_t pid, int pidfd) {
+    struct tmpdir_job *j = arg;
+    struct timeval now = {0};
+
+    (void)pid;
+    j->asked = false;
+    if (r < 0) {
+        log_warn_errno(-r, "cannot remove %s", j->path);
+        (void)event_add(j->ev_timeout, &now); /* finish (no remover) */
+        return;
+    }
+    j->pidfd = pidfd;
+    struct timeval tv = {.tv_sec = TMPDIR_REMOVE_MAX_MS / 1000}; /* from the remover's start */
+    if (event_assign(j->ev, j->d->base, j->pidfd, EV_READ, on_tmpdir_emptied, j) < 0 ||
+        event_add(j->ev, NULL) < 0 || event_add(j->ev_timeout, &tv) < 0) {
+        j->wait_now = true;
+        (void)event_add(j->ev_timeout, &now);
+    }
 }
 
 /* Remove path (a per-launch tmpdir, owned by uid) with uid's rights only,
@@ -221,25 +264,27 @@ static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
     struct stat st;
     gid_t gid = lstat(j->path, &st) == 0 && lyhd_guard_gid(&d->cfg, st.st_gid) ? st.st_gid
                                                                                : d->cfg.guard_gid;
+    if (!sync) {
+        /* In the background: the spawner's answer too (its clone of itself
+         * is ~2 ms of a slow machine, at every session's end). The pidfd's
+         * event is filled in when the answer comes (on_remover). */
+        struct timeval tv = {.tv_sec = TMPDIR_REMOVE_MAX_MS / 1000};
+        j->ev = event_new(d->base, -1, 0, on_tmpdir_emptied, j);
+        j->ev_timeout = evtimer_new(d->base, on_tmpdir_timeout, j);
+        if (j->ev && j->ev_timeout && event_add(j->ev_timeout, &tv) == 0) {
+            TAILQ_INSERT_TAIL(&d->tmpdir_jobs, j, link);
+            j->listed = true;
+            j->asked = true;
+            spawner_remove_tree_async(d, j->path, uid, gid, on_remover, j);
+            return;
+        }
+    }
     r = spawner_remove_tree(d, j->path, uid, gid, &pid, &j->pidfd);
     if (r < 0) {
         log_warn_errno(-r, "cannot remove %s", j->path);
         tmpdir_job_finish(j, NULL);
         tmpdir_job_free(j);
         return;
-    }
-    if (!sync) {
-        struct timeval tv = {.tv_sec = TMPDIR_REMOVE_MAX_MS / 1000};
-        j->ev = event_new(d->base, j->pidfd, EV_READ, on_tmpdir_emptied, j);
-        j->ev_timeout = evtimer_new(d->base, on_tmpdir_timeout, j);
-        if (j->ev && j->ev_timeout && event_add(j->ev, NULL) == 0 &&
-            event_add(j->ev_timeout, &tv) == 0) {
-            TAILQ_INSERT_TAIL(&d->tmpdir_jobs, j, link);
-            j->listed = true;
-            return;
-        }
-        if (j->ev)
-            event_del(j->ev);
     }
     /* Wait here, bounded (shutdown, or no event loop to watch with). */
     tmpdir_job_wait(j, TMPDIR_REMOVE_SYNC_MS);
@@ -251,6 +296,7 @@ void session_tmpdir_jobs_finish(struct lyhd *d) {
 
     if (!d->tmpdir_jobs.tqh_last)
         return; /* never initialised */
+    spawner_settle(d); /* every job knows its remover (or has none) */
     while ((j = TAILQ_FIRST(&d->tmpdir_jobs))) {
         event_del(j->ev);
         event_del(j->ev_timeout);
@@ -335,6 +381,7 @@ static void teardown_run(struct session *s, bool may_wait) {
     bool populated = false;
     int r;
 
+    s->t_us[SESSION_T_LAST] = lyhd_mono_us(); /* the last turn's is what stays */
     /* 1. Nothing of the session may survive it. */
     if (s->has_cgroup) {
         r = cg_kill(&d->guard->cg, s->row.id);
@@ -467,8 +514,11 @@ void session_log_phases(const struct session *s, bool end) {
                  phase(s, SESSION_T_RECORDED, SESSION_T_EXEC), phase(s, SESSION_T_ENTRY, SESSION_T_EXEC));
         return;
     }
-    log_info("end %s phases (us): exit_to_reply %llu teardown %llu", s->row.id,
-             phase(s, SESSION_T_EXIT, SESSION_T_REPLIED), phase(s, SESSION_T_REPLIED, SESSION_T_TORN));
+    /* last_turn: how long the loop was held by the teardown's last turn
+     * (the rules, cgroup and tmpdir; the earlier turns only poll) */
+    log_info("end %s phases (us): exit_to_reply %llu teardown %llu last_turn %llu", s->row.id,
+             phase(s, SESSION_T_EXIT, SESSION_T_REPLIED), phase(s, SESSION_T_REPLIED, SESSION_T_TORN),
+             phase(s, SESSION_T_LAST, SESSION_T_TORN));
 }
 
 void session_teardown(struct session *s) {

@@ -40,7 +40,8 @@ enum session_t {
     SESSION_T_EXEC,     /* the child's exec confirmed; RunStarted sent */
     SESSION_T_EXIT,     /* the agent's exit seen */
     SESSION_T_REPLIED,  /* RunExited sent */
-    SESSION_T_TORN,     /* everything removed */
+    SESSION_T_LAST,     /* the teardown's last turn on the loop began */
+    SESSION_T_TORN,     /* everything removed (the tmpdir: asked for) */
     SESSION_T_COUNT,
 };
 

@@ -14,14 +14,19 @@
  * ruleset; its answer is read before the parent sends the go (spawner_go) or
  * after it closed the gate (spawner_cancel), and nothing else is sent to the
  * spawner meanwhile. A second request: empty a tmpdir as its user
- * (spawner_remove_tree), answered with the remover's pid and pidfd.
+ * (spawner_remove_tree), answered with the remover's pid and pidfd; its
+ * answer may be left owed (spawner_remove_tree_async): the loop takes it
+ * when it comes, and every owed answer is taken before anything else is
+ * sent, so the next datagram is always the oldest owed answer's.
  *
  * Must never: let a launch fail because the spawner failed (the parent
  * falls back to spawn_start); read anything but its socket (spawner). */
 #include "daemon/spawner.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -29,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -425,12 +431,26 @@ int spawner_main(int argc, char **argv) {
 
 /* ---- the parent's side -------------------------------------------------------------------- */
 
+/* A remover request whose answer is owed (spawner_remove_tree_async). */
+struct rm_owed {
+    spawner_rm_done done;
+    void *arg;
+    uid_t uid;
+    gid_t gid;
+    char path[PATH_MAX]; /* for the fallback, should the spawner not answer */
+    TAILQ_ENTRY(rm_owed) link;
+};
+
 struct spawner {
     int sock;
     pid_t pid;
     bool begun; /* a gated plan's answer is owed: nothing else may be sent */
     uint8_t *buf; /* SPAWNER_MAX_BYTES, kept: no mapping made and unmapped per launch */
+    struct event *ev_owed; /* the socket, read while owed is not empty (at most SPAWNER_TIMEOUT_MS) */
+    TAILQ_HEAD(, rm_owed) owed; /* oldest first: the spawner answers in order */
 };
+
+static void owed_answered(struct lyhd *d, struct rm_owed *o, int r, pid_t pid, int pidfd);
 
 void spawner_start(struct lyhd *d) {
     int sv[2];
@@ -476,15 +496,19 @@ void spawner_start(struct lyhd *d) {
     }
     s->sock = sv[0];
     s->pid = pid;
+    TAILQ_INIT(&s->owed);
     d->spawner = s;
     log_debug("spawner %d started", pid);
 }
 
 void spawner_stop(struct lyhd *d) {
     struct spawner *s = d->spawner;
+    struct rm_owed *o;
     if (!s)
         return;
     d->spawner = NULL;
+    if (s->ev_owed)
+        event_free(s->ev_owed);
     close(s->sock); /* end of file: it exits */
     bool gone = false;
     for (int i = 0; i < 20 && !gone; i++) {
@@ -504,6 +528,14 @@ void spawner_stop(struct lyhd *d) {
         if (!gone)
             log_warn("the spawner (pid %d) did not end; left behind", s->pid);
     }
+    /* Owed answers will not come: each tmpdir is emptied by a fork of
+     * lyhd's (a remover the spawner made all the same runs as the same user
+     * on the same tree: harmless). d->spawner is gone already, so nothing
+     * done does can reach s. */
+    while ((o = TAILQ_FIRST(&s->owed))) {
+        TAILQ_REMOVE(&s->owed, o, link);
+        owed_answered(d, o, -EIO, -1, -1);
+    }
     free(s->buf);
     free(s);
 }
@@ -520,10 +552,12 @@ static void give_up(struct lyhd *d, const char *why, int err) {
 /* Send the plan. 1: sent (its answer is owed); 0: not sent, nothing made
  * (the launch forks from lyhd). */
 static int send_plan(struct lyhd *d, const struct spawn_plan *p) {
-    struct spawner *s = d->spawner;
+    struct spawner *s;
     int fds[SPAWNER_FDS];
     size_t len = 0, nfds = 0;
 
+    spawner_settle(d); /* the plan's answer must be the next one */
+    s = d->spawner;
     /* Only a launch with a session cgroup: if the spawner's answer were
      * lost, what it made must be found and killed, and the cgroup is how. */
     if (!s || s->begun || p->cgroup_dir_fd < 0)
@@ -604,6 +638,96 @@ static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *r
     return 0;
 }
 
+/* ---- remover answers left owed --------------------------------------------------------- */
+
+/* Hand o's answer to its owner and free o. No answer from the spawner
+ * (-EIO: it failed and was given up; -ENOSYS: it cannot make lyhd's children
+ * here): a fork of lyhd's empties the tree, as spawner_remove_tree does. */
+static void owed_answered(struct lyhd *d, struct rm_owed *o, int r, pid_t pid, int pidfd) {
+    (void)d;
+    if (r == -ENOSYS || r == -EIO)
+        r = fs_remove_tree_as(o->path, o->uid, o->gid, &pid, &pidfd);
+    o->done(o->arg, r, pid, pidfd);
+    explicit_bzero(o->path, sizeof(o->path));
+    free(o);
+}
+
+/* Take the oldest owed answer (waiting for it at most SPAWNER_TIMEOUT_MS). */
+static void take_owed(struct lyhd *d) {
+    struct spawner *s = d->spawner;
+    struct rm_owed *o = s ? TAILQ_FIRST(&s->owed) : NULL;
+    pid_t pid = -1;
+    int pidfd = -1;
+
+    if (!o)
+        return;
+    TAILQ_REMOVE(&s->owed, o, link);
+    if (TAILQ_EMPTY(&s->owed))
+        event_del(s->ev_owed);
+    /* on failure take_answer gives the spawner up: s is freed then, and the
+     * answers owed after o are handed over by spawner_stop */
+    int r = take_answer(d, -1, &pid, &pidfd, NULL);
+    owed_answered(d, o, r, pid, pidfd);
+}
+
+void spawner_settle(struct lyhd *d) {
+    /* bounded: each turn removes one, and spawner_stop empties the rest */
+    while (d->spawner && !TAILQ_EMPTY(&d->spawner->owed))
+        take_owed(d);
+}
+
+/* The socket is readable (an answer, or the spawner's end), or the oldest
+ * owed answer is SPAWNER_TIMEOUT_MS late (the persistent event's timeout
+ * starts again at each answer). */
+static void on_owed(evutil_socket_t fd, short what, void *arg) {
+    struct lyhd *d = arg;
+
+    (void)fd;
+    if (what & EV_TIMEOUT) {
+        give_up(d, "did not answer in time", ETIMEDOUT);
+        return;
+    }
+    take_owed(d);
+}
+
+void spawner_remove_tree_async(struct lyhd *d, const char *path, uid_t uid, gid_t gid,
+                               spawner_rm_done done, void *arg) {
+    const struct timeval tv = {.tv_sec = SPAWNER_TIMEOUT_MS / 1000,
+                               .tv_usec = (SPAWNER_TIMEOUT_MS % 1000) * 1000};
+    struct spawner *s = d->spawner;
+    struct rm_owed *o = NULL;
+    pid_t pid = -1;
+    int pidfd = -1;
+    size_t len = 0;
+
+    if (!s || s->begun || strlen(path) >= sizeof(o->path) || !(o = calloc(1, sizeof(*o))))
+        goto now;
+    if (!s->ev_owed && !(s->ev_owed = event_new(d->base, s->sock, EV_READ | EV_PERSIST, on_owed, d)))
+        goto now;
+    if (spawner_encode_rm(path, uid, gid, s->buf, SPAWNER_MAX_BYTES, &len) < 0)
+        goto now;
+    ssize_t n = unixsock_send_fds(s->sock, s->buf, len, NULL, 0, MSG_DONTWAIT);
+    explicit_bzero(s->buf, len);
+    if (n != (ssize_t)len) {
+        int e = n < 0 ? errno : EIO;
+        if (e != EMSGSIZE && e != ENOBUFS && e != ENOMEM && e != EAGAIN)
+            give_up(d, "did not take a tmpdir to empty", e); /* s is gone */
+        goto now;
+    }
+    *o = (struct rm_owed){.done = done, .arg = arg, .uid = uid, .gid = gid};
+    snprintf(o->path, sizeof(o->path), "%s", path);
+    bool first = TAILQ_EMPTY(&s->owed);
+    TAILQ_INSERT_TAIL(&s->owed, o, link);
+    /* sent, but the loop cannot watch for it: take it here */
+    if (first && event_add(s->ev_owed, &tv) < 0)
+        spawner_settle(d);
+    return;
+now:
+    free(o);
+    int r = spawner_remove_tree(d, path, uid, gid, &pid, &pidfd);
+    done(arg, r, pid, pidfd);
+}
+
 int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd,
                   int *ret_status_fd) {
     if (send_plan(d, p) == 1) {
@@ -648,9 +772,11 @@ static int gated_answer(struct lyhd *d, struct spawn_pending *sp, struct spawn_p
 
 int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, pid_t *ret_pid,
                         int *ret_pidfd) {
-    struct spawner *s = d->spawner;
+    struct spawner *s;
     size_t len = 0;
 
+    spawner_settle(d); /* this answer must be the next one */
+    s = d->spawner;
     if (!s || s->begun || spawner_encode_rm(path, uid, gid, s->buf, SPAWNER_MAX_BYTES, &len) < 0)
         return fs_remove_tree_as(path, uid, gid, ret_pid, ret_pidfd);
     ssize_t n = unixsock_send_fds(s->sock, s->buf, len, NULL, 0, MSG_DONTWAIT);

@@ -73,6 +73,20 @@ int spawner_cancel(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *
  * fs_remove_tree_as where the spawner cannot. Same contract. */
 int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, pid_t *ret_pid,
                         int *ret_pidfd);
+/* The same without waiting on the loop for the spawner's clone (~2 ms on a
+ * slow machine, at every session's end): done(arg, r, pid, pidfd) gets what
+ * spawner_remove_tree would have returned, later, from the event loop (or
+ * from spawner_settle, or from spawner_stop with a fork of lyhd's when the
+ * spawner fails or goes), or before this returns when the request cannot be
+ * left owed (no spawner, a launch begun, no memory). done may run inside
+ * another caller's work (a Run's transaction): it must only take the pidfd
+ * and arm events, never write state.db or wait. */
+typedef void (*spawner_rm_done)(void *arg, int r, pid_t pid, int pidfd);
+void spawner_remove_tree_async(struct lyhd *d, const char *path, uid_t uid, gid_t gid,
+                               spawner_rm_done done, void *arg);
+/* Take every owed answer now (each at most SPAWNER_TIMEOUT_MS): before
+ * anything whose answer must be the next datagram, and at shutdown. */
+void spawner_settle(struct lyhd *d);
 /* Its request's codec (exposed for the unit test): 0, -EINVAL/-ENOBUFS
  * (encode), -EBADMSG (decode: another magic, a path that is not absolute,
  * not NUL-terminated at the datagram's end or too long). The path points

@@ -303,6 +303,68 @@ t_check "7: on a connection adopted after the protocol process died, Capabilitie
     eval '[ "$CAPS_RC" = 0 ] && [ "$(grep -c "^ok " <<<"$CAPS_OUT")" = 4 ] && ! grep -q "^FAIL" <<<"$CAPS_OUT"'
 t_check "7: ... and a new protocol process runs" \
     lyh_wait_until 10 eval 'N=$(lyh_proto_pid) && [ -n "$N" ] && [ "$N" != "$PP" ]'
+
+# ---- 8. a session's end does not wait for the spawner ------------------------------------
+# Each tmpdir's remover is asked of the spawner and its answer taken by the
+# loop when it comes (spawner_remove_tree_async). With the spawner stopped
+# (SIGSTOP, by the pid lyhd's children list gives: a child of the daemon this
+# script started), three sessions end: lyhd answers at once all the same (it
+# used to wait up to 5 s per session for the answer), and when it gives the
+# spawner up (no answer in 5 s) each tmpdir is emptied by a fork of lyhd's and
+# each end is recorded. Later launches fork from lyhd.
+spawner_pid() {
+    for p in $(cat "/proc/$LYH_DAEMON_PID/task/$LYH_DAEMON_PID/children" 2>/dev/null); do
+        tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "--spawner" && echo "$p"
+    done | head -n 1
+}
+SPW=$(spawner_pid)
+rm -f "$LYH_HOME/proj/end8"
+E8=()
+for i in 1 2 3; do
+    (LYH_CMD_TIMEOUT=90 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" --socket "$LYH_SOCK" \
+        run --vpn tun0 --no-tui -- /bin/sh -c 'i=0; while [ ! -e end8 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done' \
+        </dev/null >"$LYH_TMP/end8.$i" 2>&1
+     echo "rc=$?" >>"$LYH_TMP/end8.$i") &
+    E8+=("$!")
+    lyh_track_pid "$!"
+done
+if ! lyh_wait_until 30 eval '[ "$(lyh_live_rows)" = 3 ] && [ "$(lyh_tmpdirs | wc -l)" = 3 ]' || [ -z "$SPW" ]; then
+    t_fail "8: three sessions run (spawner ${SPW:-not found})" "$(cat "$LYH_TMP"/end8.* 2>/dev/null | head -c 600)"
+else
+    N8=$(grep -c " ended (exit" "$LYH_DAEMON_LOG")
+    kill -STOP "$SPW"
+    T8=$(date +%s%N)
+    touch "$LYH_HOME/proj/end8"
+    for p in "${E8[@]}"; do lyh_wait_pid_gone 30 "$p"; done
+    ok8=$(grep -lx 'rc=0' "$LYH_TMP"/end8.* 2>/dev/null | wc -l)
+    t_eq "8: the three agents ended and their lyh run got status 0" "$ok8" 3
+    # the teardowns ask the stopped spawner for their removers now; Status,
+    # asked again and again meanwhile, must never wait for them (before, the
+    # loop waited up to 5 s for each answer)
+    max8=0 bad8=0
+    for i in 1 2 3 4 5 6 7 8; do
+        t0=$(date +%s%N)
+        timeout 4 "$LYH_LYH" --socket "$LYH_SOCK" status >/dev/null 2>&1 || bad8=$((bad8 + 1))
+        ms=$((($(date +%s%N) - t0) / 1000000))
+        [ "$ms" -gt "$max8" ] && max8=$ms
+        sleep 0.2
+    done
+    t_check "8: with the spawner stopped while three sessions end, lyhd answers Status at once (8 calls, slowest ${max8} ms)" \
+        eval '[ "$bad8" = 0 ] && [ "$max8" -lt 2000 ]'
+    t_check "8: ... the ends are under way: logged, rows not ended yet" \
+        eval '[ "$(grep -c " ended (exit" "$LYH_DAEMON_LOG")" -ge $((N8 + 3)) ] && [ "$(lyh_live_rows)" = 3 ]'
+    t_check "8: ... the three tmpdirs are still there (their removers are owed)" \
+        eval '[ "$(lyh_tmpdirs | wc -l)" = 3 ]'
+    t_check "8: lyhd gives the spawner up when it does not answer" \
+        lyh_daemon_log_has "the spawner did not answer in time" 15
+    t_check "8: ... the tmpdirs are emptied all the same, and every end is recorded" \
+        lyh_wait_until 15 eval '[ -z "$(lyh_tmpdirs)" ] && [ "$(lyh_live_rows)" = 0 ]'
+    t_check "8: ... the spawner is gone ($SPW)" lyh_wait_until 5 eval '[ ! -e "/proc/$SPW" ] || grep -q "^State:.*Z" "/proc/$SPW/status"'
+    echo "# spawner stopped to everything removed: $((($(date +%s%N) - T8) / 1000000)) ms"
+    t_check "8: a launch after that forks from lyhd and runs" \
+        eval 'LYH_CMD_TIMEOUT=30 lyh_as_user "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 --no-tui -- /bin/true </dev/null >/dev/null 2>&1'
+    kill -CONT "$SPW" 2>/dev/null
+fi
 lyh_daemon_stop
 lyh_daemon_check_log
 t_done
