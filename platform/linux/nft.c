@@ -1455,7 +1455,7 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
     bool reg1_set = false;
     /* where the last expression that may stop a packet, the last counter and
      * the mark's set are (expression numbers; -1 none) */
-    int at = -1, last_stop = -1, last_counter = -1, set_at = -1;
+    int at = -1, last_stop = -1, last_counter = -1, set_at = -1, counters = 0;
     for (struct nftnl_expr *e = nftnl_expr_iter_next(it); e; e = nftnl_expr_iter_next(it)) {
         const char *name = nftnl_expr_get_str(e, NFTNL_EXPR_NAME);
         at++;
@@ -1472,7 +1472,16 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
             int v = (int)nftnl_expr_get_u32(e, NFTNL_EXPR_IMM_VERDICT);
             if (v == NFT_JUMP || v == NFT_GOTO)
                 ri->sets_unknown_mark = true;
+            if (v != NFT_CONTINUE)
+                last_stop = at; /* nothing after a verdict is evaluated */
         }
+        /* a verdict map may jump to a chain that sets one; a queue's
+         * program and an xtables target (CONNMARK) set marks nobody here
+         * sees */
+        if ((strcmp(name, "lookup") == 0 && nftnl_expr_is_set(e, NFTNL_EXPR_LOOKUP_DREG) &&
+             nftnl_expr_get_u32(e, NFTNL_EXPR_LOOKUP_DREG) == NFT_REG_VERDICT) ||
+            strcmp(name, "queue") == 0 || strcmp(name, "target") == 0)
+            ri->sets_unknown_mark = true;
         if (strcmp(name, "immediate") == 0 && nftnl_expr_is_set(e, NFTNL_EXPR_IMM_DATA) &&
             nftnl_expr_get_u32(e, NFTNL_EXPR_IMM_DREG) == NFT_REG_1) {
             uint32_t len = 0;
@@ -1486,7 +1495,8 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
             if (nftnl_expr_get_u32(e, NFTNL_EXPR_CT_KEY) == NFT_CT_MARK) {
                 /* a mark from anything but an immediate in register 1 may
                  * be any mark: whoever counts marks cannot tell */
-                if (nftnl_expr_get_u32(e, NFTNL_EXPR_CT_SREG) == NFT_REG_1 && reg1_set) {
+                if (nftnl_expr_get_u32(e, NFTNL_EXPR_CT_SREG) == NFT_REG_1 && reg1_set &&
+                    !ri->sets_mark) {
                     ri->sets_mark = true;
                     ri->mark = reg1;
                     set_at = at;
@@ -1494,6 +1504,8 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
                     if (last_counter >= 0 && last_stop < last_counter)
                         ri->mark_counted = true;
                 } else {
+                    /* from a register it cannot tell, or a second set in
+                     * one rule (only the last would be remembered) */
                     ri->sets_unknown_mark = true;
                 }
             }
@@ -1504,6 +1516,7 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
         if (strcmp(name, "cmp") != 0 && strcmp(name, "counter") != 0 && strcmp(name, "log") != 0)
             reg1_set = false;
         if (strcmp(name, "counter") == 0) {
+            counters++;
             last_counter = at;
             /* a counter after the set, nothing that may stop between */
             if (set_at >= 0 && last_stop < set_at)
@@ -1521,6 +1534,10 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data) {
             ri->verdict = 3;
         }
     }
+    /* one count per rule: with two, the one kept (the last) need not be the
+     * one that saw every packet whose mark the rule set */
+    if (ri->sets_mark && counters > 1)
+        ri->sets_unknown_mark = true;
     l->n++;
     return 0;
 }

@@ -286,8 +286,10 @@ if [ "${rp:-0}" -gt 0 ]; then ok "counters of guarded (no session): $cnt"; else 
 # writes it) gives one; a rule beside it that could set that mark uncounted
 # takes it away: a mark from a register the reader cannot tell (meta mark), a
 # counter with a match between the set and it (it counts only some of the
-# marked packets), a jump (the chain it leads to may set it). The rules are
-# added by hand to the namespace's own table, each removed after its check.
+# marked packets), two counters in the rule (the one read need not be the one
+# that counts), a second mark set in one rule, a jump or a verdict map (the
+# chain it leads to may set it). The rules are added by hand to the
+# namespace's own table, each removed after its check.
 DNSMARK=0x80000000
 mark_count() { local mp rc; mp=$(T mark-packets s-c "${1:-$DNSMARK}"); rc=$?; echo "$mp rc=$rc"; }
 drop_hand_rules() { # the rules with comment "lyh-hand" in s-c
@@ -307,9 +309,18 @@ expect_eq "mark count: ... read again once that rule is gone" "$(mark_count)" "p
 NFT add rule inet lianyaohu s-c ct mark set $DNSMARK ip daddr 10.99.99.97 counter accept comment '"lyh-hand"'
 expect_eq "mark count: a match between the set and its counter: cannot tell" "$(mark_count)" "cannot tell rc=3"
 drop_hand_rules
+NFT add rule inet lianyaohu s-c counter ct mark set $DNSMARK ip daddr 10.99.99.95 counter comment '"lyh-hand"'
+expect_eq "mark count: two counters, the last after a match: cannot tell" "$(mark_count)" "cannot tell rc=3"
+drop_hand_rules
+NFT add rule inet lianyaohu s-c ct mark set $DNSMARK ip daddr 10.99.99.93 ct mark set 0x1 counter comment '"lyh-hand"'
+expect_eq "mark count: a second mark set in one rule: cannot tell" "$(mark_count)" "cannot tell rc=3"
+drop_hand_rules
 NFT add chain inet lianyaohu lyh-hand-target
 NFT add rule inet lianyaohu s-c ip daddr 10.99.99.96 jump lyh-hand-target comment '"lyh-hand"'
 expect_eq "mark count: a jump to another chain: cannot tell" "$(mark_count)" "cannot tell rc=3"
+drop_hand_rules
+NFT add rule inet lianyaohu s-c ip daddr 10.99.99.94 meta l4proto vmap '{ udp : jump lyh-hand-target }' comment '"lyh-hand"'
+expect_eq "mark count: a verdict map that may jump: cannot tell" "$(mark_count)" "cannot tell rc=3"
 drop_hand_rules
 NFT delete chain inet lianyaohu lyh-hand-target
 for h in $(NFT -a list chain inet lianyaohu s-c 2>/dev/null | awk '/10\.99\.99\.99/ { print $NF }'); do
