@@ -133,11 +133,14 @@ struct tmpdir_job {
     struct event *ev_timeout;
     int pidfd;
     char path[PATH_MAX];
+    uid_t uid; /* the tmpdir's owner, whose rights the remover has */
+    gid_t gid;
     bool end_row;
     struct store_session row; /* ENDED once the directory is gone */
     bool listed;              /* in d->tmpdir_jobs (running in the background) */
     bool asked;               /* the spawner's answer is owed (on_remover) */
     bool wait_now;            /* no watch on the remover: on_tmpdir_timeout waits for it */
+    bool make_own;            /* the spawner made none: on_tmpdir_timeout forks one */
     TAILQ_ENTRY(tmpdir_job) link;
 };
 
@@ -169,16 +172,45 @@ static void tmpdir_job_free(struct tmpdir_job *j) {
 }
 
 static void tmpdir_job_wait(struct tmpdir_job *j, int ms);
+static void tmpdir_job_watch(struct tmpdir_job *j, int pidfd);
+
+/* The spawner made no remover (it failed, or cannot make lyhd's children
+ * here): a fork of lyhd's, on the job's own turn (never inside the work
+ * that took the spawner's answer: a Run's, whose request that fork's copy of
+ * lyhd would hold). 0, or the job is over (freed). */
+static int tmpdir_job_make_own(struct tmpdir_job *j, bool watch) {
+    pid_t pid;
+    int pidfd = -1;
+
+    j->make_own = false;
+    int r = fs_remove_tree_as(j->path, j->uid, j->gid, &pid, &pidfd);
+    if (r < 0) {
+        log_warn_errno(-r, "cannot remove %s", j->path);
+        tmpdir_job_finish(j, NULL);
+        tmpdir_job_free(j);
+        return -1;
+    }
+    if (watch) {
+        tmpdir_job_watch(j, pidfd);
+    } else {
+        j->pidfd = pidfd;
+    }
+    return 0;
+}
 
 /* The remover ran over its time (its user may have stopped it): kill it;
  * its exit then finishes the job. Also the job's own turn to finish when
- * its remover could not be made or watched (on_remover). */
+ * its remover could not be made or watched, or to make one (on_remover). */
 static void on_tmpdir_timeout(evutil_socket_t fd, short what, void *arg) {
     struct tmpdir_job *j = arg;
 
     if (j->asked) { /* cannot last: the spawner answers or is given up within 5 s */
         struct timeval tv = {.tv_sec = 1};
         (void)event_add(j->ev_timeout, &tv);
+        return;
+    }
+    if (j->make_own) {
+        (void)tmpdir_job_make_own(j, true);
         return;
     }
     if (j->pidfd < 0 || j->wait_now) {
@@ -224,13 +256,26 @@ static void on_remover(void *arg, int r, pid_t pid, int pidfd) {
 
     (void)pid;
     j->asked = false;
+    if (r == -EIO || r == -ENOSYS) {
+        j->make_own = true; /* spawner.h: nothing was made */
+        (void)event_add(j->ev_timeout, &now);
+        return;
+    }
     if (r < 0) {
         log_warn_errno(-r, "cannot remove %s", j->path);
         (void)event_add(j->ev_timeout, &now); /* finish (no remover) */
         return;
     }
+    tmpdir_job_watch(j, pidfd);
+}
+
+/* Watch the remover pidfd (the job's now): its exit finishes the job, and it
+ * has TMPDIR_REMOVE_MAX_MS from now. */
+static void tmpdir_job_watch(struct tmpdir_job *j, int pidfd) {
+    struct timeval now = {0};
+    struct timeval tv = {.tv_sec = TMPDIR_REMOVE_MAX_MS / 1000};
+
     j->pidfd = pidfd;
-    struct timeval tv = {.tv_sec = TMPDIR_REMOVE_MAX_MS / 1000}; /* from the remover's start */
     if (event_assign(j->ev, j->d->base, j->pidfd, EV_READ, on_tmpdir_emptied, j) < 0 ||
         event_add(j->ev, NULL) < 0 || event_add(j->ev_timeout, &tv) < 0) {
         j->wait_now = true;
@@ -254,6 +299,7 @@ static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
     }
     j->d = d;
     j->pidfd = -1;
+    j->uid = uid;
     snprintf(j->path, sizeof(j->path), "%s", path);
     if (end_row) {
         j->end_row = true;
@@ -264,6 +310,7 @@ static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
     struct stat st;
     gid_t gid = lstat(j->path, &st) == 0 && lyhd_guard_gid(&d->cfg, st.st_gid) ? st.st_gid
                                                                                : d->cfg.guard_gid;
+    j->gid = gid;
     if (!sync) {
         /* In the background: the spawner's answer too (its clone of itself
          * is ~2 ms of a slow machine, at every session's end). The pidfd's
@@ -296,10 +343,12 @@ void session_tmpdir_jobs_finish(struct lyhd *d) {
 
     if (!d->tmpdir_jobs.tqh_last)
         return; /* never initialised */
-    spawner_settle(d); /* every job knows its remover (or has none) */
+    spawner_settle(d); /* every job knows its remover (or has none, or must make one) */
     while ((j = TAILQ_FIRST(&d->tmpdir_jobs))) {
         event_del(j->ev);
         event_del(j->ev_timeout);
+        if (j->make_own && tmpdir_job_make_own(j, false) < 0)
+            continue; /* over, and freed */
         tmpdir_job_wait(j, TMPDIR_REMOVE_SYNC_MS);
         tmpdir_job_free(j);
     }

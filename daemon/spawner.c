@@ -336,9 +336,14 @@ int spawner_decode_rm(const uint8_t *buf, size_t len, uid_t *ret_uid, gid_t *ret
 
 /* ---- the spawner's own loop --------------------------------------------------------------- */
 
+/* lyhd takes the answers in order: one lost would make every later one the
+ * answer to the wrong request. So an answer that cannot go ends the spawner:
+ * lyhd sees its end, gives it up and kills what the lost answer named
+ * (through the session's cgroup; a remover runs out by itself). */
 static void reply(int sock, int32_t r, int32_t pid, const int *fds, size_t nfds) {
     int32_t v[2] = {r, pid};
-    (void)unixsock_send_fds(sock, v, sizeof(v), fds, nfds, 0);
+    if (unixsock_send_fds(sock, v, sizeof(v), fds, nfds, 0) != (ssize_t)sizeof(v))
+        _exit(1);
 }
 
 /* Empty a tmpdir as its user in a child that is lyhd's (CLONE_PARENT): lyhd
@@ -435,9 +440,6 @@ int spawner_main(int argc, char **argv) {
 struct rm_owed {
     spawner_rm_done done;
     void *arg;
-    uid_t uid;
-    gid_t gid;
-    char path[PATH_MAX]; /* for the fallback, should the spawner not answer */
     TAILQ_ENTRY(rm_owed) link;
 };
 
@@ -450,7 +452,7 @@ struct spawner {
     TAILQ_HEAD(, rm_owed) owed; /* oldest first: the spawner answers in order */
 };
 
-static void owed_answered(struct lyhd *d, struct rm_owed *o, int r, pid_t pid, int pidfd);
+static void owed_answered(struct rm_owed *o, int r, pid_t pid, int pidfd);
 
 void spawner_start(struct lyhd *d) {
     int sv[2];
@@ -528,13 +530,13 @@ void spawner_stop(struct lyhd *d) {
         if (!gone)
             log_warn("the spawner (pid %d) did not end; left behind", s->pid);
     }
-    /* Owed answers will not come: each tmpdir is emptied by a fork of
-     * lyhd's (a remover the spawner made all the same runs as the same user
-     * on the same tree: harmless). d->spawner is gone already, so nothing
-     * done does can reach s. */
+    /* Owed answers will not come: each owner makes its remover itself (a
+     * remover the spawner made all the same runs as the same user on the
+     * same tree: harmless). d->spawner is gone already, so nothing done does
+     * can reach s. */
     while ((o = TAILQ_FIRST(&s->owed))) {
         TAILQ_REMOVE(&s->owed, o, link);
-        owed_answered(d, o, -EIO, -1, -1);
+        owed_answered(o, -EIO, -1, -1);
     }
     free(s->buf);
     free(s);
@@ -642,13 +644,10 @@ static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *r
 
 /* Hand o's answer to its owner and free o. No answer from the spawner
  * (-EIO: it failed and was given up; -ENOSYS: it cannot make lyhd's children
- * here): a fork of lyhd's empties the tree, as spawner_remove_tree does. */
-static void owed_answered(struct lyhd *d, struct rm_owed *o, int r, pid_t pid, int pidfd) {
-    (void)d;
-    if (r == -ENOSYS || r == -EIO)
-        r = fs_remove_tree_as(o->path, o->uid, o->gid, &pid, &pidfd);
+ * here) is handed over as such: the owner makes its remover on a turn of its
+ * own (spawner.h), not inside whatever work took this answer. */
+static void owed_answered(struct rm_owed *o, int r, pid_t pid, int pidfd) {
     o->done(o->arg, r, pid, pidfd);
-    explicit_bzero(o->path, sizeof(o->path));
     free(o);
 }
 
@@ -667,7 +666,7 @@ static void take_owed(struct lyhd *d) {
     /* on failure take_answer gives the spawner up: s is freed then, and the
      * answers owed after o are handed over by spawner_stop */
     int r = take_answer(d, -1, &pid, &pidfd, NULL);
-    owed_answered(d, o, r, pid, pidfd);
+    owed_answered(o, r, pid, pidfd);
 }
 
 void spawner_settle(struct lyhd *d) {
@@ -700,7 +699,7 @@ void spawner_remove_tree_async(struct lyhd *d, const char *path, uid_t uid, gid_
     int pidfd = -1;
     size_t len = 0;
 
-    if (!s || s->begun || strlen(path) >= sizeof(o->path) || !(o = calloc(1, sizeof(*o))))
+    if (!s || s->begun || !(o = calloc(1, sizeof(*o))))
         goto now;
     if (!s->ev_owed && !(s->ev_owed = event_new(d->base, s->sock, EV_READ | EV_PERSIST, on_owed, d)))
         goto now;
@@ -714,8 +713,7 @@ void spawner_remove_tree_async(struct lyhd *d, const char *path, uid_t uid, gid_
             give_up(d, "did not take a tmpdir to empty", e); /* s is gone */
         goto now;
     }
-    *o = (struct rm_owed){.done = done, .arg = arg, .uid = uid, .gid = gid};
-    snprintf(o->path, sizeof(o->path), "%s", path);
+    *o = (struct rm_owed){.done = done, .arg = arg};
     bool first = TAILQ_EMPTY(&s->owed);
     TAILQ_INSERT_TAIL(&s->owed, o, link);
     /* sent, but the loop cannot watch for it: take it here */

@@ -76,11 +76,14 @@ int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, 
 /* The same without waiting on the loop for the spawner's clone (~2 ms on a
  * slow machine, at every session's end): done(arg, r, pid, pidfd) gets what
  * spawner_remove_tree would have returned, later, from the event loop (or
- * from spawner_settle, or from spawner_stop with a fork of lyhd's when the
- * spawner fails or goes), or before this returns when the request cannot be
- * left owed (no spawner, a launch begun, no memory). done may run inside
- * another caller's work (a Run's transaction): it must only take the pidfd
- * and arm events, never write state.db or wait. */
+ * from spawner_settle, or from spawner_stop when the spawner fails or goes),
+ * or before this returns when the request cannot be left owed (no spawner, a
+ * launch begun, no memory). done may run inside another caller's work (a
+ * Run's transaction): it must only take the pidfd and arm events, never
+ * write state.db, wait or fork. So, unlike spawner_remove_tree, it makes no
+ * fallback: -EIO (the spawner failed and was given up) and -ENOSYS (it
+ * cannot make lyhd's children here) tell done that nothing was made, and
+ * the owner calls fs_remove_tree_as on a turn of its own. */
 typedef void (*spawner_rm_done)(void *arg, int r, pid_t pid, int pidfd);
 void spawner_remove_tree_async(struct lyhd *d, const char *path, uid_t uid, gid_t gid,
                                spawner_rm_done done, void *arg);
