@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -360,9 +362,12 @@ static void tell_drained(struct pconn *c) {
 }
 
 /* Answer a Capabilities call here (see the top of this file): only on an
- * idle connection whose output is all written, without fds, for a frame
- * the parent was not told is half read (MIDFRAME: its REQUEST ends that
- * for the parent). false: the parent answers it. */
+ * idle connection whose output is all written and all read by the client
+ * (SIOCOUTQ 0: so the answer goes whole in one write, and a death of this
+ * process can never leave half of one of ours, which the parent could not
+ * know of, in front of the parent's next frame), without fds, for a frame the
+ * parent was not told is half read (MIDFRAME: its REQUEST ends that for the
+ * parent). false: the parent answers it. */
 static bool answer_capabilities(struct pconn *c, const LyhRequest *req, unsigned n_fds,
                                 bool told_midframe) {
     LyhResponse resp = LIANYAOHU__V1__RESPONSE__INIT;
@@ -372,6 +377,9 @@ static bool answer_capabilities(struct pconn *c, const LyhRequest *req, unsigned
     if (req->method_case != LIANYAOHU__V1__REQUEST__METHOD_CAPABILITIES || !c->p->have_caps ||
         !c->parent_idle || n_fds || told_midframe || c->local_left == 0 ||
         evbuffer_get_length(c->out) != 0)
+        return false;
+    int unread = -1;
+    if (ioctl(c->fd, SIOCOUTQ, &unread) < 0 || unread != 0)
         return false;
     resp.call_id = req->call_id;
     resp.end_of_stream = true;

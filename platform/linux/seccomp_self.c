@@ -12,7 +12,8 @@
  *
  * Argument rules: socket() only for AF_INET/AF_INET6 datagram sockets (the
  * upstream queries) and AF_UNIX datagram (syslog's /dev/log), protocol 0;
- * ioctl() only TCGETS (isatty on stderr) and FIONREAD; setsockopt() only
+ * ioctl() only TCGETS (isatty on stderr), FIONREAD and SIOCOUTQ (is what it
+ * wrote to a client all read: proto_clients.c); setsockopt() only
  * SO_BINDTODEVICE; fcntl() only the fd and file flags; tgkill() only to
  * itself, prlimit64() only its own. Compared on the low 32 bits, as the
  * kernel reads an int (see seccomp.c). */
@@ -23,6 +24,7 @@
 #include <seccomp.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <termios.h>
@@ -92,7 +94,7 @@ int sc_confine_protocol_self(void) {
         if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 3, c)) < 0)
             return r;
     }
-    const unsigned long ioctls[] = {TCGETS, FIONREAD};
+    const unsigned long ioctls[] = {TCGETS, FIONREAD, SIOCOUTQ};
     for (size_t i = 0; i < ARRAY_SIZE(ioctls); i++) {
         struct scmp_arg_cmp c = MASKED32(1, 0xffffffffu, ioctls[i]);
         if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, &c)) < 0)

@@ -14,6 +14,10 @@ was answered by the protocol process. Raw frames, no protobuf library.
   4. a connection with a stream open (AuditFollow): parent stopped,
      Capabilities is not answered there (the parent answers it once it runs)
   5. 200 Capabilities on one connection, all answered
+  6. parent stopped: a Capabilities answered here and left unread by the
+     client; the next one is not answered while the first still waits in the
+     socket (an answer of the process's own goes only into an empty one, so
+     its death never leaves half of one in front of the parent's next frame)
   adopt mode (a third argument, the protocol process's pid): a connection that
   made a call outlives that process (SIGKILL; the parent starts another,
   which adopts it); then Capabilities and AuditFollow in one write, and with
@@ -24,12 +28,14 @@ usage: caps_local.py SOCKET PARENT_PID [PROTO_PID]   (as root; prints
 "ok ..."/"FAIL ...", exits 1 on any failure). The parent is sent SIGCONT in
 every case on the way out.
 """
+import fcntl
 import os
 import select
 import signal
 import socket
 import struct
 import sys
+import termios
 import time
 
 SOCK, PARENT = sys.argv[1], int(sys.argv[2])
@@ -228,6 +234,32 @@ try:
     check("5: ... and Status after them (the parent's count of bytes written is right)",
           f is not None and f.get(1) == 400 and f.get(11) is not None, repr(f))
     a.close()
+
+    # 6
+    def unread(s):
+        return struct.unpack("i", fcntl.ioctl(s, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+    d = connect()
+    d.sendall(request(1, 10))
+    check("6: a third connection's Capabilities", (recv_frame(d, 5) or {}).get(1) == 1)
+    stop()
+    d.sendall(request(2, 10))
+    first, end = 0, time.monotonic() + 3
+    while first == 0 and time.monotonic() < end:
+        select.select([d], [], [], 0.2)
+        first = unread(d)
+    check("6: parent stopped: Capabilities answered here, left unread", first > 5, "%d bytes" % first)
+    d.sendall(request(3, 10))
+    time.sleep(0.7)
+    now = unread(d)
+    check("6: ... the next is not answered while that answer waits in the socket",
+          now == first, "%d bytes waiting, %d before" % (now, first))
+    cont()
+    r2, r3 = recv_frame(d, 5), recv_frame(d, 5)
+    check("6: ... both answered in order once the parent runs",
+          r2 is not None and r3 is not None and r2.get(1) == 2 and r3.get(1) == 3 and
+          r2.get(10) and r2.get(10) == r3.get(10), repr((r2, r3)))
+    d.close()
 except Exception as e:  # noqa: BLE001
     check("no error talking to lyhd", False, repr(e))
 finally:
