@@ -395,6 +395,13 @@ int sc_build(const struct sc_options *o, struct sc_program *ret) {
     k = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
     if (k < 0)
         return k;
+    /* A binary tree over the syscall numbers, not one long chain: the
+     * kernel runs the program for every syscall number when it installs it
+     * (to cache the ones always allowed) and for each call the cache does
+     * not decide (ioctl, socket, clone, ...); both walk a few nodes now. */
+    k = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+    if (k < 0)
+        return k;
     if (token != native) {
         k = seccomp_arch_add(ctx, token);
         if (k < 0)
