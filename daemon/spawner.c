@@ -337,13 +337,23 @@ int spawner_decode_rm(const uint8_t *buf, size_t len, uid_t *ret_uid, gid_t *ret
 /* ---- the spawner's own loop --------------------------------------------------------------- */
 
 /* lyhd takes the answers in order: one lost would make every later one the
- * answer to the wrong request. So an answer that cannot go ends the spawner:
- * lyhd sees its end, gives it up and kills what the lost answer named
- * (through the session's cgroup; a remover runs out by itself). */
+ * answer to the wrong request. So an answer that cannot go (after a few
+ * tries, should the kernel be short of memory for a moment) ends the
+ * spawner: lyhd sees its end and gives it up for good (it forks from then
+ * on), and what the lost answer named is handled as for any answer that did
+ * not come (take_answer: an agent's child is killed through its cgroup; a
+ * remover runs out and stays a zombie of lyhd's until lyhd ends). */
 static void reply(int sock, int32_t r, int32_t pid, const int *fds, size_t nfds) {
     int32_t v[2] = {r, pid};
-    if (unixsock_send_fds(sock, v, sizeof(v), fds, nfds, 0) != (ssize_t)sizeof(v))
-        _exit(1);
+    for (int i = 0; i < 5; i++) {
+        ssize_t n = unixsock_send_fds(sock, v, sizeof(v), fds, nfds, 0);
+        if (n == (ssize_t)sizeof(v))
+            return;
+        if (n >= 0 || (errno != EINTR && errno != ENOBUFS && errno != ENOMEM))
+            break;
+        usleep(1000);
+    }
+    _exit(1);
 }
 
 /* Empty a tmpdir as its user in a child that is lyhd's (CLONE_PARENT): lyhd

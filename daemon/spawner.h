@@ -83,7 +83,11 @@ int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, 
  * write state.db, wait or fork. So, unlike spawner_remove_tree, it makes no
  * fallback: -EIO (the spawner failed and was given up) and -ENOSYS (it
  * cannot make lyhd's children here) tell done that nothing was made, and
- * the owner calls fs_remove_tree_as on a turn of its own. */
+ * the owner calls fs_remove_tree_as on a turn of its own. (When no spawner
+ * can take the request, this calls spawner_remove_tree at once, which may
+ * fork a remover itself: so call it on a turn of the caller's own, never
+ * inside a Run; its -EIO/-ENOSYS then are fs_remove_tree_as's, and a second
+ * try fails the same way.) */
 typedef void (*spawner_rm_done)(void *arg, int r, pid_t pid, int pidfd);
 void spawner_remove_tree_async(struct lyhd *d, const char *path, uid_t uid, gid_t gid,
                                spawner_rm_done done, void *arg);
