@@ -705,8 +705,6 @@ void spawner_remove_tree_async(struct lyhd *d, const char *path, uid_t uid, gid_
                                .tv_usec = (SPAWNER_TIMEOUT_MS % 1000) * 1000};
     struct spawner *s = d->spawner;
     struct rm_owed *o = NULL;
-    pid_t pid = -1;
-    int pidfd = -1;
     size_t len = 0;
 
     if (!s || s->begun || !(o = calloc(1, sizeof(*o))))
@@ -731,9 +729,10 @@ void spawner_remove_tree_async(struct lyhd *d, const char *path, uid_t uid, gid_
         spawner_settle(d);
     return;
 now:
+    /* Nothing made: the owner forks its remover on a turn of its own
+     * (spawner.h), never here, where a Run may be under way. */
     free(o);
-    int r = spawner_remove_tree(d, path, uid, gid, &pid, &pidfd);
-    done(arg, r, pid, pidfd);
+    done(arg, -EIO, -1, -1);
 }
 
 int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd,

@@ -74,20 +74,16 @@ int spawner_cancel(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *
 int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, pid_t *ret_pid,
                         int *ret_pidfd);
 /* The same without waiting on the loop for the spawner's clone (~2 ms on a
- * slow machine, at every session's end): done(arg, r, pid, pidfd) gets what
- * spawner_remove_tree would have returned, later, from the event loop (or
- * from spawner_settle, or from spawner_stop when the spawner fails or goes),
- * or before this returns when the request cannot be left owed (no spawner, a
- * launch begun, no memory). done may run inside another caller's work (a
- * Run's transaction): it must only take the pidfd and arm events, never
- * write state.db, wait or fork. So, unlike spawner_remove_tree, it makes no
- * fallback: -EIO (the spawner failed and was given up) and -ENOSYS (it
- * cannot make lyhd's children here) tell done that nothing was made, and
- * the owner calls fs_remove_tree_as on a turn of its own. (When no spawner
- * can take the request, this calls spawner_remove_tree at once, which may
- * fork a remover itself: so call it on a turn of the caller's own, never
- * inside a Run; its -EIO/-ENOSYS then are fs_remove_tree_as's, and a second
- * try fails the same way.) */
+ * slow machine, at every session's end): done(arg, r, pid, pidfd) gets the
+ * spawner's answer later, from the event loop (or from spawner_settle, or
+ * from spawner_stop when the spawner fails or goes). done may run inside
+ * another caller's work (a Run's transaction): it must only take the pidfd
+ * and arm events, never write state.db, wait or fork. So, unlike
+ * spawner_remove_tree, neither this nor done makes a fallback: -EIO (no
+ * spawner, or it failed and was given up, or the request could not be left
+ * owed: a launch begun, no memory; then before this returns) and -ENOSYS (it
+ * cannot make lyhd's children here) tell done that nothing was made, and the
+ * owner calls fs_remove_tree_as on a turn of its own. This never forks. */
 typedef void (*spawner_rm_done)(void *arg, int r, pid_t pid, int pidfd);
 void spawner_remove_tree_async(struct lyhd *d, const char *path, uid_t uid, gid_t gid,
                                spawner_rm_done done, void *arg);

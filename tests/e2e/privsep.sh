@@ -363,6 +363,10 @@ else
     echo "# spawner stopped to everything removed: $((($(date +%s%N) - T8) / 1000000)) ms"
     t_check "8: a launch after that forks from lyhd and runs" \
         eval 'LYH_CMD_TIMEOUT=30 lyh_as_user "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 --no-tui -- /bin/true </dev/null >/dev/null 2>&1'
+    # with no spawner to ask, its tmpdir's job forks its own remover on a
+    # turn of its own (spawner_remove_tree_async never forks)
+    t_check "8: ... and its end, with no spawner, empties its tmpdir and is recorded" \
+        lyh_wait_until 15 eval '[ -z "$(lyh_tmpdirs)" ] && [ "$(lyh_live_rows)" = 0 ]'
     kill -CONT "$SPW" 2>/dev/null
 fi
 lyh_daemon_stop
