@@ -588,7 +588,7 @@ int pmsg_decode_caps(const uint8_t *p, size_t len, struct pmsg_caps *ret) {
 /* ---- client connections -------------------------------------------------------------- */
 
 bool pmsg_conn_type(uint16_t type) {
-    return (type >= PMSG_CONN_OPEN && type <= PMSG_MIDFRAME) ||
+    return (type >= PMSG_CONN_OPEN && type <= PMSG_FDS_CLOSED) ||
            (type >= PMSG_LISTEN_START && type <= PMSG_CONN_PAUSE);
 }
 
@@ -611,6 +611,7 @@ static bool conn_ok(uint16_t type, const struct pmsg_conn *m) {
     case PMSG_CONN_GONE:
     case PMSG_FDS:
     case PMSG_MIDFRAME:
+    case PMSG_FDS_CLOSED:
     case PMSG_CONN_ADOPT:
     case PMSG_CONN_CLOSE:
         return id;

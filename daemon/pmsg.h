@@ -49,6 +49,9 @@ enum pmsg_type {
     PMSG_DRAINED = 10,     /* bytes of OUT written to the client */
     PMSG_FDS = 11,         /* fds a client sent that no request takes: for the parent to close */
     PMSG_MIDFRAME = 12,    /* it has read part of a frame of this client's (not yet a REQUEST) */
+    PMSG_FDS_CLOSED = 13,  /* it closed its copies of the fds of the message before (always
+                            * the next one after a message with fds; the parent acts on
+                            * that message only now) */
     /* parent -> protocol process */
     PMSG_DNS_START = 64,    /* serve a session's DNS (its listening sockets come along) */
     PMSG_DNS_STOP = 65,     /* stop serving it */

@@ -80,6 +80,15 @@ struct pproc {
     uint64_t started_ms;
     unsigned backoff_ms;
     size_t q_bound; /* pproc_queued: the socket holds at most this many bytes */
+    /* A message that came with fds (or lost them: -EMFILE), held until the
+     * FDS_CLOSED that follows it (pproc_take) */
+    bool awaiting;
+    uint64_t held_id;   /* its client connection */
+    uint16_t held_type;
+    size_t held_len;    /* 0: nothing to act on (its fds were lost, told already) */
+    size_t held_nfds;
+    int held_fds[PMSG_RECV_FDS];
+    uint8_t held[PMSG_MAX_BYTES];
 };
 
 static int spawn(struct lyhd *d);
@@ -271,6 +280,91 @@ static int fds_lost(struct lyhd *d, const uint8_t *buf, size_t len) {
     return server_fds_lost(d->server, type, &m);
 }
 
+/* A client connection's message (those that may carry fds): its type and id. */
+static int conn_msg(const uint8_t *buf, size_t len, uint16_t *type, uint64_t *id) {
+    const uint8_t *pl;
+    size_t pl_len;
+    struct pmsg_conn m;
+
+    if (pmsg_header(buf, len, type, &pl, &pl_len) < 0 || !pmsg_conn_type(*type) ||
+        *type >= PMSG_LISTEN_START || pmsg_decode_conn(*type, pl, pl_len, &m) < 0)
+        return -EBADMSG;
+    *id = m.id;
+    return 0;
+}
+
+/* The held message is let go unread (its process died, or is being ended):
+ * its fds to the closer; a connection it was a request or refusal of is cut,
+ * as drain_dead does for what was never read. */
+static void drop_held(struct lyhd *d) {
+    struct pproc *p = d->pproc;
+
+    if (!p->awaiting)
+        return;
+    p->awaiting = false;
+    pproc_drop_fds(d, p->held_fds, p->held_nfds);
+    p->held_nfds = 0;
+    if (p->held_len && (p->held_type == PMSG_REQUEST || p->held_type == PMSG_REFUSE) &&
+        d->server)
+        server_conn_cut(d->server, p->held_id);
+    explicit_bzero(p->held, p->held_len);
+    p->held_len = 0;
+}
+
+/* Why the hold: the protocol process closes its copy of each fd it sends
+ * right after sending it. Were the parent to act first and close its own
+ * (a refusal, an fd no request takes: straight to the closer, whose close
+ * then returns at once), the protocol process's close would be the last
+ * one, and for a client's TCP socket with SO_LINGER and data its peer does
+ * not read, it waits there: every client of lyhd waits with it (seen in
+ * hardening.sh §8 "flood", one run in ten). Its FDS_CLOSED comes once its
+ * copies are closed, so every last close is the parent's, on the closer. */
+int pproc_take(struct lyhd *d, int r, const uint8_t *buf, size_t len, int *fds, size_t nfds) {
+    struct pproc *p = d->pproc;
+    uint16_t type;
+    uint64_t id;
+    bool is_conn = conn_msg(buf, len, &type, &id) == 0;
+
+    if (p->awaiting && is_conn) {
+        /* nothing of a client's comes between a message with fds and its
+         * FDS_CLOSED: the process sends them in one queue, in order */
+        if (r < 0 || nfds || type != PMSG_FDS_CLOSED || id != p->held_id) {
+            pproc_drop_fds(d, fds, nfds);
+            return -EBADMSG;
+        }
+        p->awaiting = false;
+        if (!p->held_len)
+            return 0;
+        int rr = pproc_dispatch(d, p->held, p->held_len, p->held_fds, p->held_nfds);
+        p->held_nfds = 0;
+        explicit_bzero(p->held, p->held_len); /* a Run's argv and environment */
+        p->held_len = 0;
+        return rr;
+    }
+    if (r == -EMFILE) { /* its fds were lost here: told now, FDS_CLOSED follows */
+        pproc_drop_fds(d, fds, nfds);
+        if (!is_conn || fds_lost(d, buf, len) < 0)
+            return -EBADMSG;
+        p->awaiting = true;
+        p->held_id = id;
+        return 0;
+    }
+    if (!nfds || p->awaiting) /* DNS and flow messages may come between: they carry none */
+        return pproc_dispatch(d, buf, len, fds, nfds);
+    if (!is_conn || len > sizeof(p->held) || nfds > PMSG_RECV_FDS) {
+        pproc_drop_fds(d, fds, nfds);
+        return -EBADMSG;
+    }
+    memcpy(p->held, buf, len);
+    memcpy(p->held_fds, fds, nfds * sizeof(int));
+    p->held_len = len;
+    p->held_nfds = nfds;
+    p->held_type = type;
+    p->held_id = id;
+    p->awaiting = true;
+    return 0;
+}
+
 static void on_sock(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     struct lyhd *d = arg;
@@ -281,8 +375,10 @@ static void on_sock(evutil_socket_t fd, short what, void *arg) {
         int fds[PMSG_RECV_FDS];
         size_t len, nfds = 0;
         int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
-        if (r < 0)
+        if (r < 0) {
             pproc_drop_fds(d, fds, nfds); /* what came with a message it could not send */
+            nfds = 0;
+        }
         if (r == -EAGAIN)
             return;
         if (r == -EPIPE || r == -ECONNRESET) {
@@ -293,8 +389,7 @@ static void on_sock(evutil_socket_t fd, short what, void *arg) {
             event_del(p->ev_sock);
             return;
         }
-        bool bad = r == -EMFILE ? fds_lost(d, buf, len) < 0
-                                : r < 0 || pproc_dispatch(d, buf, len, fds, nfds) < 0;
+        bool bad = (r < 0 && r != -EMFILE) || pproc_take(d, r, buf, len, fds, nfds) < 0;
         /* a REQUEST piece is a client's argv and environment (a Run's):
          * not left in lyhd's memory, which a fallback remover forks a copy of */
         if (r == 0 || r == -EMFILE)
@@ -333,6 +428,7 @@ static void close_process(struct lyhd *d, struct pproc *p) {
      * on a closer worker, not this loop, in a queue of the processes' own
      * (one that hangs on a client's fd holds up no other's) */
     closer_close(d->closer, PPROC_CLOSER_KEY, TAKE_FD(p->sock));
+    drop_held(d);
     CLOSE_FD(p->pidfd);
     p->pid = 0;
     p->ready = false;
@@ -347,6 +443,7 @@ static void drain_dead(struct lyhd *d) {
     struct pproc *p = d->pproc;
     static uint8_t buf[PMSG_MAX_BYTES];
 
+    drop_held(d); /* read before the rest, and as unread */
     for (int i = 0; i < 4096 && p->sock >= 0; i++) {
         int fds[PMSG_RECV_FDS];
         size_t len = 0, nfds = 0, pl_len;

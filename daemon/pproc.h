@@ -67,4 +67,11 @@ void pproc_drain_for_test(struct lyhd *d);
  * (the caller then ends the process). */
 int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, int *fds, size_t nfds);
 
+/* One datagram as it came off the socket (r: pmsg_recv's 0 or -EMFILE), in
+ * the order they came: a message with fds is held until the FDS_CLOSED
+ * after it, then dispatched (pmsg.h: the parent never acts on such fds
+ * before the protocol process closed its copies). Exposed for tests.
+ * -EBADMSG as pproc_dispatch, or an FDS_CLOSED out of turn. */
+int pproc_take(struct lyhd *d, int r, const uint8_t *buf, size_t len, int *fds, size_t nfds);
+
 #endif

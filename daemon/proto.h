@@ -48,6 +48,9 @@ struct proto {
     TAILQ_HEAD(outmsg_list, outmsg) outq; /* for the parent, in order */
     size_t outq_bytes;
     unsigned outq_n;
+    /* the connection of the last message with fds sent, while its
+     * FDS_CLOSED is not (0: none due); it goes before anything else queued */
+    uint64_t fds_closed_due;
 };
 
 /* Send one message to the parent (encoded by the caller). -errno. */

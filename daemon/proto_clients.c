@@ -112,6 +112,7 @@ struct pconn {
 
 /* A message for the parent that did not fit its socket yet. */
 struct outmsg {
+    uint64_t conn; /* the client connection it is about */
     size_t len, nfds;
     int fds[PMSG_MAX_FDS];
     TAILQ_ENTRY(outmsg) link;
@@ -130,11 +131,36 @@ static void on_writable(evutil_socket_t fd, short what, void *arg);
 
 /* ---- the queue to the parent ------------------------------------------------------- */
 
+/* FDS_CLOSED for the message with fds sent last: its fds are closed here
+ * by now, and the parent acts on that message only once it has this one.
+ * So every fd of a client's is closed last by the parent (on its closer),
+ * never here: a TCP socket with SO_LINGER and data its peer does not read
+ * waits in its last close, and this loop serves every client of lyhd. */
+static int send_fds_closed(struct proto *p) {
+    struct pmsg_conn c = {.id = p->fds_closed_due};
+    uint8_t buf[PMSG_HDR_BYTES + 8];
+    size_t len;
+    int r = pmsg_encode_conn(PMSG_FDS_CLOSED, &c, buf, sizeof(buf), &len);
+
+    if (r == 0)
+        r = pmsg_send(p->sock, buf, len, NULL, 0);
+    if (r == 0)
+        p->fds_closed_due = 0;
+    return r;
+}
+
 static void flush_queue(struct proto *p) {
     struct outmsg *m;
 
-    while ((m = TAILQ_FIRST(&p->outq))) {
-        int r = pmsg_send(p->sock, m->buf, m->len, m->fds, m->nfds);
+    for (;;) {
+        int r;
+        m = NULL;
+        if (p->fds_closed_due)
+            r = send_fds_closed(p);
+        else if ((m = TAILQ_FIRST(&p->outq)))
+            r = pmsg_send(p->sock, m->buf, m->len, m->fds, m->nfds);
+        else
+            break;
         if (r == -EAGAIN) {
             event_add(p->ev_sock_write, NULL);
             return;
@@ -144,11 +170,17 @@ static void flush_queue(struct proto *p) {
             event_base_loopbreak(p->base);
             return;
         }
+        if (!m)
+            continue;
         TAILQ_REMOVE(&p->outq, m, link);
         p->outq_bytes -= m->len;
         p->outq_n--;
+        /* The parent holds them now, and closes its own only after our
+         * FDS_CLOSED: this close is never the last one. */
         for (size_t i = 0; i < m->nfds; i++)
-            close(m->fds[i]); /* the parent holds them now: never the last reference */
+            close(m->fds[i]);
+        if (m->nfds)
+            p->fds_closed_due = m->conn;
         free(m);
     }
     event_del(p->ev_sock_write);
@@ -173,6 +205,7 @@ static struct outmsg *outmsg_new(uint16_t type, const struct pmsg_conn *c, const
         return NULL;
     }
     memcpy(m->buf, buf, len);
+    m->conn = c->id;
     m->len = len;
     m->nfds = nfds;
     if (nfds)
@@ -882,10 +915,11 @@ void clients_free(struct proto *p) {
 
     while (!TAILQ_EMPTY(&p->conns))
         pconn_free(TAILQ_FIRST(&p->conns));
+    /* Their fds are not closed here: this close would be the last one and
+     * may wait (see send_fds_closed); the process exits next, and the
+     * kernel's closes at exit never wait. */
     while ((m = TAILQ_FIRST(&p->outq))) {
         TAILQ_REMOVE(&p->outq, m, link);
-        for (size_t i = 0; i < m->nfds; i++)
-            close(m->fds[i]);
         free(m);
     }
     if (p->ev_accept)

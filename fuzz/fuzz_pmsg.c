@@ -2,8 +2,8 @@
  * The header is checked, then every decoder gets the payload (the parent
  * runs the protocol process's ones (READY, DNS_ANSWER, DNS_RECORD, FLOWS,
  * FLOWS_SYNCED, and the client connections' CONN_OPEN, CONN_GONE, REQUEST,
- * REFUSE, DRAINED, FDS, MIDFRAME) on what a compromised process may send; the others
- * run in the protocol process). Whatever a decoder accepts must
+ * REFUSE, DRAINED, FDS, MIDFRAME, FDS_CLOSED) on what a compromised process
+ * may send; the others run in the protocol process). Whatever a decoder accepts must
  * encode again to exactly the same bytes (the layout is canonical: one
  * encoding per value), else abort(). */
 #include <stdint.h>
@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     static const uint16_t conn_types[] = {PMSG_CONN_OPEN, PMSG_CONN_GONE,   PMSG_REQUEST,
                                           PMSG_REFUSE,    PMSG_DRAINED,     PMSG_FDS,
-                                          PMSG_MIDFRAME,
+                                          PMSG_MIDFRAME,  PMSG_FDS_CLOSED,
                                           PMSG_LISTEN_START, PMSG_CONN_ADOPT, PMSG_OUT,
                                           PMSG_CONN_CLOSE, PMSG_CONN_PAUSE};
     for (size_t i = 0; i < sizeof(conn_types) / sizeof(conn_types[0]); i++) {

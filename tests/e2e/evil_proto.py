@@ -100,6 +100,7 @@ def main():
     log("instance %d mode %s uid %d" % (n, mode, os.getuid()))
 
     sessions, kept, conns = [], [], []
+    marker_due = [False]  # the real process sent fds: its FDS_CLOSED comes next
     listener, next_id = [], [0]  # the listening socket it was handed; the next connection id
 
     def recv(s):
@@ -129,6 +130,7 @@ def main():
                 if struct.unpack(">H", msg[:2])[0] == 6:  # CONN_OPEN: a client's connection
                     conns.append(struct.unpack(">Q", msg[8:16])[0])
                     next_id[0] = conns[-1] + 1
+                marker_due[0] = bool(fds) or (marker_due[0] and struct.unpack(">H", msg[:2])[0] != 13)
                 forward(sock, msg, fds)
                 for fd in fds:
                     os.close(fd)
@@ -199,9 +201,30 @@ def main():
     elif mode == "ready-twice":  # the real process said it once already
         bad = dgram(1, struct.pack(">I", os.getpid()))
     else:  # fd-attached: only the client connections' messages carry fds
+        # First, well-formed: an fd for the parent to close (a pipe's write
+        # end, ours closed), which it must hold untouched until our
+        # FDS_CLOSED says we closed our copy, and close then.
+        read(2, until=lambda: not marker_due[0])
+        if conns and not marker_due[0]:
+            r, w = os.pipe()
+            forward(sock, dgram(11, struct.pack(">Q", conns[-1])), [w])  # FDS
+            os.close(w)
+            time.sleep(0.5)
+            log("fds: before FDS_CLOSED the parent %s the fd" %
+                ("closed" if select.select([r], [], [], 0)[0] else "held"))
+            sock.send(dgram(13, struct.pack(">Q", conns[-1])))  # FDS_CLOSED
+            log("fds: after FDS_CLOSED the parent %s the fd" %
+                ("closed" if select.select([r], [], [], 2)[0] else "held"))
+            os.close(r)
+        else:
+            log("fds: no connection to name")
         bad, bad_fds = record(sid, "with-fd.test"), [os.open("/dev/null", os.O_RDONLY)]
+    read(2, until=lambda: not marker_due[0])  # never between the real process's pair
     log("malformed sent %s" % mode)  # before: the parent may end us at once
     forward(sock, bad, bad_fds)
+    if mode == "conn-listener":  # the parent acts on it once we say our copy is closed
+        os.close(bad_fds[0])
+        sock.send(dgram(13, struct.pack(">Q", next_id[0])))  # FDS_CLOSED
     read(5)
     log("survived %s" % mode)
     return 3

@@ -12,7 +12,9 @@
 # may send, READY twice, an fd with a message that carries none), a
 # different one per instance. Checks, against the real daemon and nftables:
 #   1. each malformed message ends that process, lyhd starts another, lyhd
-#      itself runs on and every end is on record (guard protocol_exit)
+#      itself runs on and every end is on record (guard protocol_exit); an
+#      fd it sends for the parent to close is held untouched until its
+#      FDS_CLOSED, and closed then
 #   2. nothing is installed: no address the hostile requests named is in any
 #      set, the ruleset's chains and rules are as before, a session agent
 #      probing those addresses (and the LAN) is refused every time; what the
@@ -147,6 +149,12 @@ for m in $MODES; do
               lyh_daemon_log_has "protocol process $pid was killed by signal 9" 1'
 done
 t_check "1: no instance survived its malformed message" eval '! evil_log | grep -q survived'
+# fds it sends are the parent's to act on only after its FDS_CLOSED (the
+# protocol process's own close is then never the last, which could wait)
+t_check "1: the parent holds the fds a message brought until FDS_CLOSED follows it" \
+    eval 'evil_log | grep -q "fds: before FDS_CLOSED the parent held the fd"'
+t_check "1: ... and closes them then" \
+    eval 'evil_log | grep -q "fds: after FDS_CLOSED the parent closed the fd"'
 t_check "1: lyhd itself still runs" lyh_alive "$LYH_DAEMON_PID"
 t_check "1: ... and a new protocol process was started after the last" \
     eval 'evil_log | grep -q " mode quiet "'

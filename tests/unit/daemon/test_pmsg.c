@@ -562,6 +562,15 @@ static void test_conn(void **state) {
     assert_true(b.id == 4);
     assert_int_equal(pmsg_decode_conn(PMSG_MIDFRAME, extra, 9, &b), -EBADMSG);
     assert_true(pmsg_conn_type(PMSG_MIDFRAME));
+    /* FDS_CLOSED: the same; id 0 is refused both ways */
+    m = (struct pmsg_conn){.id = 5};
+    assert_int_equal(conn_rt(PMSG_FDS_CLOSED, &m, &b), 0);
+    assert_true(b.id == 5);
+    assert_int_equal(pmsg_decode_conn(PMSG_FDS_CLOSED, extra, 9, &b), -EBADMSG);
+    assert_int_equal(pmsg_decode_conn(PMSG_FDS_CLOSED, zero_id, 8, &b), -EBADMSG);
+    m.id = 0;
+    assert_int_equal(conn_rt(PMSG_FDS_CLOSED, &m, &b), -EINVAL);
+    assert_true(pmsg_conn_type(PMSG_FDS_CLOSED));
 }
 
 /* CAPS: the facts round-trip; flags, fds and calls out of range are refused

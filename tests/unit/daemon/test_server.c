@@ -16,6 +16,12 @@
  *     dies; one whose frame then ended (a REQUEST or a REFUSE) is handed over;
  *   - a connection named in what the parent had not read when the process
  *     died is closed too;
+ *   - a message with fds is acted on only once the FDS_CLOSED after it came
+ *     (pproc_take): until then the parent holds its fds and does nothing
+ *     with them (a connection it opens is not there yet, a pipe end it is to
+ *     close stays open); a client's message in between, an FDS_CLOSED for
+ *     another connection or with nothing held is refused; the held message
+ *     of a process that died is let go (its fds closed);
  *   - an fd it sends is never closed on the parent's loop: a client's TCP
  *     socket whose close lingers 30 s, sent with a malformed message or for
  *     a connection the parent does not know, leaves the parent at once and
@@ -369,6 +375,68 @@ static void test_unread_messages_of_the_dead(void **state) {
     close(fd);
 }
 
+static int take_conn(struct fx *f, uint16_t type, const struct pmsg_conn *m, int *fds,
+                     size_t nfds) {
+    uint8_t buf[PMSG_MAX_BYTES];
+    size_t len;
+    assert_int_equal(pmsg_encode_conn(type, m, buf, sizeof(buf), &len), 0);
+    return pproc_take(&f->d, 0, buf, len, fds, nfds);
+}
+
+/* 1: the pipe's write end is closed (its read end sees the end), 0: open. */
+static int write_end_closed(int rfd) {
+    char ch;
+    ssize_t n = read(rfd, &ch, 1);
+    if (n == 0)
+        return 1;
+    assert_true(n < 0 && errno == EAGAIN);
+    return 0;
+}
+
+static void test_fds_held_until_the_process_closed_its_own(void **state) {
+    struct fx *f = *state;
+    uint64_t a;
+    int pv[2];
+
+    assert_int_equal(open_client(f, &a), 0);
+    assert_int_equal(server_conn_count(f->d.server), 1);
+    /* CONN_OPEN: the connection is the parent's only with FDS_CLOSED */
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path);
+    int cl = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_int_equal(connect(cl, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    int acc = accept4(f->listener, NULL, NULL, SOCK_CLOEXEC);
+    assert_true(acc >= 0);
+    struct pmsg_conn o = {.id = f->next++};
+    assert_int_equal(take_conn(f, PMSG_CONN_OPEN, &o, &acc, 1), 0);
+    assert_int_equal(server_conn_count(f->d.server), 1);
+    assert_int_equal(take_conn(f, PMSG_FDS_CLOSED, &o, NULL, 0), 0);
+    assert_int_equal(server_conn_count(f->d.server), 2);
+    /* FDS: the fd stays open until FDS_CLOSED (no closer here: closed at once then) */
+    assert_int_equal(pipe2(pv, O_CLOEXEC | O_NONBLOCK), 0);
+    struct pmsg_conn m = {.id = a}, other = {.id = o.id};
+    assert_int_equal(take_conn(f, PMSG_FDS, &m, &pv[1], 1), 0);
+    assert_int_equal(write_end_closed(pv[0]), 0);
+    assert_int_equal(take_conn(f, PMSG_FDS_CLOSED, &other, NULL, 0), -EBADMSG);
+    assert_int_equal(write_end_closed(pv[0]), 0);
+    assert_int_equal(take_conn(f, PMSG_FDS_CLOSED, &m, NULL, 0), 0);
+    assert_int_equal(write_end_closed(pv[0]), 1);
+    close(pv[0]);
+    /* FDS_CLOSED with nothing held */
+    assert_int_equal(take_conn(f, PMSG_FDS_CLOSED, &m, NULL, 0), -EBADMSG);
+    /* a client's message between a message with fds and its FDS_CLOSED;
+     * then the process dies: what it held is let go */
+    assert_int_equal(pipe2(pv, O_CLOEXEC | O_NONBLOCK), 0);
+    assert_int_equal(take_conn(f, PMSG_FDS, &m, &pv[1], 1), 0);
+    assert_int_equal(take_conn(f, PMSG_CONN_GONE, &other, NULL, 0), -EBADMSG);
+    assert_int_equal(write_end_closed(pv[0]), 0);
+    assert_int_equal(server_conn_count(f->d.server), 2); /* the GONE was not acted on */
+    pproc_drain_for_test(&f->d);
+    assert_int_equal(write_end_closed(pv[0]), 1);
+    close(pv[0]);
+    close(cl);
+}
+
 static uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -438,6 +506,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_slots_stay_within_the_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_half_read_frame_is_not_handed_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unread_messages_of_the_dead, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fds_held_until_the_process_closed_its_own, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_fds_never_closed_on_the_loop, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
