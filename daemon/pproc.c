@@ -130,6 +130,10 @@ static void end_process(struct lyhd *d, const char *why) {
     log_error("protocol process %d: %s; ending it, a new one starts", p->pid, why);
     p->ready = false;
     p->ending = true;
+    /* nothing more is read until it is gone: drain_dead then takes what
+     * it sent as unread (the connections of requests in it are cut) */
+    if (p->ev_sock)
+        event_del(p->ev_sock);
     (void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
 }
 
@@ -724,12 +728,16 @@ void pproc_sync_flows(struct lyhd *d, unsigned timeout_ms) {
         if (now >= end || poll(&pfd, 1, (int)(end - now)) <= 0)
             break;
         int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
-        if (r < 0)
+        if (r < 0) {
             pproc_drop_fds(d, fds, nfds);
+            nfds = 0;
+        }
         if (r == -EAGAIN)
             continue;
-        if (r == -EMFILE ? fds_lost(d, buf, len) < 0
-                         : r < 0 || pproc_dispatch(d, buf, len, fds, nfds) < 0) {
+        bool bad = (r < 0 && r != -EMFILE) || pproc_take(d, r, buf, len, fds, nfds) < 0;
+        if (r == 0 || r == -EMFILE)
+            explicit_bzero(buf, len);
+        if (bad) {
             if (r != -EPIPE && r != -ECONNRESET)
                 end_process(d, "it sent a message that makes no sense");
             break;

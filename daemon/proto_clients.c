@@ -226,9 +226,12 @@ static int queue(struct proto *p, uint16_t type, const struct pmsg_conn *c, int 
     struct outmsg *m = outmsg_new(type, c, fds, nfds);
 
     if (!m) {
-        /* the fds go nowhere we could close them safely */
-        for (size_t i = 0; i < nfds; i++)
-            close(fds[i]);
+        /* The fds go nowhere: closing them here could be the last close
+         * (see send_fds_closed), so they stay open until the process exits
+         * (the kernel's closes at exit never wait on a linger). Only when
+         * out of memory. */
+        if (nfds)
+            log_error("out of memory: %zu fds of a client's kept until this process ends", nfds);
         return -ENOMEM;
     }
     enqueue(p, m);
@@ -265,18 +268,22 @@ static void pconn_free(struct pconn *c) {
     if (c->out)
         evbuffer_free(c->out);
     frame_reader_done(&c->reader);
-    /* the parent holds a duplicate of the socket: this close is never the
-     * last one, so nothing queued in it is released here */
+    /* Only a connection that did not end (pconn_end hands the socket to
+     * the parent): at exit, or one never handed over or adopted, whose fds
+     * the kernel releases here (at exit without waiting on a linger). */
     CLOSE_FD(c->fd);
     free(c);
     resume_accept(p);
 }
 
-/* The connection ends on our side: its waiting fds to the parent, the
- * socket closed, the parent told. */
+/* The connection ends on our side: its waiting fds and its socket to the
+ * parent, the parent told. The socket goes too: the parent may have closed
+ * its own copy already (a connection it turned away), and fds the client
+ * sent that nobody read yet are released with the socket's last close,
+ * which must then be the parent's, on its closer (see send_fds_closed). */
 static void pconn_end(struct pconn *c, const char *why) {
     struct pmsg_conn m = {.id = c->id};
-    int fds[PC_MAX_QUEUED_FDS];
+    int fds[PC_MAX_QUEUED_FDS + 1];
     size_t n = 0;
 
     log_debug("client %llu (uid %u pid %d): %s", (unsigned long long)c->id, c->peer.uid,
@@ -285,6 +292,15 @@ static void pconn_end(struct pconn *c, const char *why) {
         if (c->fds[i].fd >= 0)
             fds[n++] = c->fds[i].fd;
     c->n_fds = 0;
+    if (c->fd >= 0) {
+        /* its events go first: libevent must not watch an fd number that
+         * is closed (and reused) once the parent has it */
+        if (c->ev_read)
+            event_del(c->ev_read);
+        if (c->ev_write)
+            event_del(c->ev_write);
+        fds[n++] = TAKE_FD(c->fd);
+    }
     give_fds(c, fds, n);
     uint64_t id = c->id;
     struct proto *p = c->p;
@@ -917,7 +933,8 @@ void clients_free(struct proto *p) {
         pconn_free(TAILQ_FIRST(&p->conns));
     /* Their fds are not closed here: this close would be the last one and
      * may wait (see send_fds_closed); the process exits next, and the
-     * kernel's closes at exit never wait. */
+     * kernel's closes at exit never wait on a linger. (A FUSE file's FLUSH
+     * waits in any close, ours included: security-model.md, open.) */
     while ((m = TAILQ_FIRST(&p->outq))) {
         TAILQ_REMOVE(&p->outq, m, link);
         free(m);
