@@ -51,6 +51,7 @@ struct closer {
     pthread_t threads[CLOSER_THREADS];
     bool running[CLOSER_THREADS];
     unsigned live; /* workers that have not returned */
+    unsigned started; /* workers that got to their loop */
     bool stopping;
 };
 
@@ -82,6 +83,8 @@ static void *worker(void *arg) {
     struct closer *c = arg;
 
     pthread_mutex_lock(&c->mu);
+    c->started++;
+    pthread_cond_broadcast(&c->cv);
     for (;;) {
         struct closer_queue *q = NULL;
         for (size_t i = 0; i < c->nq && !q; i++)
@@ -154,6 +157,23 @@ int closer_start(struct closer **ret) {
         closer_stop(c);
         return r;
     }
+    /* Back only once every worker runs its loop: the start of a thread
+     * (glibc's rseq and robust-list calls) is over, so a seccomp filter the
+     * caller installs next on all its threads (the protocol process) never
+     * meets a worker still starting. Bounded: 2 s. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    pthread_mutex_lock(&c->mu);
+    while (c->started < c->live)
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &until) == ETIMEDOUT)
+            break;
+    bool running = c->started == c->live;
+    pthread_mutex_unlock(&c->mu);
+    if (!running) {
+        closer_stop(c);
+        return -ETIMEDOUT;
+    }
     *ret = c;
     return 0;
 fail:
@@ -196,13 +216,24 @@ void closer_close_all(struct closer *c, uid_t uid, const int *fds, size_t n) {
 
 void closer_close(struct closer *c, uid_t uid, int fd) {
     struct fdk_info info;
-    struct closer_job *j;
-    struct closer_queue *q;
 
     if (fd < 0)
         return;
     /* What cannot block is closed at once; so is everything without workers. */
     if (!c || (fdk_classify(fd, &info) == 0 && !info.close_may_block)) {
+        close(fd);
+        return;
+    }
+    closer_queue(c, uid, fd);
+}
+
+void closer_queue(struct closer *c, uid_t uid, int fd) {
+    struct closer_job *j;
+    struct closer_queue *q;
+
+    if (fd < 0)
+        return;
+    if (!c) {
         close(fd);
         return;
     }

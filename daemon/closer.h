@@ -1,5 +1,6 @@
 /* Closing file descriptors a client handed lyhd, where a close cannot stall
- * the event loop.
+ * the event loop. The parent runs one, and so does the protocol process
+ * (closer_queue: it may not look at its fds; see proto_clients.c).
  *
  * close() of a client's fd can wait on someone else: a TCP socket with
  * SO_LINGER and a full send queue, a file on FUSE or NFS (FLUSH), a socket
@@ -29,6 +30,10 @@ void closer_stop(struct closer *c);
  * blocks on the fd; takes ownership in every case. c NULL: closes at once
  * (tests that run no workers). */
 void closer_close(struct closer *c, uid_t uid, int fd);
+/* Close fd on a worker, whatever it is: for a caller that may not look at
+ * its fds (the protocol process: its seccomp filter has no statx). Takes
+ * ownership in every case (without workers or memory: closed at once). */
+void closer_queue(struct closer *c, uid_t uid, int fd);
 /* The same for n fds (each taken). */
 void closer_close_all(struct closer *c, uid_t uid, const int *fds, size_t n);
 /* Closes of uid's fds queued or running (for refusing a user who piles them). */

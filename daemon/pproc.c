@@ -779,7 +779,15 @@ void pproc_stop(struct lyhd *d) {
         if (!gone) {
             if (pidfd >= 0)
                 (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-            waitpid(pid, NULL, 0);
+            /* bounded: a thread of it in a FUSE FLUSH ends only when that
+             * server answers (its closer; security-model.md) */
+            for (int i = 0; i < 40 && !gone; i++) {
+                gone = waitpid(pid, NULL, WNOHANG) == pid;
+                if (!gone)
+                    usleep(50 * 1000);
+            }
+            if (!gone)
+                log_warn("the protocol process (pid %d) did not end; left behind", pid);
         }
         CLOSE_FD(pidfd);
     }

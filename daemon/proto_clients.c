@@ -34,11 +34,13 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/frame.h"
 #include "common/macros.h"
+#include "daemon/closer.h"
 #include "daemon/log.h"
 #include "daemon/wire.h"
 
@@ -76,6 +78,9 @@
  * to the parent like any request, so the queue's limits and the line hold a
  * client that pipelines thousands of them as they hold any other. */
 #define PC_LOCAL_PER_READ 64u
+#define PC_CLOSES_BEHIND 64u  /* a user's fds waiting in our closer: beyond, it is not read */
+#define PC_CLOSES_TICK_MS 100 /* then: how often we look again */
+#define PC_CLOSE_POKE_MS 1000 /* a worker's close longer than this is interrupted */
 
 struct queued_fd {
     int fd;       /* -1: the kernel delivered more than fit (those were lost) */
@@ -104,6 +109,7 @@ struct pconn {
     uint32_t drained; /* written to the client, not told to the parent yet */
     uint32_t handed;  /* its requests and refusals queued for the parent */
     bool parent_idle; /* the parent's last OUT said idle, as of all of them */
+    bool closes_wait; /* not read until its user's closes here catch up */
     size_t own_left;  /* bytes of an answer of ours at the head of out */
     unsigned local_left; /* answers it may still get here in this read (PC_LOCAL_PER_READ) */
     TAILQ_ENTRY(pconn) link;
@@ -113,6 +119,7 @@ struct pconn {
 /* A message for the parent that did not fit its socket yet. */
 struct outmsg {
     uint64_t conn; /* the client connection it is about */
+    uid_t uid;     /* its user, (uid_t)-1 unknown: the closer's queue for its fds */
     size_t len, nfds;
     int fds[PMSG_MAX_FDS];
     TAILQ_ENTRY(outmsg) link;
@@ -127,15 +134,18 @@ static uint64_t mono_ms(void) {
 
 static void serve_line_soon(struct proto *p);
 static void resume_accept(struct proto *p);
+static void closes_watch(struct proto *p);
+static struct pconn *find(struct proto *p, uint64_t id);
 static void on_writable(evutil_socket_t fd, short what, void *arg);
 
 /* ---- the queue to the parent ------------------------------------------------------- */
 
-/* FDS_CLOSED for the message with fds sent last: its fds are closed here
- * by now, and the parent acts on that message only once it has this one.
- * So every fd of a client's is closed last by the parent (on its closer),
- * never here: a TCP socket with SO_LINGER and data its peer does not read
- * waits in its last close, and this loop serves every client of lyhd. */
+/* FDS_CLOSED for the message with fds sent last: its sockets and pipes are
+ * closed here by now (the rest queued on our closer), and the parent acts
+ * on that message only once it has this one. So a client's socket is
+ * closed last by the parent (on its closer), never here: a TCP socket with
+ * SO_LINGER and data its peer does not read waits in its last close, and
+ * this loop serves every client of lyhd. */
 static int send_fds_closed(struct proto *p) {
     struct pmsg_conn c = {.id = p->fds_closed_due};
     uint8_t buf[PMSG_HDR_BYTES + 8];
@@ -147,6 +157,24 @@ static int send_fds_closed(struct proto *p) {
     if (r == 0)
         p->fds_closed_due = 0;
     return r;
+}
+
+/* Our copy of an fd the parent holds now (and acts on only after our
+ * FDS_CLOSED: this close is never the last one). A socket's or a pipe's
+ * close that is not the last never waits: at once. Anything else may (a
+ * FUSE or NFS file's FLUSH goes to its server at every close, and waits for
+ * the answer whatever the signals): on our closer's workers, so a user's
+ * FUSE server that never answers holds a worker and that user's closes,
+ * never this loop (see PC_CLOSES_BEHIND). */
+static void close_sent(struct proto *p, uid_t uid, int fd) {
+    struct stat st;
+
+    if (!p->closer || (fstat(fd, &st) == 0 && (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)))) {
+        close(fd);
+        return;
+    }
+    closer_queue(p->closer, uid, fd);
+    closes_watch(p);
 }
 
 static void flush_queue(struct proto *p) {
@@ -175,10 +203,8 @@ static void flush_queue(struct proto *p) {
         TAILQ_REMOVE(&p->outq, m, link);
         p->outq_bytes -= m->len;
         p->outq_n--;
-        /* The parent holds them now, and closes its own only after our
-         * FDS_CLOSED: this close is never the last one. */
         for (size_t i = 0; i < m->nfds; i++)
-            close(m->fds[i]);
+            close_sent(p, m->uid, m->fds[i]);
         if (m->nfds)
             p->fds_closed_due = m->conn;
         free(m);
@@ -192,8 +218,8 @@ void clients_on_sock_writable(struct proto *p) { flush_queue(p); }
 
 /* One message for the parent, encoded (its fds are taken only once queued).
  * NULL: a bug or no memory (logged). */
-static struct outmsg *outmsg_new(uint16_t type, const struct pmsg_conn *c, const int *fds,
-                                 size_t nfds) {
+static struct outmsg *outmsg_new(uint16_t type, const struct pmsg_conn *c, uid_t uid,
+                                 const int *fds, size_t nfds) {
     uint8_t buf[PMSG_MAX_BYTES];
     size_t len;
     int r = pmsg_encode_conn(type, c, buf, sizeof(buf), &len);
@@ -206,6 +232,7 @@ static struct outmsg *outmsg_new(uint16_t type, const struct pmsg_conn *c, const
     }
     memcpy(m->buf, buf, len);
     m->conn = c->id;
+    m->uid = uid;
     m->len = len;
     m->nfds = nfds;
     if (nfds)
@@ -223,7 +250,8 @@ static void enqueue(struct proto *p, struct outmsg *m) {
  * with every other message of this file. */
 static int queue(struct proto *p, uint16_t type, const struct pmsg_conn *c, int *fds,
                  size_t nfds) {
-    struct outmsg *m = outmsg_new(type, c, fds, nfds);
+    struct pconn *pc = nfds ? find(p, c->id) : NULL;
+    struct outmsg *m = outmsg_new(type, c, pc ? pc->peer.uid : (uid_t)-1, fds, nfds);
 
     if (!m) {
         /* The fds go nowhere: closing them here could be the last close
@@ -378,7 +406,7 @@ static void send_request(struct pconn *c, const LyhRequest *req, int *fds, size_
         m.data = bytes + m.offset;
         m.data_len = len - m.offset < PMSG_CHUNK ? len - m.offset : PMSG_CHUNK;
         bool last = m.offset + m.data_len == len;
-        if (!(o = outmsg_new(PMSG_REQUEST, &m, last ? fds : NULL, last ? nfds : 0))) {
+        if (!(o = outmsg_new(PMSG_REQUEST, &m, c->peer.uid, last ? fds : NULL, last ? nfds : 0))) {
             while ((o = TAILQ_FIRST(&pieces))) {
                 TAILQ_REMOVE(&pieces, o, link);
                 free(o);
@@ -561,7 +589,42 @@ enum read_end {
     READ_MORE,  /* the budget is spent; more may wait */
     READ_LINE,  /* the queue to the parent is long: it waits in line */
     READ_GONE,  /* the connection ended (freed) */
+    READ_WAIT,  /* its user's closes here are behind: not read until they catch up */
 };
+
+/* Its user's fds wait in our closer beyond PC_CLOSES_BEHIND (one of them
+ * hangs a worker, most likely: a FUSE server that does not answer). */
+static bool closes_behind(const struct pconn *c) {
+    return c->p->closer && closer_pending(c->p->closer, c->peer.uid) > PC_CLOSES_BEHIND;
+}
+
+/* Closes are pending here: the tick runs until none are. */
+static void closes_watch(struct proto *p) {
+    struct timeval tv = {0, PC_CLOSES_TICK_MS * 1000};
+    if (p->ev_closes && !evtimer_pending(p->ev_closes, NULL))
+        evtimer_add(p->ev_closes, &tv);
+}
+
+/* Interrupt a close that waits on a linger; read again from the clients
+ * whose closes caught up. */
+static void on_closes_tick(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct proto *p = arg;
+    struct pconn *c;
+
+    closer_poke(p->closer, PC_CLOSE_POKE_MS);
+    TAILQ_FOREACH(c, &p->conns, link) {
+        if (!c->closes_wait || closes_behind(c))
+            continue;
+        c->closes_wait = false;
+        log_info("reading from uid %u pid %d again: its file descriptors are closed", c->peer.uid,
+                 c->peer.pid);
+        if (!c->paused && !c->refused && !c->in_line)
+            event_add(c->ev_read, NULL);
+    }
+    if (closer_total_pending(p->closer) > 0)
+        closes_watch(p);
+}
 
 /* Read what c sent, up to budget bytes, and queue its whole frames for the
  * parent. */
@@ -577,6 +640,17 @@ static enum read_end read_some(struct pconn *c, size_t budget) {
 
     c->local_left = PC_LOCAL_PER_READ;
     while (budget > 0) {
+        if (closes_behind(c)) {
+            if (!c->closes_wait)
+                log_warn("not reading from uid %u pid %d for now: %u of its file descriptors "
+                         "are still being closed",
+                         c->peer.uid, c->peer.pid, closer_pending(p->closer, c->peer.uid));
+            c->closes_wait = true;
+            event_del(c->ev_read);
+            closes_watch(p);
+            how = READ_WAIT;
+            break;
+        }
         if (queue_long(p)) {
             /* the parent is behind: wait for it, in turn */
             get_in_line(c);
@@ -705,6 +779,7 @@ static void serve_line(evutil_socket_t fd, short what, void *arg) {
             break;
         case READ_LINE:
         case READ_GONE:
+        case READ_WAIT:
             break;
         }
     }
@@ -872,7 +947,8 @@ int clients_listen(struct proto *p, const struct pmsg_conn *m, int fd) {
     p->ev_accept_retry = evtimer_new(p->base, on_accept_retry, p);
     p->ev_drained = evtimer_new(p->base, on_drained_timer, p);
     p->ev_serve = event_new(p->base, -1, 0, serve_line, p);
-    if (!p->ev_accept || !p->ev_accept_retry || !p->ev_drained || !p->ev_serve ||
+    p->ev_closes = evtimer_new(p->base, on_closes_tick, p);
+    if (!p->ev_accept || !p->ev_accept_retry || !p->ev_drained || !p->ev_serve || !p->ev_closes ||
         event_add(p->ev_accept, NULL) < 0)
         return -ENOMEM;
     return 0;
@@ -918,7 +994,7 @@ void clients_on_message(struct proto *p, uint16_t type, const struct pmsg_conn *
         c->paused = m->count == 1;
         if (c->paused)
             event_del(c->ev_read);
-        else if (!c->in_line && !c->refused)
+        else if (!c->in_line && !c->refused && !c->closes_wait)
             event_add(c->ev_read, NULL);
         break;
     default:
@@ -933,8 +1009,7 @@ void clients_free(struct proto *p) {
         pconn_free(TAILQ_FIRST(&p->conns));
     /* Their fds are not closed here: this close would be the last one and
      * may wait (see send_fds_closed); the process exits next, and the
-     * kernel's closes at exit never wait on a linger. (A FUSE file's FLUSH
-     * waits in any close, ours included: security-model.md, open.) */
+     * kernel's closes at exit never wait on a linger. */
     while ((m = TAILQ_FIRST(&p->outq))) {
         TAILQ_REMOVE(&p->outq, m, link);
         free(m);
@@ -947,6 +1022,10 @@ void clients_free(struct proto *p) {
         event_free(p->ev_drained);
     if (p->ev_serve)
         event_free(p->ev_serve);
+    if (p->ev_closes)
+        event_free(p->ev_closes);
+    /* its workers are not waited for: one may hang in a FUSE FLUSH, and the
+     * process exits next */
     CLOSE_FD(p->listen_fd);
     CLOSE_FD(p->reserve_fd);
 }

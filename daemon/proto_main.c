@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "common/macros.h"
+#include "daemon/closer.h"
 #include "daemon/log.h"
 #include "platform/linux/landlock.h"
 #include "platform/linux/seccomp_self.h"
@@ -175,7 +176,7 @@ static void on_parent(evutil_socket_t fd, short what, void *arg) {
 }
 
 /* Steps 1 to 4 of the top of this file. why says which failed. */
-static int confine(uid_t uid, gid_t gid, char *why, size_t whylen) {
+static int confine(struct proto *p, uid_t uid, gid_t gid, char *why, size_t whylen) {
     uid_t ru = (uid_t)-1, eu = (uid_t)-1, su = (uid_t)-1;
     gid_t rg = (gid_t)-1, eg = (gid_t)-1, sg = (gid_t)-1;
     int abi = 0, r;
@@ -222,6 +223,12 @@ static int confine(uid_t uid, gid_t gid, char *why, size_t whylen) {
         }
     } else {
         log_warn("no Landlock on this kernel: the protocol process keeps file system access");
+    }
+    /* Its workers now: under the Landlock domain (threads made after it),
+     * and the filter below goes on every thread (TSYNC). */
+    if ((r = closer_start(&p->closer)) < 0) {
+        snprintf(why, whylen, "cannot start the closer: %s", strerror(-r));
+        return r;
     }
     if ((r = sc_confine_protocol_self()) < 0) {
         snprintf(why, whylen, "seccomp: %s", strerror(-r));
@@ -273,7 +280,7 @@ int proto_main(int argc, char **argv) {
     /* a client that closed before its answer was written is an error from
      * writev, not a signal that ends this process */
     signal(SIGPIPE, SIG_IGN);
-    if (confine((uid_t)uid, (gid_t)gid, why, sizeof(why)) < 0) {
+    if (confine(&p, (uid_t)uid, (gid_t)gid, why, sizeof(why)) < 0) {
         log_error("cannot confine the protocol process: %s", why);
         _exit(1);
     }

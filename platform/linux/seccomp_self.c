@@ -71,6 +71,9 @@ int sc_confine_protocol_self(void) {
 
     if (!ctx)
         return -ENOMEM;
+    /* every thread of it (its closer's workers, started before) */
+    if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) < 0)
+        return r;
     if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS)) < 0)
         return r;
     for (size_t i = 0; i < ARRAY_SIZE(allowed); i++) {

@@ -1,5 +1,6 @@
 /* The protocol process's own seccomp filter (daemon/proto_main.c): an
- * allowlist, installed on the calling process. No libseccomp type appears
+ * allowlist, installed on every thread of the calling process (TSYNC: its
+ * closer's workers are started before it). No libseccomp type appears
  * here. */
 #ifndef LYH_PLATFORM_SECCOMP_SELF_H
 #define LYH_PLATFORM_SECCOMP_SELF_H

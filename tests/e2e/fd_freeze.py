@@ -12,6 +12,9 @@ usage: fd_freeze.py SOCKET MODE SECONDS
                many of [file, file, file], to pile closes up behind a close
                that waits, until lyhd runs out of fds (it must stop reading
                from this user instead).
+  MODE fuse:   (arguments FILE COUNT after SECONDS) COUNT frames on one
+               connection, each with an fd of FILE (a file on a FUSE server
+               that never answers FLUSH: every close of such an fd waits).
 Holds its sockets for SECONDS, then exits. Prints what it sent.
 """
 import os
@@ -117,6 +120,21 @@ def main():
         except OSError as e:
             print("stopped sending:", e, flush=True)
         print("sent", sent, "fds in %.1f s" % (time.time() - t0), flush=True)
+    elif mode == "fuse":
+        f = os.open(sys.argv[4], os.O_RDONLY)
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        keep.append(s)
+        sent = 0
+        try:
+            for cid in range(1, int(sys.argv[5]) + 1):
+                s.sendmsg([frame(cid, 1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                             struct.pack("i", f))])
+                sent += 1
+        except OSError as e:
+            print("stopped sending:", e, flush=True)
+        print("sent", sent, "fds of a FUSE file", flush=True)
+        # f stays open: our own close would wait on the server too
     else:
         raise SystemExit(f"unknown mode {mode}")
     time.sleep(max(0.0, secs - (time.time() - t0)))

@@ -441,5 +441,50 @@ lyh_wait_until 5 sh -c "! pgrep -u $LYH_UID -f 'flip.py $LYH_HOME/x' >/dev/null"
 t_eq "10: no launch of 30 failed on the root-only file behind the swapped symlink ($started started)" "$notdir" 0
 rm -f "$LYH_HOME/.config/lianyaohu/config.toml"
 
+# ---- 11. a FUSE file whose FLUSH is never answered ----------------------------------
+
+# FUSE sends FLUSH at every close() of an fd, not only the last, and the closer
+# waits for the answer whatever the signals. A user who mounts a FUSE file
+# system (fusermount3 is setuid) and hands lyh fds of a file on it must stop
+# no one's service but their own: the protocol process closes its copies on
+# worker threads, and stops reading from a user whose closes are behind.
+echo "# 11. a file on a FUSE server that never answers FLUSH holds up nobody else"
+FM=$LYH_TMP/fusemnt FFLAG=$LYH_TMP/fuse.flushes
+mkdir -p "$FM" && install -m 0755 "$HERE/fuse_hang.py" "$LYH_TMP/bin/fuse_hang.py" ||
+    lyh_die "fuse set-up"
+# The server, its mount and the user's client live in a mount namespace of
+# their own: the mount goes with it. The client: 80 frames, each with an fd
+# of the file.
+unshare -m --propagation private sh -c "
+    /usr/bin/python3 '$LYH_TMP/bin/fuse_hang.py' '$FM' '$FFLAG' >'$LYH_TMP/fuse.log' 2>&1 &
+    echo \$! >'$LYH_TMP/fuse.pid'
+    i=0; while [ \$i -lt 100 ] && ! mountpoint -q '$FM'; do sleep 0.05; i=\$((i + 1)); done
+    mountpoint -q '$FM' || { echo 'no FUSE mount' >'$LYH_TMP/t11.out'; exit 1; }
+    nsenter --net='/run/netns/$LYH_MAIN' setpriv --reuid=$LYH_UID --regid=$LYH_GID --init-groups \
+        /usr/bin/python3 '$LYH_TMP/bin/fd_freeze.py' '$LYH_SOCK' fuse 3 '$FM/f' 80 >'$LYH_TMP/t11.out' 2>&1
+    wait
+" &
+fuse_ns=$!
+lyh_track_pid "$fuse_ns"
+lyh_wait_until 15 grep -q '^sent' "$LYH_TMP/t11.out"
+fuse_pid=$(cat "$LYH_TMP/fuse.pid" 2>/dev/null)
+[ -n "$fuse_pid" ] && lyh_track_pid "$fuse_pid"
+lyh_wait_until 10 test -s "$FFLAG"
+t_check "11: a close of the FUSE file is waiting on its server ($(cat "$LYH_TMP/t11.out" 2>/dev/null))" \
+    test -s "$FFLAG"
+sleep 1
+answers_fast "11: other users are still answered at once"
+pp=$(lyh_proto_pid)
+t_check "11: the protocol process's loop is not in the FUSE close ($(cat "/proc/$pp/wchan" 2>/dev/null))" \
+    sh -c "[ -n '$pp' ] && ! grep -qiE 'fuse|request_wait_answer' '/proc/$pp/wchan'"
+t_check "11: lyhd stopped reading from that user" \
+    lyh_wait_until 10 grep -q "not reading from uid $LYH_UID .*still being closed" "$LYH_DAEMON_LOG"
+# Its server's end aborts the connection: every close that waited ends.
+[ -n "$fuse_pid" ] && kill -KILL "$fuse_pid" 2>/dev/null
+user_answered() { LYH_CMD_TIMEOUT=5 lyh_as_user "$LYH_LYH" --socket "$LYH_SOCK" capabilities >/dev/null 2>&1; }
+t_check "11: once the server is gone, that user is answered again" lyh_wait_until 20 user_answered
+answers_fast "11: and everyone is answered at once"
+lyh_wait_until 15 sh -c "! kill -0 $fuse_ns 2>/dev/null"
+
 lyh_daemon_stop
 t_done

@@ -2,7 +2,10 @@
  * allowlist, against the running kernel: each check runs in a forked child
  * that sets NO_NEW_PRIVS, installs the filter and makes one real system call.
  * Allowed calls must work; anything outside the list must kill the child
- * with SIGSYS (a denied call is never just an error). */
+ * with SIGSYS (a denied call is never just an error). The filter covers
+ * threads started before it too (the protocol process's closer): one that
+ * opens a file afterwards kills the child; one that closes an fd (what the
+ * closer's workers do) does not. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/sockios.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -97,6 +101,55 @@ static int tcp_socket(int unused) {
     return 0;
 }
 
+/* A thread started before the filter: it waits for a byte on a pipe, then
+ * makes its call; the child then ends as that call lets it. */
+static int thread_call; /* 0: open a file, 1: close an fd */
+static int thread_pipe[2], ready_pipe[2];
+
+static void *thread_main(void *arg) {
+    char c;
+    (void)arg;
+    /* running: glibc's start of the thread (rseq, the robust list) is over */
+    if (write(ready_pipe[1], "r", 1) != 1 || read(thread_pipe[0], &c, 1) != 1)
+        return NULL;
+    if (thread_call == 0)
+        (void)open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+    else
+        (void)close(thread_pipe[1]);
+    return NULL;
+}
+
+static int thread_child(int call) {
+    pthread_t t;
+    thread_call = call;
+    char c;
+    if (pipe2(thread_pipe, O_CLOEXEC) < 0 || pipe2(ready_pipe, O_CLOEXEC) < 0 ||
+        pthread_create(&t, NULL, thread_main, NULL) != 0 || read(ready_pipe[0], &c, 1) != 1)
+        _exit(CHILD_SETUP);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || sc_confine_protocol_self() < 0)
+        _exit(CHILD_SETUP);
+    if (write(thread_pipe[1], "x", 1) != 1)
+        _exit(CHILD_CALL_FAILED);
+    pthread_join(t, NULL);
+    return 0;
+}
+
+static void test_threads_started_before(void **state) {
+    (void)state;
+    for (int call = 0; call < 2; call++) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+            _exit(thread_child(call) == 0 ? CHILD_OK : CHILD_CALL_FAILED);
+        int st = 0;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        if (call == 0)
+            expect_killed(st);
+        else
+            expect_allowed(st);
+    }
+}
+
 static void test_queue_ioctls_allowed(void **state) {
     (void)state;
     int sv[2];
@@ -129,6 +182,7 @@ int main(void) {
         cmocka_unit_test(test_queue_ioctls_allowed),
         cmocka_unit_test(test_other_ioctls_kill),
         cmocka_unit_test(test_files_and_streams_kill),
+        cmocka_unit_test(test_threads_started_before),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
