@@ -25,7 +25,8 @@
 #include "platform/linux/fdkind.h"
 
 #define CLOSER_THREADS 4
-#define CLOSER_MAX_QUEUES 1024 /* users with closes pending; beyond: close inline */
+#define CLOSER_MAX_QUEUES 1024 /* users with closes pending; beyond: one queue for the rest */
+#define CLOSER_OVERFLOW ((uid_t)-2) /* that queue's key: it has a slot of its own */
 #define CLOSER_INTERRUPT SIGUSR1
 
 struct closer_job {
@@ -46,7 +47,7 @@ struct closer_queue {
 struct closer {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct closer_queue q[CLOSER_MAX_QUEUES];
+    struct closer_queue q[CLOSER_MAX_QUEUES + 1];
     size_t nq;
     pthread_t threads[CLOSER_THREADS];
     bool running[CLOSER_THREADS];
@@ -67,7 +68,8 @@ static struct closer_queue *queue_of(struct closer *c, uid_t uid, bool create) {
     for (size_t i = 0; i < c->nq; i++)
         if (c->q[i].uid == uid)
             return &c->q[i];
-    if (!create || c->nq == CLOSER_MAX_QUEUES)
+    if (!create || c->nq == CLOSER_MAX_QUEUES + 1 ||
+        (c->nq == CLOSER_MAX_QUEUES && uid != CLOSER_OVERFLOW))
         return NULL;
     c->q[c->nq] = (struct closer_queue){.uid = uid};
     return &c->q[c->nq++];
@@ -240,10 +242,12 @@ void closer_queue(struct closer *c, uid_t uid, int fd) {
     j = malloc(sizeof(*j));
     pthread_mutex_lock(&c->mu);
     q = j && !c->stopping ? queue_of(c, uid, true) : NULL;
+    if (!q && j && !c->stopping) /* as many users with closes pending as queues */
+        q = queue_of(c, CLOSER_OVERFLOW, true);
     if (!q) {
         pthread_mutex_unlock(&c->mu);
         free(j);
-        close(fd); /* out of memory or queues: the last resort */
+        close(fd); /* out of memory, or stopping: the last resort */
         return;
     }
     j->fd = fd;

@@ -50,7 +50,7 @@ enum pmsg_type {
     PMSG_FDS = 11,         /* fds a client sent that no request takes: for the parent to close */
     PMSG_MIDFRAME = 12,    /* it has read part of a frame of this client's (not yet a REQUEST) */
     PMSG_FDS_CLOSED = 13,  /* it closed its copies of the fds of the message before, or
-                            * queued them on its closer (not sockets or pipes) (always
+                            * queued them on its closer (all but sockets) (always
                             * the next one after a message with fds; the parent acts on
                             * that message only now) */
     /* parent -> protocol process */

@@ -34,7 +34,6 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +78,7 @@
  * client that pipelines thousands of them as they hold any other. */
 #define PC_LOCAL_PER_READ 64u
 #define PC_CLOSES_BEHIND 64u  /* a user's fds waiting in our closer: beyond, it is not read */
+#define PC_CLOSES_ALL    512u /* everyone's: beyond, nobody is (many uids: subuids) */
 #define PC_CLOSES_TICK_MS 100 /* then: how often we look again */
 #define PC_CLOSE_POKE_MS 1000 /* a worker's close longer than this is interrupted */
 
@@ -160,16 +160,20 @@ static int send_fds_closed(struct proto *p) {
 }
 
 /* Our copy of an fd the parent holds now (and acts on only after our
- * FDS_CLOSED: this close is never the last one). A socket's or a pipe's
- * close that is not the last never waits: at once. Anything else may (a
+ * FDS_CLOSED: this close is never the last one). A socket's close that is
+ * not the last never waits: at once. Anything else may (a
  * FUSE or NFS file's FLUSH goes to its server at every close, and waits for
  * the answer whatever the signals): on our closer's workers, so a user's
  * FUSE server that never answers holds a worker and that user's closes,
  * never this loop (see PC_CLOSES_BEHIND). */
 static void close_sent(struct proto *p, uid_t uid, int fd) {
-    struct stat st;
+    int type;
+    socklen_t len = sizeof(type);
 
-    if (!p->closer || (fstat(fd, &st) == 0 && (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)))) {
+    /* Is it a socket: asked of the fd, never of a file system (an fstat of a
+     * FUSE file asks its server, who need not answer). Pipes go to the
+     * workers too. */
+    if (!p->closer || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) {
         close(fd);
         return;
     }
@@ -593,9 +597,11 @@ enum read_end {
 };
 
 /* Its user's fds wait in our closer beyond PC_CLOSES_BEHIND (one of them
- * hangs a worker, most likely: a FUSE server that does not answer). */
+ * hangs a worker, most likely: a FUSE server that does not answer), or
+ * everyone's beyond PC_CLOSES_ALL (a user with many uids). */
 static bool closes_behind(const struct pconn *c) {
-    return c->p->closer && closer_pending(c->p->closer, c->peer.uid) > PC_CLOSES_BEHIND;
+    return c->p->closer && (closer_pending(c->p->closer, c->peer.uid) > PC_CLOSES_BEHIND ||
+                            closer_total_pending(c->p->closer) > PC_CLOSES_ALL);
 }
 
 /* Closes are pending here: the tick runs until none are. */
@@ -642,8 +648,8 @@ static enum read_end read_some(struct pconn *c, size_t budget) {
     while (budget > 0) {
         if (closes_behind(c)) {
             if (!c->closes_wait)
-                log_warn("not reading from uid %u pid %d for now: %u of its file descriptors "
-                         "are still being closed",
+                log_warn("protocol process: not reading from uid %u pid %d for now: %u of its "
+                         "file descriptors are still being closed here",
                          c->peer.uid, c->peer.pid, closer_pending(p->closer, c->peer.uid));
             c->closes_wait = true;
             event_del(c->ev_read);

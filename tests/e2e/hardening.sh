@@ -454,9 +454,10 @@ mkdir -p "$FM" && install -m 0755 "$HERE/fuse_hang.py" "$LYH_TMP/bin/fuse_hang.p
     lyh_die "fuse set-up"
 # The server, its mount and the user's client live in a mount namespace of
 # their own: the mount goes with it. The client: 80 frames, each with an fd
-# of the file.
+# of the file. Its GETATTR waits too for anyone but the user: lyhd must not
+# ask the file system about such an fd (an fstat would).
 unshare -m --propagation private sh -c "
-    /usr/bin/python3 '$LYH_TMP/bin/fuse_hang.py' '$FM' '$FFLAG' >'$LYH_TMP/fuse.log' 2>&1 &
+    /usr/bin/python3 '$LYH_TMP/bin/fuse_hang.py' '$FM' '$FFLAG' $LYH_UID >'$LYH_TMP/fuse.log' 2>&1 &
     echo \$! >'$LYH_TMP/fuse.pid'
     i=0; while [ \$i -lt 100 ] && ! mountpoint -q '$FM'; do sleep 0.05; i=\$((i + 1)); done
     mountpoint -q '$FM' || { echo 'no FUSE mount' >'$LYH_TMP/t11.out'; exit 1; }
@@ -477,6 +478,8 @@ answers_fast "11: other users are still answered at once"
 pp=$(lyh_proto_pid)
 t_check "11: the protocol process's loop is not in the FUSE close ($(cat "/proc/$pp/wchan" 2>/dev/null))" \
     sh -c "[ -n '$pp' ] && ! grep -qiE 'fuse|request_wait_answer' '/proc/$pp/wchan'"
+t_check "11: no GETATTR of lyhd's waits on the server" \
+    test ! -s "$FFLAG.getattr"
 t_check "11: lyhd stopped reading from that user" \
     lyh_wait_until 10 grep -q "not reading from uid $LYH_UID .*still being closed" "$LYH_DAEMON_LOG"
 # Its server's end aborts the connection: every close that waited ends.
