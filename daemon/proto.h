@@ -51,9 +51,9 @@ struct proto {
     /* the connection of the last message with fds sent, while its
      * FDS_CLOSED is not (0: none due); it goes before anything else queued */
     uint64_t fds_closed_due;
-    /* its copies of clients' fds that may wait in a close (all but sockets
-     * and pipes: a FUSE file's FLUSH waits in every close) close here, on
-     * worker threads; a user with too many behind is not read meanwhile */
+    /* its copies of clients' fds that may wait in a close (all but sockets:
+     * a FUSE file's FLUSH waits in every close) close here, on worker
+     * threads; a user with too many behind is not read meanwhile */
     struct closer *closer;
     struct event *ev_closes; /* while some wait: resumes them, pokes the workers */
 };

@@ -140,8 +140,8 @@ static void on_writable(evutil_socket_t fd, short what, void *arg);
 
 /* ---- the queue to the parent ------------------------------------------------------- */
 
-/* FDS_CLOSED for the message with fds sent last: its sockets and pipes are
- * closed here by now (the rest queued on our closer), and the parent acts
+/* FDS_CLOSED for the message with fds sent last: its sockets are closed
+ * here by now (the rest queued on our closer), and the parent acts
  * on that message only once it has this one. So a client's socket is
  * closed last by the parent (on its closer), never here: a TCP socket with
  * SO_LINGER and data its peer does not read waits in its last close, and
@@ -161,11 +161,11 @@ static int send_fds_closed(struct proto *p) {
 
 /* Our copy of an fd the parent holds now (and acts on only after our
  * FDS_CLOSED: this close is never the last one). A socket's close that is
- * not the last never waits: at once. Anything else may (a
- * FUSE or NFS file's FLUSH goes to its server at every close, and waits for
- * the answer whatever the signals): on our closer's workers, so a user's
- * FUSE server that never answers holds a worker and that user's closes,
- * never this loop (see PC_CLOSES_BEHIND). */
+ * not the last never waits: at once. Anything else may (a FUSE or NFS
+ * file's FLUSH goes to its server at every close, and waits for the answer
+ * whatever the signals): on our closer's workers, so a user's FUSE server
+ * that never answers holds a worker and that user's closes, never this
+ * loop (see PC_CLOSES_BEHIND). */
 static void close_sent(struct proto *p, uid_t uid, int fd) {
     int type;
     socklen_t len = sizeof(type);
