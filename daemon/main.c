@@ -512,6 +512,7 @@ static void on_poke(evutil_socket_t fd, short what, void *arg) {
     struct lyhd *d = arg;
     closer_poke(d->closer, 1000);
     server_tick(d->server);
+    pproc_tick(d);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg) {

@@ -43,12 +43,15 @@
 #include "daemon/lyhd.h"
 #include "daemon/pmsg.h"
 #include "daemon/server.h"
+#include "daemon/spawner.h"
 #include "storage/audit_db.h"
 
 #define PPROC_BACKOFF_MIN_MS 250
 #define PPROC_BACKOFF_MAX_MS 30000
 #define PPROC_STABLE_MS      30000 /* alive this long: the next death starts the back-off over */
 #define PPROC_SNDBUF         (1 << 20)
+#define PPROC_DYING_MS       2000 /* killed, or its first thread gone, this long: left behind */
+#define PPROC_LEFT_MAX       8    /* processes left behind at once; then no new one starts */
 
 extern char **environ;
 
@@ -89,6 +92,18 @@ struct pproc {
     size_t held_nfds;
     int held_fds[PMSG_RECV_FDS];
     uint8_t held[PMSG_MAX_BYTES];
+    /* A process whose exit does not come: a thread of it (or its exit's
+     * close of its files) waits in a FUSE FLUSH, which no signal ends.
+     * pproc_tick leaves it behind after PPROC_DYING_MS and starts the next
+     * one; each left behind is reaped when it finally ends. */
+    uint64_t dying_since_ms; /* 0: not known to be on its way out */
+    unsigned ticks;
+    bool left_full_told;
+    struct left_behind {
+        pid_t pid;
+        int pidfd;
+        struct event *ev;
+    } left[PPROC_LEFT_MAX];
 };
 
 static int spawn(struct lyhd *d);
@@ -130,6 +145,8 @@ static void end_process(struct lyhd *d, const char *why) {
     log_error("protocol process %d: %s; ending it, a new one starts", p->pid, why);
     p->ready = false;
     p->ending = true;
+    if (!p->dying_since_ms)
+        p->dying_since_ms = lyhd_mono_ms();
     /* nothing more is read until it is gone: drain_dead then takes what
      * it sent as unread (the connections of requests in it are cut) */
     if (p->ev_sock)
@@ -465,6 +482,35 @@ static void drain_dead(struct lyhd *d) {
     }
 }
 
+/* The process is gone (reaped, or left behind): what it had sent and not
+ * read is dropped, its clients wait for the next one, which starts after
+ * the back-off; the audit log says how it went. */
+static void process_gone(struct lyhd *d, pid_t pid, const char *how) {
+    struct pproc *p = d->pproc;
+
+    drain_dead(d);
+    close_process(d, p);
+    /* its clients wait for the next one (but those it may have left mid-frame) */
+    server_protocol_gone(d->server);
+    uint64_t now = lyhd_mono_ms();
+    if (now - p->started_ms >= PPROC_STABLE_MS)
+        p->backoff_ms = PPROC_BACKOFF_MIN_MS;
+    else
+        p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : PPROC_BACKOFF_MIN_MS;
+    if (p->backoff_ms > PPROC_BACKOFF_MAX_MS)
+        p->backoff_ms = PPROC_BACKOFF_MAX_MS;
+    log_warn("protocol process %d %s; sessions stay guarded, a new one starts in %u ms", pid, how,
+             p->backoff_ms);
+    char kv[192] = "", pidbuf[16];
+    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+    audit_kv(kv, sizeof(kv), "pid", pidbuf);
+    audit_kv(kv, sizeof(kv), "how", how);
+    audit_note(d, AUDIT_KIND_GUARD, NULL, false, 0, "protocol_exit", "%s",
+               kv + (kv[0] == ' '));
+    struct timeval tv = {p->backoff_ms / 1000, (p->backoff_ms % 1000) * 1000};
+    evtimer_add(p->ev_restart, &tv);
+}
+
 static void on_exit_event(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     struct lyhd *d = arg;
@@ -488,27 +534,139 @@ static void on_exit_event(evutil_socket_t fd, short what, void *arg) {
                  WEXITSTATUS(status));
     else
         snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
-    drain_dead(d);
-    close_process(d, p);
-    /* its clients wait for the next one (but those it may have left mid-frame) */
-    server_protocol_gone(d->server);
+    process_gone(d, pid, how);
+}
+
+bool pproc_stat_dying(const char *stat) {
+    /* "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ...": COMM is
+     * the process's to choose, ')' included, so the last ')' ends it */
+    const char *s = strrchr(stat, ')');
+    char state = 0;
+    unsigned long flags = 0;
+
+    if (!s || sscanf(s + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+        return false;
+    return state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */);
+}
+
+/* Is the process on its way out: its first thread exited and waits for the
+ * others (a zombie leader), or it is exiting itself? Its pid names no other
+ * process: an unreaped child of ours. */
+static bool dying(pid_t pid) {
+    char path[32], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    return pproc_stat_dying(buf);
+}
+
+static void on_left_exit(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    struct left_behind *l = arg;
+
+    if (waitpid(l->pid, NULL, WNOHANG) != l->pid) {
+        struct timeval tv = {0, 100 * 1000};
+        event_add(l->ev, &tv);
+        return;
+    }
+    log_info("protocol process %d, left behind, has ended", l->pid);
+    event_free(l->ev);
+    l->ev = NULL;
+    CLOSE_FD(l->pidfd);
+    l->pid = 0;
+}
+
+/* Leave the process behind: keep its pidfd to reap it when it ends, and go
+ * on as if it had exited. False when too many are left behind already (the
+ * clients then wait: nothing new runs beside them unbounded). */
+static bool leave_behind(struct lyhd *d) {
+    struct pproc *p = d->pproc;
+    struct left_behind *l = NULL;
+
+    for (size_t i = 0; i < ARRAY_SIZE(p->left) && !l; i++)
+        if (!p->left[i].pid)
+            l = &p->left[i];
+    if (!l) {
+        if (!p->left_full_told)
+            log_error("protocol process %d does not end, and %zu left behind have not either: no "
+                      "new one starts until one does (a FUSE server that does not answer FLUSH? "
+                      "`grep fuse /proc/%d/task/*/wchan`)",
+                      p->pid, ARRAY_SIZE(p->left), p->pid);
+        p->left_full_told = true;
+        return false;
+    }
+    (void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+    l->ev = event_new(d->base, p->pidfd, EV_READ, on_left_exit, l);
+    if (!l->ev || event_add(l->ev, NULL) < 0) {
+        if (l->ev)
+            event_free(l->ev);
+        l->ev = NULL;
+        return false;
+    }
+    l->pid = p->pid;
+    l->pidfd = TAKE_FD(p->pidfd);
+    event_free(p->ev_exit);
+    p->ev_exit = NULL;
+    p->left_full_told = false;
+    process_gone(d, l->pid,
+                 "did not end (a thread of it waits on a file, as in a FUSE FLUSH no one "
+                 "answers); left behind");
+    return true;
+}
+
+void pproc_tick(struct lyhd *d) {
+    struct pproc *p = d->pproc;
     uint64_t now = lyhd_mono_ms();
-    if (now - p->started_ms >= PPROC_STABLE_MS)
-        p->backoff_ms = PPROC_BACKOFF_MIN_MS;
-    else
-        p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : PPROC_BACKOFF_MIN_MS;
-    if (p->backoff_ms > PPROC_BACKOFF_MAX_MS)
-        p->backoff_ms = PPROC_BACKOFF_MAX_MS;
-    log_warn("protocol process %d %s; sessions stay guarded, a new one starts in %u ms", pid, how,
-             p->backoff_ms);
-    char kv[160] = "", pidbuf[16];
-    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
-    audit_kv(kv, sizeof(kv), "pid", pidbuf);
-    audit_kv(kv, sizeof(kv), "how", how);
-    audit_note(d, AUDIT_KIND_GUARD, NULL, false, 0, "protocol_exit", "%s",
-               kv + (kv[0] == ' '));
-    struct timeval tv = {p->backoff_ms / 1000, (p->backoff_ms % 1000) * 1000};
-    evtimer_add(p->ev_restart, &tv);
+
+    if (!p || p->pid <= 0 || p->pidfd < 0)
+        return;
+    /* killed by us: each tick; else its own death shows in /proc once a second */
+    if (!p->ending && p->ticks++ % 5 != 0)
+        return;
+    if (!p->dying_since_ms && dying(p->pid))
+        p->dying_since_ms = now;
+    if (p->dying_since_ms && now - p->dying_since_ms >= PPROC_DYING_MS)
+        (void)leave_behind(d);
+}
+
+_Noreturn void pproc_exec_child(int sock, const struct pproc_exec *x) {
+    /* Async-signal-safe calls only (a fork of lyhd's: the closer's threads
+     * may hold locks). Its end of the pair becomes fd 3, every other fd
+     * above 2 closes at exec, its own session (no signal from lyhd's
+     * terminal), no signal blocked. Then it becomes the user for good (raw
+     * system calls: this thread is all there is, and libc's wrappers would
+     * try to reach the parent's other threads) and can never gain privilege
+     * again, before the exec. */
+    sigset_t none;
+    int exe = x->exe_fd;
+    if (exe == 3 && (exe = fcntl(3, F_DUPFD_CLOEXEC, 4)) < 0)
+        _exit(PPROC_EXIT_EXEC);
+    if ((sock == 3 ? fcntl(3, F_SETFD, 0) : dup2(sock, 3)) < 0 ||
+        syscall(SYS_close_range, 4u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) < 0)
+        _exit(PPROC_EXIT_EXEC);
+    (void)setsid();
+    /* the parent's handlers (libevent's write to its signal socket) must
+     * not run here once the process is _lyhd's to signal */
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            (void)signal(sig, SIG_DFL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (syscall(SYS_SETGROUPS, 0, NULL) < 0 || syscall(SYS_SETRESGID, x->gid, x->gid, x->gid) < 0 ||
+        syscall(SYS_SETRESUID, x->uid, x->uid, x->uid) < 0 ||
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        _exit(PPROC_EXIT_CREDS);
+    if (exe >= 0)
+        syscall(SYS_execveat, exe, "", x->argv, x->envp, AT_EMPTY_PATH);
+    else if (x->path)
+        execve(x->path, x->argv, x->envp);
+    _exit(PPROC_EXIT_EXEC);
 }
 
 static int spawn(struct lyhd *d) {
@@ -531,60 +689,52 @@ static int spawn(struct lyhd *d) {
     snprintf(a_flags, sizeof(a_flags), "%u", (d->cfg.verbose ? 1u : 0u) | (d->cfg.use_syslog ? 2u : 0u));
     if (d->cfg.use_syslog && d->cfg.syslog_socket)
         argv[6] = (char *)d->cfg.syslog_socket;
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = -errno;
-        close(sv[0]);
-        close(sv[1]);
-        return e;
-    }
-    if (pid == 0) {
-        /* Between fork and exec: async-signal-safe calls only (the closer's
-         * threads may hold locks). Its end of the pair becomes fd 3, every
-         * other fd above 2 closes at exec, its own session (no signal from
-         * lyhd's terminal), no signal blocked. Then it becomes the user for
-         * good (raw system calls: this thread is all there is, and libc's
-         * wrappers would try to reach the parent's other threads) and can
-         * never gain privilege again, before the exec. */
-        sigset_t none;
-        if ((sv[1] == 3 ? fcntl(3, F_SETFD, 0) : dup2(sv[1], 3)) < 0 ||
-            syscall(SYS_close_range, 4u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) < 0)
-            _exit(PPROC_EXIT_EXEC);
-        (void)setsid();
-        /* the parent's handlers (libevent's write to its signal socket) must
-         * not run here once the process is _lyhd's to signal */
-        for (int sig = 1; sig < NSIG; sig++)
-            if (sig != SIGKILL && sig != SIGSTOP)
-                (void)signal(sig, SIG_DFL);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        if (syscall(SYS_SETGROUPS, 0, NULL) < 0 ||
-            syscall(SYS_SETRESGID, p->gid, p->gid, p->gid) < 0 ||
-            syscall(SYS_SETRESUID, p->uid, p->uid, p->uid) < 0 ||
-            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-            _exit(PPROC_EXIT_CREDS);
-        if (p->exe_fd >= 0)
-            syscall(SYS_execveat, p->exe_fd, "", argv, p->env, AT_EMPTY_PATH);
-        else
-            execve(d->cfg.protocol_exe, argv, environ); /* a test program: what the test set */
-        _exit(PPROC_EXIT_EXEC);
+    /* From the spawner, as a child of lyhd's (CLONE_PARENT): lyhd itself may
+     * hold a client's fds (the closer's queues, a message held), and a fork
+     * of lyhd's would have copies of them all, which its exec then closes;
+     * if one is a FUSE file whose server does not answer FLUSH, the exec
+     * never ends. The spawner holds none but a launch's stdio, which lyhd
+     * checked (no FUSE file, no socket that lingers). Without a spawner
+     * (given up, or not started yet: the first process) lyhd forks. */
+    struct pproc_exec x = {
+        .uid = p->uid,
+        .gid = p->gid,
+        .exe_fd = p->exe_fd,
+        .path = d->cfg.protocol_exe,
+        .argv = argv,
+        .envp = p->exe_fd >= 0 ? p->env : environ, /* a test program: what the test set */
+    };
+    pid_t pid = -1;
+    int pidfd = -1;
+    int r = spawner_start_protocol(d, &x, sv[1], &pid, &pidfd);
+    if (r == -ENOSYS) {
+        pid = fork();
+        if (pid == 0)
+            pproc_exec_child(sv[1], &x);
+        r = pid < 0 ? -errno : 0;
+        if (r == 0 && (pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+            log_warn_errno(errno, "protocol process %d: no pidfd", pid);
     }
     close(sv[1]);
+    if (r < 0) {
+        close(sv[0]);
+        return r;
+    }
     p->sock = sv[0];
     p->q_bound = 0; /* a new socket: empty */
     p->pid = pid;
     p->ending = false;
-    p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    p->dying_since_ms = 0;
+    p->pidfd = pidfd;
     p->started_ms = lyhd_mono_ms();
     p->ev_sock = event_new(d->base, p->sock, EV_READ | EV_PERSIST, on_sock, d);
     p->ev_exit = p->pidfd >= 0 ? event_new(d->base, p->pidfd, EV_READ, on_exit_event, d) : NULL;
     if (!p->ev_sock || !p->ev_exit || event_add(p->ev_sock, NULL) < 0 ||
         event_add(p->ev_exit, NULL) < 0) {
-        int e = p->pidfd < 0 ? -errno : -ENOMEM;
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         close_process(d, p);
-        return e ? e : -ENOMEM;
+        return -ENOMEM;
     }
     log_debug("protocol process %d started", pid);
     return 0;
@@ -792,6 +942,13 @@ void pproc_stop(struct lyhd *d) {
         CLOSE_FD(pidfd);
     }
     close_process(d, p);
+    /* those left behind end when their file system answers: they were sent
+     * SIGKILL; once lyhd is gone init reaps them */
+    for (size_t i = 0; i < ARRAY_SIZE(p->left); i++)
+        if (p->left[i].pid) {
+            event_free(p->left[i].ev);
+            CLOSE_FD(p->left[i].pidfd);
+        }
     if (p->ev_restart)
         event_free(p->ev_restart);
     CLOSE_FD(p->exe_fd);

@@ -19,6 +19,21 @@ struct lyhd;
 
 #define LYHD_PROTO_USER "_lyhd"
 
+/* What the protocol process is started with. */
+struct pproc_exec {
+    uid_t uid;
+    gid_t gid;
+    int exe_fd;       /* lyhd's own binary (execveat); -1: path */
+    const char *path; /* --protocol-exe (tests only) */
+    char **argv, **envp;
+};
+/* In a child just forked (by lyhd, or by the spawner: spawner.h): sock
+ * becomes fd 3, every other fd above 2 closes at the exec, its own session,
+ * no signal blocked or handled, x's user for good with no new privileges,
+ * then the exec. Never returns (status 126: the credentials failed, 127:
+ * the rest). Async-signal-safe. */
+_Noreturn void pproc_exec_child(int sock, const struct pproc_exec *x);
+
 /* Find (or create, as useradd --system) the protocol process's user, into
  * d->proto_uid/proto_gid: before the guard, whose base chain names it. */
 int pproc_user(struct lyhd *d, char *why, size_t whylen);
@@ -33,6 +48,16 @@ void pproc_stop(struct lyhd *d);
  * serving its messages) until the protocol process sent every flow event
  * queued now. */
 void pproc_sync_flows(struct lyhd *d, unsigned timeout_ms);
+
+/* Every 200 ms (the parent's watchdog tick): a process that was killed, or
+ * whose first thread is gone, and whose exit has not come 2 s later (a
+ * thread of it waits in a FUSE FLUSH, which no signal ends) is left behind
+ * to be reaped when it ends, and the next one starts (at most 8 left behind
+ * at once). */
+void pproc_tick(struct lyhd *d);
+/* Does /proc/PID/stat's text say the process is exiting, or is a zombie
+ * leader waiting for its other threads? Exposed for tests. */
+bool pproc_stat_dying(const char *stat);
 
 /* Is the protocol process up and confined (it said READY)? */
 bool pproc_ready(const struct lyhd *d);

@@ -42,6 +42,7 @@
 
 #include "common/macros.h"
 #include "daemon/log.h"
+#include "daemon/pproc.h"
 #include "daemon/lyhd.h"
 #include "platform/linux/fsutil.h"
 #include "platform/linux/seccomp.h"
@@ -49,6 +50,7 @@
 
 #define SPAWNER_MAGIC 0x4c595350u    /* "LYSP": a plan */
 #define SPAWNER_RM_MAGIC 0x4c595352u /* "LYSR": empty a tmpdir as its user */
+#define SPAWNER_PP_MAGIC 0x4c595351u /* "LYSQ": start the protocol process */
 #define SPAWNER_TIMEOUT_MS 5000
 #define SPAWNER_MAX_STRV 65536u /* entries of one list: far above what Run lets through */
 
@@ -334,6 +336,65 @@ int spawner_decode_rm(const uint8_t *buf, size_t len, uid_t *ret_uid, gid_t *ret
     return 0;
 }
 
+int spawner_encode_pp(const struct pproc_exec *x, int sock, uint8_t *buf, size_t cap,
+                      size_t *ret_len, int *fds, size_t *ret_nfds) {
+    struct enc e = {.p = buf, .cap = cap};
+    size_t n_argv = 0, n_envp = 0;
+
+    if (sock < 0 || !x->argv || !x->argv[0] || !x->envp ||
+        (x->exe_fd < 0 && (!x->path || x->path[0] != '/')))
+        return -EINVAL;
+    while (x->argv[n_argv])
+        n_argv++;
+    while (x->envp[n_envp])
+        n_envp++;
+    put32(&e, SPAWNER_PP_MAGIC);
+    put32(&e, (uint32_t)x->uid);
+    put32(&e, (uint32_t)x->gid);
+    put32(&e, x->exe_fd >= 0 ? 1 : 0);
+    put_strv(&e, (const char *const *)x->argv, n_argv);
+    put_strv(&e, (const char *const *)x->envp, n_envp);
+    put_str(&e, x->exe_fd >= 0 ? "" : x->path);
+    if (e.over)
+        return -ENOBUFS;
+    fds[0] = sock;
+    fds[1] = x->exe_fd;
+    *ret_nfds = x->exe_fd >= 0 ? 2 : 1;
+    *ret_len = e.len;
+    return 0;
+}
+
+int spawner_decode_pp(const uint8_t *buf, size_t len, const int *fds, size_t nfds,
+                      struct pproc_exec *x, int *ret_sock) {
+    struct dec d = {.p = buf, .len = len};
+    size_t n_argv = 0, n_envp = 0;
+
+    memset(x, 0, sizeof(*x));
+    if (get32(&d) != SPAWNER_PP_MAGIC)
+        return -EBADMSG;
+    x->uid = (uid_t)get32(&d);
+    x->gid = (gid_t)get32(&d);
+    uint32_t has_exe = get32(&d);
+    x->argv = (char **)get_strv(&d, &n_argv);
+    x->envp = (char **)get_strv(&d, &n_envp);
+    x->path = get_str(&d);
+    /* never root, an exe fd or an absolute path (not both), the fds it
+     * says, a program name */
+    if (d.bad || d.off != len || x->uid == 0 || x->gid == 0 || has_exe > 1 ||
+        nfds != 1 + has_exe || n_argv == 0 ||
+        (has_exe ? x->path[0] != '\0' : x->path[0] != '/')) {
+        free(x->argv);
+        free(x->envp);
+        memset(x, 0, sizeof(*x));
+        return -EBADMSG;
+    }
+    x->exe_fd = has_exe ? fds[1] : -1;
+    if (has_exe)
+        x->path = NULL;
+    *ret_sock = fds[0];
+    return 0;
+}
+
 /* ---- the spawner's own loop --------------------------------------------------------------- */
 
 /* lyhd takes the answers in order: one lost would make every later one the
@@ -381,6 +442,31 @@ static void remove_tree(int sock, const uint8_t *buf, size_t n, int fl, int *fds
         close(pidfd);
 }
 
+/* Start the protocol process in a child that is lyhd's (CLONE_PARENT), from
+ * this process's fd table, which never holds a client's FUSE file or
+ * lingering socket (pproc.c says why that matters). */
+static void start_protocol(int sock, const uint8_t *buf, size_t n, int fl, int *fds, size_t nfds) {
+    struct pproc_exec x;
+    int psock = -1, pidfd = -1;
+    pid_t pid = -1;
+    int r = (fl & (MSG_TRUNC | MSG_CTRUNC)) ? -EBADMSG
+                                            : spawner_decode_pp(buf, n, fds, nfds, &x, &psock);
+    if (r == 0) {
+        pid = spawn_sibling(&pidfd);
+        if (pid == 0)
+            pproc_exec_child(psock, &x);
+        if (pid < 0)
+            r = errno == ENOSYS || errno == E2BIG || errno == EINVAL ? -ENOSYS : -errno;
+        free(x.argv);
+        free(x.envp);
+    }
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+    reply(sock, r, r == 0 ? pid : -1, &pidfd, r == 0 ? 1 : 0);
+    if (r == 0)
+        close(pidfd);
+}
+
 int spawner_main(int argc, char **argv) {
     int sock;
     uint8_t *buf;
@@ -417,6 +503,10 @@ int spawner_main(int argc, char **argv) {
         if (magic == SPAWNER_RM_MAGIC) {
             remove_tree(sock, buf, (size_t)n, fl, fds, nfds);
             explicit_bzero(buf, (size_t)n);
+            continue;
+        }
+        if (magic == SPAWNER_PP_MAGIC) {
+            start_protocol(sock, buf, (size_t)n, fl, fds, nfds);
             continue;
         }
         struct spawner_storage st;
@@ -775,6 +865,28 @@ static int gated_answer(struct lyhd *d, struct spawn_pending *sp, struct spawn_p
     if (d->spawner)
         d->spawner->begun = false;
     return take_answer(d, p->cgroup_dir_fd, ret_pid, ret_pidfd, ret_status_fd);
+}
+
+int spawner_start_protocol(struct lyhd *d, const struct pproc_exec *x, int sock, pid_t *ret_pid,
+                           int *ret_pidfd) {
+    struct spawner *s;
+    int fds[2];
+    size_t len = 0, nfds = 0;
+
+    spawner_settle(d); /* this answer must be the next one */
+    s = d->spawner;
+    if (!s || s->begun || spawner_encode_pp(x, sock, s->buf, SPAWNER_MAX_BYTES, &len, fds, &nfds) < 0)
+        return -ENOSYS;
+    ssize_t n = unixsock_send_fds(s->sock, s->buf, len, fds, nfds, MSG_DONTWAIT);
+    if (n != (ssize_t)len) {
+        int e = n < 0 ? errno : EIO;
+        if (e != EMSGSIZE && e != ENOBUFS && e != ENOMEM && e != EAGAIN)
+            give_up(d, "did not take the protocol process to start", e);
+        return -ENOSYS;
+    }
+    /* -EIO (given up): it may have made one all the same, which ends at
+     * the end of file of its socket; this start fails, the next forks */
+    return take_answer(d, -1, ret_pid, ret_pidfd, NULL);
 }
 
 int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, pid_t *ret_pid,

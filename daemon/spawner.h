@@ -99,6 +99,25 @@ int spawner_encode_rm(const char *path, uid_t uid, gid_t gid, uint8_t *buf, size
 int spawner_decode_rm(const uint8_t *buf, size_t len, uid_t *ret_uid, gid_t *ret_gid,
                       const char **ret_path);
 
+/* Start the protocol process (pproc.c) as a child of lyhd's made by the
+ * spawner, whose fd table holds no client's fd that a close could hang on:
+ * x's exe_fd and sock (the process's end of its pair) go along. 0 with its
+ * pid and pidfd; -ENOSYS: the spawner cannot now (none, a launch begun, it
+ * failed and was given up, or it cannot make lyhd's children here): nothing
+ * was made, fork from lyhd; other -errno: this start failed. */
+struct pproc_exec;
+int spawner_start_protocol(struct lyhd *d, const struct pproc_exec *x, int sock, pid_t *ret_pid,
+                           int *ret_pidfd);
+/* Its request's codec (exposed for the unit test): 0, -EINVAL/-ENOBUFS
+ * (encode), -EBADMSG (decode: another magic, root's uid or gid, fds that do
+ * not match, neither a binary's fd nor an absolute path, no argv). fds:
+ * sock, then the binary's fd (when x has one). x's strings point into buf;
+ * its argv and envp arrays are the caller's to free. */
+int spawner_encode_pp(const struct pproc_exec *x, int sock, uint8_t *buf, size_t cap,
+                      size_t *ret_len, int *fds, size_t *ret_nfds);
+int spawner_decode_pp(const uint8_t *buf, size_t len, const int *fds, size_t nfds,
+                      struct pproc_exec *x, int *ret_sock);
+
 /* `lyhd --spawner FD`: the spawner's own main. */
 int spawner_main(int argc, char **argv);
 

@@ -482,11 +482,26 @@ t_check "11: no GETATTR of lyhd's waits on the server" \
     test ! -s "$FFLAG.getattr"
 t_check "11: lyhd stopped reading from that user" \
     lyh_wait_until 10 grep -q "not reading from uid $LYH_UID .*still being closed" "$LYH_DAEMON_LOG"
+# Killed while a thread of it waits on that FLUSH, the protocol process does
+# not exit (no signal ends the wait): lyhd leaves it behind, to be reaped when
+# it ends, and starts the next one.
+t_check "11: a thread of the protocol process waits on the FLUSH" \
+    sh -c "grep -qE 'fuse|request_wait_answer' /proc/$pp/task/*/wchan"
+kill -KILL "$pp"
+t_check "11: killed so, it is left behind" \
+    lyh_wait_until 10 grep -q "protocol process $pp did not end .*left behind" "$LYH_DAEMON_LOG"
+another_pp() { local n; n=$(lyh_proto_pid) && [ "$n" != "$pp" ]; }
+t_check "11: ... and a new protocol process runs" lyh_wait_until 10 another_pp
+answers_fast "11: ... which answers others at once"
 # Its server's end aborts the connection: every close that waited ends.
 [ -n "$fuse_pid" ] && kill -KILL "$fuse_pid" 2>/dev/null
 user_answered() { LYH_CMD_TIMEOUT=5 lyh_as_user "$LYH_LYH" --socket "$LYH_SOCK" capabilities >/dev/null 2>&1; }
 t_check "11: once the server is gone, that user is answered again" lyh_wait_until 20 user_answered
 answers_fast "11: and everyone is answered at once"
+t_check "11: the protocol process left behind is reaped once its FLUSH ends" \
+    lyh_wait_until 15 grep -q "protocol process $pp, left behind, has ended" "$LYH_DAEMON_LOG"
+t_check "11: ... and no child of lyhd is a zombie" \
+    sh -c "! ps --ppid $LYH_DAEMON_PID -o stat= | grep -q Z"
 lyh_wait_until 15 sh -c "! kill -0 $fuse_ns 2>/dev/null"
 
 lyh_daemon_stop

@@ -23,7 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/dns_fwd.h"
@@ -185,10 +191,69 @@ static void test_nothing_opens(void **state) {
     assert_non_null(strstr(note, "dns=none"));
 }
 
+/* /proc/PID/stat of a child, read as pproc_tick reads it. */
+static bool child_dying(pid_t pid) {
+    char path[32], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    return pproc_stat_dying(buf);
+}
+
+static void *sleeper(void *arg) {
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* A process whose first thread exited while another lives on (what a
+ * protocol process killed with a thread in a FUSE FLUSH looks like) is
+ * dying; a live one is not; the name, which the process chooses, cannot
+ * make it look either way. */
+static void test_dying_from_proc_stat(void **state) {
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        pthread_t t;
+        /* a name that reads like a zombie's line to a careless parser */
+        (void)prctl(PR_SET_NAME, "x) Z 1 1 1 0 -", 0, 0, 0);
+        if (pthread_create(&t, NULL, sleeper, NULL) != 0)
+            _exit(1);
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        syscall(SYS_exit, 0); /* this thread only */
+    }
+    assert_false(child_dying(pid)); /* both threads live */
+    bool seen = false;
+    for (int i = 0; i < 100 && !seen; i++) { /* bounded: 2 s */
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        seen = child_dying(pid);
+    }
+    kill(pid, SIGKILL);
+    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    assert_true(seen);
+
+    assert_true(pproc_stat_dying("12 (lyhd) Z 1 1 1 0 -1 4194304 0 0"));
+    assert_true(pproc_stat_dying("12 (lyhd) D 1 1 1 0 -1 4194308 0 0")); /* PF_EXITING */
+    assert_false(pproc_stat_dying("12 (lyhd) D 1 1 1 0 -1 4194560 0 0"));
+    assert_false(pproc_stat_dying("12 (a) Z 1 1 1 0 -1 4) S 1 1 1 0 -1 4194560 0"));
+    assert_false(pproc_stat_dying("12 (lyhd) Z"));
+    assert_false(pproc_stat_dying("12 lyhd Z 1 1 1 0 -1 4"));
+    assert_false(pproc_stat_dying(""));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_malformed_ends_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_opens, setup, teardown),
+        cmocka_unit_test(test_dying_from_proc_stat),
     };
     /* The forwarder's sockets only in a namespace of our own: never the host's. */
     if (unshare(CLONE_NEWNET) < 0 || !lo_up()) {

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/pproc.h"
 #include "daemon/spawner.h"
 #include "platform/linux/seccomp.h"
 #include "platform/linux/unixsock.h"
@@ -239,6 +240,67 @@ static void test_remove_request(void **state) {
     assert_int_equal(spawner_encode_rm("/tmp/x", 1, 1, buf, 12, &len), -ENOBUFS);
 }
 
+/* The protocol process's start: round trip (a binary's fd, or a path), and
+ * what the spawner refuses: root, fds that do not match what it says, both
+ * or neither of a binary and an absolute path, anything cut or longer. */
+static void test_protocol_request(void **state) {
+    (void)state;
+    char *argv[] = {"lyhd", "--protocol-process", "3", "999", "998", "1", NULL};
+    char *envp[] = {"TZ=UTC", "LANG=C.UTF-8", NULL};
+    struct pproc_exec x = {.uid = 999, .gid = 998, .exe_fd = 9, .argv = argv, .envp = envp}, y;
+    int fds[2], sock = -1;
+    size_t len, nfds;
+
+    assert_int_equal(spawner_encode_pp(&x, 7, buf, sizeof(buf), &len, fds, &nfds), 0);
+    assert_true(nfds == 2 && fds[0] == 7 && fds[1] == 9);
+    assert_int_equal(spawner_decode_pp(buf, len, fds, nfds, &y, &sock), 0);
+    assert_true(sock == 7 && y.exe_fd == 9 && y.uid == 999 && y.gid == 998 && !y.path);
+    for (int i = 0; argv[i]; i++)
+        assert_string_equal(y.argv[i], argv[i]);
+    assert_null(y.argv[6]);
+    assert_string_equal(y.envp[1], "LANG=C.UTF-8");
+    assert_null(y.envp[2]);
+    free(y.argv);
+    free(y.envp);
+    /* the binary's fd missing, or one fd more */
+    assert_int_equal(spawner_decode_pp(buf, len, fds, 1, &y, &sock), -EBADMSG);
+    int three[3] = {7, 9, 11};
+    assert_int_equal(spawner_decode_pp(buf, len, three, 3, &y, &sock), -EBADMSG);
+    /* cut anywhere, or one byte more */
+    for (size_t n = 0; n < len; n++)
+        assert_int_equal(spawner_decode_pp(buf, n, fds, nfds, &y, &sock), -EBADMSG);
+    buf[len] = 0;
+    assert_int_equal(spawner_decode_pp(buf, len + 1, fds, nfds, &y, &sock), -EBADMSG);
+    /* another request's magic */
+    buf[0] ^= 2;
+    assert_int_equal(spawner_decode_pp(buf, len, fds, nfds, &y, &sock), -EBADMSG);
+    buf[0] ^= 2;
+    /* root */
+    x.uid = 0;
+    assert_int_equal(spawner_encode_pp(&x, 7, buf, sizeof(buf), &len, fds, &nfds), 0);
+    assert_int_equal(spawner_decode_pp(buf, len, fds, nfds, &y, &sock), -EBADMSG);
+    x.uid = 999;
+    /* a path instead of the binary's fd: absolute only */
+    x.exe_fd = -1;
+    x.path = "/usr/libexec/evil";
+    assert_int_equal(spawner_encode_pp(&x, 7, buf, sizeof(buf), &len, fds, &nfds), 0);
+    assert_int_equal(nfds, 1);
+    assert_int_equal(spawner_decode_pp(buf, len, fds, nfds, &y, &sock), 0);
+    assert_string_equal(y.path, "/usr/libexec/evil");
+    assert_int_equal(y.exe_fd, -1);
+    free(y.argv);
+    free(y.envp);
+    buf[len - 2 - strlen("usr/libexec/evil")] = 'x'; /* "xusr/libexec/evil" */
+    assert_int_equal(spawner_decode_pp(buf, len, fds, nfds, &y, &sock), -EBADMSG);
+    x.path = "evil";
+    assert_int_equal(spawner_encode_pp(&x, 7, buf, sizeof(buf), &len, fds, &nfds), -EINVAL);
+    x.path = "/e";
+    assert_int_equal(spawner_encode_pp(&x, 7, buf, 20, &len, fds, &nfds), -ENOBUFS);
+    /* no program name */
+    argv[0] = NULL;
+    assert_int_equal(spawner_encode_pp(&x, 7, buf, sizeof(buf), &len, fds, &nfds), -EINVAL);
+}
+
 /* The gate itself (platform/linux/spawn.c), over a socketpair: the go with
  * its one fd, and what stops a child instead. */
 static void test_gate(void **state) {
@@ -289,6 +351,7 @@ int main(void) {
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_gated),
         cmocka_unit_test(test_remove_request),
+        cmocka_unit_test(test_protocol_request),
         cmocka_unit_test(test_gate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
