@@ -317,19 +317,25 @@ static int conn_msg(const uint8_t *buf, size_t len, uint16_t *type, uint64_t *id
 /* The held message is let go unread (its process died, or is being ended):
  * its fds to the closer; a connection it was a request or refusal of is cut,
  * as drain_dead does for what was never read. */
+/* Nothing held any more (its fds taken by whoever acted on them); the bytes
+ * wiped: a Run's argv and environment. */
+static void clear_held(struct pproc *p) {
+    p->awaiting = false;
+    p->held_nfds = 0;
+    explicit_bzero(p->held, p->held_len);
+    p->held_len = 0;
+}
+
 static void drop_held(struct lyhd *d) {
     struct pproc *p = d->pproc;
 
     if (!p->awaiting)
         return;
-    p->awaiting = false;
     pproc_drop_fds(d, p->held_fds, p->held_nfds);
-    p->held_nfds = 0;
     if (p->held_len && (p->held_type == PMSG_REQUEST || p->held_type == PMSG_REFUSE) &&
         d->server)
         server_conn_cut(d->server, p->held_id);
-    explicit_bzero(p->held, p->held_len);
-    p->held_len = 0;
+    clear_held(p);
 }
 
 /* Why the hold: the protocol process closes its copy of each fd it sends
@@ -353,13 +359,10 @@ int pproc_take(struct lyhd *d, int r, const uint8_t *buf, size_t len, int *fds, 
             pproc_drop_fds(d, fds, nfds);
             return -EBADMSG;
         }
-        p->awaiting = false;
-        if (!p->held_len)
-            return 0;
-        int rr = pproc_dispatch(d, p->held, p->held_len, p->held_fds, p->held_nfds);
-        p->held_nfds = 0;
-        explicit_bzero(p->held, p->held_len); /* a Run's argv and environment */
-        p->held_len = 0;
+        p->awaiting = false; /* the fds are pproc_dispatch's now, whatever it does */
+        int rr = p->held_len ? pproc_dispatch(d, p->held, p->held_len, p->held_fds, p->held_nfds)
+                             : 0;
+        clear_held(p);
         return rr;
     }
     if (r == -EMFILE) { /* its fds were lost here: told now, FDS_CLOSED follows */
@@ -386,20 +389,39 @@ int pproc_take(struct lyhd *d, int r, const uint8_t *buf, size_t len, int *fds, 
     return 0;
 }
 
+/* Receive one datagram and take it (pproc_take): pmsg_recv's result, and
+ * *bad when what came makes no sense (the caller ends the process). What
+ * came with a datagram that could not be received is dropped. */
+static int recv_take(struct lyhd *d, bool *bad) {
+    struct pproc *p = d->pproc;
+    static uint8_t buf[PMSG_MAX_BYTES];
+    int fds[PMSG_RECV_FDS];
+    size_t len = 0, nfds = 0;
+    int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
+
+    *bad = false;
+    if (r < 0) {
+        pproc_drop_fds(d, fds, nfds);
+        nfds = 0;
+    }
+    if (r == -EAGAIN || r == -EPIPE || r == -ECONNRESET)
+        return r;
+    *bad = (r < 0 && r != -EMFILE) || pproc_take(d, r, buf, len, fds, nfds) < 0;
+    /* a REQUEST piece is a client's argv and environment (a Run's): not
+     * left in lyhd's memory, which a fallback remover forks a copy of */
+    if (r == 0 || r == -EMFILE)
+        explicit_bzero(buf, len);
+    return r;
+}
+
 static void on_sock(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     struct lyhd *d = arg;
     struct pproc *p = d->pproc;
-    static uint8_t buf[PMSG_MAX_BYTES];
 
     for (int i = 0; i < 64 && p->sock >= 0; i++) {
-        int fds[PMSG_RECV_FDS];
-        size_t len, nfds = 0;
-        int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
-        if (r < 0) {
-            pproc_drop_fds(d, fds, nfds); /* what came with a message it could not send */
-            nfds = 0;
-        }
+        bool bad;
+        int r = recv_take(d, &bad);
         if (r == -EAGAIN)
             return;
         if (r == -EPIPE || r == -ECONNRESET) {
@@ -410,11 +432,6 @@ static void on_sock(evutil_socket_t fd, short what, void *arg) {
             event_del(p->ev_sock);
             return;
         }
-        bool bad = (r < 0 && r != -EMFILE) || pproc_take(d, r, buf, len, fds, nfds) < 0;
-        /* a REQUEST piece is a client's argv and environment (a Run's):
-         * not left in lyhd's memory, which a fallback remover forks a copy of */
-        if (r == 0 || r == -EMFILE)
-            explicit_bzero(buf, len);
         if (bad) {
             end_process(d, "it sent a message that makes no sense");
             event_del(p->ev_sock);
@@ -866,30 +883,22 @@ int pproc_start(struct lyhd *d, char *why, size_t whylen) {
 
 void pproc_sync_flows(struct lyhd *d, unsigned timeout_ms) {
     struct pproc *p = d->pproc;
-    static uint8_t buf[PMSG_MAX_BYTES];
     uint32_t id = audit_flows_sync(d);
     uint64_t end = lyhd_mono_ms() + timeout_ms;
 
     while (p && id && !audit_flows_synced_since(d, id) && p->sock >= 0 && !p->ending) {
         uint64_t now = lyhd_mono_ms();
         struct pollfd pfd = {.fd = p->sock, .events = POLLIN};
-        int fds[PMSG_RECV_FDS];
-        size_t len, nfds = 0;
+        bool bad;
         if (now >= end || poll(&pfd, 1, (int)(end - now)) <= 0)
             break;
-        int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
-        if (r < 0) {
-            pproc_drop_fds(d, fds, nfds);
-            nfds = 0;
-        }
+        int r = recv_take(d, &bad);
         if (r == -EAGAIN)
             continue;
-        bool bad = (r < 0 && r != -EMFILE) || pproc_take(d, r, buf, len, fds, nfds) < 0;
-        if (r == 0 || r == -EMFILE)
-            explicit_bzero(buf, len);
+        if (r == -EPIPE || r == -ECONNRESET)
+            break;
         if (bad) {
-            if (r != -EPIPE && r != -ECONNRESET)
-                end_process(d, "it sent a message that makes no sense");
+            end_process(d, "it sent a message that makes no sense");
             break;
         }
     }
@@ -910,6 +919,17 @@ int pproc_attach_for_test(struct lyhd *d, int sock) {
 
 void pproc_drain_for_test(struct lyhd *d) { drain_dead(d); }
 
+/* Reap pid, waiting at most ms (at shutdown only: it sleeps). */
+static bool reaped_within(pid_t pid, unsigned ms) {
+    for (unsigned waited = 0;; waited += 50) {
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return true;
+        if (waited >= ms)
+            return false;
+        usleep(50 * 1000);
+    }
+}
+
 void pproc_stop(struct lyhd *d) {
     struct pproc *p = d->pproc;
     if (!p)
@@ -920,23 +940,12 @@ void pproc_stop(struct lyhd *d) {
         /* end of file: it exits (the fd itself is closed by the closer
          * below: fds it sent that were never read go with it) */
         (void)shutdown(p->sock, SHUT_RDWR);
-        bool gone = false;
-        for (int i = 0; i < 20 && !gone; i++) {
-            gone = waitpid(pid, NULL, WNOHANG) == pid;
-            if (!gone)
-                usleep(50 * 1000);
-        }
-        if (!gone) {
+        if (!reaped_within(pid, 1000)) {
             if (pidfd >= 0)
                 (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
             /* bounded: a thread of it in a FUSE FLUSH ends only when that
              * server answers (its closer; security-model.md) */
-            for (int i = 0; i < 40 && !gone; i++) {
-                gone = waitpid(pid, NULL, WNOHANG) == pid;
-                if (!gone)
-                    usleep(50 * 1000);
-            }
-            if (!gone)
+            if (!reaped_within(pid, 2000))
                 log_warn("the protocol process (pid %d) did not end; left behind", pid);
         }
         CLOSE_FD(pidfd);
