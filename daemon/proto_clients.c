@@ -867,13 +867,21 @@ static struct pconn *pconn_new(struct proto *p, uint64_t id, int fd) {
 /* ---- accepting ---------------------------------------------------------------------- */
 
 /* Out of fds: the reserve (a spare fd kept for this) is let go so that the
- * waiting client can be accepted and closed at once (it sees the end of
- * the stream, not a hang), and accepting stops until a connection closes. */
+ * waiting client can be accepted and closed (it sees the end of the
+ * stream, not a hang), and accepting stops until a connection closes. The
+ * close is on the closer, under the client's uid: the client may have sent
+ * fds before it was accepted, and that close is their last reference (a
+ * lingering TCP socket's waits). */
 static void out_of_fds(struct proto *p, int lfd) {
     CLOSE_FD(p->reserve_fd);
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd >= 0)
-        close(fd); /* nothing was read from it: an empty socket */
+    if (fd >= 0) {
+        struct ucred cred = {.uid = (uid_t)-1};
+        socklen_t len = sizeof(cred);
+        (void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+        closer_queue(p->closer, cred.uid, fd);
+        closes_watch(p);
+    }
     p->reserve_fd = dup(p->sock);
     if (!p->accept_paused) {
         log_warn("out of file descriptors; not accepting until a connection closes");
