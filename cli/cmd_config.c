@@ -113,15 +113,19 @@ int cli_config_ctx(struct cfg_ctx *ctx, struct cfg_ctx_buf *buf, const char *cwd
                              .env_xdg = getenv("XDG_CONFIG_HOME"),
                              .stat_fn = stat};
 
+    /* $HOME first: the passwd lookup (NSS: nsswitch.conf, nscd's socket,
+     * /etc/passwd, maybe a module to load) is on every `lyh run`'s path, and
+     * only needed when $HOME is unset or not the caller's own directory. */
+    cfg_pick_home(&in, &h);
     /* The real uid: whose files these are. lyh is not set-uid, so it is also
      * the effective uid, the one lyhd reads from SO_PEERCRED and whose passwd
      * home it gives the sandbox. */
-    if (getpwuid_r(in.uid, &pw, pwbuf, sizeof(pwbuf), &pwres) == 0 && pwres &&
+    if (!h.home && getpwuid_r(in.uid, &pw, pwbuf, sizeof(pwbuf), &pwres) == 0 && pwres &&
         strlen(pw.pw_dir) < sizeof(buf->pw_home)) {
         memcpy(buf->pw_home, pw.pw_dir, strlen(pw.pw_dir) + 1);
         in.pw_home = buf->pw_home;
+        cfg_pick_home(&in, &h);
     }
-    cfg_pick_home(&in, &h);
     home_note(&in, &h);
     *ctx = (struct cfg_ctx){.home = h.home, .xdg_config_home = h.xdg_config_home, .note = stderr};
     if (cwd_override) {
