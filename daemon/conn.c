@@ -114,6 +114,11 @@ static int tell(struct conn *c, uint16_t type, const struct pmsg_conn *m) {
     return r < 0 ? r : pproc_send(c->d, buf, len, NULL, 0);
 }
 
+void conn_shutdown(struct conn *c) {
+    if (c->fd >= 0)
+        (void)shutdown(c->fd, SHUT_RDWR);
+}
+
 void conn_release(struct conn *c) {
     if (c->released)
         return;

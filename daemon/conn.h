@@ -77,6 +77,9 @@ void conn_close(struct conn *c, const char *why);
  * told, the memory freed later. After conn_close, or instead of it when the
  * calls are gone already. */
 void conn_release(struct conn *c);
+/* shutdown(SHUT_RDWR) of its socket: its client sees the end whoever else
+ * holds a copy (a protocol process left behind). */
+void conn_shutdown(struct conn *c);
 /* Queue one response frame. -EMSGSIZE if it cannot be framed; -ENOBUFS when the
  * client does not read and the output limit is reached (the connection is then
  * closed). */

@@ -52,6 +52,7 @@
 #define PPROC_SNDBUF         (1 << 20)
 #define PPROC_DYING_MS       2000 /* killed, or its first thread gone, this long: left behind */
 #define PPROC_LEFT_MAX       8    /* processes left behind at once; then no new one starts */
+#define PPROC_READY_MS       10000 /* a start that has not said READY by then is ended */
 
 extern char **environ;
 
@@ -79,6 +80,7 @@ struct pproc {
     int pidfd;
     struct event *ev_sock, *ev_exit, *ev_restart;
     bool ready;
+    bool said_ready; /* READY came (ready also falls when a send fails) */
     bool ending; /* SIGKILL sent: nothing it says counts any more */
     uint64_t started_ms;
     unsigned backoff_ms;
@@ -107,6 +109,7 @@ struct pproc {
 };
 
 static int spawn(struct lyhd *d);
+static bool reaped_within(pid_t pid, unsigned ms);
 
 bool pproc_ready(const struct lyhd *d) { return d->pproc && d->pproc->ready && d->pproc->sock >= 0; }
 
@@ -230,7 +233,7 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, int *fds, siz
         struct pmsg_ready m;
         if (ready || !d->pproc || pmsg_decode_ready(pl, pl_len, &m) < 0)
             return -EBADMSG;
-        d->pproc->ready = true;
+        d->pproc->ready = d->pproc->said_ready = true;
         log_info("protocol process %d ready (uid %u)", d->pproc->pid, (unsigned)d->pproc->uid);
         if ((r = dns_fwd_send_policy(d)) < 0) {
             /* never a relay without the admin's deny list: a new process */
@@ -489,11 +492,15 @@ static void drain_dead(struct lyhd *d) {
         const uint8_t *pl;
         struct pmsg_conn m;
         int r = pmsg_recv(p->sock, buf, sizeof(buf), &len, fds, &nfds);
+        bool head = pmsg_header(buf, len, &type, &pl, &pl_len) == 0;
+        /* a client it accepted and told of, never adopted: a process left
+         * behind still holds its socket, so the client would wait for it */
+        if (r == 0 && head && type == PMSG_CONN_OPEN && nfds == 1)
+            server_shutdown_ours(d->server, fds[0]);
         pproc_drop_fds(d, fds, nfds);
         if (r < 0 && r != -EMFILE && r != -EBADMSG)
             return; /* all read (-EAGAIN), or the end */
-        if (pmsg_header(buf, len, &type, &pl, &pl_len) == 0 &&
-            (type == PMSG_REQUEST || type == PMSG_REFUSE || type == PMSG_MIDFRAME) &&
+        if (head && (type == PMSG_REQUEST || type == PMSG_REFUSE || type == PMSG_MIDFRAME) &&
             pmsg_decode_conn(type, pl, pl_len, &m) == 0)
             server_conn_cut(d->server, m.id);
     }
@@ -555,15 +562,24 @@ static void on_exit_event(evutil_socket_t fd, short what, void *arg) {
 }
 
 bool pproc_stat_dying(const char *stat) {
-    /* "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ...": COMM is
-     * the process's to choose, ')' included, so the last ')' ends it */
+    /* "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ... SIGNAL ...":
+     * COMM is the process's to choose, ')' included, so the last ')' ends
+     * it; FLAGS is field 9, SIGNAL (its first thread's pending signals, 31
+     * bits) field 31 */
     const char *s = strrchr(stat, ')');
     char state = 0;
-    unsigned long flags = 0;
+    unsigned long flags = 0, pending = 0;
 
-    if (!s || sscanf(s + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+    if (!s || sscanf(s + 1,
+                     " %c %*s %*s %*s %*s %*s %lu %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                     "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %lu",
+                     &state, &flags, &pending) != 3)
         return false;
-    return state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */);
+    /* a zombie leader (its other threads live on), an exiting one, or one
+     * with SIGKILL pending (its first thread waits where no signal reaches
+     * it: the kill took, the exit has not begun) */
+    return state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */) ||
+           (pending & (1ul << (SIGKILL - 1)));
 }
 
 /* Is the process on its way out: its first thread exited and waits for the
@@ -624,6 +640,8 @@ static bool leave_behind(struct lyhd *d) {
         if (l->ev)
             event_free(l->ev);
         l->ev = NULL;
+        log_error("protocol process %d does not end, and cannot be left behind: out of memory",
+                  p->pid);
         return false;
     }
     l->pid = p->pid;
@@ -643,11 +661,21 @@ void pproc_tick(struct lyhd *d) {
 
     if (!p || p->pid <= 0 || p->pidfd < 0)
         return;
-    /* killed by us: each tick; else its own death shows in /proc once a second */
-    if (!p->ending && p->ticks++ % 5 != 0)
+    /* Exited: its exit event has it (it runs on this loop pass or the next). */
+    struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
+    if (poll(&pfd, 1, 0) > 0)
         return;
-    if (!p->dying_since_ms && dying(p->pid))
+    /* A start that never said READY: a child that waits in its exec (a fork
+     * of lyhd's closing a FUSE file) or in its set-up. Ended, then left
+     * behind like any other that does not exit. */
+    if (!p->said_ready && !p->ending && now - p->started_ms >= PPROC_READY_MS)
+        end_process(d, "it did not say it was ready in time");
+    /* The 2 s run from our SIGKILL; else its own death shows in /proc (looked
+     * at once a second) */
+    if (!p->dying_since_ms && p->ticks++ % 5 == 0 && dying(p->pid)) {
         p->dying_since_ms = now;
+        p->ready = false; /* its loop is gone: nothing more is sent to it */
+    }
     if (p->dying_since_ms && now - p->dying_since_ms >= PPROC_DYING_MS)
         (void)leave_behind(d);
 }
@@ -740,7 +768,7 @@ static int spawn(struct lyhd *d) {
     p->sock = sv[0];
     p->q_bound = 0; /* a new socket: empty */
     p->pid = pid;
-    p->ending = false;
+    p->ending = p->said_ready = false;
     p->dying_since_ms = 0;
     p->pidfd = pidfd;
     p->started_ms = lyhd_mono_ms();
@@ -748,8 +776,11 @@ static int spawn(struct lyhd *d) {
     p->ev_exit = p->pidfd >= 0 ? event_new(d->base, p->pidfd, EV_READ, on_exit_event, d) : NULL;
     if (!p->ev_sock || !p->ev_exit || event_add(p->ev_sock, NULL) < 0 ||
         event_add(p->ev_exit, NULL) < 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+        kill(pid, SIGKILL); /* our unreaped child: its pid names no other */
+        /* bounded: one that waits in its exec's close of a FUSE file stays
+         * a child of lyhd's, unreaped, until lyhd ends (logged) */
+        if (!reaped_within(pid, 100))
+            log_warn("protocol process %d did not end; left behind, unwatched", pid);
         close_process(d, p);
         return -ENOMEM;
     }

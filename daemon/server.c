@@ -448,6 +448,11 @@ void server_conn_cut(struct server *s, uint64_t id) {
         conn_set_midframe(c, true);
 }
 
+void server_shutdown_ours(struct server *s, int fd) {
+    if (s && ours(s, fd) == 1)
+        (void)shutdown(fd, SHUT_RDWR);
+}
+
 void server_protocol_gone(struct server *s) {
     if (!s)
         return;
@@ -457,10 +462,16 @@ void server_protocol_gone(struct server *s) {
         if (i >= s->n_slots)
             continue;
         struct conn *c = s->slots[i].conn;
-        if (conn_is_dead(c))
+        /* A process left behind (pproc_tick) still holds its copies: the
+         * client of a connection that ends here must see the end all the
+         * same (shutdown acts on the socket, not on lyhd's fd). */
+        if (conn_is_dead(c)) {
+            conn_shutdown(c);
             conn_release(c); /* its CONN_GONE will not come */
-        else if (conn_has_partial(c)) /* released at once: no process to tell */
+        } else if (conn_has_partial(c)) { /* released at once: no process to tell */
+            conn_shutdown(c);
             conn_close(c, "the protocol process died in the middle of a frame");
+        }
     }
 }
 

@@ -36,6 +36,10 @@ int server_protocol_ready(struct server *s);
 /* The protocol process died: the connections it may have left mid-frame
  * close, the others wait for the next one. */
 void server_protocol_gone(struct server *s);
+/* shutdown(SHUT_RDWR) fd if it is a connection accepted on our listener
+ * (else nothing): its client sees the end though another process (one left
+ * behind, pproc.c) holds a copy. */
+void server_shutdown_ours(struct server *s, int fd);
 /* A message about connection id was lost with a protocol process that died
  * (drain_dead, pproc.c): that connection is closed rather than handed over. */
 void server_conn_cut(struct server *s, uint64_t id);

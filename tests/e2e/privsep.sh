@@ -379,4 +379,28 @@ else
 fi
 lyh_daemon_stop
 lyh_daemon_check_log
+
+# ---- 9. a protocol process that never says READY is ended, and the next one serves -----------
+# The program lyhd runs as its protocol process: lyhd itself, but for its
+# second start, which only sleeps (as a start stuck in its exec or set-up
+# would: pproc_tick's READY deadline). The restart comes from the spawner.
+cat >"$EVIL/mute.sh" <<EOS
+#!/bin/sh
+n=\$(cat "$EVIL/state/mute.n" 2>/dev/null || echo 0)
+echo \$((n + 1)) >"$EVIL/state/mute.n"
+[ "\$n" = 1 ] && exec sleep 60
+exec "$EVIL/lyhd" "\$@"
+EOS
+chmod 0755 "$EVIL/mute.sh"
+rm -f "$EVIL/state/mute.n"
+lyh_daemon_start --protocol-exe "$EVIL/mute.sh" || lyh_die "lyhd with mute.sh does not start"
+PP=$(lyh_proto_pid)
+kill -KILL "$PP"
+t_check "9: a start that never says READY is ended after 10 s" \
+    lyh_daemon_log_has "did not say it was ready in time" 25
+t_check "9: ... and the next one serves" \
+    lyh_wait_until 15 eval '"$LYH_LYH" --socket "$LYH_SOCK" capabilities >/dev/null 2>&1'
+t_eq "9: ... three starts in all (the first, the mute one, the next)" "$(cat "$EVIL/state/mute.n" 2>/dev/null)" 3
+lyh_daemon_stop
+lyh_daemon_check_log
 t_done

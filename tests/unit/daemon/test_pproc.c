@@ -204,6 +204,17 @@ static bool child_dying(pid_t pid) {
     return pproc_stat_dying(buf);
 }
 
+/* A /proc/PID/stat line (52 fields) with the given name, state, flags and
+ * pending signals. */
+static const char *stat_line(char *buf, size_t len, const char *comm, char state,
+                             unsigned long flags, unsigned long pending) {
+    snprintf(buf, len,
+             "12 (%s) %c 1 1 1 0 -1 %lu 0 0 0 0 0 0 0 0 20 0 1 0 100 1000 10 "
+             "18446744073709551615 1 1 0 0 0 %lu 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0",
+             comm, state, flags, pending);
+    return buf;
+}
+
 static void *sleeper(void *arg) {
     (void)arg;
     for (;;)
@@ -240,11 +251,18 @@ static void test_dying_from_proc_stat(void **state) {
     assert_int_equal(waitpid(pid, NULL, 0), pid);
     assert_true(seen);
 
-    assert_true(pproc_stat_dying("12 (lyhd) Z 1 1 1 0 -1 4194304 0 0"));
-    assert_true(pproc_stat_dying("12 (lyhd) D 1 1 1 0 -1 4194308 0 0")); /* PF_EXITING */
-    assert_false(pproc_stat_dying("12 (lyhd) D 1 1 1 0 -1 4194560 0 0"));
-    assert_false(pproc_stat_dying("12 (a) Z 1 1 1 0 -1 4) S 1 1 1 0 -1 4194560 0"));
-    assert_false(pproc_stat_dying("12 (lyhd) Z"));
+    char l[512];
+    assert_true(pproc_stat_dying(stat_line(l, sizeof(l), "lyhd", 'Z', 4194304, 0)));
+    assert_true(pproc_stat_dying(stat_line(l, sizeof(l), "lyhd", 'D', 4194308, 0))); /* PF_EXITING */
+    assert_false(pproc_stat_dying(stat_line(l, sizeof(l), "lyhd", 'D', 4194560, 0)));
+    assert_false(pproc_stat_dying(stat_line(l, sizeof(l), "lyhd", 'S', 4194560, 1ul << 14)));
+    /* SIGKILL pending: its first thread waits where no signal reaches it */
+    assert_true(pproc_stat_dying(stat_line(l, sizeof(l), "lyhd", 'D', 4194560, 1ul << 8)));
+    /* a name that holds a whole dying line, then a live one */
+    char name[300];
+    stat_line(name, sizeof(name), "a", 'Z', 4, 256);
+    assert_false(pproc_stat_dying(stat_line(l, sizeof(l), name, 'S', 4194560, 0)));
+    assert_false(pproc_stat_dying("12 (lyhd) Z 1 1 1 0 -1 4194304 0 0"));   /* cut short */
     assert_false(pproc_stat_dying("12 lyhd Z 1 1 1 0 -1 4"));
     assert_false(pproc_stat_dying(""));
 }
