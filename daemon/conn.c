@@ -114,7 +114,9 @@ static int tell(struct conn *c, uint16_t type, const struct pmsg_conn *m) {
     return r < 0 ? r : pproc_send(c->d, buf, len, NULL, 0);
 }
 
-void conn_shutdown(struct conn *c) {
+/* shutdown(SHUT_RDWR) of its socket: its client sees the end whoever else
+ * holds a copy. */
+static void conn_shutdown(struct conn *c) {
     if (c->fd >= 0)
         (void)shutdown(c->fd, SHUT_RDWR);
 }
@@ -123,6 +125,9 @@ void conn_release(struct conn *c) {
     if (c->released)
         return;
     c->released = true;
+    /* its client sees the end whoever else holds a copy (a protocol process
+     * left behind); harmless where the process closed its own already */
+    conn_shutdown(c);
     c->dead = true;
     c->inflight = 0;
     /* Off the loop: fds still in flight in its queue go with the socket's

@@ -73,13 +73,11 @@ int conn_new(struct lyhd *d, uint64_t id, int fd, const struct ucred *peer, stru
  * that happens now). Safe to call from inside the connection's own
  * callbacks (freeing is deferred). */
 void conn_close(struct conn *c, const char *why);
-/* The end: our duplicate of the socket closed off the loop, the server
- * told, the memory freed later. After conn_close, or instead of it when the
- * calls are gone already. */
+/* The end: the socket shut down (its client sees the end whoever else
+ * holds a copy: a protocol process left behind), our duplicate closed off
+ * the loop, the server told, the memory freed later. After conn_close, or
+ * instead of it when the calls are gone already. */
 void conn_release(struct conn *c);
-/* shutdown(SHUT_RDWR) of its socket: its client sees the end whoever else
- * holds a copy (a protocol process left behind). */
-void conn_shutdown(struct conn *c);
 /* Queue one response frame. -EMSGSIZE if it cannot be framed; -ENOBUFS when the
  * client does not read and the output limit is reached (the connection is then
  * closed). */

@@ -52,7 +52,7 @@
 #define PPROC_SNDBUF         (1 << 20)
 #define PPROC_DYING_MS       2000 /* killed, or its first thread gone, this long: left behind */
 #define PPROC_LEFT_MAX       8    /* processes left behind at once; then no new one starts */
-#define PPROC_READY_MS       10000 /* a start that has not said READY by then is ended */
+#define PPROC_READY_MS       30000 /* a start that has not said READY by then is ended */
 
 extern char **environ;
 
@@ -231,7 +231,10 @@ int pproc_dispatch(struct lyhd *d, const uint8_t *buf, size_t len, int *fds, siz
     switch (type) {
     case PMSG_READY: {
         struct pmsg_ready m;
-        if (ready || !d->pproc || pmsg_decode_ready(pl, pl_len, &m) < 0)
+        /* once per process: not again after ready fell (a failed send, a
+         * process seen dying) */
+        if (ready || !d->pproc || d->pproc->said_ready || d->pproc->dying_since_ms ||
+            pmsg_decode_ready(pl, pl_len, &m) < 0)
             return -EBADMSG;
         d->pproc->ready = d->pproc->said_ready = true;
         log_info("protocol process %d ready (uid %u)", d->pproc->pid, (unsigned)d->pproc->uid);
@@ -334,6 +337,10 @@ static void drop_held(struct lyhd *d) {
 
     if (!p->awaiting)
         return;
+    /* a client it announced, never adopted: its socket may live on in a
+     * process left behind */
+    if (p->held_len && p->held_type == PMSG_CONN_OPEN && p->held_nfds == 1)
+        server_shutdown_ours(d->server, p->held_fds[0]);
     pproc_drop_fds(d, p->held_fds, p->held_nfds);
     if (p->held_len && (p->held_type == PMSG_REQUEST || p->held_type == PMSG_REFUSE) &&
         d->server)
@@ -640,8 +647,11 @@ static bool leave_behind(struct lyhd *d) {
         if (l->ev)
             event_free(l->ev);
         l->ev = NULL;
-        log_error("protocol process %d does not end, and cannot be left behind: out of memory",
-                  p->pid);
+        if (!p->left_full_told)
+            log_error("protocol process %d does not end, and cannot be left behind: out of "
+                      "memory",
+                      p->pid);
+        p->left_full_told = true;
         return false;
     }
     l->pid = p->pid;
@@ -674,7 +684,12 @@ void pproc_tick(struct lyhd *d) {
      * at once a second) */
     if (!p->dying_since_ms && p->ticks++ % 5 == 0 && dying(p->pid)) {
         p->dying_since_ms = now;
-        p->ready = false; /* its loop is gone: nothing more is sent to it */
+        /* its loop is gone: nothing more is sent to it, and what it sent
+         * and the parent has not read is taken as a dead one's (drain_dead),
+         * never acted on */
+        p->ready = false;
+        if (p->ev_sock)
+            event_del(p->ev_sock);
     }
     if (p->dying_since_ms && now - p->dying_since_ms >= PPROC_DYING_MS)
         (void)leave_behind(d);
@@ -950,7 +965,8 @@ int pproc_attach_for_test(struct lyhd *d, int sock) {
 
 void pproc_drain_for_test(struct lyhd *d) { drain_dead(d); }
 
-/* Reap pid, waiting at most ms (at shutdown only: it sleeps). */
+/* Reap pid, waiting at most ms (it sleeps: at shutdown, and 100 ms on the
+ * loop when a start fails after its child exists). */
 static bool reaped_within(pid_t pid, unsigned ms) {
     for (unsigned waited = 0;; waited += 50) {
         if (waitpid(pid, NULL, WNOHANG) == pid)

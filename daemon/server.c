@@ -462,16 +462,12 @@ void server_protocol_gone(struct server *s) {
         if (i >= s->n_slots)
             continue;
         struct conn *c = s->slots[i].conn;
-        /* A process left behind (pproc_tick) still holds its copies: the
-         * client of a connection that ends here must see the end all the
-         * same (shutdown acts on the socket, not on lyhd's fd). */
-        if (conn_is_dead(c)) {
-            conn_shutdown(c);
+        /* (a process left behind still holds its copies: conn_release shuts
+         * the socket down, so these clients see the end all the same) */
+        if (conn_is_dead(c))
             conn_release(c); /* its CONN_GONE will not come */
-        } else if (conn_has_partial(c)) { /* released at once: no process to tell */
-            conn_shutdown(c);
+        else if (conn_has_partial(c)) /* released at once: no process to tell */
             conn_close(c, "the protocol process died in the middle of a frame");
-        }
     }
 }
 
