@@ -125,9 +125,12 @@ void conn_release(struct conn *c) {
     if (c->released)
         return;
     c->released = true;
-    /* its client sees the end whoever else holds a copy (a protocol process
-     * left behind); harmless where the process closed its own already */
-    conn_shutdown(c);
+    /* With no protocol process ready, none will write what this connection
+     * was handed or close its copy (a process left behind still holds one):
+     * its client sees the end all the same. With one ready, not: a refusal
+     * handed over (CONN_CLOSE at lyhd's shutdown) is still to be written. */
+    if (!pproc_ready(c->d))
+        conn_shutdown(c);
     c->dead = true;
     c->inflight = 0;
     /* Off the loop: fds still in flight in its queue go with the socket's

@@ -462,8 +462,9 @@ void server_protocol_gone(struct server *s) {
         if (i >= s->n_slots)
             continue;
         struct conn *c = s->slots[i].conn;
-        /* (a process left behind still holds its copies: conn_release shuts
-         * the socket down, so these clients see the end all the same) */
+        /* (a process left behind still holds its copies: with no process
+         * ready conn_release shuts the socket down, so these clients see the
+         * end all the same) */
         if (conn_is_dead(c))
             conn_release(c); /* its CONN_GONE will not come */
         else if (conn_has_partial(c)) /* released at once: no process to tell */
