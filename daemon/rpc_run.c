@@ -372,18 +372,13 @@ static int lookup_home(struct rpc_call *call, uid_t uid, struct run_prep *p) {
     return 0;
 }
 
-/* The session's private /tmp, /var/tmp and /dev/shm (spawn.h private_tmp):
- * the subdirectories of its tmpdir bound over them. */
-static const char *const private_tmp_subs[] = {"tmp", "var-tmp", "shm"};
-static const char *const private_tmp_roots[] = {"/tmp", "/var/tmp", "/dev/shm"};
-
-/* 2 when path is one of the private roots itself, 1 when it lies below one,
+/* 2 when path is one of the private roots (spawn.h spawn_tmp_roots) itself, 1 when it lies below one,
  * 0 otherwise. On the path as given (the agent will use it as given): a path
  * there needs showing again inside the private copy. */
 static int in_private_tmp(const char *path) {
-    for (size_t i = 0; i < ARRAY_SIZE(private_tmp_roots); i++) {
-        size_t n = strlen(private_tmp_roots[i]);
-        if (strncmp(path, private_tmp_roots[i], n) != 0)
+    for (size_t i = 0; i < SPAWN_TMP_N; i++) {
+        size_t n = strlen(spawn_tmp_roots[i]);
+        if (strncmp(path, spawn_tmp_roots[i], n) != 0)
             continue;
         if (path[n] == '\0' || (path[n] == '/' && path[n + 1] == '\0'))
             return 2;
@@ -903,8 +898,8 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
     if (p->made_tmpdir) {
         /* Nothing ran in it yet: its (empty) subdirectories, then itself. */
         char sub[PATH_MAX];
-        for (size_t i = 0; i < ARRAY_SIZE(private_tmp_subs); i++) {
-            snprintf(sub, sizeof(sub), "%s/%s", s->row.tmpdir, private_tmp_subs[i]);
+        for (size_t i = 0; i < SPAWN_TMP_N; i++) {
+            snprintf(sub, sizeof(sub), "%s/%s", s->row.tmpdir, spawn_tmp_subs[i]);
             (void)rmdir(sub);
         }
         if (rmdir(s->row.tmpdir) < 0)
@@ -1309,9 +1304,9 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     /* The private /tmp, /var/tmp and /dev/shm are bind mounts of the tmpdir's
      * subdirectories: Landlock decides at a mount's root and does not see the
      * tmpdir above it, so each needs its own rule. */
-    for (size_t i = 0; i < ARRAY_SIZE(private_tmp_subs); i++) {
+    for (size_t i = 0; i < SPAWN_TMP_N; i++) {
         char sub[PATH_MAX];
-        snprintf(sub, sizeof(sub), "%s/%s", s->row.tmpdir, private_tmp_subs[i]);
+        snprintf(sub, sizeof(sub), "%s/%s", s->row.tmpdir, spawn_tmp_subs[i]);
         if (ll_policy_add(&p.ll, LL_RW, sub, 0) < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
             goto out;
@@ -1378,7 +1373,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         char name[64];
         snprintf(name, sizeof(name), "lyh-%s", s->row.id);
         k = fs_make_private_dir(d->cfg.tmp_parent, name, s->row.uid, p.gid,
-                                private_tmp_subs, ARRAY_SIZE(private_tmp_subs));
+                                spawn_tmp_subs, SPAWN_TMP_N);
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the tmpdir %s: %s",
                      s->row.tmpdir, strerror(-k));

@@ -4,7 +4,9 @@
  * Why removal runs as the user: the tree lives in a directory the agent could
  * write, so it may hold symlinks, bind-style tricks or a renamed parent. A root
  * process walking it could be steered into deleting elsewhere; a process with
- * the user's own uid can only delete what the user could delete anyway. */
+ * the user's own uid can only delete what the user could delete anyway.
+ * Root only ever removes empty directories by name (fs_remove_bare_dir): the
+ * common end of a session that left nothing in its /tmp, with no process. */
 #include "platform/linux/fsutil.h"
 
 #include <dirent.h>
@@ -12,6 +14,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
+#include <linux/openat2.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -22,6 +25,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "common/macros.h"
 
 int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t gid,
                         const char *const *subs, size_t n_subs) {
@@ -187,6 +192,43 @@ int fs_ident_leave(const struct fs_ident *saved) {
 
 int fs_remove_empty_dir(const char *path) {
     if (rmdir(path) < 0 && errno != ENOENT)
+        return -errno;
+    return 0;
+}
+
+/* O_PATH fd of dirfd/name without following a symlink or crossing a mount
+ * point; dir: a directory only. -errno. */
+static int open_here(int dirfd, const char *name, bool dir) {
+    struct open_how how = {
+        .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC | (dir ? O_DIRECTORY : 0),
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    int fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+    return fd < 0 ? -errno : fd;
+}
+
+int fs_stat_here(int dirfd, const char *name, struct stat *ret) {
+    _cleanup_close_ int fd = open_here(dirfd, name, false);
+    if (fd < 0)
+        return fd;
+    return fstat(fd, ret) < 0 ? -errno : 0;
+}
+
+int fs_remove_bare_dir(const char *path, const char *const *subs, size_t n_subs) {
+    const char *name = strrchr(path, '/');
+    name = name ? name + 1 : path;
+    if (!name[0] || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return -EINVAL;
+    _cleanup_close_ int pfd = fs_open_parent_dir(path);
+    if (pfd < 0)
+        return pfd;
+    _cleanup_close_ int fd = open_here(pfd, name, true);
+    if (fd < 0)
+        return fd == -ENOENT ? 0 : fd;
+    for (size_t i = 0; i < n_subs; i++)
+        if (unlinkat(fd, subs[i], AT_REMOVEDIR) < 0 && errno != ENOENT)
+            return -errno;
+    if (unlinkat(pfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
         return -errno;
     return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Create DIR/NAME as a fresh directory (mode 0700) owned by uid:gid, with the
@@ -82,5 +83,23 @@ int fs_open_parent_dir(const char *path);
 /* rmdir as the caller (root): safe on a tree a user controlled, since rmdir
  * neither follows a symlink nor removes a non-empty directory. Gone = 0. */
 int fs_remove_empty_dir(const char *path);
+
+/* Remove the directory path when it holds nothing but the empty
+ * subdirectories subs[0..n_subs) (what fs_make_private_dir made): each by
+ * name, then path itself, as the caller (root), without a walk. Safe on a
+ * directory a user controls: rmdir follows no symlink and removes nothing but
+ * an empty directory, and path is opened without crossing a mount point
+ * (RESOLVE_NO_XDEV: a file system mounted over it, a FUSE one say, is never
+ * asked anything) nor following a symlink. 0: gone (or not there). Otherwise
+ * -errno (-ENOTEMPTY: something else is in it; -EXDEV, -ENOTDIR,
+ * -ENOSYS: not a plain directory here, or no openat2) and path is left with
+ * what could not go, for fs_remove_tree_as. */
+int fs_remove_bare_dir(const char *path, const char *const *subs, size_t n_subs);
+
+/* fstat of dirfd/name as it is in dirfd's file system: no symlink followed,
+ * no mount point crossed (openat2 O_PATH, RESOLVE_NO_XDEV), so a file system
+ * a user mounted there (FUSE) is never asked anything. A symlink is stat'ed
+ * itself (as lstat would); -EXDEV for a mount point, -ENOSYS without openat2. */
+int fs_stat_here(int dirfd, const char *name, struct stat *ret);
 
 #endif

@@ -190,10 +190,12 @@ static int mkdir_p(const char *path) {
  * go away with its tmpdir. Granted directories under them (its cwd, extra
  * paths) are shown again at the same path. All opened as the agent, mounted
  * onto what was opened. */
+const char *const spawn_tmp_subs[SPAWN_TMP_N] = {"tmp", "var-tmp", "shm"};
+const char *const spawn_tmp_roots[SPAWN_TMP_N] = {"/tmp", "/var/tmp", "/dev/shm"};
+
 static void private_tmp(const struct spawn_plan *p, int status_fd) {
-    static const char *const sub[] = {"tmp", "var-tmp", "shm"};
-    static const char *const target[] = {"/tmp", "/var/tmp", "/dev/shm"};
-    int dfd, src[3], tfd[3], exp[SPAWN_MAX_EXPOSE];
+    const char *const *sub = spawn_tmp_subs, *const *target = spawn_tmp_roots;
+    int dfd, src[SPAWN_TMP_N], tfd[SPAWN_TMP_N], exp[SPAWN_MAX_EXPOSE];
     int err = 0;
 
     if (!p->private_tmp)
@@ -202,7 +204,7 @@ static void private_tmp(const struct spawn_plan *p, int status_fd) {
         child_fail(status_fd, SPAWN_STEP_MOUNTS, E2BIG);
     as_agent(p, status_fd);
     dfd = open(p->private_tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < SPAWN_TMP_N; i++) {
         src[i] = dfd < 0 ? -1 : openat(dfd, sub[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         tfd[i] = open(target[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
         if ((src[i] < 0 || tfd[i] < 0) && !err)
@@ -216,7 +218,7 @@ static void private_tmp(const struct spawn_plan *p, int status_fd) {
     as_root(status_fd);
     if (err)
         child_fail(status_fd, SPAWN_STEP_MOUNTS, err);
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < SPAWN_TMP_N; i++) {
         char from[32];
         fd_path(src[i], from);
         if (mount_fd(from, tfd[i], MS_BIND, NULL, NULL) < 0 ||
@@ -242,7 +244,7 @@ static void private_tmp(const struct spawn_plan *p, int status_fd) {
         close(mp);
         close(exp[i]);
     }
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < SPAWN_TMP_N; i++) {
         close(src[i]);
         close(tfd[i]);
     }

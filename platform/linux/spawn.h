@@ -141,6 +141,12 @@ struct spawn_failure {
  * threads. */
 int spawn_start(const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd);
 
+/* The session tmpdir's subdirectories (spawn_tmp_subs) bound over the
+ * private /tmp, /var/tmp and /dev/shm (spawn_tmp_roots), in that order. */
+#define SPAWN_TMP_N 3
+extern const char *const spawn_tmp_subs[SPAWN_TMP_N];
+extern const char *const spawn_tmp_roots[SPAWN_TMP_N];
+
 /* A plain fork whose child is the caller's parent's child (clone3
  * CLONE_PARENT, with a pidfd): 0 in the child, its pid in the caller, -1
  * with errno (ENOSYS, E2BIG, EINVAL: no clone3 here). For lyhd's spawner,

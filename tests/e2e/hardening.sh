@@ -41,6 +41,28 @@ lyh_wait_until 5 eval '[ -z "$(lyh_tmpdirs)" ]'
 t_eq "1: its tmpdir is gone when it ends" "$(lyh_tmpdirs)" ""
 t_eq "1: ... and only then its row says ENDED" \
     "$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select state from sessions where id='$sid'")" 4
+# What the user may put in place of a directory lyhd made in a running
+# session's tmpdir: a symlink to an empty directory of theirs. At the end root
+# removes a tmpdir that holds nothing but its empty directories by name
+# (fs_remove_bare_dir); it follows no link, so the remover (as the user) takes
+# the link, and what it points to stays.
+lyh_as_user mkdir -p "$LYH_HOME/victim1/tmp"
+lyh_cli run --vpn tun0 --no-tui -- /bin/sleep 3 </dev/null >/dev/null 2>"$LYH_TMP/t1b.err" &
+T1B=$!
+lyh_track_pid "$T1B"
+if lyh_wait_until 10 eval '[ -n "$(lyh_tmpdirs)" ]'; then
+    td=$LYH_TMPDIR/$(lyh_tmpdirs | head -n 1)
+    lyh_as_user sh -c "rmdir '$td/tmp' && ln -s '$LYH_HOME/victim1' '$td/tmp'"
+    t_check "1: the user swapped the session's tmp for a symlink" test -L "$td/tmp"
+    lyh_wait_pid_gone 30 "$T1B"
+    lyh_wait_until 10 test ! -e "$td"
+    t_check "1: ... the tmpdir is gone at the end all the same" test ! -e "$td"
+    t_check "1: ... and the directory the link pointed to is untouched" test -d "$LYH_HOME/victim1/tmp"
+else
+    t_fail "1: a session's tmpdir appears" "$(cat "$LYH_TMP/t1b.err")"
+fi
+rm -rf "$LYH_HOME/victim1"
+
 # What a crash between the end and the removal left (the row says ENDED, the
 # directory with a file the agent wrote is still there), what an agent could
 # plant (guard gid, no session), and things that are not ours.

@@ -313,13 +313,16 @@ t_check "7: ... and a new protocol process runs" \
     lyh_wait_until 10 eval 'N=$(lyh_proto_pid) && [ -n "$N" ] && [ "$N" != "$PP" ]'
 
 # ---- 8. a session's end does not wait for the spawner ------------------------------------
-# Each tmpdir's remover is asked of the spawner and its answer taken by the
-# loop when it comes (spawner_remove_tree_async). With the spawner stopped
-# (SIGSTOP, by the pid lyhd's children list gives: a child of the daemon this
-# script started), three sessions end: lyhd answers at once all the same (it
-# used to wait up to 5 s per session for the answer), and when it gives the
-# spawner up (no answer in 5 s) each tmpdir is emptied by a fork of lyhd's and
-# each end is recorded. Later launches fork from lyhd.
+# A tmpdir with something in it is emptied by a remover asked of the spawner,
+# its answer taken by the loop when it comes (spawner_remove_tree_async). With
+# the spawner stopped (SIGSTOP, by the pid lyhd's children list gives: a child
+# of the daemon this script started), three sessions that each leave a file
+# in their /tmp end: lyhd answers at once all the same (it used to wait up to
+# 5 s per session for the answer), and when it gives the spawner up (no
+# answer in 5 s) each tmpdir is emptied by a fork of lyhd's and each end is
+# recorded. Later launches fork from lyhd. A session that leaves nothing
+# needs no remover at all (fs_remove_bare_dir): checked first, with the
+# spawner stopped the same way.
 spawner_pid() {
     for p in $(cat "/proc/$LYH_DAEMON_PID/task/$LYH_DAEMON_PID/children" 2>/dev/null); do
         tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "--spawner" && echo "$p"
@@ -327,10 +330,27 @@ spawner_pid() {
 }
 SPW=$(spawner_pid)
 rm -f "$LYH_HOME/proj/end8"
+(LYH_CMD_TIMEOUT=60 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" --socket "$LYH_SOCK" \
+    run --vpn tun0 --no-tui -- /bin/sh -c 'i=0; while [ ! -e end8 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done' \
+    </dev/null >"$LYH_TMP/bare8" 2>&1
+ echo "rc=$?" >>"$LYH_TMP/bare8") &
+B8=$!
+lyh_track_pid "$B8"
+if ! lyh_wait_until 30 eval '[ "$(lyh_live_rows)" = 1 ] && [ "$(lyh_tmpdirs | wc -l)" = 1 ]' || [ -z "$SPW" ]; then
+    t_fail "8: a session runs (spawner ${SPW:-not found})" "$(head -c 600 "$LYH_TMP/bare8")"
+else
+    kill -STOP "$SPW"
+    touch "$LYH_HOME/proj/end8"
+    lyh_wait_pid_gone 30 "$B8"
+    t_check "8: a session that left nothing in its /tmp: its tmpdir goes and its end is recorded with the spawner stopped (no remover)" \
+        lyh_wait_until 3 eval '[ -z "$(lyh_tmpdirs)" ] && [ "$(lyh_live_rows)" = 0 ] && grep -qx rc=0 "$LYH_TMP/bare8"'
+    kill -CONT "$SPW"
+fi
+rm -f "$LYH_HOME/proj/end8"
 E8=()
 for i in 1 2 3; do
     (LYH_CMD_TIMEOUT=90 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" --socket "$LYH_SOCK" \
-        run --vpn tun0 --no-tui -- /bin/sh -c 'i=0; while [ ! -e end8 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done' \
+        run --vpn tun0 --no-tui -- /bin/sh -c 'echo left >/tmp/left8; i=0; while [ ! -e end8 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done' \
         </dev/null >"$LYH_TMP/end8.$i" 2>&1
      echo "rc=$?" >>"$LYH_TMP/end8.$i") &
     E8+=("$!")
@@ -370,7 +390,7 @@ else
     t_check "8: ... the spawner is gone ($SPW)" lyh_wait_until 5 eval '[ ! -e "/proc/$SPW" ] || grep -q "^State:.*Z" "/proc/$SPW/status"'
     echo "# spawner stopped to everything removed: $((($(date +%s%N) - T8) / 1000000)) ms"
     t_check "8: a launch after that forks from lyhd and runs" \
-        eval 'LYH_CMD_TIMEOUT=30 lyh_as_user "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 --no-tui -- /bin/true </dev/null >/dev/null 2>&1'
+        eval 'LYH_CMD_TIMEOUT=30 lyh_as_user "$LYH_LYH" --socket "$LYH_SOCK" run --vpn tun0 --no-tui -- /bin/sh -c "echo left >/tmp/left8" </dev/null >/dev/null 2>&1'
     # with no spawner to ask, its tmpdir's job forks its own remover on a
     # turn of its own (spawner_remove_tree_async never forks)
     t_check "8: ... and its end, with no spawner, empties its tmpdir and is recorded" \

@@ -1,6 +1,8 @@
 /* platform/linux/fsutil.c: the remover's fd closing where close_range is
  * missing (kernels before 5.9): nothing of lyhd's may stay open in a process
- * that then runs as the session's user. */
+ * that then runs as the session's user. And fs_remove_bare_dir, which root
+ * runs on a session's tmpdir (a directory its user controls): it removes
+ * empty directories by name or nothing, whatever was put in their place. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +10,13 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,10 +85,165 @@ static void test_close_fds_from_keeps_below(void **state) {
     assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+static const char *const subs[] = {"tmp", "var-tmp", "shm"};
+
+struct tree {
+    char base[64]; /* a fresh directory for one test */
+    char dir[96];  /* base/lyh-x, the tmpdir */
+};
+
+static void tree_new(struct tree *t, bool with_subs) {
+    snprintf(t->base, sizeof(t->base), "/tmp/lyh-fsutil.XXXXXX");
+    assert_non_null(mkdtemp(t->base));
+    snprintf(t->dir, sizeof(t->dir), "%s/lyh-x", t->base);
+    assert_int_equal(mkdir(t->dir, 0700), 0);
+    for (size_t i = 0; with_subs && i < 3; i++) {
+        char p[128];
+        snprintf(p, sizeof(p), "%s/%s", t->dir, subs[i]);
+        assert_int_equal(mkdir(p, 0700), 0);
+    }
+}
+
+static bool exists(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static void tree_free(struct tree *t) {
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->base);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* What a session that wrote nothing leaves: all of it goes. */
+static void test_bare_dir_removed(void **state) {
+    (void)state;
+    struct tree t;
+    tree_new(&t, true);
+    assert_int_equal(fs_remove_bare_dir(t.dir, subs, 3), 0);
+    assert_false(exists(t.dir));
+    /* gone already: nothing to do */
+    assert_int_equal(fs_remove_bare_dir(t.dir, subs, 3), 0);
+    /* a subdirectory missing (the agent removed it) is no reason to stop */
+    tree_free(&t);
+    tree_new(&t, false);
+    assert_int_equal(fs_remove_bare_dir(t.dir, subs, 3), 0);
+    assert_false(exists(t.dir));
+    tree_free(&t);
+}
+
+/* A file anywhere in it: -ENOTEMPTY, and the file stays for the remover. */
+static void test_bare_dir_not_empty(void **state) {
+    (void)state;
+    struct tree t;
+    char p[160];
+    tree_new(&t, true);
+    snprintf(p, sizeof(p), "%s/var-tmp/f", t.dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(fs_remove_bare_dir(t.dir, subs, 3), -ENOTEMPTY);
+    assert_true(exists(p));
+    tree_free(&t);
+
+    tree_new(&t, true);
+    snprintf(p, sizeof(p), "%s/other", t.dir);
+    assert_int_equal(mkdir(p, 0700), 0);
+    assert_int_equal(fs_remove_bare_dir(t.dir, subs, 3), -ENOTEMPTY);
+    assert_true(exists(p));
+    tree_free(&t);
+}
+
+/* Symlinks in place of a subdirectory or of the tmpdir itself, to empty
+ * directories elsewhere: never followed, and nothing elsewhere goes. */
+static void test_bare_dir_symlinks(void **state) {
+    (void)state;
+    struct tree t;
+    char victim[128], p[160];
+    tree_new(&t, true);
+    snprintf(victim, sizeof(victim), "%s/victim", t.base);
+    assert_int_equal(mkdir(victim, 0700), 0);
+    snprintf(p, sizeof(p), "%s/tmp", t.dir);
+    assert_int_equal(rmdir(p), 0);
+    assert_int_equal(symlink(victim, p), 0);
+    assert_int_equal(fs_remove_bare_dir(t.dir, subs, 3), -ENOTDIR);
+    assert_true(exists(victim));
+    assert_true(exists(p));
+    tree_free(&t);
+
+    tree_new(&t, false);
+    snprintf(victim, sizeof(victim), "%s/victim", t.base);
+    assert_int_equal(mkdir(victim, 0700), 0);
+    snprintf(p, sizeof(p), "%s/tmp", victim);
+    assert_int_equal(mkdir(p, 0700), 0);
+    assert_int_equal(rmdir(t.dir), 0);
+    assert_int_equal(symlink(victim, t.dir), 0);
+    assert_int_equal(fs_remove_bare_dir(t.dir, subs, 3), -ENOTDIR);
+    assert_true(exists(p));
+    assert_true(exists(t.dir));
+    /* fs_stat_here sees the link itself, as lstat would */
+    struct stat st;
+    int bfd = open(t.base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(bfd >= 0);
+    assert_int_equal(fs_stat_here(bfd, "lyh-x", &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(fs_stat_here(bfd, "victim", &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(fs_stat_here(bfd, "none", &st), -ENOENT);
+    assert_int_equal(fs_stat_here(bfd, "..", &st), -EXDEV); /* nothing above dirfd */
+    close(bfd);
+    tree_free(&t);
+
+    assert_int_equal(fs_remove_bare_dir("/tmp/", subs, 3), -EINVAL);
+    assert_int_equal(fs_remove_bare_dir("/tmp/..", subs, 3), -EINVAL);
+}
+
+/* A file system mounted over the tmpdir (a user's FUSE mount would be): not
+ * entered, nothing in it removed. Root and a mount namespace of its own (a
+ * child's); skipped where there are none. */
+static void test_bare_dir_mount(void **state) {
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    struct tree t;
+    tree_new(&t, false);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char p[160];
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+            _exit(77);
+        if (mount("lyh-fsutil", t.dir, "tmpfs", 0, "size=64k") < 0)
+            _exit(77);
+        snprintf(p, sizeof(p), "%s/tmp", t.dir);
+        if (mkdir(p, 0700) < 0)
+            _exit(10);
+        int r = fs_remove_bare_dir(t.dir, subs, 3);
+        if (r != -EXDEV)
+            _exit(11);
+        struct stat st;
+        int bfd = open(t.base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (bfd < 0 || fs_stat_here(bfd, "lyh-x", &st) != -EXDEV)
+            _exit(13);
+        _exit(exists(p) ? 0 : 12);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    tree_free(&t);
+    if (WEXITSTATUS(st) == 77)
+        skip();
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_close_fds_from),
         cmocka_unit_test(test_close_fds_from_keeps_below),
+        cmocka_unit_test(test_bare_dir_removed),
+        cmocka_unit_test(test_bare_dir_not_empty),
+        cmocka_unit_test(test_bare_dir_symlinks),
+        cmocka_unit_test(test_bare_dir_mount),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
