@@ -121,8 +121,9 @@ static int save_store_row(struct lyhd *d, const struct store_session *row) {
 static int save_row(struct session *s) { return save_store_row(s->d, &s->row); }
 
 /* A tmpdir being emptied by a helper child. A session's row is marked ENDED
- * only once its tmpdir is gone, so a crash in between leaves the row ENDING
- * and the next start reaps the session, tmpdir included. */
+ * only once its tmpdir is gone (or is left for good: a file system mounted
+ * on it), so a crash in between leaves the row ENDING and the next start
+ * reaps the session, tmpdir included. */
 /* The longest a remover may take (a user can stop it: it runs as them). */
 #define TMPDIR_REMOVE_MAX_MS 10000
 #define TMPDIR_REMOVE_SYNC_MS 2000
@@ -283,6 +284,18 @@ static void tmpdir_job_watch(struct tmpdir_job *j, int pidfd) {
     }
 }
 
+/* The gid of the tmpdir path, looked at without entering what may be mounted
+ * on it (fs_stat_here): the user's guard gid fs_make_private_dir gave it, or
+ * the base one (a directory of an older lyhd, or one that cannot be read). */
+static gid_t tmpdir_gid(struct lyhd *d, const char *path) {
+    const char *base = strrchr(path, '/');
+    _cleanup_close_ int pfd = fs_open_parent_dir(path);
+    struct stat st;
+    if (base && pfd >= 0 && fs_stat_here(pfd, base + 1, &st) == 0 && lyhd_guard_gid(&d->cfg, st.st_gid))
+        return st.st_gid;
+    return d->cfg.guard_gid;
+}
+
 /* Remove path (a per-launch tmpdir, owned by uid) with uid's rights only,
  * then the empty directory as root; then, when end_row is given, record it
  * (its state already ENDED). sync: wait here (shutdown, or no event loop to
@@ -324,12 +337,7 @@ static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
     }
     /* as its owner: the uid, and the gid fs_make_private_dir gave it (the
      * user's guard gid; the base one for a directory of an older lyhd) */
-    struct stat st;
-    const char *base = strrchr(j->path, '/');
-    _cleanup_close_ int pfd = fs_open_parent_dir(j->path);
-    gid_t gid = d->cfg.guard_gid;
-    if (base && pfd >= 0 && fs_stat_here(pfd, base + 1, &st) == 0 && lyhd_guard_gid(&d->cfg, st.st_gid))
-        gid = st.st_gid;
+    gid_t gid = tmpdir_gid(d, j->path);
     j->gid = gid;
     if (!sync) {
         /* In the background: the spawner's answer too (its clone of itself
@@ -409,10 +417,13 @@ unsigned session_sweep_tmpdirs(struct lyhd *d) {
          * reconciliation before this re-adopted or reaped every live row).
          * An agent could make such a directory too (it runs with the guard
          * gid): it is removed with its owner's rights only. */
-        if (fs_stat_here(dirfd(dir), de->d_name, &st) < 0 || !S_ISDIR(st.st_mode) ||
-            !lyhd_guard_gid(&d->cfg, st.st_gid) || session_find(d, id))
+        int r = fs_stat_here(dirfd(dir), de->d_name, &st);
+        if (r == -EXDEV)
+            log_warn("%s/%s has a file system mounted on it; left as it is", d->cfg.tmp_parent,
+                     de->d_name);
+        if (r < 0 || !S_ISDIR(st.st_mode) || !lyhd_guard_gid(&d->cfg, st.st_gid) || session_find(d, id))
             continue;
-        int r = store_session_get(d->store, id, &row);
+        r = store_session_get(d->store, id, &row);
         if (r == 0 && row.state != STORE_SESSION_ENDED)
             continue;
         if (r < 0 && r != -ENOENT)

@@ -209,6 +209,10 @@ static int open_here(int dirfd, const char *name, bool dir) {
 
 int fs_stat_here(int dirfd, const char *name, struct stat *ret) {
     _cleanup_close_ int fd = open_here(dirfd, name, false);
+    /* no openat2: before Linux 5.6 (no Landlock either, so no sessions), or a
+     * seccomp filter of a container's that refuses it */
+    if (fd == -ENOSYS || fd == -EPERM)
+        return fstatat(dirfd, name, ret, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
     if (fd < 0)
         return fd;
     return fstat(fd, ret) < 0 ? -errno : 0;

@@ -99,7 +99,8 @@ int fs_remove_bare_dir(const char *path, const char *const *subs, size_t n_subs)
 /* fstat of dirfd/name as it is in dirfd's file system: no symlink followed,
  * no mount point crossed (openat2 O_PATH, RESOLVE_NO_XDEV), so a file system
  * a user mounted there (FUSE) is never asked anything. A symlink is stat'ed
- * itself (as lstat would); -EXDEV for a mount point, -ENOSYS without openat2. */
+ * itself (as lstat would); -EXDEV for a mount point. Without openat2 (before
+ * Linux 5.6, so no Landlock and no sessions either) an fstatat. */
 int fs_stat_here(int dirfd, const char *name, struct stat *ret);
 
 #endif
