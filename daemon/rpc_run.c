@@ -372,8 +372,8 @@ static int lookup_home(struct rpc_call *call, uid_t uid, struct run_prep *p) {
     return 0;
 }
 
-/* 2 when path is one of the private roots (spawn.h spawn_tmp_roots) itself, 1 when it lies below one,
- * 0 otherwise. On the path as given (the agent will use it as given): a path
+/* 2 when path is one of the private roots (spawn.h spawn_tmp_roots) itself,
+ * 1 when it lies below one, 0 otherwise. On the path as given (the agent will use it as given): a path
  * there needs showing again inside the private copy. */
 static int in_private_tmp(const char *path) {
     for (size_t i = 0; i < SPAWN_TMP_N; i++) {
@@ -897,13 +897,9 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
     }
     if (p->made_tmpdir) {
         /* Nothing ran in it yet: its (empty) subdirectories, then itself. */
-        char sub[PATH_MAX];
-        for (size_t i = 0; i < SPAWN_TMP_N; i++) {
-            snprintf(sub, sizeof(sub), "%s/%s", s->row.tmpdir, spawn_tmp_subs[i]);
-            (void)rmdir(sub);
-        }
-        if (rmdir(s->row.tmpdir) < 0)
-            log_warn_errno(errno, "undo: cannot remove %s", s->row.tmpdir);
+        int r = fs_remove_bare_dir(s->row.tmpdir, spawn_tmp_subs, SPAWN_TMP_N);
+        if (r < 0)
+            log_warn_errno(-r, "undo: cannot remove %s", s->row.tmpdir);
     }
     if (p->row_inserted) {
         s->row.state = STORE_SESSION_ENDED;

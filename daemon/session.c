@@ -296,7 +296,8 @@ static gid_t tmpdir_gid(struct lyhd *d, const char *path) {
     return d->cfg.guard_gid;
 }
 
-/* Remove path (a per-launch tmpdir, owned by uid) with uid's rights only,
+/* Remove path (a per-launch tmpdir, owned by uid): as root by name when it
+ * holds nothing but its empty directories, else with uid's rights only,
  * then the empty directory as root; then, when end_row is given, record it
  * (its state already ENDED). sync: wait here (shutdown, or no event loop to
  * watch with); else the loop hears when the helper is done. */

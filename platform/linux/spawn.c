@@ -183,6 +183,9 @@ static int mkdir_p(const char *path) {
     return 0;
 }
 
+const char *const spawn_tmp_subs[SPAWN_TMP_N] = {"tmp", "var-tmp", "shm"};
+const char *const spawn_tmp_roots[SPAWN_TMP_N] = {"/tmp", "/var/tmp", "/dev/shm"};
+
 /* The private /tmp, /var/tmp and /dev/shm: the session tmpdir's tmp, var-tmp
  * and shm bound over them, nosuid and nodev. What the agent runs beside (a
  * tmux or screen server, an emacs server, VS Code's IPC, X11's socket dir,
@@ -190,9 +193,6 @@ static int mkdir_p(const char *path) {
  * go away with its tmpdir. Granted directories under them (its cwd, extra
  * paths) are shown again at the same path. All opened as the agent, mounted
  * onto what was opened. */
-const char *const spawn_tmp_subs[SPAWN_TMP_N] = {"tmp", "var-tmp", "shm"};
-const char *const spawn_tmp_roots[SPAWN_TMP_N] = {"/tmp", "/var/tmp", "/dev/shm"};
-
 static void private_tmp(const struct spawn_plan *p, int status_fd) {
     const char *const *sub = spawn_tmp_subs, *const *target = spawn_tmp_roots;
     int dfd, src[SPAWN_TMP_N], tfd[SPAWN_TMP_N], exp[SPAWN_MAX_EXPOSE];
