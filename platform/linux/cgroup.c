@@ -76,6 +76,15 @@ static int own_cgroup(char *out, size_t outlen) {
     return -ENOENT;
 }
 
+/* The base's and the sessions' directories: not readable by other users, who
+ * could otherwise hold a directory's lock for as long as they like and so
+ * make lyhd's mkdir or rmdir in it wait, the whole loop with it (fsutil.h
+ * fs_remove_tree_as); searchable, so that a path read from /proc/PID/cgroup
+ * still leads to a session's cgroup.* files. */
+#define CG_DIR_MODE 0711
+
+static int narrow_session_dir(const char *name, void *userdata);
+
 /* Create the base (r->mount + r->base) if missing and open it into
  * r->base_fd; it must be root's. */
 static int open_base(struct cg_root *r) {
@@ -85,9 +94,14 @@ static int open_base(struct cg_root *r) {
 
     if (snprintf(path, sizeof(path), "%s%s", r->mount, r->base) >= (int)sizeof(path))
         return -ENAMETOOLONG;
-    if (mkdir(path, 0755) < 0 && errno != EEXIST)
-        return -errno;
+    /* open first: an mkdir takes the parent's lock even when the base
+     * exists, and lyhd's own cgroup directory is readable by all */
     fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        if (mkdir(path, CG_DIR_MODE) < 0 && errno != EEXIST)
+            return -errno;
+        fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
     if (fd < 0)
         return -errno;
     if (fstat(fd, &st) < 0 || st.st_uid != 0) {
@@ -97,6 +111,20 @@ static int open_base(struct cg_root *r) {
     r->base_fd = fd;
     r->base_id = (uint64_t)st.st_ino;
     r->has_kill = faccessat(fd, "cgroup.kill", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+    if ((st.st_mode & 07777) != CG_DIR_MODE) {
+        /* an older lyhd's base, 0755, and its sessions' (through the fd) */
+        int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int k = rfd < 0 || fchmod(rfd, CG_DIR_MODE) < 0 ? -errno : 0;
+        if (rfd >= 0)
+            close(rfd);
+        if (k == 0)
+            k = cg_foreach(r, narrow_session_dir, r);
+        if (k < 0) {
+            close(fd);
+            r->base_fd = -1;
+            return k;
+        }
+    }
     return 0;
 }
 
@@ -197,7 +225,7 @@ int cg_create(struct cg_root *r, const char *name, uint64_t *ret_id, int *ret_di
 
     if (valid_name(name) < 0)
         return -EINVAL;
-    if (mkdirat(r->base_fd, name, 0755) < 0)
+    if (mkdirat(r->base_fd, name, CG_DIR_MODE) < 0)
         return -errno;
     k = session_dir(r, name, &dfd);
     if (k < 0)
@@ -318,6 +346,11 @@ int cg_foreach(struct cg_root *r, int (*fn)(const char *name, void *userdata), v
     }
     closedir(d);
     return k;
+}
+
+static int narrow_session_dir(const char *name, void *userdata) {
+    const struct cg_root *r = userdata;
+    return fchmodat(r->base_fd, name, CG_DIR_MODE, 0) < 0 && errno != ENOENT ? -errno : 0;
 }
 
 int cg_enter(int procs_fd) {
