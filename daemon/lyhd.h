@@ -4,6 +4,7 @@
 #ifndef LYHD_H
 #define LYHD_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -84,8 +85,16 @@ struct lyhd {
     size_t n_drop_gids;
     uint64_t start_mono_ms;
     int lock_fd;
+    /* Where the per-launch tmpdirs go: LYHD_TMP_NAME in cfg.tmp_parent, root's
+     * and mode 0700, so no other user can take its lock (by reading it, or by
+     * a rename out of it: that needs search permission only) and make the
+     * launch's mkdir wait (fsutil.h fs_remove_tree_as); and its O_PATH fd. */
+    char tmp_dir[PATH_MAX];
+    int tmp_fd;
     int exit_code;
 };
+
+#define LYHD_TMP_NAME "lyhd"
 
 /* Monotonic and wall clocks in milliseconds. */
 uint64_t lyhd_mono_ms(void);

@@ -39,6 +39,7 @@
 #include "daemon/session.h"
 #include "daemon/pproc.h"
 #include "daemon/proto.h"
+#include "platform/linux/fsutil.h"
 #include "platform/linux/landlock.h"
 #include "platform/linux/seccomp.h"
 #include "daemon/server.h"
@@ -60,7 +61,7 @@ static void usage(FILE *f) {
             "  --max-calls-per-connection N calls in flight on one connection (default 16)\n"
             "  --frame-timeout-ms MS     time to finish a frame once started (default 5000)\n"
             "  --max-fds-per-message N   fds one request may carry (default and maximum %u)\n"
-            "  --tmp-dir DIR             parent of per-launch tmpdirs (default /tmp)\n"
+            "  --tmp-dir DIR             per-launch tmpdirs go in DIR/lyhd (default /tmp)\n"
             "  --dns-min-ttl S           an allowed name's addresses stay reachable at least\n"
             "                            S seconds after it resolved (default 300)\n"
             "  --dns-grace S             ... and S more than the answer's TTL (default 30)\n"
@@ -573,11 +574,35 @@ static void teardown(struct lyhd *d, struct event **ev_sig, size_t n_sig, struct
     sandbox_free(d);
     store_close(d->store);
     free(d->policy);
+    CLOSE_FD(d->tmp_fd);
     CLOSE_FD(d->lock_fd);
 }
 
+/* lyhd's own directory for the per-launch tmpdirs (lyhd.h tmp_dir). */
+static int open_tmp_dir(struct lyhd *d) {
+    const char *p = d->cfg.tmp_parent;
+    if (snprintf(d->tmp_dir, sizeof(d->tmp_dir), "%s%s" LYHD_TMP_NAME, p,
+                 p[strlen(p) - 1] == '/' ? "" : "/") >= (int)sizeof(d->tmp_dir) ||
+        /* room for "/lyh-<id>" in state.db's row */
+        strlen(d->tmp_dir) + sizeof("/lyh-") + SESSION_ID_LEN >
+            sizeof(((struct store_session *)0)->tmpdir)) {
+        log_error("--tmp-dir %s is too long", p);
+        return -1;
+    }
+    int r = fs_open_own_dir(p, LYHD_TMP_NAME, 0700, &d->tmp_fd);
+    if (r == -EPERM || r == -ENOTDIR)
+        log_error("%s is not a directory of root's: someone else made it before lyhd could, "
+                  "and lyhd does not keep sessions' files where another user decides. Remove "
+                  "it (rm -r %s) and start lyhd again, or choose another --tmp-dir",
+                  d->tmp_dir, d->tmp_dir);
+    else if (r < 0)
+        log_error_errno(-r, "cannot make or open %s (for the sessions' private /tmp; see "
+                        "--tmp-dir)", d->tmp_dir);
+    return r;
+}
+
 int main(int argc, char **argv) {
-    struct lyhd d = {.lock_fd = -1};
+    struct lyhd d = {.lock_fd = -1, .tmp_fd = -1};
     struct event *ev_sig[4] = {0};
     struct event *ev_poke = NULL;
     const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
@@ -613,7 +638,9 @@ int main(int argc, char **argv) {
 
     /* Lock first, so a second daemon never touches state.db, then open it
      * (store_open checks the directory's ownership and mode). */
-    if (mkdir(d.cfg.state_dir, 0700) < 0 && errno != EEXIST) {
+    struct stat sst; /* not an mkdir when it exists: that takes the parent's lock */
+    if (stat(d.cfg.state_dir, &sst) < 0 && errno == ENOENT && mkdir(d.cfg.state_dir, 0700) < 0 &&
+        errno != EEXIST) {
         log_error_errno(errno, "cannot create state dir %s", d.cfg.state_dir);
         return 1;
     }
@@ -631,6 +658,10 @@ int main(int argc, char **argv) {
         CLOSE_FD(d.lock_fd);
         return 1;
     }
+
+    r = open_tmp_dir(&d);
+    if (r < 0)
+        goto fail;
 
     r = policy_load(&d, why, sizeof(why));
     if (r < 0) {

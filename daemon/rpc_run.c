@@ -136,6 +136,31 @@ static int pfail(struct run_prep *p, int code, const char *fmt, ...) {
 
 /* Resolve paths as the caller from here (fsuid, fsgid, the groups the kernel
  * recorded at connect) until as_root_again(saved). */
+/* The private /tmp, /var/tmp and /dev/shm are bind mounts of the tmpdir's
+ * subdirectories: Landlock decides at a mount's root and does not see the
+ * tmpdir above it, so each needs its own rule. Opened as root, through
+ * lyhd's directory's fd: that is root's alone (0700, so no user can hold its
+ * lock), where the caller's identity cannot go. */
+static int tmp_rules(struct lyhd *d, const struct session *s, int ruleset, uint64_t handled) {
+    const char *name = strrchr(s->row.tmpdir, '/');
+    if (!name)
+        return -EINVAL;
+    _cleanup_close_ int tfd =
+        openat(d->tmp_fd, name + 1, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (tfd < 0)
+        return -errno;
+    for (size_t i = 0; i < SPAWN_TMP_N; i++) {
+        _cleanup_close_ int fd =
+            openat(tfd, spawn_tmp_subs[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        int k = ll_ruleset_add_dir(ruleset, handled, fd);
+        if (k < 0)
+            return k;
+    }
+    return 0;
+}
+
 static int as_caller(struct rpc_call *call, struct fs_ident *saved) {
     int k = fs_ident_enter(call->peer.uid, call->peer.gid, call->peer_groups, call->n_peer_groups,
                            saved);
@@ -896,10 +921,9 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
             log_error("undo: releasing the firewall of uid %u failed", s->row.uid);
     }
     if (p->made_tmpdir) {
-        /* Nothing ran in it yet: its (empty) subdirectories, then itself. */
-        int r = fs_remove_bare_dir(s->row.tmpdir, spawn_tmp_subs, SPAWN_TMP_N);
-        if (r < 0)
-            log_warn_errno(-r, "undo: cannot remove %s", s->row.tmpdir);
+        /* Nothing ran in it yet, but its user may hold a lock of it
+         * already (fs_remove_tree_as): a remover, never an rmdir here. */
+        session_tmpdir_remove(d, s->row.tmpdir, s->row.uid);
     }
     if (p->row_inserted) {
         s->row.state = STORE_SESSION_ENDED;
@@ -1288,25 +1312,20 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     }
 
     /* 3. Paths and environment (checked before anything is created). */
-    snprintf(s->row.tmpdir, sizeof(s->row.tmpdir), "%s/lyh-%s", d->cfg.tmp_parent, s->row.id);
+    /* fits: main.c open_tmp_dir checked tmp_dir's length */
+    if (snprintf(s->row.tmpdir, sizeof(s->row.tmpdir), "%s/lyh-%s", d->tmp_dir, s->row.id) >=
+        (int)sizeof(s->row.tmpdir)) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__INTERNAL, "the tmpdir path is too long");
+        goto out;
+    }
+    /* the tmpdir's rules come by fd once the ruleset is built (tmp_rules) */
     if (ll_policy_default(&(struct ll_defaults){.home = p.home,
                                                 .cwd = r->cwd,
-                                                .tmpdir = s->row.tmpdir,
+                                                .tmpdir = NULL,
                                                 .narrow_home = r->narrow_home},
                           &p.ll) < 0) {
         rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cannot build the path policy");
         goto out;
-    }
-    /* The private /tmp, /var/tmp and /dev/shm are bind mounts of the tmpdir's
-     * subdirectories: Landlock decides at a mount's root and does not see the
-     * tmpdir above it, so each needs its own rule. */
-    for (size_t i = 0; i < SPAWN_TMP_N; i++) {
-        char sub[PATH_MAX];
-        snprintf(sub, sizeof(sub), "%s/%s", s->row.tmpdir, spawn_tmp_subs[i]);
-        if (ll_policy_add(&p.ll, LL_RW, sub, 0) < 0) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
-            goto out;
-        }
     }
     /* The request's paths are looked up with the caller's file-system
      * identity, not root's: whatever the answer, it is one the caller could
@@ -1368,7 +1387,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     {
         char name[64];
         snprintf(name, sizeof(name), "lyh-%s", s->row.id);
-        k = fs_make_private_dir(d->cfg.tmp_parent, name, s->row.uid, p.gid,
+        k = fs_make_private_dir(d->tmp_fd, name, s->row.uid, p.gid,
                                 spawn_tmp_subs, SPAWN_TMP_N);
         if (k < 0) {
             rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the tmpdir %s: %s",
@@ -1471,6 +1490,11 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     } else if (!p.err_code) {
         k = ll_ruleset_build(&p.ll, d->landlock_abi, &p.ll_fd, &p.ll_report, why, sizeof(why));
         as_root_again(&p.root_ident);
+        if (k == 0) {
+            k = tmp_rules(d, s, p.ll_fd, p.ll_report.handled_fs);
+            if (k < 0)
+                snprintf(why, sizeof(why), "the rules for the private /tmp: %s", strerror(-k));
+        }
         if (k < 0) {
             /* A path of the request is wrong, or the kernel/memory failed us. */
             bool path_error = k == -ENOENT || k == -ENOTDIR || k == -EACCES || k == -ELOOP ||

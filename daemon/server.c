@@ -602,12 +602,15 @@ static int make_parent_dir(const char *path, char *why, size_t whylen) {
     if (!slash || slash == dir)
         return 0;
     *slash = '\0';
-    /* Create each missing component 0755; existing ones are left as they are. */
+    /* Create each missing component 0755; existing ones are left as they
+     * are, and not asked for (an mkdir takes the parent's lock even when the
+     * name exists, and a user can hold that of "/" or "/var"). */
     for (char *p = dir + 1; ; p++) {
         char c = *p;
         if (c == '/' || c == '\0') {
+            struct stat st;
             *p = '\0';
-            if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+            if (lstat(dir, &st) < 0 && errno == ENOENT && mkdir(dir, 0755) < 0 && errno != EEXIST) {
                 snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
                 return -errno;
             }

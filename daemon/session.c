@@ -120,13 +120,16 @@ static int save_store_row(struct lyhd *d, const struct store_session *row) {
 
 static int save_row(struct session *s) { return save_store_row(s->d, &s->row); }
 
-/* A tmpdir being emptied by a helper child. A session's row is marked ENDED
- * only once its tmpdir is gone (or is left for good: a file system mounted
- * on it), so a crash in between leaves the row ENDING and the next start
- * reaps the session, tmpdir included. */
+/* A tmpdir being removed by a helper child (fs_remove_tree_as: lyhd's loop
+ * never removes a directory itself, since a user can make that wait). A
+ * session's row is marked ENDED only once its remover is over, so a crash
+ * in between leaves the row ENDING and the next start reaps the session,
+ * tmpdir included. */
 /* The longest a remover may take (a user can stop it: it runs as them). */
 #define TMPDIR_REMOVE_MAX_MS 10000
 #define TMPDIR_REMOVE_SYNC_MS 2000
+/* How long a SIGKILLed remover may take to be gone. */
+#define TMPDIR_KILLED_MS 500
 
 struct tmpdir_job {
     struct lyhd *d;
@@ -145,16 +148,18 @@ struct tmpdir_job {
     TAILQ_ENTRY(tmpdir_job) link;
 };
 
-/* The user emptied the tmpdir; root removes the empty directory (its parent
- * may not be writable by the user); then the row says the session is over. */
+/* The remover is over (si: how; NULL: none could be made); then the row
+ * says the session is over. What it left, the next start removes. */
 static void tmpdir_job_finish(struct tmpdir_job *j, const siginfo_t *si) {
-    int r;
-
-    if (si && (si->si_code != CLD_EXITED || si->si_status != 0))
-        log_warn("emptying %s did not finish cleanly (status %d)", j->path, si->si_status);
-    r = fs_remove_empty_dir(j->path);
-    if (r < 0)
-        log_warn_errno(-r, "cannot remove %s", j->path);
+    if (!si)
+        log_warn("%s was not removed; the next start of lyhd removes it", j->path);
+    else if (si->si_code == CLD_EXITED && si->si_status == FS_RM_MOUNTED)
+        log_warn("%s has a file system mounted on it; it stays until that is unmounted "
+                 "(the next start of lyhd removes it then)", j->path);
+    else if (si->si_code != CLD_EXITED || si->si_status != FS_RM_GONE)
+        log_warn("removing %s did not finish cleanly (%s %d); the next start of lyhd removes "
+                 "what is left",
+                 j->path, si->si_code == CLD_EXITED ? "status" : "signal", si->si_status);
     if (j->end_row)
         (void)save_store_row(j->d, &j->row);
 }
@@ -184,7 +189,7 @@ static int tmpdir_job_make_own(struct tmpdir_job *j, bool watch) {
     int pidfd = -1;
 
     j->make_own = false;
-    int r = fs_remove_tree_as(j->path, j->uid, j->gid, &pid, &pidfd);
+    int r = fs_remove_tree_as(j->path, spawn_tmp_subs, SPAWN_TMP_N, j->uid, j->gid, &pid, &pidfd);
     if (r < 0) {
         log_warn_errno(-r, "cannot remove %s", j->path);
         tmpdir_job_finish(j, NULL);
@@ -220,11 +225,17 @@ static void on_tmpdir_timeout(evutil_socket_t fd, short what, void *arg) {
         tmpdir_job_free(j);
         return;
     }
+    /* Its exit finishes the job; one that waits on a directory a user holds
+     * ends only once they let go (fs_remove_tree_as): until then the row
+     * stays ENDING, and nothing on the loop waits for it. */
     log_warn("removing %s took over %d ms; killing the remover", j->path, TMPDIR_REMOVE_MAX_MS);
     (void)syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
 }
 
-/* Wait for the remover at most ms, then kill it and reap it (none: finish). */
+/* Wait for the remover at most ms, then kill it and reap it (none: finish).
+ * A remover that a SIGKILL does not end within a moment waits on a lock a
+ * user holds (fs_remove_tree_as): it is left to end by itself, and the row
+ * stays ENDING for the next start (no wait here may be unbounded). */
 static void tmpdir_job_wait(struct tmpdir_job *j, int ms) {
     struct pollfd pfd = {.fd = j->pidfd, .events = POLLIN};
     siginfo_t si = {0};
@@ -236,6 +247,12 @@ static void tmpdir_job_wait(struct tmpdir_job *j, int ms) {
     if (poll(&pfd, 1, ms) != 1) {
         log_warn("removing %s took over %d ms; killing the remover", j->path, ms);
         (void)syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+        if (poll(&pfd, 1, TMPDIR_KILLED_MS) != 1) {
+            log_warn("the remover of %s does not end (it waits on a directory a user holds); "
+                     "left to end by itself, and the next start of lyhd removes %s",
+                     j->path, j->path);
+            return;
+        }
     }
     tmpdir_job_finish(j, waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED) == 0 ? &si : NULL);
 }
@@ -296,33 +313,18 @@ static gid_t tmpdir_gid(struct lyhd *d, const char *path) {
     return d->cfg.guard_gid;
 }
 
-/* Remove path (a per-launch tmpdir, owned by uid): as root by name when it
- * holds nothing but its empty directories, else with uid's rights only,
- * then the empty directory as root; then, when end_row is given, record it
- * (its state already ENDED). sync: wait here (shutdown, or no event loop to
- * watch with); else the loop hears when the helper is done. */
+/* Remove path (a per-launch tmpdir, owned by uid) in a remover
+ * (fs_remove_tree_as: the empty directories by name as root, anything else
+ * with uid's rights only); then, when end_row is given, record it (its state
+ * already ENDED). sync: wait here, bounded (shutdown, or no event loop to
+ * watch with); else the loop hears when the remover is done. Never an rmdir
+ * here: a user can make one wait as long as they like. */
 static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
                           const struct store_session *end_row, bool sync) {
     struct tmpdir_job *j;
     pid_t pid;
     int r;
 
-    /* Most sessions leave nothing in their /tmp, /var/tmp or /dev/shm: then
-     * the empty directories lyhd made go by name, here, and no remover is
-     * made (its clone and exit were ~3 ms of CPU of every session's end on
-     * this 2-CPU machine; docs/performance.md). Anything else in it, or a
-     * mount or a symlink in its place: the remover, as below. */
-    r = fs_remove_bare_dir(path, spawn_tmp_subs, SPAWN_TMP_N);
-    if (r == -EXDEV) /* neither root nor a remover goes in there */
-        log_warn("%s has a file system mounted on it; it stays until that is unmounted "
-                 "(the next start of lyhd removes it then)", path);
-    if (r == 0 || r == -EXDEV) {
-        if (end_row)
-            (void)save_store_row(d, end_row);
-        return;
-    }
-    if (r != -ENOTEMPTY)
-        log_debug("removing %s as root by name: %s; a remover empties it", path, strerror(-r));
     j = calloc(1, sizeof(*j));
     if (!j) {
         log_error("out of memory removing %s; the next start removes it", path);
@@ -367,18 +369,52 @@ static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
     tmpdir_job_free(j);
 }
 
+void session_tmpdir_remove(struct lyhd *d, const char *path, uid_t uid) {
+    tmpdir_remove(d, path, uid, NULL, false);
+}
+
+/* Has the process behind pidfd ended, waiting until the monotonic time
+ * end_ms at most? */
+static bool pidfd_ended_by(int pidfd, uint64_t end_ms) {
+    uint64_t now = lyhd_mono_ms();
+    struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+    return poll(&pfd, 1, now < end_ms ? (int)(end_ms - now) : 0) == 1;
+}
+
 void session_tmpdir_jobs_finish(struct lyhd *d) {
-    struct tmpdir_job *j;
+    struct tmpdir_job *j, *next;
+    siginfo_t si;
 
     if (!d->tmpdir_jobs.tqh_last)
         return; /* never initialised */
     spawner_settle(d); /* every job knows its remover (or has none, or must make one) */
-    while ((j = TAILQ_FIRST(&d->tmpdir_jobs))) {
+    /* Bounded in all, whatever users hold: the removers have
+     * TMPDIR_REMOVE_SYNC_MS together, then those killed TMPDIR_KILLED_MS
+     * together; one still there waits on a directory a user holds
+     * (fs_remove_tree_as) and is left, its row ENDING for the next start. */
+    uint64_t end = lyhd_mono_ms() + TMPDIR_REMOVE_SYNC_MS;
+    for (j = TAILQ_FIRST(&d->tmpdir_jobs); j; j = next) {
+        next = TAILQ_NEXT(j, link);
         event_del(j->ev);
         event_del(j->ev_timeout);
         if (j->make_own && tmpdir_job_make_own(j, false) < 0)
             continue; /* over, and freed */
-        tmpdir_job_wait(j, TMPDIR_REMOVE_SYNC_MS);
+        if (j->pidfd >= 0 && !pidfd_ended_by(j->pidfd, end)) {
+            log_warn("removing %s took too long at shutdown; killing the remover", j->path);
+            (void)syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+        }
+    }
+    end = lyhd_mono_ms() + TMPDIR_KILLED_MS;
+    while ((j = TAILQ_FIRST(&d->tmpdir_jobs))) {
+        memset(&si, 0, sizeof(si));
+        if (j->pidfd < 0)
+            tmpdir_job_finish(j, NULL);
+        else if (pidfd_ended_by(j->pidfd, end))
+            tmpdir_job_finish(j, waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED) == 0 ? &si : NULL);
+        else
+            log_warn("the remover of %s does not end (it waits on a directory a user holds); "
+                     "left to end by itself, and the next start of lyhd removes it",
+                     j->path);
         tmpdir_job_free(j);
     }
 }
@@ -397,12 +433,12 @@ static bool tmpdir_name(const char *name, char id[SESSION_ID_LEN + 1]) {
     return true;
 }
 
-unsigned session_sweep_tmpdirs(struct lyhd *d) {
-    DIR *dir = opendir(d->cfg.tmp_parent);
+static unsigned sweep_tmpdirs(struct lyhd *d, const char *parent) {
+    DIR *dir = opendir(parent);
     unsigned n = 0;
 
     if (!dir) {
-        log_warn("cannot read %s to remove tmpdirs of ended sessions: %s", d->cfg.tmp_parent,
+        log_warn("cannot read %s to remove tmpdirs of ended sessions: %s", parent,
                  strerror(errno));
         return 0;
     }
@@ -416,11 +452,10 @@ unsigned session_sweep_tmpdirs(struct lyhd *d) {
         /* Ours: a real directory (never a symlink) with the guard gid, as
          * fs_make_private_dir made it; and no live session owns it (the
          * reconciliation before this re-adopted or reaped every live row).
-         * An agent could make such a directory too (it runs with the guard
-         * gid): it is removed with its owner's rights only. */
+         * Nobody but root can make anything here (0700). */
         int r = fs_stat_here(dirfd(dir), de->d_name, &st);
         if (r == -EXDEV)
-            log_warn("%s/%s has a file system mounted on it; left as it is", d->cfg.tmp_parent,
+            log_warn("%s/%s has a file system mounted on it; left as it is", parent,
                      de->d_name);
         if (r < 0 || !S_ISDIR(st.st_mode) || !lyhd_guard_gid(&d->cfg, st.st_gid) || session_find(d, id))
             continue;
@@ -429,15 +464,36 @@ unsigned session_sweep_tmpdirs(struct lyhd *d) {
             continue;
         if (r < 0 && r != -ENOENT)
             continue; /* cannot tell: leave it */
-        snprintf(path, sizeof(path), "%s/%s", d->cfg.tmp_parent, de->d_name);
+        snprintf(path, sizeof(path), "%s/%s", parent, de->d_name);
         log_warn("removing %s: its session is %s", path, r == 0 ? "over" : "unknown to state.db");
         (void)store_reap_log(d->store, path, "removed",
                              r == 0 ? "tmpdir of an ended session" : "tmpdir of an unknown session");
-        tmpdir_remove(d, path, st.st_uid, NULL, false);
+        /* Its user: the tmpdir is root's, its subdirectories the user's
+         * (a remover given uid 0 only removes empty directories) */
+        uid_t owner = st.st_uid;
+        if (owner == 0) {
+            char sub[NAME_MAX + 16];
+            struct stat sst;
+            snprintf(sub, sizeof(sub), "%s/%s", de->d_name, spawn_tmp_subs[0]);
+            if (r == 0)
+                owner = row.uid;
+            else if (fs_stat_here(dirfd(dir), sub, &sst) == 0)
+                owner = sst.st_uid;
+        }
+        tmpdir_remove(d, path, owner, NULL, false);
         n++;
     }
     closedir(dir);
     return n;
+}
+
+unsigned session_sweep_tmpdirs(struct lyhd *d) {
+    /* Only lyhd's own directory. An older lyhd made them in --tmp-dir
+     * itself: a reading of that (/tmp) can be made to wait by any user (a
+     * reader queues behind a writer they hold waiting), so the tmpdirs of
+     * its sessions are removed only where state.db has them (the
+     * reconciliation), the rest left to the administrator (operate.md). */
+    return sweep_tmpdirs(d, d->tmp_dir);
 }
 
 static void teardown_run(struct session *s, bool may_wait);

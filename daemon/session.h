@@ -123,12 +123,15 @@ void session_teardown(struct session *s);
 void session_finish_now(struct session *s);
 
 /* At startup, after reconciliation: remove per-launch tmpdirs (lyh-<id> in
- * --tmp-dir, with the guard gid) whose session state.db knows to be over, or
- * does not know at all. Removal runs with the owner's rights, in the
+ * lyhd's directory in --tmp-dir, with the guard gid) whose session state.db
+ * knows to be over, or does not know at all. Removal runs with the owner's rights, in the
  * background. Returns how many were found. */
 unsigned session_sweep_tmpdirs(struct lyhd *d);
-/* At shutdown: wait for every tmpdir still being emptied in the background
- * (at most 2 s each, then its remover is killed), record what it ends, free
+/* Remove the tmpdir path of uid's in the background (a remover:
+ * fs_remove_tree_as), recording nothing: a launch's undo. */
+void session_tmpdir_remove(struct lyhd *d, const char *path, uid_t uid);
+/* At shutdown: wait for every tmpdir still being removed in the background
+ * (2 s for all, then the removers left are killed), record what it ends, free
  * it. Accepts a lyhd whose list was never initialised. */
 void session_tmpdir_jobs_finish(struct lyhd *d);
 

@@ -433,7 +433,7 @@ static void remove_tree(int sock, const uint8_t *buf, size_t n, int fl, int *fds
     if (r == 0) {
         pid = spawn_sibling(&pidfd);
         if (pid == 0)
-            fs_remove_tree_child(path, uid, gid);
+            fs_remove_tree_child(path, spawn_tmp_subs, SPAWN_TMP_N, uid, gid);
         if (pid < 0)
             r = errno == ENOSYS || errno == E2BIG || errno == EINVAL ? -ENOSYS : -errno;
     }
@@ -897,21 +897,21 @@ int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, 
     spawner_settle(d); /* this answer must be the next one */
     s = d->spawner;
     if (!s || s->begun || spawner_encode_rm(path, uid, gid, s->buf, SPAWNER_MAX_BYTES, &len) < 0)
-        return fs_remove_tree_as(path, uid, gid, ret_pid, ret_pidfd);
+        return fs_remove_tree_as(path, spawn_tmp_subs, SPAWN_TMP_N, uid, gid, ret_pid, ret_pidfd);
     ssize_t n = unixsock_send_fds(s->sock, s->buf, len, NULL, 0, MSG_DONTWAIT);
     explicit_bzero(s->buf, len);
     if (n != (ssize_t)len) {
         int e = n < 0 ? errno : EIO;
         if (e != EMSGSIZE && e != ENOBUFS && e != ENOMEM && e != EAGAIN)
             give_up(d, "did not take a tmpdir to empty", e);
-        return fs_remove_tree_as(path, uid, gid, ret_pid, ret_pidfd);
+        return fs_remove_tree_as(path, spawn_tmp_subs, SPAWN_TMP_N, uid, gid, ret_pid, ret_pidfd);
     }
     int r = take_answer(d, -1, ret_pid, ret_pidfd, NULL);
     /* no clone3 here, or the spawner given up (no answer, or nonsense): a
      * fork of lyhd's does it (a remover the spawner may have made after all
      * runs as the same user on the same tree: harmless) */
     if (r == -ENOSYS || r == -EIO)
-        return fs_remove_tree_as(path, uid, gid, ret_pid, ret_pidfd);
+        return fs_remove_tree_as(path, spawn_tmp_subs, SPAWN_TMP_N, uid, gid, ret_pid, ret_pidfd);
     return r;
 }
 

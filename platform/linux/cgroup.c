@@ -76,12 +76,13 @@ static int own_cgroup(char *out, size_t outlen) {
     return -ENOENT;
 }
 
-/* The base's and the sessions' directories: not readable by other users, who
- * could otherwise hold a directory's lock for as long as they like and so
- * make lyhd's mkdir or rmdir in it wait, the whole loop with it (fsutil.h
- * fs_remove_tree_as); searchable, so that a path read from /proc/PID/cgroup
- * still leads to a session's cgroup.* files. */
-#define CG_DIR_MODE 0711
+/* The base's and the sessions' directories: root's alone. Another user could
+ * otherwise hold such a directory's lock for as long as they like and so make
+ * lyhd's mkdir or rmdir in it wait, the whole loop with it (fsutil.h
+ * fs_remove_tree_as): by reading it, or, with search permission only, by a
+ * rename out of it into a directory whose lock they hold (rename locks both
+ * parents before it checks any permission). */
+#define CG_DIR_MODE 0700
 
 static int narrow_session_dir(const char *name, void *userdata);
 
@@ -112,13 +113,15 @@ static int open_base(struct cg_root *r) {
     r->base_id = (uint64_t)st.st_ino;
     r->has_kill = faccessat(fd, "cgroup.kill", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
     if ((st.st_mode & 07777) != CG_DIR_MODE) {
-        /* an older lyhd's base, 0755, and its sessions' (through the fd) */
-        int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int k = rfd < 0 || fchmod(rfd, CG_DIR_MODE) < 0 ? -errno : 0;
-        if (rfd >= 0)
-            close(rfd);
-        if (k == 0)
-            k = cg_foreach(r, narrow_session_dir, r);
+        /* an older lyhd's base, 0755, and its sessions': those first, so
+         * that a start cut short here does it all again (through the fd) */
+        int k = cg_foreach(r, narrow_session_dir, r);
+        if (k == 0) {
+            int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            k = rfd < 0 || fchmod(rfd, CG_DIR_MODE) < 0 ? -errno : 0;
+            if (rfd >= 0)
+                close(rfd);
+        }
         if (k < 0) {
             close(fd);
             r->base_fd = -1;

@@ -5,8 +5,8 @@
  * write, so it may hold symlinks, bind-style tricks or a renamed parent. A root
  * process walking it could be steered into deleting elsewhere; a process with
  * the user's own uid can only delete what the user could delete anyway.
- * Root only ever removes empty directories by name (fs_remove_bare_dir): the
- * common end of a session that left nothing in its /tmp, with no process. */
+ * Root only ever removes empty directories by name (fs_remove_bare_dir), and
+ * never on lyhd's loop: a user can hold a directory's lock (fsutil.h). */
 #include "platform/linux/fsutil.h"
 
 #include <dirent.h>
@@ -28,21 +28,15 @@
 
 #include "common/macros.h"
 
-int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t gid,
+int fs_make_private_dir(int parent_fd, const char *name, uid_t uid, gid_t gid,
                         const char *const *subs, size_t n_subs) {
-    int pfd, fd, k = 0;
+    int fd, k = 0;
 
     if (!name[0] || name[0] == '.' || strchr(name, '/'))
         return -EINVAL;
-    pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (pfd < 0)
+    if (mkdirat(parent_fd, name, 0700) < 0)
         return -errno;
-    if (mkdirat(pfd, name, 0700) < 0) {
-        k = -errno;
-        close(pfd);
-        return k;
-    }
-    fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     for (size_t i = 0; fd >= 0 && i < n_subs && k == 0; i++) {
         if (!subs[i][0] || subs[i][0] == '.' || strchr(subs[i], '/'))
             k = -EINVAL;
@@ -50,25 +44,27 @@ int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t g
                  fchownat(fd, subs[i], uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
             k = -errno;
     }
-    if (fd < 0 || k < 0 || fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0) {
+    /* The tmpdir stays root's (its gid the user's, for fs_remove_tree_as's
+     * caller), searchable only: the user reaches its subdirectories but
+     * cannot open it for reading, so cannot hold its lock while root's
+     * rmdir of it waits with its parent's lock taken (fsutil.h). */
+    if (fd < 0 || k < 0 || fchown(fd, 0, gid) < 0 || fchmod(fd, 0711) < 0) {
         k = k < 0 ? k : -errno;
         for (size_t i = 0; fd >= 0 && i < n_subs; i++)
             (void)unlinkat(fd, subs[i], AT_REMOVEDIR);
         if (fd >= 0)
             close(fd);
-        unlinkat(pfd, name, AT_REMOVEDIR);
-        close(pfd);
+        unlinkat(parent_fd, name, AT_REMOVEDIR);
         return k;
     }
     close(fd);
-    close(pfd);
     return 0;
 }
 
 static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
     (void)st;
     if (ftw->level == 0)
-        return 0; /* the directory itself: the parent removes it */
+        return 0; /* the directory walked: root removes it */
     if (type == FTW_DP)
         return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
     return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
@@ -97,15 +93,16 @@ int fs_close_fds_from(int first) {
     return err ? -1 : 0;
 }
 
-void fs_remove_tree_child(const char *path, uid_t uid, gid_t gid) {
-    /* Nothing of lyhd's may stay with a process its user can signal, stop
-     * or trace once it runs as them: close every fd first. The process is a
-     * fork (glibc's, or the spawner's clone3), so malloc is usable (nftw
-     * allocates); the credential calls are raw syscalls, for this thread
-     * alone (lyhd's other threads exist only in the parent). */
-    if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0 && (errno != ENOSYS || fs_close_fds_from(3) < 0))
-        _exit(2);
-    (void)prctl(PR_SET_NAME, "lyhd-remover", 0, 0, 0); /* what ps shows, whoever forked it */
+static int open_here(int dirfd, const char *name, bool dir);
+static int open_dir_here(int dirfd, const char *name);
+
+/* The user's half of a removal: drop to uid:gid and remove everything below
+ * each directory of fds[0..n) (-1: none), without following a symlink. They
+ * are O_PATH fds root opened: the tmpdir's subdirectories, then the tmpdir
+ * itself (an older lyhd's was the user's and may hold more; lyhd's own is
+ * root's and cannot be read: a walk of it sees nothing). The path to them
+ * goes through lyhd's directory, which only root may search. Never returns. */
+_Noreturn static void empty_as(const int *fds, size_t n, uid_t uid, gid_t gid, pid_t root_stage) {
     /* Not dumpable whatever fs.suid_dumpable says: this process holds a
      * copy of its parent's memory, which its user must not read through
      * ptrace or /proc/PID/mem. A change of the effective uid sets the flag
@@ -116,16 +113,71 @@ void fs_remove_tree_child(const char *path, uid_t uid, gid_t gid) {
     if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
         syscall(SYS_setresuid, uid, uid, -1) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
         syscall(SYS_setresuid, uid, uid, uid) < 0)
-        _exit(2);
+        _exit(FS_RM_FAILED);
     if (uid != 0 && syscall(SYS_setresuid, 0, 0, 0) == 0)
-        _exit(2);
+        _exit(FS_RM_FAILED);
     if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
-        _exit(2);
+        _exit(FS_RM_FAILED);
+    /* The change of credentials cleared any parent-death signal: set it now,
+     * so that killing the root half (lyhd does, when over time) ends this
+     * one too; and the root half may already be gone. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != root_stage)
+        _exit(FS_RM_FAILED);
     /* FTW_PHYS: never follow symlinks; FTW_MOUNT: stay on this file system. */
-    _exit(nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 || errno == ENOENT ? 0 : 1);
+    bool left = false;
+    for (size_t i = 0; i < n; i++)
+        if (fds[i] >= 0 && (fchdir(fds[i]) < 0 ||
+                            nftw(".", rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0))
+            left = true;
+    _exit(left ? FS_RM_LEFT : FS_RM_GONE);
 }
 
-int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, int *ret_pidfd) {
+static int rm_status(int r) {
+    return r == 0 ? FS_RM_GONE : r == -EXDEV ? FS_RM_MOUNTED : FS_RM_LEFT;
+}
+
+void fs_remove_tree_child(const char *path, const char *const *subs, size_t n_subs, uid_t uid,
+                          gid_t gid) {
+    /* Nothing of lyhd's may stay with a process its user can signal, stop
+     * or trace once it runs as them: close every fd first. The process is a
+     * fork (glibc's, or the spawner's clone3), so malloc is usable (nftw
+     * allocates); the credential calls are raw syscalls, for this thread
+     * alone (lyhd's other threads exist only in the parent). */
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0 && (errno != ENOSYS || fs_close_fds_from(3) < 0))
+        _exit(FS_RM_FAILED);
+    (void)prctl(PR_SET_NAME, "lyhd-remover", 0, 0, 0); /* what ps shows, whoever forked it */
+    /* As root, by name: the empty directories lyhd made (most sessions
+     * leave nothing else). This may wait as long as a user holds one of
+     * their locks (fsutil.h): here, not on lyhd's loop. */
+    int r = fs_remove_bare_dir(path, subs, n_subs);
+    if (r == 0 || r == -EXDEV)
+        _exit(rm_status(r));
+    /* Anything else in it: emptied with the user's rights only, then the
+     * empty directories as root again. */
+    if (uid == 0) /* never a walk of this tree as root */
+        _exit(FS_RM_LEFT);
+    int fds[FS_RM_MAX_SUBS + 1];
+    const char *name = strrchr(path, '/');
+    int pfd = fs_open_parent_dir(path);
+    if (n_subs > FS_RM_MAX_SUBS || !name || pfd < 0)
+        _exit(FS_RM_FAILED);
+    fds[n_subs] = open_dir_here(pfd, name + 1);
+    for (size_t i = 0; i < n_subs; i++)
+        fds[i] = fds[n_subs] < 0 ? -1 : open_dir_here(fds[n_subs], subs[i]);
+    pid_t self = getpid(), pid = fork();
+    if (pid < 0)
+        _exit(FS_RM_FAILED);
+    if (pid == 0)
+        empty_as(fds, n_subs + 1, uid, gid, self);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            _exit(FS_RM_FAILED);
+    _exit(rm_status(fs_remove_bare_dir(path, subs, n_subs)));
+}
+
+int fs_remove_tree_as(const char *path, const char *const *subs, size_t n_subs, uid_t uid,
+                      gid_t gid, pid_t *ret_pid, int *ret_pidfd) {
     pid_t pid;
     int pidfd;
 
@@ -135,7 +187,7 @@ int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, in
     if (pid < 0)
         return -errno;
     if (pid == 0)
-        fs_remove_tree_child(path, uid, gid);
+        fs_remove_tree_child(path, subs, n_subs, uid, gid);
     pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
         int k = -errno;
@@ -190,12 +242,6 @@ int fs_ident_leave(const struct fs_ident *saved) {
     return 0;
 }
 
-int fs_remove_empty_dir(const char *path) {
-    if (rmdir(path) < 0 && errno != ENOENT)
-        return -errno;
-    return 0;
-}
-
 /* O_PATH fd of dirfd/name without following a symlink or crossing a mount
  * point; dir: a directory only. -errno. */
 static int open_here(int dirfd, const char *name, bool dir) {
@@ -216,6 +262,51 @@ int fs_stat_here(int dirfd, const char *name, struct stat *ret) {
     if (fd < 0)
         return fd;
     return fstat(fd, ret) < 0 ? -errno : 0;
+}
+
+/* open_here for a directory, or where there is no openat2 (fs_stat_here) an
+ * O_PATH openat that follows no symlink (it may cross a mount point). */
+static int open_dir_here(int dirfd, const char *name) {
+    int fd = open_here(dirfd, name, true);
+    if (fd == -ENOSYS || fd == -EPERM) {
+        fd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            fd = -errno;
+    }
+    return fd;
+}
+
+int fs_open_own_dir(const char *parent, const char *name, mode_t mode, int *ret_fd) {
+    struct stat st;
+
+    if (!name[0] || name[0] == '.' || strchr(name, '/'))
+        return -EINVAL;
+    _cleanup_close_ int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return -errno;
+    /* open first: an mkdir takes the parent's lock even when the name
+     * exists, and a user can hold that of /tmp */
+    _cleanup_close_ int fd = open_dir_here(pfd, name);
+    if (fd == -ENOENT) {
+        if (mkdirat(pfd, name, 0700) < 0 && errno != EEXIST)
+            return -errno;
+        fd = open_dir_here(pfd, name);
+    }
+    if (fd == -ELOOP)
+        return -ENOTDIR; /* a symlink */
+    if (fd < 0)
+        return fd;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (st.st_uid != 0)
+        return -EPERM;
+    if ((st.st_mode & 07777) != mode) { /* through fd: never a name that may have changed */
+        _cleanup_close_ int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rfd < 0 || fchmod(rfd, mode) < 0)
+            return -errno;
+    }
+    *ret_fd = TAKE_FD(fd);
+    return 0;
 }
 
 int fs_remove_bare_dir(const char *path, const char *const *subs, size_t n_subs) {

@@ -8,31 +8,60 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* Create DIR/NAME as a fresh directory (mode 0700) owned by uid:gid, with the
- * subdirectories subs[0..n_subs) (0700, uid:gid) inside it. Fails with
- * -EEXIST if anything is already there (never reuses what someone else made).
- * The parent is expected to be a sticky world-writable dir like /tmp; the
- * subdirectories are made through the new directory's fd while it is still
- * root's, so the user cannot swap it for something else in between. */
-int fs_make_private_dir(const char *parent, const char *name, uid_t uid, gid_t gid,
+/* Create NAME in the directory parent_fd as a fresh directory, root's with
+ * the group gid and mode 0711, with the subdirectories subs[0..n_subs)
+ * (0700, uid:gid) inside it: the user may use those, not change NAME itself
+ * nor open it for reading. Fails with -EEXIST if anything is already there (never reuses
+ * what someone else made). The parent is expected to be root's and not
+ * readable by others (fs_open_own_dir): a mkdir takes the parent's lock,
+ * which a user could otherwise hold (fs_remove_tree_as). The subdirectories
+ * are made through the new directory's fd while it is still root's, so the
+ * user cannot swap it for something else in between, nor hold its lock. */
+int fs_make_private_dir(int parent_fd, const char *name, uid_t uid, gid_t gid,
                         const char *const *subs, size_t n_subs);
+
+/* Open parent/name, a directory of root's, making it when missing, with the
+ * permission bits mode (set when they differ): an O_PATH fd in *ret_fd. Never
+ * follows a symlink nor enters a mount point. -EPERM when it belongs to
+ * someone else (made before root could in a world-writable parent: not to be
+ * trusted), -ENOTDIR when it is not a directory or a symlink. */
+int fs_open_own_dir(const char *parent, const char *name, mode_t mode, int *ret_fd);
 
 /* Close every fd from first up that /proc/self/fd lists (what close_range
  * does, for kernels before 5.9). 0, or -1 with errno when /proc cannot be
  * read (nothing closed then). */
 int fs_close_fds_from(int first);
 
-/* Empty a directory with the privileges of uid:gid only: a child process
- * closes every inherited fd, drops to that user (no supplementary groups) and
- * removes everything below path without following symlinks, so root never
- * walks a tree a user controls. The user can signal or stop that child: the
- * caller must bound the wait (and SIGKILL it, through the pidfd, when over). The directory itself stays: its parent may not be writable by
- * the user; remove it afterwards with fs_remove_empty_dir(). Returns the
- * child's pid and a pidfd (CLOEXEC) to wait on; exit status 0 = emptied. */
-int fs_remove_tree_as(const char *path, uid_t uid, gid_t gid, pid_t *ret_pid, int *ret_pidfd);
+/* Remove a per-launch tmpdir path (what fs_make_private_dir made) in a child
+ * process, which closes every inherited fd first. As root it removes path by
+ * name when path holds nothing but its empty subdirectories subs[0..n_subs)
+ * (fs_remove_bare_dir). Otherwise a child of its own drops to uid:gid (no
+ * supplementary groups) and removes everything below path without following
+ * symlinks, so root never walks a tree a user controls; then root removes the
+ * empty directories by name again. uid 0 makes no such child (path is left).
+ *
+ * Why a process, even for an rmdir: an rmdir takes the lock of the
+ * directory and of its parent, and a user can hold the lock of a directory
+ * they can read, shared, for as long as they like (a getdents64 on it into a
+ * buffer mapped from a FUSE file whose server does not answer the page
+ * fault). Whoever removes must be free to wait; lyhd's loop is not. That
+ * child may wait, and so may the user's half, which the user can also signal
+ * or stop: the caller must bound the wait (and SIGKILL it, through the pidfd,
+ * when over: the user's half dies with it). Returns the child's pid and a
+ * pidfd (CLOEXEC) to wait on; its exit status is an FS_RM_* below. */
+#define FS_RM_MAX_SUBS 8 /* n_subs at most */
+enum {
+    FS_RM_GONE = 0,    /* path is gone (or was not there) */
+    FS_RM_LEFT = 1,    /* something in it could not be removed */
+    FS_RM_FAILED = 2,  /* the child could not set itself up: nothing tried */
+    FS_RM_MOUNTED = 3, /* a file system is mounted on path: left as it is */
+};
+int fs_remove_tree_as(const char *path, const char *const *subs, size_t n_subs, uid_t uid,
+                      gid_t gid, pid_t *ret_pid, int *ret_pidfd);
 /* What that child does, for a process that forked it another way (lyhd's
- * spawner): empty path as uid:gid, then _exit (0: emptied). */
-_Noreturn void fs_remove_tree_child(const char *path, uid_t uid, gid_t gid);
+ * spawner): remove path, then _exit with an FS_RM_* status. */
+_Noreturn void fs_remove_tree_child(const char *path, const char *const *subs, size_t n_subs,
+                                    uid_t uid, gid_t gid);
 
 /* The calling thread's file-system identity, for deciding a path as a user
  * would: fsuid, fsgid and the supplementary groups. */
@@ -80,10 +109,6 @@ bool fs_is_one_of(const struct fs_inode *anc, size_t n, const char *dir, bool fo
  * "/a", "/a" gives "/"). -errno. */
 int fs_open_parent_dir(const char *path);
 
-/* rmdir as the caller (root): safe on a tree a user controlled, since rmdir
- * neither follows a symlink nor removes a non-empty directory. Gone = 0. */
-int fs_remove_empty_dir(const char *path);
-
 /* Remove the directory path when it holds nothing but the empty
  * subdirectories subs[0..n_subs) (what fs_make_private_dir made): each by
  * name, then path itself, as the caller (root), without a walk. Safe on a
@@ -93,7 +118,8 @@ int fs_remove_empty_dir(const char *path);
  * asked anything) nor following a symlink. 0: gone (or not there). Otherwise
  * -errno (-ENOTEMPTY: something else is in it; -EXDEV, -ENOTDIR,
  * -ENOSYS: not a plain directory here, or no openat2) and path is left with
- * what could not go, for fs_remove_tree_as. */
+ * what could not go, for fs_remove_tree_as. It may wait on a lock a user
+ * holds (above): call it only where waiting is allowed. */
 int fs_remove_bare_dir(const char *path, const char *const *subs, size_t n_subs);
 
 /* fstat of dirfd/name as it is in dirfd's file system: no symlink followed,

@@ -281,7 +281,7 @@ int ll_policy_default(const struct ll_defaults *d, struct ll_policy *ret) {
     _cleanup_(ll_policy_freep) struct ll_policy p = {0};
     int k;
 
-    if (!d || !ret || !d->home || !*d->home || !d->cwd || !*d->cwd || !d->tmpdir || !*d->tmpdir)
+    if (!d || !ret || !d->home || !*d->home || !d->cwd || !*d->cwd || (d->tmpdir && !*d->tmpdir))
         return -EINVAL;
 
     if (d->narrow_home) {
@@ -298,7 +298,7 @@ int ll_policy_default(const struct ll_defaults *d, struct ll_policy *ret) {
     k = ll_policy_add(&p, LL_RW, d->cwd, 0);
     if (k < 0)
         return k;
-    k = ll_policy_add(&p, LL_RW, d->tmpdir, 0);
+    k = d->tmpdir ? ll_policy_add(&p, LL_RW, d->tmpdir, 0) : 0;
     if (k < 0)
         return k;
     for (size_t i = 0; i < ARRAY_SIZE(system_paths); i++) {
@@ -650,6 +650,14 @@ int ll_restrict_self(int ruleset_fd) {
  * read the user's keystrokes and type into them. Rules for the private
  * instance can only be added in the child, after the mount: the paths then
  * name its inodes. Syscalls only. */
+int ll_ruleset_add_dir(int ruleset_fd, uint64_t handled, int dirfd) {
+    struct landlock_path_beneath_attr pb = {.allowed_access = handled & ~FS_NEVER,
+                                            .parent_fd = dirfd};
+    return syscall(SYS_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0
+               ? -errno
+               : 0;
+}
+
 int ll_add_devpts_child(int ruleset_fd, uint64_t handled) {
     struct landlock_path_beneath_attr pb;
     int fd, k = 0;

@@ -57,7 +57,7 @@ void ll_policy_free(struct ll_policy *p);
 struct ll_defaults {
     const char *home;   /* the caller's home directory */
     const char *cwd;    /* the agent's working directory */
-    const char *tmpdir; /* the per-launch tmpdir */
+    const char *tmpdir; /* the per-launch tmpdir; NULL: granted by fd (ll_ruleset_add_dir) */
     bool narrow_home;   /* only the agent state entries under home, not all of it */
 };
 
@@ -71,7 +71,7 @@ struct ll_defaults {
  *       /run/resolvconf read-only without execute.
  * home, cwd, tmpdir, /tmp, /usr, /etc and /dev/null are required; the rest is
  * optional. Add the policy's extra paths with ll_policy_add() afterwards.
- * -EINVAL when home, cwd or tmpdir is missing, -ENAMETOOLONG, -ENOMEM. */
+ * -EINVAL when home or cwd is missing or tmpdir empty, -ENAMETOOLONG, -ENOMEM. */
 int ll_policy_default(const struct ll_defaults *d, struct ll_policy *ret);
 
 /* An optional path that got no rule, and why. */
@@ -116,6 +116,12 @@ uint64_t ll_handled_fs(int abi);
 
 int ll_ruleset_build(const struct ll_policy *p, int abi, int *ret_fd, struct ll_report *ret,
                      char *why, size_t whylen);
+
+/* Allow everything but what is never granted (mknod) beneath the directory
+ * dirfd (an O_PATH fd is enough), to a ruleset ll_ruleset_build made;
+ * handled = ll_report.handled_fs. For a directory the caller opened itself
+ * where the request's identity could not (lyhd's own, root's alone). */
+int ll_ruleset_add_dir(int ruleset_fd, uint64_t handled, int dirfd);
 
 /* Child side, before ll_restrict_self: allow the session's private devpts
  * instance (/dev/pts and /dev/ptmx as mounted in its own mount namespace).

@@ -191,8 +191,8 @@ const char *const spawn_tmp_roots[SPAWN_TMP_N] = {"/tmp", "/var/tmp", "/dev/shm"
  * tmux or screen server, an emacs server, VS Code's IPC, X11's socket dir,
  * ssh-agent's) lives in the real ones and is out of its sight; its own files
  * go away with its tmpdir. Granted directories under them (its cwd, extra
- * paths) are shown again at the same path. All opened as the agent, mounted
- * onto what was opened. */
+ * paths) are shown again at the same path. All but the tmpdir opened as the
+ * agent, mounted onto what was opened. */
 static void private_tmp(const struct spawn_plan *p, int status_fd) {
     const char *const *sub = spawn_tmp_subs, *const *target = spawn_tmp_roots;
     int dfd, src[SPAWN_TMP_N], tfd[SPAWN_TMP_N], exp[SPAWN_MAX_EXPOSE];
@@ -202,8 +202,11 @@ static void private_tmp(const struct spawn_plan *p, int status_fd) {
         return;
     if (p->n_expose > SPAWN_MAX_EXPOSE)
         child_fail(status_fd, SPAWN_STEP_MOUNTS, E2BIG);
-    as_agent(p, status_fd);
+    /* the tmpdir as root: it is root's, in lyhd's directory (root's, 0700:
+     * nobody else could have changed a component), and only root can search
+     * that; its tmp, var-tmp and shm as the agent */
     dfd = open(p->private_tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    as_agent(p, status_fd);
     for (size_t i = 0; i < SPAWN_TMP_N; i++) {
         src[i] = dfd < 0 ? -1 : openat(dfd, sub[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         tfd[i] = open(target[i], O_PATH | O_DIRECTORY | O_CLOEXEC);

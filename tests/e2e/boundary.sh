@@ -198,8 +198,8 @@ for d in /tmp /var/tmp /dev/shm; do
     t_check "3: what it wrote in $d is not in the host's" test ! -e "$d/lyh-bnd-agent-$$"
 done
 sid=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" 'select id from sessions order by started_ms desc, rowid desc limit 1')
-lyh_wait_until 10 test ! -e "$LYH_TMPDIR/lyh-$sid"
-t_check "3: ... and goes with the session's tmpdir" test ! -e "$LYH_TMPDIR/lyh-$sid"
+lyh_wait_until 10 test ! -e "$LYH_TMPROOT/lyh-$sid"
+t_check "3: ... and goes with the session's tmpdir" test ! -e "$LYH_TMPROOT/lyh-$sid"
 # A project below /tmp is still the agent's cwd, at the same path.
 PROJ=/tmp/lyh-bnd-proj-$$
 install -d -o "$LYH_UID" -g "$LYH_GID" -m 0755 "$PROJ" && MADE+=("$PROJ")

@@ -227,7 +227,7 @@ session_left() {
     lyh_session_chains | grep -qx "s-$sid" && left+="chain "
     lyh_session_elems | grep -q " s-$sid\$" && left+="map-element "
     [ -d "$LYH_CGBASE/$sid" ] && left+="cgroup "
-    [ -e "$LYH_TMPDIR/lyh-$sid" ] && left+="tmpdir "
+    [ -e "$LYH_TMPROOT/lyh-$sid" ] && left+="tmpdir "
     st=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select state from sessions where id='$sid'" 2>&1)
     [ "$st" = 4 ] || left+="row(state=$st) "
     echo "$left"
@@ -357,7 +357,7 @@ if [ -n "$S1" ]; then
     t_eq "2: no s-* chain in table inet lianyaohu" "$(lyh_session_chains)" ""
     t_eq "2: map sessions is empty" "$(lyh_session_elems)" ""
     if [ -d "$LYH_CGBASE/$S1" ]; then t_fail "2: session cgroup dir gone" "$LYH_CGBASE/$S1"; else t_pass "2: session cgroup dir gone"; fi
-    if [ -e "$LYH_TMPDIR/lyh-$S1" ]; then t_fail "2: session tmpdir gone" "$LYH_TMPDIR/lyh-$S1"; else t_pass "2: session tmpdir gone"; fi
+    if [ -e "$LYH_TMPROOT/lyh-$S1" ]; then t_fail "2: session tmpdir gone" "$LYH_TMPROOT/lyh-$S1"; else t_pass "2: session tmpdir gone"; fi
 fi
 for s in vpn-tcp:tcp:11.77.0.1 vpn-udp:udp:11.77.0.1 lan-tcp:tcp:192.168.77.2; do
     pr=${s#*:} ad=${pr#*:} pr=${pr%%:*}
@@ -377,7 +377,7 @@ if lyh_daemon_stop && lyh_daemon_start --tmp-dir "$T755"; then
     rc=$? # not checked here: see "short-lived agents" in 5.
     # The agent's TMPDIR is its private /tmp; the tmpdir behind it is the row's.
     td=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" 'select tmpdir from sessions order by started_ms desc, rowid desc limit 1')
-    if [ "${td#"$T755"/lyh-}" != "$td" ] && lyh_daemon_log_has "session '${td#"$T755"/lyh-}' of uid $LYH_UID ended" 10; then
+    if [ "${td#"$T755"/lyhd/lyh-}" != "$td" ] && lyh_daemon_log_has "session '${td#"$T755"/lyhd/lyh-}' of uid $LYH_UID ended" 10; then
         if lyh_wait_until 5 test ! -e "$td"; then
             t_pass "2: tmpdir removed with a root-owned 0755 --tmp-dir"
         else

@@ -41,51 +41,56 @@ lyh_wait_until 5 eval '[ -z "$(lyh_tmpdirs)" ]'
 t_eq "1: its tmpdir is gone when it ends" "$(lyh_tmpdirs)" ""
 t_eq "1: ... and only then its row says ENDED" \
     "$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select state from sessions where id='$sid'")" 4
-# What the user may put in place of a directory lyhd made in a running
-# session's tmpdir: a symlink to an empty directory of theirs. At the end root
-# removes a tmpdir that holds nothing but its empty directories by name
-# (fs_remove_bare_dir); it follows no link, so the remover (as the user) takes
-# the link, and what it points to stays.
-lyh_as_user mkdir -p "$LYH_HOME/victim1/tmp"
+# The user may not put anything in place of a directory lyhd made in a
+# running session's tmpdir (a symlink to a directory of theirs, say): the
+# tmpdir is root's (mode 0711) in lyhd's directory (root's, 0700), only tmp,
+# var-tmp and shm in it are theirs (test_fsutil has what root's removal does
+# when something is there anyway).
 lyh_cli run --vpn tun0 --no-tui -- /bin/sleep 3 </dev/null >/dev/null 2>"$LYH_TMP/t1b.err" &
 T1B=$!
 lyh_track_pid "$T1B"
 if lyh_wait_until 10 eval '[ -n "$(lyh_tmpdirs)" ]'; then
     td=$LYH_TMPDIR/$(lyh_tmpdirs | head -n 1)
-    lyh_as_user sh -c "rmdir '$td/tmp' && ln -s '$LYH_HOME/victim1' '$td/tmp'"
-    t_check "1: the user swapped the session's tmp for a symlink" test -L "$td/tmp"
+    out=$(lyh_as_user sh -c 'rmdir "$1/tmp" && ln -s "$HOME" "$1/tmp"' sh "$td" 2>&1)
+    t_check "1: the user cannot swap the session's tmp for a symlink ($out)" \
+        sh -c '[ -d "$1/tmp" ] && [ ! -L "$1/tmp" ] && printf "%s" "$2" | grep -q "Permission denied"' sh "$td" "$out"
+    t_eq "1: lyhd's directory is root's, mode 700; the tmpdir root's, 711; its tmp the user's" \
+        "$(stat -c '%u %a' "$LYH_TMPROOT") $(stat -c '%u %a' "$td") $(stat -c '%u' "$td/tmp")" \
+        "0 700 0 711 $LYH_UID"
     lyh_wait_pid_gone 30 "$T1B"
     lyh_wait_until 10 test ! -e "$td"
-    t_check "1: ... the tmpdir is gone at the end all the same" test ! -e "$td"
-    t_check "1: ... and the directory the link pointed to is untouched" test -d "$LYH_HOME/victim1/tmp"
+    t_check "1: ... the tmpdir is gone at the end" test ! -e "$td"
 else
     t_fail "1: a session's tmpdir appears" "$(cat "$LYH_TMP/t1b.err")"
 fi
-rm -rf "$LYH_HOME/victim1"
 
 # What a crash between the end and the removal left (the row says ENDED, the
-# directory with a file the agent wrote is still there), what an agent could
-# plant (guard gid, no session), and things that are not ours.
-ended=$LYH_TMPDIR/lyh-$sid
-unknown=$LYH_TMPDIR/lyh-0123456789abcdef
-usergid=$LYH_TMPDIR/lyh-fedcba9876543210
-notours=$LYH_TMPDIR/lyh-notanidatall1234
-install -d -o "$LYH_UID" -g "$LYH_GUARD_GID" -m 0700 "$ended" "$unknown" "$ended/sub"
-echo work >"$ended/sub/file"
-chown -R "$LYH_UID:$LYH_GUARD_GID" "$ended"
+# directory with a file the agent wrote is still there), what a crash before
+# the row left (no session), and things that are not ours, in lyhd's directory
+# as lyhd lays them out (the tmpdir root's, its tmp the user's).
+ended=$LYH_TMPROOT/lyh-$sid
+unknown=$LYH_TMPROOT/lyh-0123456789abcdef
+usergid=$LYH_TMPROOT/lyh-fedcba9876543210
+notours=$LYH_TMPROOT/lyh-notanidatall1234
+for t in "$ended" "$unknown"; do
+    install -d -o 0 -g "$LYH_GUARD_GID" -m 0711 "$t"
+    install -d -o "$LYH_UID" -g "$LYH_GUARD_GID" -m 0700 "$t/tmp" "$t/tmp/sub"
+    echo work >"$t/tmp/sub/file"
+    chown "$LYH_UID:$LYH_GUARD_GID" "$t/tmp/sub/file"
+done
 install -d -o "$LYH_UID" -g "$LYH_GID" -m 0700 "$usergid"
 install -d -o "$LYH_UID" -g "$LYH_GUARD_GID" -m 0700 "$notours"
-ln -s "$LYH_HOME" "$LYH_TMPDIR/lyh-aaaaaaaaaaaaaaaa"
+ln -s "$LYH_HOME" "$LYH_TMPROOT/lyh-aaaaaaaaaaaaaaaa"
 lyh_daemon_stop
 lyh_daemon_start || lyh_die "lyhd does not restart"
 if lyh_wait_until 5 test ! -e "$ended"; then t_pass "1: tmpdir of an ENDED session removed at startup"; else t_fail "1: tmpdir of an ENDED session removed at startup" "$(ls -la "$ended")"; fi
 if lyh_wait_until 5 test ! -e "$unknown"; then t_pass "1: guard-gid tmpdir unknown to state.db removed"; else t_fail "1: guard-gid tmpdir unknown to state.db removed"; fi
 t_check "1: a lyh-<id> dir with the user's own gid is left alone" test -d "$usergid"
 t_check "1: a dir not named lyh-<16 hex> is left alone" test -d "$notours"
-t_check "1: a symlink named like a tmpdir is left alone" test -L "$LYH_TMPDIR/lyh-aaaaaaaaaaaaaaaa"
+t_check "1: a symlink named like a tmpdir is left alone" test -L "$LYH_TMPROOT/lyh-aaaaaaaaaaaaaaaa"
 t_check "1: ... and what it points to too" test -d "$LYH_HOME"
 t_check "1: the removal is logged" grep -q "removing $ended: its session is over" "$LYH_DAEMON_LOG"
-rm -rf "$usergid" "$notours" "$LYH_TMPDIR/lyh-aaaaaaaaaaaaaaaa"
+rm -rf "$usergid" "$notours" "$LYH_TMPROOT/lyh-aaaaaaaaaaaaaaaa"
 
 # ---- 2. the cgroup subtree removed under lyhd -------------------------------------
 
@@ -438,8 +443,8 @@ t0=$(date +%s)
 lyh_daemon_stop
 t_check "9: lyhd stops at once (no unbounded wait on a remover)" test $(($(date +%s) - t0)) -lt 5
 lyh_daemon_start || lyh_die "lyhd does not restart"
-lyh_wait_until 10 test ! -e "$LYH_TMPDIR/lyh-$sid"
-t_check "9: the next start removes what the killed remover left" test ! -e "$LYH_TMPDIR/lyh-$sid"
+lyh_wait_until 10 test ! -e "$LYH_TMPROOT/lyh-$sid"
+t_check "9: the next start removes what the killed remover left" test ! -e "$LYH_TMPROOT/lyh-$sid"
 
 # ---- 10. deny paths are covered where the agent finds them, not where root does ---------
 
@@ -525,6 +530,118 @@ t_check "11: the protocol process left behind is reaped once its FLUSH ends" \
 t_check "11: ... and no child of lyhd is a zombie" \
     sh -c "! ps --ppid $LYH_DAEMON_PID -o stat= | grep -q Z"
 lyh_wait_until 15 sh -c "! kill -0 $fuse_ns 2>/dev/null"
+
+# ---- 12. a directory's lock held by a user holds up nobody ----------------------------
+
+# A user can hold the lock of any directory they can read, for as long as they
+# like: a getdents64 on it into a buffer mapped from a FUSE file whose server
+# never answers (dir_lock.py); and, with that, of any directory they can
+# search: a rename out of it into the held one locks both first. An mkdir or
+# rmdir in it, or an rmdir of it, then waits, root's too. lyhd's loop makes no
+# such change where a user can hold the lock: its directories are root's
+# alone, and a session's tmpdir is removed by a remover process, which may wait.
+echo "# 12. a directory's lock held by a user holds up nobody"
+install -m 0755 "$HERE/dir_lock.py" "$HERE/fuse_hang.py" "$LYH_TMP/bin/" || lyh_die "dir_lock set-up"
+for d in "$LYH_CGBASE" "$LYH_TMPROOT"; do
+    out=$(lyh_as_user /usr/bin/python3 "$LYH_TMP/bin/dir_lock.py" hold "$d" - 2>&1)
+    t_eq "12: the user cannot open $d for reading" "$out" "refused EACCES"
+    out=$(lyh_as_user /usr/bin/python3 "$LYH_TMP/bin/dir_lock.py" rename "$d/x" "$(dirname "$d")/y" 2>&1)
+    t_eq "12: ... nor rename out of it" "$out" "refused EACCES"
+done
+# lock_hold N DIR [root]: the test user (or root) holds DIR's lock, through
+# FUSE server N (its mount and the holder in a mount namespace of their own);
+# returns once the server has the READ the holder waits on. lock_release N:
+# the server's end lets go.
+lock_hold() {
+    local n=$1 dir=$2 mnt=$LYH_TMP/lock$1 who="setpriv --reuid=$LYH_UID --regid=$LYH_GID --init-groups"
+    [ "${3:-}" = root ] && who=""
+    mkdir -p "$mnt" || return 1
+    unshare -m --propagation private sh -c "
+        /usr/bin/python3 '$LYH_TMP/bin/dir_lock.py' serve '$mnt' '$mnt.reads' >'$mnt.log' 2>&1 &
+        echo \$! >'$mnt.pid'
+        i=0; while [ \$i -lt 100 ] && ! mountpoint -q '$mnt'; do sleep 0.05; i=\$((i + 1)); done
+        mountpoint -q '$mnt' || { echo 'no FUSE mount' >'$mnt.hold'; kill -KILL \$(cat '$mnt.pid'); exit 1; }
+        $who /usr/bin/python3 '$LYH_TMP/bin/dir_lock.py' hold '$dir' '$mnt/f' >'$mnt.hold' 2>&1
+        wait
+    " &
+    LOCK_NS[$n]=$!
+    lyh_track_pid "${LOCK_NS[$n]}"
+    lyh_wait_until 15 test -s "$mnt.reads" || return 1
+    LOCK_SRV[$n]=$(cat "$mnt.pid")
+    lyh_track_pid "${LOCK_SRV[$n]}"
+}
+lock_release() {
+    [ -n "${LOCK_SRV[$1]:-}" ] && kill -KILL "${LOCK_SRV[$1]}" 2>/dev/null
+    lyh_wait_until 15 sh -c "! kill -0 ${LOCK_NS[$1]:-0} 2>/dev/null"
+}
+declare -a LOCK_NS LOCK_SRV
+# D-state: is pid waiting in the kernel, uninterruptibly (on a lock)?
+in_d_state() { [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = D ]; }
+launch_ok() {
+    LYH_CMD_TIMEOUT=20 lyh_cli run --vpn tun0 --no-tui -- /bin/true </dev/null >/dev/null 2>"$LYH_TMP/t12.err"
+}
+
+# The launch: lyhd makes each tmpdir in its own directory, not in --tmp-dir
+# (/tmp by default), which every user can read.
+if lock_hold 1 "$LYH_TMPDIR"; then
+    mkdir "$LYH_TMPDIR/t12-probe" &
+    probe=$!
+    t_check "12: the user holds --tmp-dir's lock (an mkdir in it waits)" \
+        lyh_wait_until 5 in_d_state "$probe"
+    t0=$(date +%s%N)
+    launch_ok
+    rc=$?
+    t_eq "12: ... and a launch works meanwhile ($((($(date +%s%N) - t0) / 1000000)) ms)" "$rc" 0
+    lock_release 1
+    wait "$probe"
+    rmdir "$LYH_TMPDIR/t12-probe" 2>/dev/null
+else
+    t_fail "12: the user holds --tmp-dir's lock" "$(cat "$LYH_TMP/lock1.hold" "$LYH_TMP/lock1.log" 2>/dev/null)"
+fi
+
+# The end: the session's tmpdir is root's in lyhd's directory, which only root
+# may search, so nobody but root holds its lock while the remover's rmdir of it
+# holds lyhd's directory's. Its tmp, var-tmp and shm are the agent's, out of
+# its user's reach from outside (/proc/PID/root of the agent is refused to
+# them); whatever holds one of those locks as the session ends (here root,
+# through /proc/PID/root) makes the remover wait, never lyhd, and the session
+# is ENDED once it is let go.
+prev=$(last_sid)
+lyh_cli run --vpn tun0 --no-tui -- /bin/sleep 5 </dev/null >/dev/null 2>"$LYH_TMP/t12b.err" &
+T12B=$!
+lyh_track_pid "$T12B"
+new_tmpdir() { sid=$(last_sid) && [ "$sid" != "$prev" ] && [ -d "$LYH_TMPROOT/lyh-$sid" ]; }
+agent_pid() { apid=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select pid from sessions where id='$sid'") && [ "${apid:-0}" -gt 0 ]; }
+out=""
+lyh_wait_until 10 new_tmpdir && lyh_wait_until 10 agent_pid &&
+    out=$(lyh_as_user /usr/bin/python3 "$LYH_TMP/bin/dir_lock.py" hold "$LYH_TMPROOT/lyh-$sid" - 2>&1)
+t_eq "12: the user cannot open their session's tmpdir for reading" "$out" "refused EACCES"
+out=$(lyh_as_user /usr/bin/python3 "$LYH_TMP/bin/dir_lock.py" hold "/proc/${apid:-0}/root/dev/shm" - 2>&1)
+t_eq "12: ... nor the agent's /dev/shm through /proc" "$out" "refused EACCES"
+if [ -n "${apid:-}" ] && lock_hold 2 "/proc/$apid/root/dev/shm" root; then
+    lyh_wait_pid_gone 30 "$T12B"
+    wait "$T12B"
+    t_eq "12: the session ends and lyh hears it" "$?" 0
+    stuck() { local p; for p in $(pgrep -u 0 -x lyhd-remover); do in_d_state "$p" && return 0; done; return 1; }
+    t_check "12: its remover waits on the lock" lyh_wait_until 10 stuck
+    t0=$(date +%s%N)
+    launch_ok
+    rc=$?
+    t_eq "12: ... and a launch works meanwhile ($((($(date +%s%N) - t0) / 1000000)) ms)" "$rc" 0
+    t_check "12: ... so do the other requests" \
+        lyh_in_main timeout 5 "$LYH_LYH" --socket "$LYH_SOCK" sessions
+    t_eq "12: the session's row is not ENDED while its tmpdir is held" \
+        "$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select state from sessions where id='$sid'")" 3
+    lock_release 2
+    lyh_wait_until 10 test ! -e "$LYH_TMPROOT/lyh-$sid"
+    t_check "12: let go, the tmpdir is removed" test ! -e "$LYH_TMPROOT/lyh-$sid"
+    t_check "12: ... and the row is ENDED" lyh_wait_until 5 sh -c \
+        "[ \"\$(sqlite3 -cmd '.timeout 5000' '$LYH_DB' \"select state from sessions where id='$sid'\")\" = 4 ]"
+else
+    t_fail "12: root holds the lock of the session's shm" \
+        "$(cat "$LYH_TMP/t12b.err" "$LYH_TMP/lock2.hold" "$LYH_TMP/lock2.log" 2>/dev/null)"
+    lock_release 2
+fi
 
 lyh_daemon_stop
 t_done

@@ -66,6 +66,7 @@ want="755 d .
 755 d ./usr/local/lib
 755 d ./usr/local/lib/systemd
 755 d ./usr/local/lib/systemd/system
+755 d ./usr/local/lib/tmpfiles.d
 755 d ./usr/local/libexec
 755 d ./usr/local/libexec/lianyaohu
 755 d ./usr/local/share
@@ -86,6 +87,7 @@ want="755 d .
 644 f ./usr/local/share/zsh/site-functions/_lyh
 755 f ./usr/local/bin/lyh
 644 f ./usr/local/lib/systemd/system/lyhd.service
+644 f ./usr/local/lib/tmpfiles.d/lianyaohu.conf
 755 f ./usr/local/libexec/lianyaohu/lyhd
 644 f ./usr/local/share/doc/lianyaohu/operate.md"
 t_eq "a: exact tree and modes" "$(tree "$D" | sort)" "$(echo "$want" | sort)"
@@ -101,6 +103,8 @@ before_prefix=$(tree "$T/prefix")
 before_units=$(tree "$T/etc")
 group_before=$(getent group _lianyaohu || true)
 puser_before=$(getent passwd _lyhd || true)
+tmpd_before=present
+[ -e /tmp/lyhd ] || tmpd_before=absent
 lyh_layout_up "lyhi$$" || lyh_die "network layout failed"
 if out=$("$src/scripts/install" "${opts[@]}" --netns "$LYH_MAIN" 2>&1); then
     t_pass "c: scripts/install"
@@ -136,7 +140,7 @@ if lyh_user_create; then
     t_check "c: the session wrote into its project" test -f "$LYH_HOME/proj/written"
     t_eq "c: lyh run under the unit's capabilities" "$(echo "$ok" | tr -d '\r' | grep '^ok-' | head -n 1)" "ok-$LYH_UID"
     [ "$(echo "$ok" | grep -c '^ok-')" -ge 1 ] || echo "    lyh run said: $ok"
-    left() { [ -z "$(find /tmp -maxdepth 1 -name 'lyh-*' -user "$LYH_UID" 2>/dev/null)" ]; }
+    left() { [ -z "$(find /tmp/lyhd -maxdepth 1 -name 'lyh-*' 2>/dev/null)" ]; }
     t_check "c: the session tmpdir was removed" lyh_wait_until 5 left
 
     # The installed lyh's doctor, as the user, against the installed daemon, in
@@ -223,6 +227,9 @@ t_eq "d: unit dir as before" "$(tree "$T/etc")" "$before_units"
 t_eq "d: group as before" "$(getent group _lianyaohu || true)" "$group_before"
 t_eq "d: the protocol process's user as before" "$(getent passwd _lyhd || true)" "$puser_before"
 t_check "d: state dir kept (no --purge)" test -f "$STATE/state.db"
+if [ "$tmpd_before" = absent ]; then
+    t_check "d: /tmp/lyhd, which the daemon made, removed" test ! -e /tmp/lyhd
+fi
 # --purge while a process of _lyhd runs (another lyhd's protocol process, here a
 # sleep): userdel refuses; uninstall says so and finishes the rest. The user as
 # lyhd makes it when missing (the uninstall above removed install's).

@@ -31,6 +31,7 @@
 #   LYH_TMP                                 root-owned scratch dir of this run (0755)
 #   LYH_P LYH_MAIN LYH_EXIT LYH_LAN         prefix and namespace names
 #   LYH_SOCK LYH_STATE LYH_TMPDIR           lyhd's --socket, --state-dir, --tmp-dir
+#   LYH_TMPROOT                             where lyhd puts the tmpdirs: LYH_TMPDIR/lyhd
 #   LYH_DB                                  $LYH_STATE/state.db
 #   LYH_CGMNT                               the cgroup2 mount point
 #   LYH_DCG                                 cgroup dir the daemons run in (ours)
@@ -54,7 +55,7 @@ LYH_PORT=7777
 
 LYH_BUILD="" LYH_LYHD="" LYH_LYH="" LYH_TOOL="" LYH_PROBE_TOOL="" LYH_SANITIZED=0 LYH_TMP=""
 LYH_P="" LYH_MAIN="" LYH_EXIT="" LYH_LAN=""
-LYH_SOCK="" LYH_STATE="" LYH_TMPDIR="" LYH_DB=""
+LYH_SOCK="" LYH_STATE="" LYH_TMPDIR="" LYH_TMPROOT="" LYH_DB=""
 LYH_CGMNT="" LYH_DCG="" LYH_CGBASE=""
 LYH_DAEMON_PID="" LYH_DAEMON_LOG="" LYH_DAEMON_N=0
 LYH_USER="" LYH_UID="" LYH_GID="" LYH_HOME=""
@@ -432,10 +433,12 @@ lyh_cg_sessions() {
     find "$LYH_CGBASE" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null
 }
 
-# lyh_tmpdirs: per-launch tmpdirs (lyh-*) left in lyhd's --tmp-dir.
+# lyh_tmpdirs: per-launch tmpdirs (lyh-*) left in lyhd's directory in its
+# --tmp-dir, or in --tmp-dir itself (where an older lyhd made them), as paths
+# relative to --tmp-dir.
 lyh_tmpdirs() {
     [ -n "$LYH_TMPDIR" ] && [ -d "$LYH_TMPDIR" ] || return 0
-    find "$LYH_TMPDIR" -mindepth 1 -maxdepth 1 -name 'lyh-*' -printf '%f\n' 2>/dev/null
+    find "$LYH_TMPDIR" -mindepth 1 -maxdepth 2 -name 'lyh-*' -printf '%P\n' 2>/dev/null
 }
 
 # ---- the daemon -------------------------------------------------------------------
@@ -453,6 +456,7 @@ lyh_daemon_setup() {
     LYH_STATE=$LYH_TMP/state
     LYH_DB=$LYH_STATE/state.db
     LYH_TMPDIR=$LYH_TMP/tmp
+    LYH_TMPROOT=$LYH_TMPDIR/lyhd
     mkdir -m "${LYH_TMPDIR_MODE:-1777}" "$LYH_TMPDIR" || return 1
     chmod "${LYH_TMPDIR_MODE:-1777}" "$LYH_TMPDIR"
     LYH_DCG=$LYH_CGMNT/$LYH_P-d

@@ -2,7 +2,9 @@
  * missing (kernels before 5.9): nothing of lyhd's may stay open in a process
  * that then runs as the session's user. And fs_remove_bare_dir, which root
  * runs on a session's tmpdir (a directory its user controls): it removes
- * empty directories by name or nothing, whatever was put in their place. */
+ * empty directories by name or nothing, whatever was put in their place;
+ * fs_remove_tree_as, the process that does it and empties what else is there
+ * as the user; fs_open_own_dir, lyhd's directory for the tmpdirs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -104,6 +106,12 @@ static void tree_new(struct tree *t, bool with_subs) {
     }
 }
 
+static void touch(const char *path) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+}
+
 static bool exists(const char *path) {
     struct stat st;
     return lstat(path, &st) == 0;
@@ -139,9 +147,7 @@ static void test_bare_dir_not_empty(void **state) {
     char p[160];
     tree_new(&t, true);
     snprintf(p, sizeof(p), "%s/var-tmp/f", t.dir);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fclose(f);
+    touch(p);
     assert_int_equal(fs_remove_bare_dir(t.dir, subs, 3), -ENOTEMPTY);
     assert_true(exists(p));
     tree_free(&t);
@@ -236,6 +242,144 @@ static void test_bare_dir_mount(void **state) {
     assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+static int remover_status(const char *path, uid_t uid, gid_t gid) {
+    pid_t pid;
+    int pidfd, st = -1;
+    assert_int_equal(fs_remove_tree_as(path, subs, 3, uid, gid, &pid, &pidfd), 0);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    close(pidfd);
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+static void chown_tree(const char *path, uid_t uid) {
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "chown -hR %u:%u '%s'", (unsigned)uid, (unsigned)uid, path);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The remover: empty directories as root; what the user left, as the user
+ * (a symlink out is removed, never followed); what the user may not remove
+ * stays, and says so. Root only (it changes uid). */
+static void test_remove_tree_as(void **state) {
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    struct tree t;
+    char p[200], outside[200];
+    const uid_t nobody = 65534;
+
+    tree_new(&t, true);
+    chown_tree(t.dir, nobody);
+    assert_int_equal(remover_status(t.dir, nobody, nobody), FS_RM_GONE);
+    assert_false(exists(t.dir));
+    tree_free(&t);
+
+    tree_new(&t, true);
+    snprintf(outside, sizeof(outside), "%s/outside", t.base);
+    touch(outside);
+    assert_int_equal(chmod(t.base, 0711), 0); /* the user's half goes through it */
+    snprintf(p, sizeof(p), "%s/tmp/deep", t.dir);
+    assert_int_equal(mkdir(p, 0700), 0);
+    snprintf(p, sizeof(p), "%s/tmp/deep/link", t.dir);
+    assert_int_equal(symlink(outside, p), 0);
+    snprintf(p, sizeof(p), "%s/shm/f", t.dir);
+    touch(p);
+    chown_tree(t.dir, nobody);
+    assert_int_equal(remover_status(t.dir, nobody, nobody), FS_RM_GONE);
+    assert_false(exists(t.dir));
+    assert_true(exists(outside));
+    tree_free(&t);
+
+    /* a root-owned file in a root-owned directory: not the user's to remove */
+    tree_new(&t, true);
+    assert_int_equal(chmod(t.base, 0711), 0);
+    chown_tree(t.dir, nobody);
+    snprintf(p, sizeof(p), "%s/var-tmp/rootdir", t.dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof(p), "%s/var-tmp/rootdir/f", t.dir);
+    touch(p);
+    assert_int_equal(remover_status(t.dir, nobody, nobody), FS_RM_LEFT);
+    assert_true(exists(p));
+    /* given uid 0, it removes empty directories only, and walks nothing */
+    snprintf(p, sizeof(p), "%s/var-tmp/f", t.dir);
+    touch(p);
+    assert_int_equal(remover_status(t.dir, 0, 0), FS_RM_LEFT);
+    assert_true(exists(p));
+    tree_free(&t);
+
+    /* as lyhd makes it (fs_make_private_dir): the tmpdir root's, 0711, the
+     * user cannot list it; what they left in the subdirectories goes */
+    tree_new(&t, false);
+    assert_int_equal(rmdir(t.dir), 0);
+    assert_int_equal(chmod(t.base, 0711), 0);
+    int bfd = open(t.base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(bfd >= 0);
+    assert_int_equal(fs_make_private_dir(bfd, "lyh-x", nobody, nobody, subs, 3), 0);
+    assert_int_equal(fs_make_private_dir(bfd, "lyh-x", nobody, nobody, subs, 3), -EEXIST);
+    close(bfd);
+    struct stat st;
+    assert_int_equal(stat(t.dir, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+    assert_int_equal(st.st_gid, nobody);
+    assert_int_equal(st.st_mode & 07777, 0711);
+    snprintf(p, sizeof(p), "%s/var-tmp", t.dir);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_uid, nobody);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    snprintf(p, sizeof(p), "%s/var-tmp/d", t.dir);
+    assert_int_equal(mkdir(p, 0700), 0);
+    snprintf(p, sizeof(p), "%s/var-tmp/d/f", t.dir);
+    touch(p);
+    snprintf(p, sizeof(p), "%s/var-tmp/d", t.dir);
+    chown_tree(p, nobody);
+    assert_int_equal(remover_status(t.dir, nobody, nobody), FS_RM_GONE);
+    assert_false(exists(t.dir));
+    tree_free(&t);
+}
+
+/* lyhd's directory for the tmpdirs: made root's and 0711, its mode set again
+ * when it differs; refused when it is a symlink or someone else's. */
+static void test_open_own_dir(void **state) {
+    (void)state;
+    struct tree t;
+    struct stat st;
+    char p[160];
+    int fd = -1;
+
+    tree_new(&t, false);
+    snprintf(p, sizeof(p), "%s/own", t.base);
+    assert_int_equal(fs_open_own_dir(t.base, "own", 0711, &fd), geteuid() == 0 ? 0 : -EPERM);
+    if (geteuid() != 0) {
+        tree_free(&t);
+        skip();
+    }
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0711);
+    close(fd);
+    assert_int_equal(chmod(p, 0755), 0);
+    assert_int_equal(fs_open_own_dir(t.base, "own", 0711, &fd), 0);
+    close(fd);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0711);
+    /* someone else's (made first, in a world-writable parent) */
+    assert_int_equal(chmod(p, 0755), 0);
+    assert_int_equal(chown(p, 65534, 65534), 0);
+    fd = -1;
+    assert_int_equal(fs_open_own_dir(t.base, "own", 0711, &fd), -EPERM);
+    assert_int_equal(fd, -1);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0755); /* and left as it was */
+    /* a symlink to a directory of root's */
+    assert_int_equal(symlink(t.dir, strcat(strcpy(p, t.base), "/link")), 0);
+    assert_int_equal(fs_open_own_dir(t.base, "link", 0711, &fd), -ENOTDIR);
+    assert_int_equal(fs_open_own_dir(t.base, "a/b", 0711, &fd), -EINVAL);
+    assert_int_equal(fs_open_own_dir(t.base, "..", 0711, &fd), -EINVAL);
+    tree_free(&t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_close_fds_from),
@@ -244,6 +388,8 @@ int main(void) {
         cmocka_unit_test(test_bare_dir_not_empty),
         cmocka_unit_test(test_bare_dir_symlinks),
         cmocka_unit_test(test_bare_dir_mount),
+        cmocka_unit_test(test_remove_tree_as),
+        cmocka_unit_test(test_open_own_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
