@@ -134,8 +134,6 @@ static int pfail(struct run_prep *p, int code, const char *fmt, ...) {
     return -1;
 }
 
-/* Resolve paths as the caller from here (fsuid, fsgid, the groups the kernel
- * recorded at connect) until as_root_again(saved). */
 /* The private /tmp, /var/tmp and /dev/shm are bind mounts of the tmpdir's
  * subdirectories: Landlock decides at a mount's root and does not see the
  * tmpdir above it, so each needs its own rule. Opened as root, through
@@ -161,6 +159,8 @@ static int tmp_rules(struct lyhd *d, const struct session *s, int ruleset, uint6
     return 0;
 }
 
+/* Resolve paths as the caller from here (fsuid, fsgid, the groups the kernel
+ * recorded at connect) until as_root_again(saved). */
 static int as_caller(struct rpc_call *call, struct fs_ident *saved) {
     int k = fs_ident_enter(call->peer.uid, call->peer.gid, call->peer_groups, call->n_peer_groups,
                            saved);
@@ -1490,11 +1490,10 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     } else if (!p.err_code) {
         k = ll_ruleset_build(&p.ll, d->landlock_abi, &p.ll_fd, &p.ll_report, why, sizeof(why));
         as_root_again(&p.root_ident);
-        if (k == 0) {
-            k = tmp_rules(d, s, p.ll_fd, p.ll_report.handled_fs);
-            if (k < 0)
-                snprintf(why, sizeof(why), "the rules for the private /tmp: %s", strerror(-k));
-        }
+        int kt = k == 0 ? tmp_rules(d, s, p.ll_fd, p.ll_report.handled_fs) : 0;
+        if (kt < 0)
+            pfail(&p, LIANYAOHU__V1__CODE__INTERNAL, "cannot give the agent its private /tmp: %s",
+                  strerror(-kt));
         if (k < 0) {
             /* A path of the request is wrong, or the kernel/memory failed us. */
             bool path_error = k == -ENOENT || k == -ENOTDIR || k == -EACCES || k == -ELOOP ||

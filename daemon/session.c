@@ -316,9 +316,9 @@ static gid_t tmpdir_gid(struct lyhd *d, const char *path) {
 /* Remove path (a per-launch tmpdir, owned by uid) in a remover
  * (fs_remove_tree_as: the empty directories by name as root, anything else
  * with uid's rights only); then, when end_row is given, record it (its state
- * already ENDED). sync: wait here, bounded (shutdown, or no event loop to
- * watch with); else the loop hears when the remover is done. Never an rmdir
- * here: a user can make one wait as long as they like. */
+ * already ENDED). sync (shutdown): the remover is made now and waited for by
+ * session_tmpdir_jobs_finish; else the loop hears when it is done. Never an
+ * rmdir here: a user can make one wait as long as they like. */
 static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
                           const struct store_session *end_row, bool sync) {
     struct tmpdir_job *j;
@@ -364,7 +364,13 @@ static void tmpdir_remove(struct lyhd *d, const char *path, uid_t uid,
         tmpdir_job_free(j);
         return;
     }
-    /* Wait here, bounded (shutdown, or no event loop to watch with). */
+    /* Shutdown: session_tmpdir_jobs_finish waits for it, with the others,
+     * under one deadline for all. Without that list, wait here, bounded. */
+    if (d->tmpdir_jobs.tqh_last) {
+        TAILQ_INSERT_TAIL(&d->tmpdir_jobs, j, link);
+        j->listed = true;
+        return;
+    }
     tmpdir_job_wait(j, TMPDIR_REMOVE_SYNC_MS);
     tmpdir_job_free(j);
 }
@@ -395,8 +401,10 @@ void session_tmpdir_jobs_finish(struct lyhd *d) {
     uint64_t end = lyhd_mono_ms() + TMPDIR_REMOVE_SYNC_MS;
     for (j = TAILQ_FIRST(&d->tmpdir_jobs); j; j = next) {
         next = TAILQ_NEXT(j, link);
-        event_del(j->ev);
-        event_del(j->ev_timeout);
+        if (j->ev) /* none for one listed at shutdown (tmpdir_remove) */
+            event_del(j->ev);
+        if (j->ev_timeout)
+            event_del(j->ev_timeout);
         if (j->make_own && tmpdir_job_make_own(j, false) < 0)
             continue; /* over, and freed */
         if (j->pidfd >= 0 && !pidfd_ended_by(j->pidfd, end)) {

@@ -61,13 +61,18 @@ int fs_make_private_dir(int parent_fd, const char *name, uid_t uid, gid_t gid,
     return 0;
 }
 
+/* Set by rm_one when something could not go; the walk goes on (one entry
+ * the user may not remove, a directory of mode 000 say, must not keep the
+ * rest). */
+static bool rm_failed;
+
 static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
     (void)st;
     if (ftw->level == 0)
         return 0; /* the directory walked: root removes it */
-    if (type == FTW_DP)
-        return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+    if ((type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT)
+        rm_failed = true;
+    return 0;
 }
 
 int fs_close_fds_from(int first) {
@@ -124,12 +129,12 @@ _Noreturn static void empty_as(const int *fds, size_t n, uid_t uid, gid_t gid, p
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != root_stage)
         _exit(FS_RM_FAILED);
     /* FTW_PHYS: never follow symlinks; FTW_MOUNT: stay on this file system. */
-    bool left = false;
+    rm_failed = false;
     for (size_t i = 0; i < n; i++)
         if (fds[i] >= 0 && (fchdir(fds[i]) < 0 ||
                             nftw(".", rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0))
-            left = true;
-    _exit(left ? FS_RM_LEFT : FS_RM_GONE);
+            rm_failed = true;
+    _exit(rm_failed ? FS_RM_LEFT : FS_RM_GONE);
 }
 
 static int rm_status(int r) {
@@ -161,16 +166,29 @@ void fs_remove_tree_child(const char *path, const char *const *subs, size_t n_su
     int pfd = fs_open_parent_dir(path);
     if (n_subs > FS_RM_MAX_SUBS || !name || pfd < 0)
         _exit(FS_RM_FAILED);
+    /* Only what is root's or uid's: a tmpdir someone else made in its place
+     * (lyhd's directory removed under it, say) must not have uid remove
+     * whatever that someone points it at. */
+    struct stat st;
     fds[n_subs] = open_dir_here(pfd, name + 1);
-    for (size_t i = 0; i < n_subs; i++)
+    close(pfd);
+    if (fds[n_subs] >= 0 &&
+        (fstat(fds[n_subs], &st) < 0 || (st.st_uid != 0 && st.st_uid != uid)))
+        _exit(FS_RM_LEFT);
+    for (size_t i = 0; i < n_subs; i++) {
         fds[i] = fds[n_subs] < 0 ? -1 : open_dir_here(fds[n_subs], subs[i]);
+        if (fds[i] >= 0 && (fstat(fds[i], &st) < 0 || st.st_uid != uid)) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
+    }
     pid_t self = getpid(), pid = fork();
     if (pid < 0)
         _exit(FS_RM_FAILED);
     if (pid == 0)
         empty_as(fds, n_subs + 1, uid, gid, self);
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
+    int wst;
+    while (waitpid(pid, &wst, 0) < 0)
         if (errno != EINTR)
             _exit(FS_RM_FAILED);
     _exit(rm_status(fs_remove_bare_dir(path, subs, n_subs)));
@@ -191,8 +209,10 @@ int fs_remove_tree_as(const char *path, const char *const *subs, size_t n_subs, 
     pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
         int k = -errno;
+        /* no waiting here: the child may already wait on a lock a user
+         * holds, which a SIGKILL does not end (left a zombie until then) */
         kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+        (void)waitpid(pid, NULL, WNOHANG);
         return k;
     }
     *ret_pid = pid;

@@ -206,7 +206,15 @@ static void private_tmp(const struct spawn_plan *p, int status_fd) {
      * nobody else could have changed a component), and only root can search
      * that; its tmp, var-tmp and shm as the agent */
     dfd = open(p->private_tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat dst;
+    if (dfd >= 0 && (fstat(dfd, &dst) < 0 || dst.st_uid != 0)) {
+        close(dfd); /* not the tmpdir lyhd made (lyhd's directory replaced?) */
+        dfd = -1;
+        errno = EPERM;
+    }
+    int dfd_err = dfd < 0 ? errno : 0;
     as_agent(p, status_fd);
+    err = dfd_err;
     for (size_t i = 0; i < SPAWN_TMP_N; i++) {
         src[i] = dfd < 0 ? -1 : openat(dfd, sub[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         tfd[i] = open(target[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
