@@ -53,9 +53,23 @@ pid_t daemon_spawn(const char *const *args, const char *logpath, unsigned nofile
     size_t n = 0;
     pid_t pid;
 
+    /* --tmp-dir: the log's directory (the test's own), unless given: lyhd
+     * would otherwise make /tmp/lyhd on the host */
+    char tmpdir[PATH_MAX];
+    bool has_tmp = false;
+    snprintf(tmpdir, sizeof(tmpdir), "%s", logpath);
+    char *slash = strrchr(tmpdir, '/');
+    if (slash && slash != tmpdir)
+        *slash = '\0';
     argv[n++] = lyhd_path;
-    for (size_t i = 0; args && args[i] && n < sizeof(argv) / sizeof(argv[0]) - 1; i++)
+    for (size_t i = 0; args && args[i] && n < sizeof(argv) / sizeof(argv[0]) - 3; i++) {
+        has_tmp = has_tmp || strcmp(args[i], "--tmp-dir") == 0;
         argv[n++] = args[i];
+    }
+    if (!has_tmp && slash && slash != tmpdir) {
+        argv[n++] = "--tmp-dir";
+        argv[n++] = tmpdir;
+    }
     argv[n] = NULL;
 
     pid = fork();

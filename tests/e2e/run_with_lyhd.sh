@@ -65,7 +65,7 @@ fail() {
 # In a network namespace of its own: lyhd installs its nftables table at
 # startup, and a test must not touch the host's firewall. unshare execs lyhd,
 # so $! is lyhd's pid.
-unshare --net -- "$lyhd" --socket "$sock" --state-dir "$tmp/state" </dev/null >/dev/null 2>"$log" &
+unshare --net -- "$lyhd" --socket "$sock" --state-dir "$tmp/state" --tmp-dir "$tmp" </dev/null >/dev/null 2>"$log" &
 pid=$!
 
 # lyhd logs "listening on" only after bind, listen and registering the
