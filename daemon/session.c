@@ -232,29 +232,38 @@ static void on_tmpdir_timeout(evutil_socket_t fd, short what, void *arg) {
     (void)syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
 }
 
-/* Wait for the remover at most ms, then kill it and reap it (none: finish).
- * A remover that a SIGKILL does not end within a moment waits on a lock a
- * user holds (fs_remove_tree_as): it is left to end by itself, and the row
- * stays ENDING for the next start (no wait here may be unbounded). */
-static void tmpdir_job_wait(struct tmpdir_job *j, int ms) {
-    struct pollfd pfd = {.fd = j->pidfd, .events = POLLIN};
+/* Has the process behind pidfd ended, waiting until the monotonic time
+ * end_ms at most? */
+static bool pidfd_ended_by(int pidfd, uint64_t end_ms) {
+    uint64_t now = lyhd_mono_ms();
+    struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+    return poll(&pfd, 1, now < end_ms ? (int)(end_ms - now) : 0) == 1;
+}
+
+/* The job's remover, killed already, by end_ms: reap it and finish the job
+ * (none: finish). One that a SIGKILL does not end waits on a lock a user
+ * holds (fs_remove_tree_as): it is left to end by itself, and the row stays
+ * ENDING for the next start (no wait here may be unbounded). */
+static void tmpdir_job_reap_by(struct tmpdir_job *j, uint64_t end_ms) {
     siginfo_t si = {0};
 
-    if (j->pidfd < 0) {
+    if (j->pidfd < 0)
         tmpdir_job_finish(j, NULL);
-        return;
-    }
-    if (poll(&pfd, 1, ms) != 1) {
+    else if (pidfd_ended_by(j->pidfd, end_ms))
+        tmpdir_job_finish(j, waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED) == 0 ? &si : NULL);
+    else
+        log_warn("the remover of %s does not end (it waits on a directory a user holds); "
+                 "left to end by itself, and the next start of lyhd removes it",
+                 j->path);
+}
+
+/* Wait for the remover at most ms, then kill it; then reap it (none: finish). */
+static void tmpdir_job_wait(struct tmpdir_job *j, int ms) {
+    if (j->pidfd >= 0 && !pidfd_ended_by(j->pidfd, lyhd_mono_ms() + (uint64_t)ms)) {
         log_warn("removing %s took over %d ms; killing the remover", j->path, ms);
         (void)syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
-        if (poll(&pfd, 1, TMPDIR_KILLED_MS) != 1) {
-            log_warn("the remover of %s does not end (it waits on a directory a user holds); "
-                     "left to end by itself, and the next start of lyhd removes %s",
-                     j->path, j->path);
-            return;
-        }
     }
-    tmpdir_job_finish(j, waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED) == 0 ? &si : NULL);
+    tmpdir_job_reap_by(j, lyhd_mono_ms() + TMPDIR_KILLED_MS);
 }
 
 static void on_tmpdir_emptied(evutil_socket_t fd, short what, void *arg) {
@@ -379,17 +388,8 @@ void session_tmpdir_remove(struct lyhd *d, const char *path, uid_t uid) {
     tmpdir_remove(d, path, uid, NULL, false);
 }
 
-/* Has the process behind pidfd ended, waiting until the monotonic time
- * end_ms at most? */
-static bool pidfd_ended_by(int pidfd, uint64_t end_ms) {
-    uint64_t now = lyhd_mono_ms();
-    struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
-    return poll(&pfd, 1, now < end_ms ? (int)(end_ms - now) : 0) == 1;
-}
-
 void session_tmpdir_jobs_finish(struct lyhd *d) {
     struct tmpdir_job *j, *next;
-    siginfo_t si;
 
     if (!d->tmpdir_jobs.tqh_last)
         return; /* never initialised */
@@ -414,15 +414,7 @@ void session_tmpdir_jobs_finish(struct lyhd *d) {
     }
     end = lyhd_mono_ms() + TMPDIR_KILLED_MS;
     while ((j = TAILQ_FIRST(&d->tmpdir_jobs))) {
-        memset(&si, 0, sizeof(si));
-        if (j->pidfd < 0)
-            tmpdir_job_finish(j, NULL);
-        else if (pidfd_ended_by(j->pidfd, end))
-            tmpdir_job_finish(j, waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED) == 0 ? &si : NULL);
-        else
-            log_warn("the remover of %s does not end (it waits on a directory a user holds); "
-                     "left to end by itself, and the next start of lyhd removes it",
-                     j->path);
+        tmpdir_job_reap_by(j, end);
         tmpdir_job_free(j);
     }
 }
@@ -441,7 +433,13 @@ static bool tmpdir_name(const char *name, char id[SESSION_ID_LEN + 1]) {
     return true;
 }
 
-static unsigned sweep_tmpdirs(struct lyhd *d, const char *parent) {
+unsigned session_sweep_tmpdirs(struct lyhd *d) {
+    /* Only lyhd's own directory. An older lyhd made them in --tmp-dir
+     * itself: a reading of that (/tmp) can be made to wait by any user (a
+     * reader queues behind a writer they hold waiting), so the tmpdirs of
+     * its sessions are removed only where state.db has them (the
+     * reconciliation), the rest left to the administrator (operate.md). */
+    const char *parent = d->tmp_dir;
     DIR *dir = opendir(parent);
     unsigned n = 0;
 
@@ -472,36 +470,26 @@ static unsigned sweep_tmpdirs(struct lyhd *d, const char *parent) {
             continue;
         if (r < 0 && r != -ENOENT)
             continue; /* cannot tell: leave it */
-        snprintf(path, sizeof(path), "%s/%s", parent, de->d_name);
+        if (snprintf(path, sizeof(path), "%s/%s", parent, de->d_name) >= (int)sizeof(path))
+            continue; /* cannot be: main.c open_tmp_dir bounds tmp_dir */
         log_warn("removing %s: its session is %s", path, r == 0 ? "over" : "unknown to state.db");
         (void)store_reap_log(d->store, path, "removed",
                              r == 0 ? "tmpdir of an ended session" : "tmpdir of an unknown session");
-        /* Its user: the tmpdir is root's, its subdirectories the user's
-         * (a remover given uid 0 only removes empty directories) */
-        uid_t owner = st.st_uid;
-        if (owner == 0) {
-            char sub[NAME_MAX + 16];
-            struct stat sst;
-            snprintf(sub, sizeof(sub), "%s/%s", de->d_name, spawn_tmp_subs[0]);
-            if (r == 0)
-                owner = row.uid;
-            else if (fs_stat_here(dirfd(dir), sub, &sst) == 0)
-                owner = sst.st_uid;
-        }
+        /* Its user: the row's, else the owner of its tmp (the tmpdir is
+         * root's; a remover given uid 0 only removes empty directories) */
+        char sub[NAME_MAX + 16];
+        struct stat sst;
+        uid_t owner = 0;
+        snprintf(sub, sizeof(sub), "%s/%s", de->d_name, spawn_tmp_subs[0]);
+        if (r == 0)
+            owner = row.uid;
+        else if (fs_stat_here(dirfd(dir), sub, &sst) == 0)
+            owner = sst.st_uid;
         tmpdir_remove(d, path, owner, NULL, false);
         n++;
     }
     closedir(dir);
     return n;
-}
-
-unsigned session_sweep_tmpdirs(struct lyhd *d) {
-    /* Only lyhd's own directory. An older lyhd made them in --tmp-dir
-     * itself: a reading of that (/tmp) can be made to wait by any user (a
-     * reader queues behind a writer they hold waiting), so the tmpdirs of
-     * its sessions are removed only where state.db has them (the
-     * reconciliation), the rest left to the administrator (operate.md). */
-    return sweep_tmpdirs(d, d->tmp_dir);
 }
 
 static void teardown_run(struct session *s, bool may_wait);

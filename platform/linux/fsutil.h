@@ -11,10 +11,10 @@
 /* Create NAME in the directory parent_fd as a fresh directory, root's with
  * the group gid and mode 0711, with the subdirectories subs[0..n_subs)
  * (0700, uid:gid) inside it: the user may use those, not change NAME itself
- * nor open it for reading. Fails with -EEXIST if anything is already there (never reuses
- * what someone else made). The parent is expected to be root's and not
- * readable by others (fs_open_own_dir): a mkdir takes the parent's lock,
- * which a user could otherwise hold (fs_remove_tree_as). The subdirectories
+ * nor open it for reading. Fails with -EEXIST if anything is already there
+ * (never reuses what someone else made). The parent is expected to be root's
+ * alone (fs_open_own_dir): a mkdir takes the parent's lock, which a user
+ * could otherwise hold (fs_remove_tree_as). The subdirectories
  * are made through the new directory's fd while it is still root's, so the
  * user cannot swap it for something else in between, nor hold its lock. */
 int fs_make_private_dir(int parent_fd, const char *name, uid_t uid, gid_t gid,
