@@ -59,6 +59,7 @@ struct homes {
     char *file; /* NULL: NSS */
     struct table *table; /* NULL until the first read */
     unsigned generation;
+    unsigned holds; /* homes_hold()s not yet released, homes_stop's own included */
 };
 
 static uint64_t mono_ms(void) {
@@ -273,8 +274,36 @@ int homes_start(const char *passwd_file, struct homes **ret) {
         return r;
     }
     h->running = true;
+    h->holds = 1; /* homes_stop's */
     *ret = h;
     return 0;
+}
+
+static void homes_free(struct homes *h) {
+    table_free(h->table);
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
+    free(h->file);
+    free(h);
+}
+
+struct homes *homes_hold(struct homes *h) {
+    if (!h)
+        return NULL;
+    pthread_mutex_lock(&h->mu);
+    h->holds++;
+    pthread_mutex_unlock(&h->mu);
+    return h;
+}
+
+void homes_release(struct homes *h) {
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->mu);
+    bool last = --h->holds == 0;
+    pthread_mutex_unlock(&h->mu);
+    if (last)
+        homes_free(h);
 }
 
 void homes_stop(struct homes *h) {
@@ -293,12 +322,11 @@ void homes_stop(struct homes *h) {
         until.tv_sec += 2;
         if (pthread_timedjoin_np(h->thread, NULL, &until) != 0)
             return;
+        h->running = false;
+        homes_release(h);
+        return;
     }
-    table_free(h->table);
-    pthread_cond_destroy(&h->cv);
-    pthread_mutex_destroy(&h->mu);
-    free(h->file);
-    free(h);
+    homes_free(h); /* a failed start: nobody holds it */
 }
 
 int homes_near_other(struct homes *h, int fd, uid_t caller, char *who, size_t wholen) {

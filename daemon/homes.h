@@ -31,8 +31,13 @@ struct homes;
  * database through NSS (getpwent), watching /etc/passwd; a path (tests):
  * that file, read with fgetpwent. 0 or -errno. */
 int homes_start(const char *passwd_file, struct homes **ret);
-/* Stop the thread and free everything. Accepts NULL. */
+/* Stop the thread and free everything, once the last homes_hold() is
+ * released. Accepts NULL. */
 void homes_stop(struct homes *h);
+/* Keep h (not its thread) for a thread of another's that may outlive the
+ * loop (run_paths.c): freed at the last release. */
+struct homes *homes_hold(struct homes *h); /* accepts NULL */
+void homes_release(struct homes *h); /* accepts NULL */
 
 /* Is the directory open as fd at, above or below the home of a human
  * account (uid >= 1000, not nobody, a home that is not "/") other than
