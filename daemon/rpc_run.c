@@ -8,16 +8,18 @@
  * daemon has to parse.
  *
  * Order (the state.db row always precedes the kernel change it describes):
- *   validate -> tmpdir -> row (STARTING; names of tmpdir, cgroup and chain;
- *   spec) committed -> cgroup -> nft chain -> Landlock ruleset, env -> spawn ->
- *   row (cgroup id, pid, RUNNING) committed -> Started once exec succeeded.
+ *   validate, env (rpc_run) -> the paths and the Landlock ruleset, by a thread
+ *   of their own (run_paths.h), the loop going on meanwhile -> (run_checked)
+ *   tmpdir -> row (STARTING; names of tmpdir, cgroup and chain; spec)
+ *   committed -> cgroup -> spawn begun -> nft chain -> the tmpdir's Landlock
+ *   rules -> the go -> row (cgroup id, pid, RUNNING) committed -> Started once
+ *   exec succeeded.
  * Any failure before spawn undoes what was made, in reverse, and marks the row
  * ended, so nothing is left behind (no rule, cgroup, dir or fd). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <grp.h>
 #include <net/if.h>
 #include <pwd.h>
@@ -26,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -42,9 +43,9 @@
 #include "daemon/guard.h"
 #include "daemon/dests.h"
 #include "daemon/log.h"
-#include "common/home_entry.h"
 #include "daemon/policy.h"
 #include "daemon/protect.h"
+#include "daemon/run_paths.h"
 #include "daemon/lyhd.h"
 #include "daemon/rpc.h"
 #include "daemon/server.h"
@@ -62,26 +63,16 @@
 #define RUN_MAX_ARGV 256
 #define RUN_MAX_ARG_BYTES (64u * 1024u)
 #define RUN_MAX_ARGV_TOTAL (512u * 1024u)
-#define RUN_MAX_PATHS 16
-#define RUN_MAX_STATE_DIRS 16
-#define RUN_MAX_DENY 8   /* the caller's deny paths (proto options bound the CLI to 8 too) */
-#define RUN_MAX_HIDE (32 + RUN_MAX_DENY)
-#define RUN_MAX_PROTECT 16 /* the caller's protect entries (as the proto options) */
-#define RUN_MAX_SOCKETS 8  /* let-through sockets (SPAWN_MAX_SOCKETS, the proto options) */
-#define RUN_MAX_EXPOSE (1 + 2 * RUN_MAX_PATHS)
-_Static_assert(RUN_MAX_EXPOSE <= SPAWN_MAX_EXPOSE, "the spawn child shows at most SPAWN_MAX_EXPOSE");
-_Static_assert(RUN_MAX_HIDE <= SPAWN_MAX_HIDE, "the spawn child covers at most SPAWN_MAX_HIDE");
-
 /* Everything a launch needs, built up step by step; run_prep_free() undoes
- * what was made when the launch does not happen. */
+ * what was made when the launch does not happen. On the heap: the launch
+ * waits for its paths (run_paths.h) with the loop going on. */
 struct run_prep {
+    struct lyhd *d;
+    struct rpc_call *call;
     struct session *s;
     char home[PATH_MAX];
     char **envp;
-    char **argv;       /* NULL-terminated view of the request's argv (strings borrowed) */
-    struct ll_policy ll;
-    struct ll_report ll_report;
-    int ll_fd;
+    char **argv;       /* the request's argv, copied, NULL-terminated */
     int procs_fd;
     int cg_dir_fd;
     int stdio[3];
@@ -90,22 +81,21 @@ struct run_prep {
     gid_t groups[LYH_MAX_PEER_GROUPS + 1];
     size_t n_groups;
     bool made_tmpdir, row_inserted, made_cgroup, added_chain, took_shared;
-    char *hide[RUN_MAX_HIDE];
-    size_t n_hide;
-    char *expose[RUN_MAX_EXPOSE]; /* granted dirs under a private /tmp root */
-    size_t n_expose;
     gid_t gid;             /* the caller's guard gid: the agent's gid */
-    char *socks[RUN_MAX_SOCKETS]; /* sockets let through (--allow-socket) */
-    size_t n_socks;
-    struct prot_list prot; /* entries of home kept read-only, with their pins */
-    struct spawn_cover covers[PROT_MAX];
-    /* A refusal decided while the thread has the caller's file-system
-     * identity: sent once it is root again (nothing writes lyhd's own files
-     * in between, and the refusal is logged and audited). */
-    int err_code;
-    char err[1000];
-    struct fs_ident root_ident; /* root's, while paths are looked up as the caller */
+    uint64_t policy_version; /* the policy the launch was checked against */
+    bool monitor;          /* the request's */
+    /* The paths, looked up by a thread of their own (run_paths.h): the job
+     * is running while the launch waits, and the loop's once it is done,
+     * with its results (w) and its copy of the request's cwd (w->rq). The
+     * request itself is freed when rpc_run returns: what the launch keeps of
+     * it is copied (argv, the environment built, the paths). */
+    struct run_paths_job *job;
+    struct run_paths *w;
+    /* A refusal decided after the spawn began: sent once the child is
+     * cancelled. */
+    struct run_refusal err;
 };
+_Static_assert(LYH_MAX_PEER_GROUPS <= FS_IDENT_MAX_GROUPS, "the caller's groups fit a job's");
 
 static int fail(struct rpc_call *call, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -120,19 +110,8 @@ static int fail(struct rpc_call *call, int code, const char *fmt, ...) {
     return -1;
 }
 
-/* Record a refusal for later (see run_prep.err). The first one wins. */
-static int pfail(struct run_prep *p, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int pfail(struct run_prep *p, int code, const char *fmt, ...) {
-    va_list ap;
-
-    if (p->err_code)
-        return -1;
-    va_start(ap, fmt);
-    vsnprintf(p->err, sizeof(p->err), fmt, ap);
-    va_end(ap);
-    p->err_code = code;
-    return -1;
-}
+/* A refusal for later (see run_prep.err). */
+#define pfail(p, ...) run_refuse(&(p)->err, __VA_ARGS__)
 
 /* The private /tmp, /var/tmp and /dev/shm are bind mounts of the tmpdir's
  * subdirectories: Landlock decides at a mount's root and does not see the
@@ -157,25 +136,6 @@ static int tmp_rules(struct lyhd *d, const struct session *s, int ruleset, uint6
             return k;
     }
     return 0;
-}
-
-/* Resolve paths as the caller from here (fsuid, fsgid, the groups the kernel
- * recorded at connect) until as_root_again(saved). */
-static int as_caller(struct rpc_call *call, struct fs_ident *saved) {
-    int k = fs_ident_enter(call->peer.uid, call->peer.gid, call->peer_groups, call->n_peer_groups,
-                           saved);
-    if (k < 0)
-        rpc_fail(call, LIANYAOHU__V1__CODE__INTERNAL,
-                 "cannot look up your paths with your own identity: %s", strerror(-k));
-    return k;
-}
-
-/* A daemon thread left with a user's file-system identity would go on to
- * write its own files as that user: a broken invariant, so fatal. */
-static void as_root_again(const struct fs_ident *saved) {
-    int k = fs_ident_leave(saved);
-    if (k < 0)
-        log_fatal("cannot return to root's file-system identity: %s", strerror(-k));
 }
 
 /* ---- validation --------------------------------------------------------------- */
@@ -212,6 +172,18 @@ static int check_dests(struct rpc_call *call, const char *what, Lianyaohu__V1__D
     return 0;
 }
 
+/* max_sessions_per_uid. */
+static int check_session_cap(struct lyhd *d, struct rpc_call *call, const struct policy *pol) {
+    if (pol->max_sessions_per_uid) {
+        unsigned live = session_count(d, false, call->peer.uid);
+        if (live >= pol->max_sessions_per_uid)
+            return fail(call, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
+                        "policy: uid %u has %u running session(s); max_sessions_per_uid is %u",
+                        call->peer.uid, live, pol->max_sessions_per_uid);
+    }
+    return 0;
+}
+
 /* The admin policy's ceiling (daemon/policy.h): a request over it is refused
  * naming the policy key, never narrowed silently. */
 static int check_policy(struct lyhd *d, struct rpc_call *call, const Lianyaohu__V1__RunRequest *r,
@@ -237,13 +209,8 @@ static int check_policy(struct lyhd *d, struct rpc_call *call, const Lianyaohu__
         return fail(call, denied, "policy: interface '%s' does not match allowed_interface_patterns (%s)",
                     r->interface, pats);
     }
-    if (pol->max_sessions_per_uid && !r->print_firewall) {
-        unsigned live = session_count(d, false, call->peer.uid);
-        if (live >= pol->max_sessions_per_uid)
-            return fail(call, denied,
-                        "policy: uid %u has %u running session(s); max_sessions_per_uid is %u",
-                        call->peer.uid, live, pol->max_sessions_per_uid);
-    }
+    if (!r->print_firewall)
+        return check_session_cap(d, call, pol);
     return 0;
 }
 
@@ -375,12 +342,11 @@ static int add_proxy(struct lyhd *d, struct rpc_call *call, const Lianyaohu__V1_
     return 0;
 }
 
-/* Home from the passwd entry of the peer uid: a directory the user owns. */
+/* Home from the passwd entry of the peer uid (that it is a directory the
+ * user owns is the path job's to check: run_paths.c). */
 static int lookup_home(struct rpc_call *call, uid_t uid, struct run_prep *p) {
     struct passwd pw, *res = NULL;
     char buf[4096];
-    _cleanup_close_ int fd = -1;
-    struct stat st;
 
     if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
         return fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
@@ -388,184 +354,7 @@ static int lookup_home(struct rpc_call *call, uid_t uid, struct run_prep *p) {
     if (pw.pw_dir[0] != '/' || strlen(pw.pw_dir) >= sizeof(p->home))
         return fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
                     "home directory of uid %u ('%s') is not an absolute path", uid, pw.pw_dir);
-    fd = open(pw.pw_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != uid)
-        return fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
-                    "home directory %s of uid %u is not a directory owned by that user", pw.pw_dir,
-                    uid);
     snprintf(p->home, sizeof(p->home), "%s", pw.pw_dir);
-    return 0;
-}
-
-/* 2 when path is one of the private roots (spawn.h spawn_tmp_roots) itself,
- * 1 when it lies below one, 0 otherwise. On the path as given (the agent will use it as given): a path
- * there needs showing again inside the private copy. */
-static int in_private_tmp(const char *path) {
-    for (size_t i = 0; i < SPAWN_TMP_N; i++) {
-        size_t n = strlen(spawn_tmp_roots[i]);
-        if (strncmp(path, spawn_tmp_roots[i], n) != 0)
-            continue;
-        if (path[n] == '\0' || (path[n] == '/' && path[n + 1] == '\0'))
-            return 2;
-        if (path[n] == '/')
-            return 1;
-    }
-    return 0;
-}
-
-/* A granted directory under a private root is shown again there (spawn.h
- * expose); the root itself would expose everything the private copy hides. */
-static int expose_if_private(struct run_prep *p, const char *what, const char *path, bool is_dir) {
-    int k = in_private_tmp(path);
-
-    if (k == 0)
-        return 0;
-    if (k == 2)
-        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                     "%s %s: the session gets a private %s of its own (so it cannot reach what "
-                     "runs beside it there); give a directory of yours below it, or elsewhere",
-                     what, path, path);
-    if (!is_dir)
-        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                     "%s %s is a file under the session's private /tmp, /var/tmp or /dev/shm; "
-                     "grant the directory that holds it",
-                     what, path);
-    if (p->n_expose >= RUN_MAX_EXPOSE)
-        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                     "too many granted directories under /tmp, /var/tmp and /dev/shm (at most %d)",
-                     RUN_MAX_EXPOSE);
-    p->expose[p->n_expose] = strdup(path);
-    if (!p->expose[p->n_expose])
-        return pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
-    p->n_expose++;
-    return 0;
-}
-
-static int check_cwd(struct run_prep *p, const char *cwd) {
-    _cleanup_close_ int fd = -1;
-
-    if (cwd[0] != '/')
-        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd '%s' is not an absolute path",
-                    cwd);
-    if (strlen(cwd) >= PATH_MAX)
-        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd is too long");
-    fd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cwd %s: %s", cwd, strerror(errno));
-    return expose_if_private(p, "cwd", cwd, true);
-}
-
-/* Is the directory open as fd at or below one of the system trees ("/"
- * itself, not everything below it)? Decided on inodes (fsutil.h). */
-static bool under_system_tree(int fd) {
-    static const char *const system[] = {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64",
-                                         "/boot", "/dev", "/proc", "/sys", "/run", "/var/run",
-                                         "/var/lib", "/root"};
-    struct fs_inode up[256];
-    size_t n = fs_ancestors(fd, up, ARRAY_SIZE(up));
-
-    if (fs_is_one_of(up, n ? 1 : 0, "/", true))
-        return true;
-    for (size_t i = 0; i < ARRAY_SIZE(system); i++)
-        if (fs_is_one_of(up, n, system[i], true))
-            return true;
-    return false;
-}
-
-/* Policy.writable_prefixes: is the writable path open as fd at or below one
- * of the prefixes (a prefix that is a symlink does not count)? On inodes. An
- * empty list sets no prefix rule. */
-static bool under_writable_prefix(const struct policy *pol, int fd) {
-    struct fs_inode up[256];
-
-    if (pol->n_writable == 0)
-        return true;
-    size_t n = fs_ancestors(fd, up, ARRAY_SIZE(up));
-    for (size_t i = 0; i < pol->n_writable; i++)
-        if (fs_is_one_of(up, n, pol->writable[i], false))
-            return true;
-    return false;
-}
-
-static int check_paths(struct lyhd *d, uid_t caller, struct run_prep *p,
-                       const Lianyaohu__V1__RunRequest *r,
-                       const struct policy *pol) {
-    if (r->n_writable > RUN_MAX_PATHS || r->n_read_only > RUN_MAX_PATHS ||
-        r->n_agent_state_dirs > RUN_MAX_STATE_DIRS)
-        return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                    "too many extra paths (at most %u writable, %u read-only, %u state dirs)",
-                    RUN_MAX_PATHS, RUN_MAX_PATHS, RUN_MAX_STATE_DIRS);
-    for (size_t i = 0; i < r->n_writable; i++) {
-        const char *path = r->writable[i];
-        _cleanup_close_ int fd = -1;
-        struct stat st;
-        if (path[0] != '/')
-            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                        "writable path '%s' is not absolute", path);
-        fd = open(path, O_PATH | O_CLOEXEC);
-        if (fd < 0 || fstat(fd, &st) < 0)
-            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "writable path %s: %s", path,
-                        strerror(errno));
-        if (st.st_uid != caller)
-            return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
-                        "writable path %s is not owned by you (uid %u)", path, caller);
-        if (S_ISDIR(st.st_mode) && under_system_tree(fd))
-            return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
-                        "writable path %s lies in a system directory", path);
-        /* a file: judged by the directory it is in */
-        _cleanup_close_ int dfd = S_ISDIR(st.st_mode) ? -1 : fs_open_parent_dir(path);
-        if (!under_writable_prefix(pol, S_ISDIR(st.st_mode) ? fd : dfd))
-            return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
-                        "policy: writable path %s is not below any of writable_prefixes", path);
-        if (expose_if_private(p, "writable path", path, S_ISDIR(st.st_mode)) < 0)
-            return -1;
-        if (ll_policy_add(&p->ll, LL_RW, path, 0) < 0)
-            return pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
-    }
-    for (size_t i = 0; i < r->n_read_only; i++) {
-        const char *path = r->read_only[i];
-        _cleanup_close_ int fd = -1;
-        char who[300];
-        if (path[0] != '/')
-            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                        "read-only path '%s' is not absolute", path);
-        fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        bool is_dir = fd >= 0;
-        if (fd < 0 && errno == ENOTDIR) {
-            /* a file: judged by its directory */
-            fd = fs_open_parent_dir(path);
-            if (fd < 0)
-                errno = -fd;
-        }
-        if (fd < 0)
-            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "read-only path %s: %s", path,
-                        strerror(errno));
-        /* not at, above or below another (human) user's home: on inodes,
-         * against what the homes thread last read of the user database */
-        int near = homes_near_other(d->homes, fd, caller, who, sizeof(who));
-        if (near == -EAGAIN)
-            return pfail(p, LIANYAOHU__V1__CODE__UNAVAILABLE,
-                        "lyhd has not finished reading the user database; try again in a moment");
-        if (near != 0)
-            return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED,
-                        "read-only path %s is at, above or below the home of %s", path,
-                        near > 0 ? who : "a user lyhd cannot tell");
-        if (expose_if_private(p, "read-only path", path, is_dir) < 0)
-            return -1;
-        if (ll_policy_add(&p->ll, LL_RX, path, 0) < 0)
-            return pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
-    }
-    for (size_t i = 0; i < r->n_agent_state_dirs; i++) {
-        const char *name = r->agent_state_dirs[i];
-        char path[PATH_MAX];
-        if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT,
-                        "agent state dir '%s' must be one name under your home", name);
-        if (snprintf(path, sizeof(path), "%s/%s", p->home, name) >= (int)sizeof(path) ||
-            ll_policy_add(&p->ll, LL_RW, path, LL_OPTIONAL) < 0)
-            return pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "agent state dir '%s' is too long",
-                        name);
-    }
     return 0;
 }
 
@@ -658,217 +447,6 @@ static void pick_groups(struct lyhd *d, struct rpc_call *call, struct run_prep *
     }
 }
 
-/* Where things the agent must not reach wait for clients. A pathname Unix
- * socket needs no Landlock right to connect() to (through ABI 7), so a
- * service of the user's that runs outside the sandbox (their systemd, their
- * D-Bus session bus, a tmux or screen server, gpg-agent, ssh's control
- * masters, a container runtime) would act for the agent, unconfined. The
- * private /tmp (spawn.h) takes care of what lives in /tmp; these are the
- * other known places: directories are covered with an empty tmpfs, sockets
- * with /dev/null, each looked up in the child as the agent would. */
-static const char *const hidden_places[] = {
-    "/run/user",                                /* systemd --user, session bus, gpg, pipewire, podman, docker rootless */
-    "/run/screen", "/var/run/screen",           /* GNU screen */
-    "/run/docker.sock", "/run/docker",          /* root's container runtimes */
-    "/run/containerd", "/run/podman", "/run/crio", "/run/lxd",
-    "/var/snap/lxd/common/lxd/unix.socket",
-    "/run/dbus/system_bus_socket",              /* the system bus */
-    "/run/systemd/resolve/io.systemd.Resolve",  /* resolver side channels */
-    "/run/systemd/resolve/io.systemd.Resolve.Monitor",
-    "/run/nscd",
-};
-
-/* Sockets in the caller's home where such services listen (gpg-agent's, ssh
- * ControlMaster's), one level deep: found by listing, covered by name. */
-static const char *const hidden_home_dirs[] = {".gnupg", ".ssh", ".ssh/sockets", ".ssh/cm"};
-
-static void hide_add(struct run_prep *p, const char *path) {
-    for (size_t i = 0; i < p->n_socks; i++)
-        if (strcmp(p->socks[i], path) == 0)
-            return; /* let through (--allow-socket) */
-    if (p->n_hide < RUN_MAX_HIDE && (p->hide[p->n_hide] = strdup(path)))
-        p->n_hide++;
-}
-
-/* An absolute path in one spelling: no empty, "." or ".." component, no
- * trailing '/' (but "/" itself), shorter than PATH_MAX. Paths compared as
- * strings (a socket below a deny path) must be so, or a trailing slash says
- * "not below" where the kernel says "below". */
-static bool path_canonical(const char *path) {
-    size_t n = strlen(path);
-    if (path[0] != '/' || n >= PATH_MAX || (n > 1 && path[n - 1] == '/'))
-        return false;
-    for (const char *c = path + 1; *c;) {
-        const char *e = strchr(c, '/');
-        size_t len = e ? (size_t)(e - c) : strlen(c);
-        if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
-            return false;
-        c += len + (e ? 1 : 0);
-    }
-    return true;
-}
-
-/* The sockets the caller lets through (--allow-socket): each an absolute,
- * canonical path to a socket (not a link; looked up as the caller), allowed
- * by the policy, not lyhd's own and not inside a deny path (whose cover
- * would have to be opened). */
-static int pick_sockets(struct lyhd *d, struct run_prep *p, const Lianyaohu__V1__RunRequest *r,
-                        const struct policy *pol) {
-    const int bad = LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
-    char why[POLICY_WHY_MAX];
-    struct stat st;
-
-    if (r->n_allow_sockets > RUN_MAX_SOCKETS)
-        return pfail(p, bad, "too many sockets to let through (%zu, at most %d)",
-                     r->n_allow_sockets, RUN_MAX_SOCKETS);
-    for (size_t i = 0; i < r->n_allow_sockets; i++) {
-        const char *path = r->allow_sockets[i];
-        if (!path_canonical(path) || strcmp(path, "/") == 0)
-            return pfail(p, bad, "socket '%.300s' must be an absolute path without '.', '..' or "
-                                 "'//' components",
-                         path);
-        if (!policy_socket_ok(pol, path, why, sizeof(why)))
-            return pfail(p, LIANYAOHU__V1__CODE__PERMISSION_DENIED, "%s", why);
-        if (lstat(path, &st) < 0)
-            return pfail(p, bad, "socket %.300s: %s", path, strerror(errno));
-        if (S_ISLNK(st.st_mode))
-            return pfail(p, bad, "%.300s is a symlink; name the socket it points to", path);
-        if (!S_ISSOCK(st.st_mode))
-            return pfail(p, bad, "%.300s is not a socket", path);
-        /* by its real path: a symlink on the way would let a pattern or a
-         * deny path judge one place and the mount take another */
-        _cleanup_free_ char *real = realpath(path, NULL);
-        if (!real || strcmp(real, path) != 0)
-            return pfail(p, bad,
-                         "%.300s goes through a symlink; name the socket by its real path%s%.300s%s",
-                         path, real ? " (" : "", real ? real : "", real ? ")" : "");
-        if (strcmp(path, d->cfg.socket_path) == 0)
-            return pfail(p, bad, "%.300s is lyhd's own socket, which refuses agents", path);
-        for (size_t k = 0; k < r->n_deny_paths; k++) {
-            size_t dn = strlen(r->deny_paths[k]);
-            if (strncmp(path, r->deny_paths[k], dn) == 0 && path[dn] == '/')
-                return pfail(p, bad, "socket %.300s is inside deny path %.300s", path,
-                             r->deny_paths[k]);
-        }
-        if (!(p->socks[p->n_socks] = strdup(path)))
-            return pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
-        p->n_socks++;
-    }
-    return 0;
-}
-
-static void pick_hidden(struct lyhd *d, struct run_prep *p) {
-    struct stat st;
-
-    for (size_t i = 0; i < ARRAY_SIZE(hidden_places); i++)
-        if (lstat(hidden_places[i], &st) == 0 && (S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode)))
-            hide_add(p, hidden_places[i]);
-    /* lyhd's own socket: it refuses sandboxed peers anyway. */
-    if (lstat(d->cfg.socket_path, &st) == 0 && S_ISSOCK(st.st_mode))
-        hide_add(p, d->cfg.socket_path);
-    for (size_t i = 0; i < ARRAY_SIZE(hidden_home_dirs); i++) {
-        char dir[PATH_MAX];
-        DIR *dh;
-        if (snprintf(dir, sizeof(dir), "%s/%s", p->home, hidden_home_dirs[i]) >= (int)sizeof(dir))
-            continue;
-        dh = opendir(dir);
-        if (!dh)
-            continue;
-        for (struct dirent *de; (de = readdir(dh));) {
-            char path[PATH_MAX];
-            if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
-                continue;
-            if (fstatat(dirfd(dh), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
-                hide_add(p, path);
-        }
-        closedir(dh);
-    }
-}
-
-/* The caller's deny paths, ahead of the fixed ones so they always fit. Each
- * is covered in the child's mount namespace before Landlock and the drop; a
- * cover only hides things from the agent, so whatever a path resolves to in
- * the end, it cannot widen anything. Deciding here: absolute, a directory
- * (a tmpfs cannot cover a file; naming a file would otherwise be ignored),
- * not a symlink (the cover must be where the user pointed), missing = skip. */
-static int pick_denied(const Lianyaohu__V1__RunRequest *r,
-                       struct run_prep *p) {
-    const int bad = LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
-    struct stat st;
-
-    if (r->n_deny_paths > RUN_MAX_DENY) {
-        pfail(p, bad, "too many deny paths (%zu, at most %d)", r->n_deny_paths,
-                 RUN_MAX_DENY);
-        return -EINVAL;
-    }
-    for (size_t i = 0; i < r->n_deny_paths; i++) {
-        const char *path = r->deny_paths[i];
-        if (!path_canonical(path)) {
-            pfail(p, bad,
-                  "deny path '%.200s' must be an absolute path without '.', '..', '//' or a "
-                  "trailing '/'",
-                  path);
-            return -EINVAL;
-        }
-        if (lstat(path, &st) < 0) {
-            if (errno == ENOENT)
-                continue; /* nothing there to hide */
-            pfail(p, bad, "deny path '%.200s': %s", path, strerror(errno));
-            return -EINVAL;
-        }
-        if (!S_ISDIR(st.st_mode)) {
-            pfail(p, bad,
-                     "deny path '%.200s' is %s; deny paths must be directories (deny the "
-                     "directory that holds it)",
-                     path, S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
-            return -EINVAL;
-        }
-        p->hide[p->n_hide] = strdup(path);
-        if (!p->hide[p->n_hide]) {
-            pfail(p, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
-            return -ENOMEM;
-        }
-        p->n_hide++;
-    }
-    return 0;
-}
-
-/* Entries of home kept read-only (daemon/protect.h): the built-in list, the
- * policy's protect_paths and the request's own, each checked as the policy's
- * are. Run as the caller (missing ones the built-in list names are made). A
- * --writable path inside one contradicts it: refused, not quietly narrowed. */
-static int pick_protected(struct run_prep *p, const Lianyaohu__V1__RunRequest *r,
-                          const struct policy *pol) {
-    const int bad = LIANYAOHU__V1__CODE__INVALID_ARGUMENT;
-    const char *names[RUN_MAX_PROTECT + POLICY_MAX_PROTECT];
-    char canon[RUN_MAX_PROTECT][HE_NAME_MAX], why[400];
-    size_t n = 0;
-
-    if (r->n_protect > RUN_MAX_PROTECT)
-        return pfail(p, bad, "too many protect entries (%zu, at most %d)", r->n_protect,
-                     RUN_MAX_PROTECT);
-    for (size_t i = 0; i < r->n_protect; i++) {
-        if (he_check(r->protect[i], canon[i], why, sizeof(why)) < 0)
-            return pfail(p, bad, "protect entry '%.200s': %s", r->protect[i], why);
-        names[n++] = canon[i];
-    }
-    for (size_t i = 0; i < pol->n_protect; i++)
-        names[n++] = pol->protect[i];
-    if (prot_collect(p->home, p->s->row.uid, names, n, &p->prot, why, sizeof(why)) < 0)
-        return pfail(p, LIANYAOHU__V1__CODE__FAILED_PRECONDITION, "%s", why);
-    if (r->narrow_home && prot_agent_state(p->home, r->argv[0], why, sizeof(why)) < 0)
-        return pfail(p, LIANYAOHU__V1__CODE__FAILED_PRECONDITION, "%s", why);
-    for (size_t i = 0; i < r->n_writable; i++)
-        if (prot_covers(&p->prot, r->writable[i]))
-            return pfail(p, bad,
-                         "writable path %.300s is protected: agents may not write it (it can "
-                         "run code as you outside the sandbox); name a path outside it",
-                         r->writable[i]);
-    for (size_t i = 0; i < p->prot.n; i++)
-        p->covers[i] = (struct spawn_cover){.path = p->prot.v[i].path, .ro = p->prot.v[i].ro};
-    return 0;
-}
-
 /* What RunStarted says about the paths: a cwd that is the home (all of it
  * writable) or protected (read-only). */
 static void path_note(struct session *s, const struct run_prep *p,
@@ -879,7 +457,7 @@ static void path_note(struct session *s, const struct run_prep *p,
                  "protected entries (shell start-up files, ~/.ssh, git config, ...)%s; start it "
                  "from a project directory to keep the rest of your home out of its reach",
                  r->narrow_home ? "; --narrow-home does not narrow a session started here" : "");
-    else if (prot_covers(&p->prot, r->cwd))
+    else if (prot_covers(&p->w->prot, r->cwd))
         snprintf(s->path_note, sizeof(s->path_note),
                  "the working directory %.200s is protected: the agent can read it, not write it",
                  r->cwd);
@@ -887,29 +465,36 @@ static void path_note(struct session *s, const struct run_prep *p,
 
 /* ---- undo ----------------------------------------------------------------------- */
 
-static void run_prep_free(struct lyhd *d, struct run_prep *p) {
+/* Undo what was made and free p (the path job too, or leave it to its
+ * thread when that has not ended). Accepts NULL. */
+static void run_prep_free(struct run_prep *p) {
+    if (!p)
+        return;
+    struct lyhd *d = p->d;
     struct session *s = p->s;
 
+    /* the environment and arguments often carry tokens: not left in freed
+     * memory (a remover lyhd forks itself copies its memory) */
+    for (char **e = p->envp; e && *e; e++)
+        explicit_bzero(*e, strlen(*e));
     envp_free(p->envp);
+    for (char **a = p->argv; a && *a; a++) {
+        explicit_bzero(*a, strlen(*a));
+        free(*a);
+    }
     free(p->argv);
-    for (size_t i = 0; i < p->n_hide; i++)
-        free(p->hide[i]);
-    for (size_t i = 0; i < p->n_expose; i++)
-        free(p->expose[i]);
-    prot_list_clear(&p->prot);
-    for (size_t i = 0; i < p->n_socks; i++)
-        free(p->socks[i]);
-    ll_policy_free(&p->ll);
-    ll_report_free(&p->ll_report);
-    CLOSE_FD(p->ll_fd);
+    run_paths_drop(TAKE_PTR(p->job));
+    p->w = NULL;
     CLOSE_FD(p->procs_fd);
     CLOSE_FD(p->cg_dir_fd);
     /* The client's fds (the child has its own copies by now): off the loop. */
     for (int i = 0; i < 3; i++)
         closer_close(d->closer, p->uid, TAKE_FD(p->stdio[i]));
     closer_close(d->closer, p->uid, TAKE_FD(p->pty_fd));
-    if (!s)
+    if (!s) {
+        free(p);
         return;
+    }
     /* Reverse order of creation. */
     if (p->added_chain && guard_session_del(d, s) < 0)
         log_error("undo: removing chain of session '%s' failed", s->row.id);
@@ -934,7 +519,7 @@ static void run_prep_free(struct lyhd *d, struct run_prep *p) {
             store_rollback(d->store);
     }
     session_free(s);
-    p->s = NULL;
+    free(p);
 }
 
 struct routed_via {
@@ -1126,17 +711,257 @@ static void print_firewall(struct lyhd *d, struct rpc_call *call, struct session
     free(text);
 }
 
-void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
-    const Lianyaohu__V1__RunRequest *r = req->run;
-    struct run_prep p = {.ll_fd = -1, .procs_fd = -1, .cg_dir_fd = -1, .stdio = {-1, -1, -1},
-                         .pty_fd = -1, .uid = call->peer.uid};
-    struct session *s = NULL;
+/* The launch, once its paths are looked up (or given up on): the rest of
+ * the checks, then what rpc_run's order says. */
+static void run_checked(struct run_paths_job *job, bool timed_out, void *ud) {
+    struct run_prep *p = ud;
+    struct lyhd *d = p->d;
+    struct rpc_call *call = p->call;
+    struct session *s = p->s;
+    struct run_paths *w = run_paths_of(job);
+    const Lianyaohu__V1__RunRequest *r = &w->rq; /* the copy: cwd, narrow_home, paths */
+    const struct policy *pol = policy_current(d);
     struct spawn_plan plan;
     struct spawn_pending sp = {.gate = -1};
+    char why[512];
+    int k;
+
+    call->state = NULL;
+    call->on_disconnect = NULL;
+    if (timed_out) {
+        log_info("uid %u: a launch's paths were not looked up within %d s; it fails", p->uid,
+                 RUN_PATHS_TIMEOUT_S);
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE,
+                 "lyhd could not look up this launch's paths within %d s: something holds a lock "
+                 "in one of them (a process stuck on a FUSE file system that does not answer, "
+                 "say); nothing was started",
+                 RUN_PATHS_TIMEOUT_S);
+        goto out;
+    }
+    p->w = w;
+    if (w->err.code) {
+        rpc_fail(call, w->err.code, "%s", w->err.msg);
+        goto out;
+    }
+    if (pol->version != p->policy_version) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__ABORTED,
+                 "the admin policy changed (version %llu, now %llu) while lyhd looked up this "
+                 "launch's paths; run it again",
+                 (unsigned long long)p->policy_version, (unsigned long long)pol->version);
+        goto out;
+    }
+    /* Counted again: the launches that waited with this one may have become
+     * sessions meanwhile. */
+    if (check_session_cap(d, call, pol) < 0 || check_fd_budget(d, call) < 0)
+        goto out;
+    path_note(s, p, r);
+    for (size_t i = 0; i < w->n_socks; i++) {
+        size_t used = strlen(s->sockets);
+        snprintf(s->sockets + used, sizeof(s->sockets) - used, "%s%s", i ? ", " : "", w->socks[i]);
+    }
+    pick_groups(d, call, p);
+    if (user_guard_gid(d, call, s->row.uid, &p->gid) < 0)
+        goto out;
+
+    /* 4. Make things, each recorded first. */
+    s->t_us[SESSION_T_CHECKED] = lyhd_mono_us();
+    {
+        char name[64];
+        snprintf(name, sizeof(name), "lyh-%s", s->row.id);
+        k = fs_make_private_dir(d->tmp_fd, name, s->row.uid, p->gid,
+                                spawn_tmp_subs, SPAWN_TMP_N);
+        if (k < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the tmpdir %s: %s",
+                     s->row.tmpdir, strerror(-k));
+            goto out;
+        }
+        p->made_tmpdir = true;
+    }
+    s->t_us[SESSION_T_TMPDIR] = lyhd_mono_us();
+    if (commit_row(d, s, true) < 0) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s", store_errmsg(d->store));
+        goto out;
+    }
+    p->row_inserted = true;
+    s->t_us[SESSION_T_ROW] = lyhd_mono_us();
+    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER ||
+        s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_UID_GID) {
+        struct store_guard g;
+        k = guard_shared_acquire(d, s->row.uid, s->row.scope, &s->spec, &g, why, sizeof(why));
+        if (k < 0) {
+            rpc_fail(call,
+                     k == -EEXIST ? LIANYAOHU__V1__CODE__FAILED_PRECONDITION
+                                  : LIANYAOHU__V1__CODE__UNAVAILABLE,
+                     "%s", why);
+            goto out;
+        }
+        p->took_shared = true;
+    }
+    if (d->guard->have_cgroup) {
+        k = guard_cgroup_create(d, s->row.id, &s->row.cgroup_id, &p->cg_dir_fd, &p->procs_fd);
+        if (k < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the session cgroup: %s",
+                     strerror(-k));
+            goto out;
+        }
+        p->made_cgroup = true;
+        s->has_cgroup = true;
+        s->t_us[SESSION_T_CGROUP] = lyhd_mono_us();
+    }
+
+    /* 5. Spawn, in two steps where the spawner can (spawner.h): the child
+     * makes its mounts while its chain goes in and its ruleset is built, and
+     * runs nothing of the agent before the go. A failure from here on is
+     * recorded (run_refuse) and closes the gate instead of sending the go: the
+     * child stops there and ends like a session whose set-up failed, with
+     * this failure as the answer (session.c on_status). */
+    plan = (struct spawn_plan){
+        .argv = p->argv,
+        .envp = p->envp,
+        .stdio = {p->stdio[0], p->stdio[1], p->stdio[2]},
+        .pty_fd = p->pty_fd,
+        .cgroup_dir_fd = p->cg_dir_fd,
+        .cgroup_procs_fd = p->procs_fd,
+        .uid = s->row.uid,
+        .gid = p->gid,
+        .groups = p->groups,
+        .n_groups = p->n_groups,
+        .landlock_fd = -1, /* built below: it comes with the go */
+        .landlock_handled = ll_handled_fs(d->landlock_abi),
+        .seccomp = d->seccomp,
+        .cwd = w->rq.cwd,
+        .hide = (const char *const *)w->hide,
+        .n_hide = w->n_hide,
+        .private_tmp = s->row.tmpdir,
+        .expose = (const char *const *)w->expose,
+        .n_expose = w->n_expose,
+        .protect = w->covers,
+        .n_protect = w->prot.n,
+        .sockets = (const char *const *)w->socks,
+        .n_sockets = w->n_socks,
+    };
+    spawner_begin(d, &plan, &sp);
+    s->t_us[SESSION_T_BEGUN] = lyhd_mono_us();
+    /* The row already names the cgroup and the chain (by session id);
+     * their id is recorded with the pid below. A crash in between is safe:
+     * the reaper finds the cgroup by name and the map element by the chain
+     * it jumps to (guard_session_del). */
+    if (d->guard->have_cgroup && s->row.chain[0]) {
+        k = guard_session_add(d, s, why, sizeof(why));
+        if (k < 0) {
+            pfail(p, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s", why);
+        } else {
+            p->added_chain = true;
+            s->has_chain = true;
+        }
+    }
+    s->t_us[SESSION_T_NFT] = lyhd_mono_us();
+    /* The ruleset came built from the path job; the tmpdir's rules go in by
+     * fd, as root (tmp_rules). */
+    if (!p->err.code) {
+        k = tmp_rules(d, s, w->ll_fd, w->ll_report.handled_fs);
+        if (k < 0)
+            pfail(p, LIANYAOHU__V1__CODE__INTERNAL, "cannot give the agent its private /tmp: %s",
+                  strerror(-k));
+    }
+    /* the child was told which rights the ruleset handles before it was
+     * built (its devpts rules): they must be the ruleset's */
+    if (!p->err.code && w->ll_report.handled_fs != plan.landlock_handled)
+        pfail(p, LIANYAOHU__V1__CODE__INTERNAL,
+              "the Landlock ruleset handles other rights than announced (%#llx, not %#llx)",
+              (unsigned long long)w->ll_report.handled_fs,
+              (unsigned long long)plan.landlock_handled);
+    s->t_us[SESSION_T_LANDLOCK] = lyhd_mono_us();
+    if (p->err.code && !sp.begun) {
+        rpc_fail(call, p->err.code, "%s", p->err.msg);
+        goto out;
+    }
+    k = p->err.code ? spawner_cancel(d, &sp, &plan, &s->pid, &s->pidfd, &s->status_fd)
+                   : spawner_go(d, &sp, &plan, w->ll_fd, &s->pid, &s->pidfd, &s->status_fd);
+    if (k < 0) {
+        if (p->err.code)
+            rpc_fail(call, p->err.code, "%s", p->err.msg);
+        else
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot start the agent: %s",
+                     strerror(-k));
+        goto out;
+    }
+    /* The go could not be sent (the child stopped before the gate: EPIPE,
+     * ECONNRESET, its status says why; anything else: this is the answer). */
+    if (sp.go_err < 0 && sp.go_err != -EPIPE && sp.go_err != -ECONNRESET)
+        pfail(p, LIANYAOHU__V1__CODE__UNAVAILABLE,
+              "cannot tell the agent's process to go on: %s", strerror(-sp.go_err));
+    if (p->err.code) {
+        /* stopped at the gate: its answer once it says so */
+        s->start_fail_code = p->err.code;
+        snprintf(s->start_fail, sizeof(s->start_fail), "%s", p->err.msg);
+    }
+    /* From here the session exists: failures end it through teardown. */
+    s->t_us[SESSION_T_FORK] = lyhd_mono_us();
+    s->started_mono_ms = lyhd_mono_ms();
+    (void)proc_start_time(s->pid, &s->row.pid_start);
+    s->row.pid = s->pid;
+    /* one that stops at the gate never runs: it stays STARTING to its end */
+    s->row.state = s->start_fail_code ? STORE_SESSION_STARTING : STORE_SESSION_RUNNING;
+    s->pty_fd = TAKE_FD(p->pty_fd);
+    s->call = call;
+    s->monitor = p->monitor;
+    call->state = s;
+    call->on_disconnect = run_on_disconnect;
+    TAILQ_INSERT_TAIL(&d->sessions, s, link);
+    p->s = NULL;
+    if (commit_row(d, s, false) < 0)
+        log_error("state.db: recording pid of session '%s' failed: %s", s->row.id,
+                  store_errmsg(d->store));
+    if (session_watch(s) < 0) {
+        log_error("cannot watch session '%s'; ending it", s->row.id);
+        kill(s->pid, SIGKILL);
+        session_teardown(s);
+        goto out;
+    }
+    s->t_us[SESSION_T_RECORDED] = lyhd_mono_us();
+    if (s->start_fail_code)
+        log_info("session '%s' of uid %u failed after its process was begun (pid %d stops "
+                 "before it drops its privileges): %s",
+                 s->row.id, s->row.uid, s->pid, s->start_fail);
+    else
+        log_info("session '%s' started for uid %u: %s in %s via %s (pid %d)", s->row.id,
+                 s->row.uid, s->row.argv0, s->row.cwd,
+                 s->row.interface[0] ? s->row.interface : "no firewall", s->pid);
+
+out:
+    /* a begun launch is always gone or cancelled above, its answer read:
+     * one left would give the next launch this one's answer */
+    if (sp.begun)
+        log_fatal("a launch was left begun at the spawner");
+    run_prep_free(p);
+}
+
+/* The client went away (or cancelled) while the paths were looked up:
+ * nothing was made yet but the session's DNS forwarder, which goes with it. */
+static void run_waiting_gone(struct rpc_call *call) {
+    struct run_prep *p = call->state;
+
+    call->state = NULL;
+    run_prep_free(p);
+}
+
+void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
+    const Lianyaohu__V1__RunRequest *r = req->run;
+    struct run_prep *p = calloc(1, sizeof(*p));
+    struct session *s = NULL;
     const struct policy *pol = policy_current(d);
     uint64_t t_entry = lyhd_mono_us();
     char why[512];
     int k;
+
+    if (!p) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    *p = (struct run_prep){.d = d, .call = call, .procs_fd = -1, .cg_dir_fd = -1,
+                           .stdio = {-1, -1, -1}, .pty_fd = -1, .uid = call->peer.uid,
+                           .policy_version = pol->version};
 
     /* 1. Who and what. */
     if (call->peer.uid == 0 && !d->cfg.allow_root_run) {
@@ -1166,7 +991,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                      (unsigned long long)pol->version);
         goto out;
     }
-    if (check_argv(call, r) < 0 || lookup_home(call, call->peer.uid, &p) < 0)
+    if (check_argv(call, r) < 0 || lookup_home(call, call->peer.uid, p) < 0)
         goto out;
     if (r->network_default != LIANYAOHU__V1__NETWORK_DEFAULT__NETWORK_DEFAULT_ALLOW &&
         r->network_default != LIANYAOHU__V1__NETWORK_DEFAULT__NETWORK_DEFAULT_DENY) {
@@ -1188,7 +1013,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     s->row.policy_version = pol->version;
     s->accept_unlogged = !pol->log_allowed_flows;
     s->pidfd = s->status_fd = s->pty_fd = -1;
-    p.s = s;
+    p->s = s;
     if (session_new_id(s->row.id) < 0) {
         rpc_fail(call, LIANYAOHU__V1__CODE__INTERNAL, "no randomness for a session id");
         goto out;
@@ -1318,37 +1143,10 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         rpc_fail(call, LIANYAOHU__V1__CODE__INTERNAL, "the tmpdir path is too long");
         goto out;
     }
-    /* the tmpdir's rules come by fd once the ruleset is built (tmp_rules) */
-    if (ll_policy_default(&(struct ll_defaults){.home = p.home,
-                                                .cwd = r->cwd,
-                                                .tmpdir = NULL,
-                                                .narrow_home = r->narrow_home},
-                          &p.ll) < 0) {
-        rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cannot build the path policy");
+    if (take_stdio(call, p, r) < 0)
         goto out;
-    }
-    /* The request's paths are looked up with the caller's file-system
-     * identity, not root's: whatever the answer, it is one the caller could
-     * have had by trying (a root lookup would tell whether something exists
-     * in a directory the caller cannot read). */
-    if (as_caller(call, &p.root_ident) < 0)
-        goto out;
-    if (check_cwd(&p, r->cwd) == 0 && check_paths(d, call->peer.uid, &p, r, pol) == 0 &&
-        pick_denied(r, &p) == 0 && pick_protected(&p, r, pol) == 0 &&
-        pick_sockets(d, &p, r, pol) == 0)
-        pick_hidden(d, &p);
-    as_root_again(&p.root_ident);
-    if (p.err_code) {
-        rpc_fail(call, p.err_code, "%s", p.err);
-        goto out;
-    }
-    path_note(s, &p, r);
-    for (size_t i = 0; i < p.n_socks; i++) {
-        size_t used = strlen(s->sockets);
-        snprintf(s->sockets + used, sizeof(s->sockets) - used, "%s%s", i ? ", " : "", p.socks[i]);
-    }
-    if (take_stdio(call, &p, r) < 0)
-        goto out;
+    /* What the launch keeps of the request (rpc_run returns while its paths
+     * are looked up, and the request is freed then). */
     {
         struct envp_var vars[ENVP_MAX_VARS];
         if (r->n_env > ENVP_MAX_VARS) {
@@ -1360,7 +1158,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
             vars[i] = (struct envp_var){.name = r->env[i]->name, .value = r->env[i]->value};
         struct envp_input ein = {.explicit_vars = vars,
                                  .n_explicit = r->n_env,
-                                 .home = p.home,
+                                 .home = p->home,
                                  .pwd = r->cwd,
                                  /* its private /tmp (spawn.h private_tmp) */
                                  .tmpdir = "/tmp"};
@@ -1369,7 +1167,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
             extra[i] = pol->env_block[i];
         ein.extra_block = extra;
         ein.n_extra_block = pol->n_env_block;
-        k = envp_build(&ein, &p.envp, why, sizeof(why));
+        k = envp_build(&ein, &p->envp, why, sizeof(why));
         if (k < 0) {
             rpc_fail(call,
                      k == -EPERM ? LIANYAOHU__V1__CODE__PERMISSION_DENIED
@@ -1378,202 +1176,65 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
             goto out;
         }
     }
-    pick_groups(d, call, &p);
-    if (user_guard_gid(d, call, s->row.uid, &p.gid) < 0)
-        goto out;
-
-    /* 4. Make things, each recorded first. */
-    s->t_us[SESSION_T_CHECKED] = lyhd_mono_us();
-    {
-        char name[64];
-        snprintf(name, sizeof(name), "lyh-%s", s->row.id);
-        k = fs_make_private_dir(d->tmp_fd, name, s->row.uid, p.gid,
-                                spawn_tmp_subs, SPAWN_TMP_N);
-        if (k < 0) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the tmpdir %s: %s",
-                     s->row.tmpdir, strerror(-k));
-            goto out;
-        }
-        p.made_tmpdir = true;
-    }
-    s->t_us[SESSION_T_TMPDIR] = lyhd_mono_us();
-    if (commit_row(d, s, true) < 0) {
-        rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s", store_errmsg(d->store));
-        goto out;
-    }
-    p.row_inserted = true;
-    s->t_us[SESSION_T_ROW] = lyhd_mono_us();
-    if (s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_USER ||
-        s->row.scope == LIANYAOHU__V1__SCOPE__SCOPE_UID_GID) {
-        struct store_guard g;
-        k = guard_shared_acquire(d, s->row.uid, s->row.scope, &s->spec, &g, why, sizeof(why));
-        if (k < 0) {
-            rpc_fail(call,
-                     k == -EEXIST ? LIANYAOHU__V1__CODE__FAILED_PRECONDITION
-                                  : LIANYAOHU__V1__CODE__UNAVAILABLE,
-                     "%s", why);
-            goto out;
-        }
-        p.took_shared = true;
-    }
-    if (d->guard->have_cgroup) {
-        k = guard_cgroup_create(d, s->row.id, &s->row.cgroup_id, &p.cg_dir_fd, &p.procs_fd);
-        if (k < 0) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the session cgroup: %s",
-                     strerror(-k));
-            goto out;
-        }
-        p.made_cgroup = true;
-        s->has_cgroup = true;
-        s->t_us[SESSION_T_CGROUP] = lyhd_mono_us();
-    }
-
-    /* 5. Spawn, in two steps where the spawner can (spawner.h): the child
-     * makes its mounts while its chain goes in and its ruleset is built, and
-     * runs nothing of the agent before the go. A failure from here on is
-     * recorded (pfail) and closes the gate instead of sending the go: the
-     * child stops there and ends like a session whose set-up failed, with
-     * this failure as the answer (session.c on_status). */
-    p.argv = calloc(r->n_argv + 1, sizeof(char *));
-    if (!p.argv) {
+    p->argv = calloc(r->n_argv + 1, sizeof(char *));
+    if (!p->argv) {
         rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
         goto out;
     }
-    memcpy(p.argv, r->argv, r->n_argv * sizeof(char *));
-    plan = (struct spawn_plan){
-        .argv = p.argv,
-        .envp = p.envp,
-        .stdio = {p.stdio[0], p.stdio[1], p.stdio[2]},
-        .pty_fd = p.pty_fd,
-        .cgroup_dir_fd = p.cg_dir_fd,
-        .cgroup_procs_fd = p.procs_fd,
-        .uid = s->row.uid,
-        .gid = p.gid,
-        .groups = p.groups,
-        .n_groups = p.n_groups,
-        .landlock_fd = -1, /* built below: it comes with the go */
-        .landlock_handled = ll_handled_fs(d->landlock_abi),
-        .seccomp = d->seccomp,
-        .cwd = r->cwd,
-        .hide = (const char *const *)p.hide,
-        .n_hide = p.n_hide,
-        .private_tmp = s->row.tmpdir,
-        .expose = (const char *const *)p.expose,
-        .n_expose = p.n_expose,
-        .protect = p.covers,
-        .n_protect = p.prot.n,
-        .sockets = (const char *const *)p.socks,
-        .n_sockets = p.n_socks,
-    };
-    spawner_begin(d, &plan, &sp);
-    s->t_us[SESSION_T_BEGUN] = lyhd_mono_us();
-    /* The row already names the cgroup and the chain (by session id);
-     * their id is recorded with the pid below. A crash in between is safe:
-     * the reaper finds the cgroup by name and the map element by the chain
-     * it jumps to (guard_session_del). */
-    if (d->guard->have_cgroup && s->row.chain[0]) {
-        k = guard_session_add(d, s, why, sizeof(why));
-        if (k < 0) {
-            pfail(&p, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s", why);
-        } else {
-            p.added_chain = true;
-            s->has_chain = true;
+    for (size_t i = 0; i < r->n_argv; i++)
+        if (!(p->argv[i] = strdup(r->argv[i]))) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
+            goto out;
         }
-    }
-    s->t_us[SESSION_T_NFT] = lyhd_mono_us();
-    /* The ruleset's paths are opened as the caller too (see as_caller). */
-    k = p.err_code ? 0 : fs_ident_enter(call->peer.uid, call->peer.gid, call->peer_groups,
-                                        call->n_peer_groups, &p.root_ident);
-    if (k < 0) {
-        pfail(&p, LIANYAOHU__V1__CODE__INTERNAL,
-              "cannot look up your paths with your own identity: %s", strerror(-k));
-    } else if (!p.err_code) {
-        k = ll_ruleset_build(&p.ll, d->landlock_abi, &p.ll_fd, &p.ll_report, why, sizeof(why));
-        as_root_again(&p.root_ident);
-        int kt = k == 0 ? tmp_rules(d, s, p.ll_fd, p.ll_report.handled_fs) : 0;
-        if (kt < 0)
-            pfail(&p, LIANYAOHU__V1__CODE__INTERNAL, "cannot give the agent its private /tmp: %s",
-                  strerror(-kt));
-        if (k < 0) {
-            /* A path of the request is wrong, or the kernel/memory failed us. */
-            bool path_error = k == -ENOENT || k == -ENOTDIR || k == -EACCES || k == -ELOOP ||
-                              k == -EINVAL || k == -ENAMETOOLONG;
-            pfail(&p,
-                  path_error ? LIANYAOHU__V1__CODE__INVALID_ARGUMENT
-                             : k == -ENOMEM ? LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED
-                                            : LIANYAOHU__V1__CODE__INTERNAL,
-                  "path policy: %s", why[0] ? why : strerror(-k));
-        }
-    }
-    /* the child was told which rights the ruleset handles before it was
-     * built (its devpts rules): they must be the ruleset's */
-    if (!p.err_code && p.ll_report.handled_fs != plan.landlock_handled)
-        pfail(&p, LIANYAOHU__V1__CODE__INTERNAL,
-              "the Landlock ruleset handles other rights than announced (%#llx, not %#llx)",
-              (unsigned long long)p.ll_report.handled_fs,
-              (unsigned long long)plan.landlock_handled);
-    s->t_us[SESSION_T_LANDLOCK] = lyhd_mono_us();
-    if (p.err_code && !sp.begun) {
-        rpc_fail(call, p.err_code, "%s", p.err);
+    p->monitor = r->monitor;
+
+    /* 3. Paths, by a thread of their own (run_paths.h); the launch goes on in
+     * run_checked once they are looked up. */
+    p->job = run_paths_new();
+    if (!p->job) {
+        rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED, "out of memory");
         goto out;
     }
-    k = p.err_code ? spawner_cancel(d, &sp, &plan, &s->pid, &s->pidfd, &s->status_fd)
-                   : spawner_go(d, &sp, &plan, p.ll_fd, &s->pid, &s->pidfd, &s->status_fd);
+    struct run_paths *w = run_paths_of(p->job);
+    k = run_paths_take(w, r, why, sizeof(why));
     if (k < 0) {
-        if (p.err_code)
-            rpc_fail(call, p.err_code, "%s", p.err);
+        rpc_fail(call,
+                 k == -EINVAL ? LIANYAOHU__V1__CODE__INVALID_ARGUMENT
+                              : LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                 "%s", k == -EINVAL ? why : "out of memory");
+        goto out;
+    }
+    w->pol = *pol;
+    w->homes = homes_hold(d->homes);
+    snprintf(w->socket_path, sizeof(w->socket_path), "%s", d->cfg.socket_path);
+    w->landlock_abi = d->landlock_abi;
+    w->uid = call->peer.uid;
+    w->gid = call->peer.gid;
+    memcpy(w->groups, call->peer_groups, call->n_peer_groups * sizeof(gid_t));
+    w->n_groups = call->n_peer_groups;
+    memcpy(w->home, p->home, sizeof(w->home));
+    k = run_paths_start(p->job, d->base, run_checked, p);
+    if (k < 0) {
+        if (k == -EUSERS)
+            rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                     "%d launches of yours are still waiting for lyhd to look up their paths "
+                     "(something holds a lock in one of them: a process stuck on a FUSE file "
+                     "system that does not answer, say); try again once they are done",
+                     RUN_PATHS_PER_UID);
+        else if (k == -EBUSY)
+            rpc_fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
+                     "lyhd is waiting for the paths of %d launches already (something holds "
+                     "locks in them); try again later",
+                     RUN_PATHS_MAX);
         else
-            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot start the agent: %s",
-                     strerror(-k));
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE,
+                     "cannot look up the launch's paths: %s", strerror(-k));
         goto out;
     }
-    /* The go could not be sent (the child stopped before the gate: EPIPE,
-     * ECONNRESET, its status says why; anything else: this is the answer). */
-    if (sp.go_err < 0 && sp.go_err != -EPIPE && sp.go_err != -ECONNRESET)
-        pfail(&p, LIANYAOHU__V1__CODE__UNAVAILABLE,
-              "cannot tell the agent's process to go on: %s", strerror(-sp.go_err));
-    if (p.err_code) {
-        /* stopped at the gate: its answer once it says so */
-        s->start_fail_code = p.err_code;
-        snprintf(s->start_fail, sizeof(s->start_fail), "%s", p.err);
-    }
-    /* From here the session exists: failures end it through teardown. */
-    s->t_us[SESSION_T_FORK] = lyhd_mono_us();
-    s->started_mono_ms = lyhd_mono_ms();
-    (void)proc_start_time(s->pid, &s->row.pid_start);
-    s->row.pid = s->pid;
-    /* one that stops at the gate never runs: it stays STARTING to its end */
-    s->row.state = s->start_fail_code ? STORE_SESSION_STARTING : STORE_SESSION_RUNNING;
-    s->pty_fd = TAKE_FD(p.pty_fd);
-    s->call = call;
-    s->monitor = r->monitor;
-    call->state = s;
-    call->on_disconnect = run_on_disconnect;
-    TAILQ_INSERT_TAIL(&d->sessions, s, link);
-    p.s = NULL;
-    if (commit_row(d, s, false) < 0)
-        log_error("state.db: recording pid of session '%s' failed: %s", s->row.id,
-                  store_errmsg(d->store));
-    if (session_watch(s) < 0) {
-        log_error("cannot watch session '%s'; ending it", s->row.id);
-        kill(s->pid, SIGKILL);
-        session_teardown(s);
-        goto out;
-    }
-    s->t_us[SESSION_T_RECORDED] = lyhd_mono_us();
-    if (s->start_fail_code)
-        log_info("session '%s' of uid %u failed after its process was begun (pid %d stops "
-                 "before it drops its privileges): %s",
-                 s->row.id, s->row.uid, s->pid, s->start_fail);
-    else
-        log_info("session '%s' started for uid %u: %s in %s via %s (pid %d)", s->row.id,
-                 s->row.uid, s->row.argv0, s->row.cwd,
-                 s->row.interface[0] ? s->row.interface : "no firewall", s->pid);
+    call->state = p;
+    call->on_disconnect = run_waiting_gone;
+    return;
 
 out:
-    /* a begun launch is always gone or cancelled above, its answer read:
-     * one left would give the next launch this one's answer */
-    if (sp.begun)
-        log_fatal("a launch was left begun at the spawner");
-    run_prep_free(d, &p);
+    run_prep_free(p);
 }

@@ -664,18 +664,19 @@ if agent_start s5; then
     expect_session_gone "5: re-adopted session removed when it ends" "$S5"
 fi
 
-# ---- 6. a launch that fails while its child waits at the gate ----------------------------
-# The child makes its mounts while lyhd installs its chain and builds its
-# Landlock ruleset, and waits for the go (spawner.h). A writable path through
-# a symlink the user made passes the request's checks (opened as the user)
-# and fails in the ruleset's build (links are followed only if root made
-# them): after the child was begun. It must stop at the gate: the client
-# hears the path error, nothing of the agent runs, and nothing is left.
+# ---- 6. a path the ruleset refuses: before anything is made ---------------------------
+# A writable path through a symlink the user made passes the request's checks
+# (opened as the user) and fails in the ruleset's build (links are followed
+# only if root made them). The build is the path thread's, before the launch
+# makes anything (run_paths.c; it used to come after the child was begun, and
+# the child was stopped at its gate): the client hears the path error, nothing
+# of the agent runs, no child is begun, and nothing is left.
 
-echo "# 6. failure after the child was begun"
+echo "# 6. a path the ruleset refuses"
 lyh_as_user mkdir -p "$LYH_HOME/gate-dir"
 lyh_as_user ln -sfn gate-dir "$LYH_HOME/gate-link"
 rm -f "$LYH_HOME/gate-ran"
+rows6=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" 'select count(*) from sessions')
 LYH_CMD_TIMEOUT=30 lyh_cli run --vpn tun0 --no-tui --writable "$LYH_HOME/gate-link" -- \
     /bin/sh -c "echo ran > '$LYH_HOME/gate-ran'" >"$LYH_TMP/gate.out" 2>"$LYH_TMP/gate.err" </dev/null
 rc=$?
@@ -686,10 +687,12 @@ else
 fi
 t_check "6: the agent never ran" test ! -e "$LYH_HOME/gate-ran"
 if lyh_daemon_log_has "setup failed at waiting for lyhd.s go"; then
-    t_pass "6: the child was begun and stopped at the gate"
+    t_fail "6: no child was begun" "$(tail -n 20 "$LYH_DAEMON_LOG")"
 else
-    t_fail "6: the child was begun and stopped at the gate" "$(tail -n 20 "$LYH_DAEMON_LOG")"
+    t_pass "6: no child was begun"
 fi
+t_eq "6: ... and no session was recorded" \
+    "$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" 'select count(*) from sessions')" "$rows6"
 expect_no_leaks "6: no chain, map element, cgroup, tmpdir or live row left"
 rm -rf "$LYH_HOME/gate-dir" "$LYH_HOME/gate-link"
 

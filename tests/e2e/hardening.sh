@@ -575,6 +575,19 @@ lock_release() {
     lyh_wait_until 15 sh -c "! kill -0 ${LOCK_NS[$1]:-0} 2>/dev/null"
 }
 declare -a LOCK_NS LOCK_SRV
+# lock_probe N DIR LABEL: after lock_hold N DIR, root's mkdir of DIR/probeN is
+# shown waiting on the lock (so no check after can pass without it held);
+# lock_probe_end N DIR, after lock_release N: it ends, and its directory goes.
+lock_probe() {
+    mkdir "$2/probe$1" &
+    PROBE[$1]=$!
+    t_check "$3 (an mkdir in it waits)" lyh_wait_until 5 in_d_state "${PROBE[$1]}"
+}
+lock_probe_end() {
+    wait "${PROBE[$1]}"
+    rmdir "$2/probe$1" 2>/dev/null
+}
+declare -a PROBE
 # D-state: is pid waiting in the kernel, uninterruptibly (on a lock)?
 in_d_state() { [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = D ]; }
 launch_ok() {
@@ -584,17 +597,13 @@ launch_ok() {
 # The launch: lyhd makes each tmpdir in its own directory, not in --tmp-dir
 # (/tmp by default), which every user can read.
 if lock_hold 1 "$LYH_TMPDIR"; then
-    mkdir "$LYH_TMPDIR/t12-probe" &
-    probe=$!
-    t_check "12: the user holds --tmp-dir's lock (an mkdir in it waits)" \
-        lyh_wait_until 5 in_d_state "$probe"
+    lock_probe 1 "$LYH_TMPDIR" "12: the user holds --tmp-dir's lock"
     t0=$(date +%s%N)
     launch_ok
     rc=$?
     t_eq "12: ... and a launch works meanwhile ($((($(date +%s%N) - t0) / 1000000)) ms)" "$rc" 0
     lock_release 1
-    wait "$probe"
-    rmdir "$LYH_TMPDIR/t12-probe" 2>/dev/null
+    lock_probe_end 1 "$LYH_TMPDIR"
 else
     t_fail "12: the user holds --tmp-dir's lock" "$(cat "$LYH_TMP/lock1.hold" "$LYH_TMP/lock1.log" 2>/dev/null)"
 fi
@@ -641,6 +650,70 @@ else
     t_fail "12: root holds the lock of the session's shm" \
         "$(cat "$LYH_TMP/t12b.err" "$LYH_TMP/lock2.hold" "$LYH_TMP/lock2.log" 2>/dev/null)"
     lock_release 2
+fi
+
+# ---- 13. a lock in the user's own files holds up only their launches -------------------
+
+# A launch's paths are the caller's: its cwd and the paths it names are looked
+# up, and the protected entries of its home (~/.ssh) made, as the caller; and
+# the caller can hold their home's lock as in 12. lyhd does that work in a
+# thread per launch (daemon/run_paths.c), never on its loop: the launch waits
+# (at most RUN_PATHS_TIMEOUT_S, 20 s), nobody else does; a user's waiting
+# launches are capped (RUN_PATHS_PER_UID, 32, those given up on included).
+echo "# 13. a lock the user holds in their own home holds up only their own launches"
+O_USER="lyho$$"
+as_other() { LYH_USER=$O_USER LYH_UID=$(id -u "$O_USER") LYH_GID=$(id -g "$O_USER") LYH_HOME=$O_HOME "$@"; }
+threads() { awk '/^Threads:/ { print $2 }' "/proc/$LYH_DAEMON_PID/status"; }
+# bg_launch TAG: a launch of the test user's in the background; its rc in TAG.rc
+bg_launch() {
+    (LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- /bin/true </dev/null >/dev/null \
+        2>"$LYH_TMP/$1.err"; echo $? >"$LYH_TMP/$1.rc") &
+    lyh_track_pid "$!"
+}
+lyh_as_user rmdir "$LYH_HOME/.ssh" 2>/dev/null
+t_check "13: the user's ~/.ssh is missing (a launch makes it: an mkdir in their home)" \
+    test ! -e "$LYH_HOME/.ssh"
+t13_base=$(threads)
+if lock_hold 3 "$LYH_HOME"; then
+    lock_probe 3 "$LYH_HOME" "13: the user holds their home's lock"
+    t0=$(date +%s%N)
+    bg_launch t13a
+    sleep 1
+    t_check "13: their launch waits" test ! -e "$LYH_TMP/t13a.rc"
+    t_check "13: ... while lyhd answers the others" \
+        lyh_in_main timeout 5 "$LYH_LYH" --socket "$LYH_SOCK" status
+    as_other launch_ok
+    t_eq "13: ... and another user's launch works meanwhile" "$?" 0
+    lyh_wait_until 30 test -e "$LYH_TMP/t13a.rc"
+    t_check "13: after 20 s the launch fails, saying why ($((($(date +%s%N) - t0) / 1000000)) ms: $(head -c 160 "$LYH_TMP/t13a.err"))" \
+        sh -c '[ "$(cat "$1.rc")" = 125 ] && grep -q "could not look up this launch.s paths within 20 s" "$1.err"' \
+        sh "$LYH_TMP/t13a"
+    t_eq "13: ... and nothing of it is recorded" \
+        "$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select count(*) from sessions where uid=$LYH_UID and state<>4")" 0
+    # its thread still waits; 31 more fill the user's 32
+    for i in $(seq 1 31); do bg_launch "t13w$i"; done
+    lyh_wait_until 20 eval '[ "$(threads)" -ge $((t13_base + 32)) ]'
+    t_eq "13: 32 launches wait, each in a thread of its own" "$(threads)" $((t13_base + 32))
+    # into a file, not a pipe: a launch lyhd holds keeps its fds (its stdio)
+    LYH_CMD_TIMEOUT=10 lyh_cli run --vpn tun0 --no-tui -- /bin/true </dev/null >"$LYH_TMP/t13r.out" 2>&1
+    out=$(head -c 400 "$LYH_TMP/t13r.out")
+    t_check "13: the user's next launch is refused at once ($(head -c 200 <<<"$out"))" \
+        grep -q "32 launches of yours are still waiting for lyhd to look up their paths" <<<"$out"
+    as_other launch_ok
+    t_eq "13: ... another user's is not" "$?" 0
+    lock_release 3
+    lock_probe_end 3 "$LYH_HOME"
+    lyh_wait_until 40 eval '[ "$(ls "$LYH_TMP"/t13w*.rc 2>/dev/null | wc -l)" = 31 ]'
+    t_eq "13: let go, the 31 that waited start and end (rc 0 each)" \
+        "$(cat "$LYH_TMP"/t13w*.rc 2>/dev/null | sort | uniq -c | sed 's/^ *//')" "31 0"
+    t_check "13: ... every thread of theirs ends (lyhd has $t13_base threads again)" \
+        lyh_wait_until 10 eval '[ "$(threads)" = "$t13_base" ]'
+    t_check "13: ... and ~/.ssh is made, the user's" sh -c '[ "$(stat -c %u "$1/.ssh")" = "$2" ]' \
+        sh "$LYH_HOME" "$LYH_UID"
+    t_check "13: ... no tmpdir is left" lyh_wait_until 10 eval '[ -z "$(lyh_tmpdirs)" ]'
+else
+    t_fail "13: the user holds their home's lock" "$(cat "$LYH_TMP/lock3.hold" "$LYH_TMP/lock3.log" 2>/dev/null)"
+    lock_release 3
 fi
 
 lyh_daemon_stop
