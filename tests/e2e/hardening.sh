@@ -717,4 +717,35 @@ else
 fi
 
 lyh_daemon_stop
+
+# ---- 14. a tmp directory someone else made ------------------------------------------------
+
+# lyhd's own directory for the tmpdirs (--tmp-dir/lyhd) is made in a directory
+# every user may write: one who made it first (or a symlink there) must not
+# decide where the sessions' files go, so lyhd refuses to start, saying what
+# to do, before it installs anything, and leaves the directory as it was.
+echo "# 14. lyhd refuses a tmp directory of someone else's"
+t14_start() { # TMPDIR: lyhd's start with --tmp-dir TMPDIR; its status in T14RC
+    nsenter --net="/run/netns/$LYH_MAIN" sh -c 'echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"' \
+        sh "$LYH_DCG" timeout -k 5 20 "$LYH_LYHD" --socket "$LYH_TMP/t14.sock" \
+        --state-dir "$LYH_TMP/t14-state" --tmp-dir "$1" </dev/null >/dev/null 2>"$LYH_TMP/t14.log"
+    T14RC=$?
+}
+refused_saying() {
+    [ "$T14RC" -ne 0 ] && [ "$T14RC" -ne 124 ] && [ "$T14RC" -ne 99 ] &&
+        grep -q "is not a directory of root's: someone else made it before lyhd could" "$LYH_TMP/t14.log" &&
+        grep -q "choose another --tmp-dir" "$LYH_TMP/t14.log"
+}
+mkdir -m 0700 "$LYH_TMP/t14-state" && mkdir -m 1777 "$LYH_TMP/t14" &&
+    install -d -o "$LYH_UID" -g "$LYH_GID" -m 0755 "$LYH_TMP/t14/lyhd" || lyh_die "t14 set-up"
+t14_start "$LYH_TMP/t14"
+t_check "14: the user's $LYH_TMP/t14/lyhd: lyhd refuses to start (status $T14RC), saying what to do" refused_saying
+t_eq "14: ... and leaves it as it was" "$(stat -c '%u %a' "$LYH_TMP/t14/lyhd")" "$LYH_UID 755"
+t_check "14: ... with no socket made" test ! -e "$LYH_TMP/t14.sock"
+rmdir "$LYH_TMP/t14/lyhd" && ln -s "$LYH_HOME" "$LYH_TMP/t14/lyhd"
+t14_start "$LYH_TMP/t14"
+t_check "14: a symlink there: refused too (status $T14RC)" refused_saying
+t_check "14: ... and left a symlink" test -L "$LYH_TMP/t14/lyhd"
+rm -f "$LYH_TMP/t14/lyhd"
+
 t_done
