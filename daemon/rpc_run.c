@@ -240,6 +240,10 @@ static int check_fd_budget(struct lyhd *d, struct rpc_call *call) {
     }
     mine += server_conn_count_uid(d->server, call->peer.uid) + closer_pending(d->closer, call->peer.uid);
     all += server_conn_count(d->server) + closer_total_pending(d->closer);
+    /* launches waiting for their paths (stdio, the job's eventfd, a DNS
+     * forwarder's sockets): counted as launches */
+    mine += run_paths_live(call->peer.uid) * RUN_LAUNCH_FDS;
+    all += run_paths_live((uid_t)-1) * RUN_LAUNCH_FDS;
     share = limit > reserve + d->fd_base ? (limit - reserve - d->fd_base) / 2 : 0;
     if (call->peer.uid != 0 && mine + RUN_LAUNCH_FDS > share)
         return fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,
@@ -739,15 +743,16 @@ static void run_checked(struct run_paths_job *job, bool timed_out, void *ud) {
         goto out;
     }
     p->w = w;
-    if (w->err.code) {
-        rpc_fail(call, w->err.code, "%s", w->err.msg);
-        goto out;
-    }
+    /* first: a refusal of the thread's may rest on the old policy's copy */
     if (pol->version != p->policy_version) {
         rpc_fail(call, LIANYAOHU__V1__CODE__ABORTED,
                  "the admin policy changed (version %llu, now %llu) while lyhd looked up this "
                  "launch's paths; run it again",
                  (unsigned long long)p->policy_version, (unsigned long long)pol->version);
+        goto out;
+    }
+    if (w->err.code) {
+        rpc_fail(call, w->err.code, "%s", w->err.msg);
         goto out;
     }
     /* Counted again: the launches that waited with this one may have become
@@ -762,6 +767,25 @@ static void run_checked(struct run_paths_job *job, bool timed_out, void *ud) {
     pick_groups(d, call, p);
     if (user_guard_gid(d, call, s->row.uid, &p->gid) < 0)
         goto out;
+    /* Its DNS forwarder (see rpc_run), and the spec again with its port
+     * (the same size as with the stand-in rpc_run checked). */
+    if (s->wants_dns) {
+        why[0] = '\0';
+        k = dns_fwd_start(d, s, why, sizeof(why));
+        if (k < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s", why);
+            goto out;
+        }
+        k = gspec_encode(&s->spec, s->row.guard_spec, sizeof(s->row.guard_spec),
+                         &s->row.guard_spec_len);
+        if (k < 0) {
+            rpc_fail(call, LIANYAOHU__V1__CODE__INTERNAL,
+                     "the session's rules with its DNS port do not fit what lyhd records (%d "
+                     "bytes); this is a bug",
+                     STORE_GUARD_SPEC_MAX);
+            goto out;
+        }
+    }
 
     /* 4. Make things, each recorded first. */
     s->t_us[SESSION_T_CHECKED] = lyhd_mono_us();
@@ -1081,18 +1105,13 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                 pick_domains(call, r, pol, s) < 0)
                 goto out;
             s->wants_dns = true;
-            /* its port goes into the spec, and so into the rules; for a
-             * printed ruleset a stand-in (nothing listens) */
-            if (r->print_firewall) {
-                s->spec.dns_port = 53053;
-            } else {
-                why[0] = '\0';
-                k = dns_fwd_start(d, s, why, sizeof(why));
-                if (k < 0) {
-                    rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "%s", why);
-                    goto out;
-                }
-            }
+            /* Its port goes into the spec, and so into the rules. Its
+             * forwarder starts once the paths are looked up (run_checked):
+             * it must be a listed session's by the next turn of the loop (the
+             * resolvers the protocol process may ask are rebuilt from the
+             * listed sessions). Until then a stand-in: for a printed ruleset
+             * (nothing listens) and for the size check below. */
+            s->spec.dns_port = 53053;
         } else if (r->n_allow_domains || pol->n_domain_ceiling) {
             rpc_fail(call, LIANYAOHU__V1__CODE__FAILED_PRECONDITION,
                      "a domain allowlist (--allow-domain, or the admin's allowed_domains) needs "
@@ -1116,6 +1135,8 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
                      STORE_GUARD_SPEC_MAX);
             goto out;
         }
+        if (s->wants_dns && !r->print_firewall)
+            s->spec.dns_port = 0; /* its forwarder's, in run_checked */
     }
     /* Every session has a cgroup (a --no-firewall one too): it is how all
      * of it is found and killed at its end, setsid descendants included. */

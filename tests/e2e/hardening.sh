@@ -584,7 +584,9 @@ lock_probe() {
     t_check "$3 (an mkdir in it waits)" lyh_wait_until 5 in_d_state "${PROBE[$1]}"
 }
 lock_probe_end() {
-    wait "${PROBE[$1]}"
+    lyh_wait_until 15 sh -c "! kill -0 ${PROBE[$1]} 2>/dev/null" ||
+        t_fail "$1: the probe's mkdir ends once the lock is let go" "$(cat "/proc/${PROBE[$1]}/stack" 2>/dev/null)"
+    wait "${PROBE[$1]}" 2>/dev/null
     rmdir "$2/probe$1" 2>/dev/null
 }
 declare -a PROBE
@@ -694,14 +696,16 @@ if lock_hold 3 "$LYH_HOME"; then
     for i in $(seq 1 31); do bg_launch "t13w$i"; done
     lyh_wait_until 20 eval '[ "$(threads)" -ge $((t13_base + 32)) ]'
     t_eq "13: 32 launches wait, each in a thread of its own" "$(threads)" $((t13_base + 32))
+    # (quickly: the 31 must not reach their 20 s before the lock is let go)
     # into a file, not a pipe: a launch lyhd holds keeps its fds (its stdio)
     LYH_CMD_TIMEOUT=10 lyh_cli run --vpn tun0 --no-tui -- /bin/true </dev/null >"$LYH_TMP/t13r.out" 2>&1
+    as_other launch_ok
+    t13o=$?
+    lock_release 3
     out=$(head -c 400 "$LYH_TMP/t13r.out")
     t_check "13: the user's next launch is refused at once ($(head -c 200 <<<"$out"))" \
         grep -q "32 launches of yours are still waiting for lyhd to look up their paths" <<<"$out"
-    as_other launch_ok
-    t_eq "13: ... another user's is not" "$?" 0
-    lock_release 3
+    t_eq "13: ... another user's is not" "$t13o" 0
     lock_probe_end 3 "$LYH_HOME"
     lyh_wait_until 40 eval '[ "$(ls "$LYH_TMP"/t13w*.rc 2>/dev/null | wc -l)" = 31 ]'
     t_eq "13: let go, the 31 that waited start and end (rc 0 each)" \

@@ -40,8 +40,8 @@ static void fill(struct run_paths *w, struct homes *h, const char *cwd) {
     w->homes = homes_hold(h);
     snprintf(w->socket_path, sizeof(w->socket_path), "%s/no-socket", root);
     assert_int_equal(ll_probe(&w->landlock_abi), 0);
-    w->uid = getuid();
-    w->gid = getgid();
+    w->uid = 65534; /* nobody: the thread takes an identity not root's */
+    w->gid = 65534;
     snprintf(w->home, sizeof(w->home), "%s", home);
 }
 
@@ -113,7 +113,8 @@ static struct homes *setup(void) {
     snprintf(root, sizeof(root), "/tmp/lyh-runpaths-XXXXXX");
     assert_non_null(mkdtemp(root));
     snprintf(home, sizeof(home), "%s/home", root);
-    snprintf(cmd, sizeof(cmd), "mkdir -p '%s/proj'", home);
+    assert_int_equal(chmod(root, 0755), 0);
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s/proj' && chown -R 65534:65534 '%s'", home, home);
     assert_int_equal(system(cmd), 0);
     snprintf(passwd, sizeof(passwd), "%s/passwd", root);
     f = fopen(passwd, "w");
@@ -146,9 +147,11 @@ static void test_collect(void **state) {
     run_paths_collect(w);
     assert_int_equal(w->err.code, 0);
     assert_true(w->ll_fd >= 0);
-    /* the protected entry that must exist is made, empty, 0700 */
+    /* the protected entry that must exist is made, empty, 0700, by the
+     * caller's identity (theirs, not root's) */
     assert_int_equal(stat(ssh, &st), 0);
     assert_true(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700);
+    assert_int_equal(st.st_uid, 65534);
     assert_true(w->prot.n > 0);
     run_paths_drop(j);
 
@@ -184,9 +187,9 @@ static void test_job(void **state) {
     assert_true(run_paths_of(j)->ll_fd >= 0);
     /* the thread counts until it has let go of the job, just after the
      * event: soon */
-    for (int i = 0; i < 500 && run_paths_live(getuid()) > 0; i++)
+    for (int i = 0; i < 500 && run_paths_live(65534) > 0; i++)
         usleep(1000);
-    assert_int_equal(run_paths_live(getuid()), 0);
+    assert_int_equal(run_paths_live(65534), 0);
     run_paths_drop(j);
 
     /* let go of before its end: the thread frees it (ASan would say if not),
