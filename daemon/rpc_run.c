@@ -217,6 +217,7 @@ static int check_policy(struct lyhd *d, struct rpc_call *call, const Lianyaohu__
 /* The fds a launch needs for a moment (tmpdir, cgroup dir and cgroup.procs,
  * the Landlock ruleset, the exec status pipe, the pidfd, the stdio copies). */
 #define RUN_LAUNCH_FDS 10u
+#define RUN_WAITING_FDS 4u /* a launch waiting for its paths (run_paths.h) */
 
 /* lyhd's open-file budget. Every running session holds 1 to 3 fds (pidfd,
  * exec status pipe until exec, pty) and its client's connection one. Kept
@@ -240,10 +241,10 @@ static int check_fd_budget(struct lyhd *d, struct rpc_call *call) {
     }
     mine += server_conn_count_uid(d->server, call->peer.uid) + closer_pending(d->closer, call->peer.uid);
     all += server_conn_count(d->server) + closer_total_pending(d->closer);
-    /* launches waiting for their paths (stdio, the job's eventfd, a DNS
-     * forwarder's sockets): counted as launches */
-    mine += run_paths_live(call->peer.uid) * RUN_LAUNCH_FDS;
-    all += run_paths_live((uid_t)-1) * RUN_LAUNCH_FDS;
+    /* launches waiting for their paths: their stdio and the job's eventfd
+     * (their connections are counted above) */
+    mine += run_paths_live(call->peer.uid) * RUN_WAITING_FDS;
+    all += run_paths_live((uid_t)-1) * RUN_WAITING_FDS;
     share = limit > reserve + d->fd_base ? (limit - reserve - d->fd_base) / 2 : 0;
     if (call->peer.uid != 0 && mine + RUN_LAUNCH_FDS > share)
         return fail(call, LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED,

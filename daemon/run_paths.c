@@ -593,10 +593,11 @@ struct run_paths_job {
     void *ud;
     unsigned refs;           /* the loop's, the thread's (under mu) */
     bool finished;           /* the thread's results are all written (under mu) */
-    LIST_ENTRY(run_paths_job) link; /* on live while its thread runs */
+    LIST_ENTRY(run_paths_job) link; /* on live until its thread has done its work */
 };
 
-/* Jobs whose thread has not ended, for the caps (the loop and the threads). */
+/* Jobs whose thread has not done its work, for the caps (the loop and the
+ * threads). */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static LIST_HEAD(, run_paths_job) live = LIST_HEAD_INITIALIZER(live);
 
@@ -623,10 +624,8 @@ static void job_free(struct run_paths_job *j) {
 }
 
 /* Drop one reference; the last frees. */
-static void job_unref(struct run_paths_job *j, bool thread_end) {
+static void job_unref(struct run_paths_job *j) {
     pthread_mutex_lock(&mu);
-    if (thread_end)
-        LIST_REMOVE(j, link);
     bool last = --j->refs == 0;
     pthread_mutex_unlock(&mu);
     if (last)
@@ -643,10 +642,11 @@ static void *job_run(void *arg) {
      * orders the results before the loop's reading of them */
     pthread_mutex_lock(&mu);
     j->finished = true;
+    LIST_REMOVE(j, link); /* counts no more: the loop may go on with it now */
     pthread_mutex_unlock(&mu);
     /* cannot fail (the counter is 0 or 1); logging is the loop's alone */
     (void)!write(j->efd, &one, sizeof(one));
-    job_unref(j, true);
+    job_unref(j);
     return NULL;
 }
 
@@ -734,5 +734,5 @@ void run_paths_drop(struct run_paths_job *j) {
         return;
     if (j->ev)
         event_free(TAKE_PTR(j->ev));
-    job_unref(j, false);
+    job_unref(j);
 }

@@ -46,8 +46,8 @@ _Static_assert(RUN_MAX_EXPOSE <= SPAWN_MAX_EXPOSE, "the spawn child shows at mos
 _Static_assert(RUN_MAX_HIDE <= SPAWN_MAX_HIDE, "the spawn child covers at most SPAWN_MAX_HIDE");
 
 #define RUN_PATHS_TIMEOUT_S 20 /* the loop's wait for a job; then the launch fails */
-#define RUN_PATHS_PER_UID 32   /* jobs of one uid whose thread has not ended */
-#define RUN_PATHS_MAX 1024     /* jobs of all uids whose thread has not ended */
+#define RUN_PATHS_PER_UID 32   /* jobs of one uid whose thread has not done its work */
+#define RUN_PATHS_MAX 1024     /* jobs of all uids whose thread has not done its work */
 
 struct homes;
 struct event_base;
@@ -103,7 +103,7 @@ typedef void (*run_paths_done_fn)(struct run_paths_job *job, bool timed_out, voi
 struct run_paths_job *run_paths_new(void);
 struct run_paths *run_paths_of(struct run_paths_job *job);
 /* Start the thread. -EUSERS: uid has RUN_PATHS_PER_UID jobs whose thread has
- * not ended (-EBUSY: all uids have RUN_PATHS_MAX); -errno otherwise. On
+ * not done its work (-EBUSY: all uids have RUN_PATHS_MAX); -errno otherwise. On
  * failure the job is still the caller's to drop. */
 int run_paths_start(struct run_paths_job *job, struct event_base *base, run_paths_done_fn done,
                     void *ud);
@@ -119,7 +119,8 @@ void run_paths_drop(struct run_paths_job *job);
 int run_paths_take(struct run_paths *w, const Lianyaohu__V1__RunRequest *r, char *why,
                    size_t whylen);
 
-/* Jobs of uid ((uid_t)-1: of all) whose thread has not ended (tests). */
+/* Jobs of uid ((uid_t)-1: of all) whose thread has not done its work (the
+ * open-file budget, tests); a job the loop hears of is not counted. */
 unsigned run_paths_live(uid_t uid);
 
 /* The work itself, on the calling thread (tests; the job's thread). */
