@@ -125,8 +125,16 @@ static int save_row(struct session *s) { return save_store_row(s->d, &s->row); }
  * session's row is marked ENDED only once its remover is over, so a crash
  * in between leaves the row ENDING and the next start reaps the session,
  * tmpdir included. */
-/* The longest a remover may take (a user can stop it: it runs as them). */
+/* How long a remover may take (a user can make it wait: it runs as them,
+ * and the locks on its way can be theirs). One still at work then (300,000
+ * empty files take 3 s to remove here) is given TMPDIR_REMOVE_MAX_MS more at
+ * a time, up to TMPDIR_REMOVE_LONG_MS in all, while its user has fewer than
+ * TMPDIR_LONG_PER_UID so given: a stopped one never gets there (its root
+ * half kills it at once, FS_RM_STOPPED), and whatever a remover leaves, the
+ * next start removes, with the same time again. */
 #define TMPDIR_REMOVE_MAX_MS 10000
+#define TMPDIR_REMOVE_LONG_MS 300000
+#define TMPDIR_LONG_PER_UID 4
 #define TMPDIR_REMOVE_SYNC_MS 2000
 /* How long a SIGKILLed remover may take to be gone. */
 #define TMPDIR_KILLED_MS 500
@@ -145,6 +153,8 @@ struct tmpdir_job {
     bool asked;               /* the spawner's answer is owed (on_remover) */
     bool wait_now;            /* no watch on the remover: on_tmpdir_timeout waits for it */
     bool make_own;            /* the spawner made none: on_tmpdir_timeout forks one */
+    bool long_job;            /* given more than TMPDIR_REMOVE_MAX_MS (on_tmpdir_timeout) */
+    uint64_t watch_ms;        /* when its remover was watched (tmpdir_job_watch) */
     TAILQ_ENTRY(tmpdir_job) link;
 };
 
@@ -156,6 +166,9 @@ static void tmpdir_job_finish(struct tmpdir_job *j, const siginfo_t *si) {
     else if (si->si_code == CLD_EXITED && si->si_status == FS_RM_MOUNTED)
         log_warn("%s has a file system mounted on it; it stays until that is unmounted "
                  "(the next start of lyhd removes it then)", j->path);
+    else if (si->si_code == CLD_EXITED && si->si_status == FS_RM_STOPPED)
+        log_warn("the remover of %s was stopped (by uid %u: it runs as them), so it was "
+                 "killed; the next start of lyhd removes what is left", j->path, j->uid);
     else if (si->si_code != CLD_EXITED || si->si_status != FS_RM_GONE)
         log_warn("removing %s did not finish cleanly (%s %d); the next start of lyhd removes "
                  "what is left",
@@ -204,7 +217,24 @@ static int tmpdir_job_make_own(struct tmpdir_job *j, bool watch) {
     return 0;
 }
 
-/* The remover ran over its time (its user may have stopped it): kill it;
+/* May j's remover, at work for ran ms, go on? Within TMPDIR_REMOVE_LONG_MS,
+ * and while its user has fewer than TMPDIR_LONG_PER_UID removers that went
+ * on (a walk of the jobs, only here: no launch waits on it). */
+static bool tmpdir_job_may_go_on(const struct tmpdir_job *j, uint64_t ran) {
+    const struct tmpdir_job *o;
+    unsigned n = 0;
+
+    if (ran >= TMPDIR_REMOVE_LONG_MS)
+        return false;
+    if (j->long_job)
+        return true;
+    TAILQ_FOREACH(o, &j->d->tmpdir_jobs, link)
+        if (o->long_job && o->uid == j->uid)
+            n++;
+    return n < TMPDIR_LONG_PER_UID;
+}
+
+/* The remover ran over its time (its user may make it wait): kill it;
  * its exit then finishes the job. Also the job's own turn to finish when
  * its remover could not be made or watched, or to make one (on_remover). */
 static void on_tmpdir_timeout(evutil_socket_t fd, short what, void *arg) {
@@ -225,10 +255,21 @@ static void on_tmpdir_timeout(evutil_socket_t fd, short what, void *arg) {
         tmpdir_job_free(j);
         return;
     }
+    uint64_t ran = lyhd_mono_ms() - j->watch_ms;
+    if (tmpdir_job_may_go_on(j, ran)) {
+        struct timeval tv = {.tv_sec = TMPDIR_REMOVE_MAX_MS / 1000};
+        if (!j->long_job)
+            log_info("removing %s takes over %d ms; it may go on for up to %d s", j->path,
+                     TMPDIR_REMOVE_MAX_MS, TMPDIR_REMOVE_LONG_MS / 1000);
+        j->long_job = true;
+        if (event_add(j->ev_timeout, &tv) == 0)
+            return;
+    }
     /* Its exit finishes the job; one that waits on a directory a user holds
      * ends only once they let go (fs_remove_tree_as): until then the row
      * stays ENDING, and nothing on the loop waits for it. */
-    log_warn("removing %s took over %d ms; killing the remover", j->path, TMPDIR_REMOVE_MAX_MS);
+    log_warn("removing %s took over %llu ms; killing the remover (the next start of lyhd "
+             "removes what is left)", j->path, (unsigned long long)ran);
     (void)syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
 }
 
@@ -303,6 +344,7 @@ static void tmpdir_job_watch(struct tmpdir_job *j, int pidfd) {
     struct timeval tv = {.tv_sec = TMPDIR_REMOVE_MAX_MS / 1000};
 
     j->pidfd = pidfd;
+    j->watch_ms = lyhd_mono_ms();
     if (event_assign(j->ev, j->d->base, j->pidfd, EV_READ, on_tmpdir_emptied, j) < 0 ||
         event_add(j->ev, NULL) < 0 || event_add(j->ev_timeout, &tv) < 0) {
         j->wait_now = true;

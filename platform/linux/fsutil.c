@@ -187,11 +187,25 @@ void fs_remove_tree_child(const char *path, const char *const *subs, size_t n_su
         _exit(FS_RM_FAILED);
     if (pid == 0)
         empty_as(fds, n_subs + 1, uid, gid, self);
+    /* Its user can stop it (SIGSTOP: it runs as them), and a stopped
+     * remover would only wait to be killed at its deadline; one that is
+     * working is given longer (session.c). So a stop is answered at once:
+     * it is killed, and what it left is the next start's. */
     int wst;
-    while (waitpid(pid, &wst, 0) < 0)
-        if (errno != EINTR)
+    bool stopped = false;
+    for (;;) {
+        if (waitpid(pid, &wst, WUNTRACED) < 0) {
+            if (errno == EINTR)
+                continue;
             _exit(FS_RM_FAILED);
-    _exit(rm_status(fs_remove_bare_dir(path, subs, n_subs)));
+        }
+        if (!WIFSTOPPED(wst))
+            break;
+        stopped = true;
+        (void)kill(pid, SIGKILL);
+    }
+    r = fs_remove_bare_dir(path, subs, n_subs);
+    _exit(r != 0 && stopped ? FS_RM_STOPPED : rm_status(r));
 }
 
 int fs_remove_tree_as(const char *path, const char *const *subs, size_t n_subs, uid_t uid,

@@ -46,8 +46,9 @@ int fs_close_fds_from(int first);
  * buffer mapped from a FUSE file whose server does not answer the page
  * fault). Whoever removes must be free to wait; lyhd's loop is not. That
  * child may wait, and so may the user's half, which the user can also signal
- * or stop: the caller must bound the wait (and SIGKILL it, through the pidfd,
- * when over: the user's half dies with it). Returns the child's pid and a
+ * or stop (a stopped one is killed at once: FS_RM_STOPPED): the caller must
+ * bound the wait (and SIGKILL it, through the pidfd, when over: the user's
+ * half dies with it). Returns the child's pid and a
  * pidfd (CLOEXEC) to wait on; its exit status is an FS_RM_* below. */
 #define FS_RM_MAX_SUBS 8 /* n_subs at most */
 enum {
@@ -55,6 +56,7 @@ enum {
     FS_RM_LEFT = 1,    /* something in it could not be removed */
     FS_RM_FAILED = 2,  /* the child could not set itself up: nothing tried */
     FS_RM_MOUNTED = 3, /* a file system is mounted on path: left as it is */
+    FS_RM_STOPPED = 4, /* the user's half was stopped (by its user): killed, the rest left */
 };
 int fs_remove_tree_as(const char *path, const char *const *subs, size_t n_subs, uid_t uid,
                       gid_t gid, pid_t *ret_pid, int *ret_pidfd);

@@ -402,8 +402,9 @@ answers_fast "8: after the attacks lyhd answers at once"
 echo "# 9. a user who stops the tmpdir remover holds nothing of lyhd's for long"
 lyh_daemon_stop
 lyh_daemon_start || lyh_die "lyhd does not restart"
-# The remover (lyhd-remover: a child of lyhd's, made by its spawner, that runs
-# as the user) can be SIGSTOPped by the user.
+# The remover (lyhd-remover: a child of lyhd's, made by its spawner, whose
+# second half runs as the user) can be SIGSTOPped by the user; its first half,
+# root's, kills it then, and the next start removes what it left.
 cat >"$LYH_TMP/stopper.sh" <<'EOS'
 #!/bin/sh
 # as the user: stop every process of ours named lyhd-remover, for $1 s
@@ -427,12 +428,13 @@ if lyh_wait_until 10 test -s "$LYH_TMP/stopped"; then
     rp=$(head -n 1 "$LYH_TMP/stopped")
     held=$(ls -l "/proc/$rp/fd" 2>/dev/null | grep -c -E 'socket:|state.db|audit.db|lyhd.lock')
     t_eq "9: the stopped remover (pid $rp) holds none of lyhd's sockets or databases" "$held" 0
-    if lyh_wait_until 15 sh -c "[ ! -e /proc/$rp ] || grep -q '^State:.*Z' /proc/$rp/status"; then
-        t_pass "9: lyhd kills a remover that runs over its time"
+    # (the code before killed it only at its 10 s deadline)
+    if lyh_wait_until 5 sh -c "[ ! -e /proc/$rp ] || grep -q '^State:.*Z' /proc/$rp/status"; then
+        t_pass "9: a stopped remover is killed at once"
     else
-        t_fail "9: lyhd kills a remover that runs over its time" "pid $rp: $(grep State /proc/$rp/status)"
+        t_fail "9: a stopped remover is killed at once" "pid $rp: $(grep State /proc/$rp/status)"
     fi
-    t_check "9: ... and says so" lyh_daemon_log_has "took over .* ms; killing the remover" 5
+    t_check "9: ... and lyhd says so" lyh_daemon_log_has "the remover of .*lyh-$sid was stopped .by uid $LYH_UID: it runs as them., so it was killed" 5
     t_eq "9: the session's row is ENDED all the same" \
         "$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select state from sessions where id='$sid'")" 4
 else
@@ -443,8 +445,12 @@ t0=$(date +%s)
 lyh_daemon_stop
 t_check "9: lyhd stops at once (no unbounded wait on a remover)" test $(($(date +%s) - t0)) -lt 5
 lyh_daemon_start || lyh_die "lyhd does not restart"
-lyh_wait_until 10 test ! -e "$LYH_TMPROOT/lyh-$sid"
-t_check "9: the next start removes what the killed remover left" test ! -e "$LYH_TMPROOT/lyh-$sid"
+if lyh_wait_until 10 test ! -e "$LYH_TMPROOT/lyh-$sid"; then
+    t_pass "9: the next start removes what the killed remover left"
+else
+    t_fail "9: the next start removes what the killed remover left" \
+        "$(grep -h -e "lyh-$sid" -e remover "$LYH_TMP"/lyhd.*.log | tail -n 8)"
+fi
 
 # ---- 10. deny paths are covered where the agent finds them, not where root does ---------
 
@@ -643,11 +649,44 @@ if [ -n "${apid:-}" ] && lock_hold 2 "/proc/$apid/root/dev/shm" root; then
         lyh_in_main timeout 5 "$LYH_LYH" --socket "$LYH_SOCK" sessions
     t_eq "12: the session's row is not ENDED while its tmpdir is held" \
         "$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select state from sessions where id='$sid'")" 3
-    lock_release 2
-    lyh_wait_until 10 test ! -e "$LYH_TMPROOT/lyh-$sid"
-    t_check "12: let go, the tmpdir is removed" test ! -e "$LYH_TMPROOT/lyh-$sid"
-    t_check "12: ... and the row is ENDED" lyh_wait_until 5 sh -c \
-        "[ \"\$(sqlite3 -cmd '.timeout 5000' '$LYH_DB' \"select state from sessions where id='$sid'\")\" = 4 ]"
+    # A remover still at work (or waiting, as here) after 10 s goes on, up to 4
+    # of a user's (a tmpdir of a few million files takes that long here; the
+    # code before killed every remover at 10 s, so such a tmpdir was never
+    # removed, at any start). Four more sessions held so as they end: the
+    # fifth to reach 10 s is killed.
+    declare -a HS=("$sid") HP=()
+    for k in 1 2 3 4; do
+        prev=$(last_sid)
+        lyh_cli run --vpn tun0 --no-tui -- /bin/sleep 3 </dev/null >/dev/null 2>"$LYH_TMP/t12h$k.err" &
+        HP[k]=$!
+        lyh_track_pid "${HP[k]}"
+        if lyh_wait_until 10 new_tmpdir && lyh_wait_until 10 agent_pid &&
+            lock_hold $((20 + k)) "/proc/$apid/root/dev/shm" root; then
+            HS[k]=$sid
+        else
+            t_fail "12: root holds the shm of session $k of 4 more" \
+                "$(cat "$LYH_TMP/t12h$k.err" "$LYH_TMP/lock$((20 + k)).hold" 2>/dev/null)"
+        fi
+    done
+    for k in 1 2 3 4; do lyh_wait_pid_gone 30 "${HP[k]}"; done
+    log_n() { # REGEX: lines of lyhd's log about the five sessions' tmpdirs
+        grep -E -- "$1" "$LYH_DAEMON_LOG" | grep -c -E "lyh-(${HS[0]}|${HS[1]:-x}|${HS[2]:-x}|${HS[3]:-x}|${HS[4]:-x})"
+    }
+    lyh_wait_until 30 eval '[ "$(log_n "takes over 10000 ms; it may go on")" = 4 ] && [ "$(log_n "killing the remover")" = 1 ]'
+    t_eq "12: 4 removers waiting past 10 s go on" "$(log_n "takes over 10000 ms; it may go on")" 4
+    t_eq "12: ... and the fifth is killed" "$(log_n "killing the remover")" 1
+    for k in 2 21 22 23 24; do lock_release $k; done
+    gone() { local n=0 x; for x in "${HS[@]}"; do [ -e "$LYH_TMPROOT/lyh-$x" ] || n=$((n + 1)); done; echo $n; }
+    lyh_wait_until 10 eval '[ "$(gone)" = 4 ]'
+    t_eq "12: let go, the 4 tmpdirs are removed" "$(gone)" 4
+    ended() {
+        sqlite3 -cmd '.timeout 5000' "$LYH_DB" \
+            "select count(*) from sessions where state=4 and id in ('$(IFS=,; echo "${HS[*]}" | sed "s/,/','/g")')"
+    }
+    t_check "12: ... and the 5 rows are ENDED" lyh_wait_until 5 eval '[ "$(ended)" = 5 ]'
+    lyh_daemon_stop
+    lyh_daemon_start || lyh_die "lyhd does not restart"
+    t_check "12: the next start removes what the killed one left" lyh_wait_until 10 eval '[ "$(gone)" = 5 ]'
 else
     t_fail "12: root holds the lock of the session's shm" \
         "$(cat "$LYH_TMP/t12b.err" "$LYH_TMP/lock2.hold" "$LYH_TMP/lock2.log" 2>/dev/null)"
