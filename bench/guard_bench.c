@@ -4,7 +4,8 @@
  *   lyh_bench_guard N IFACE        (run it only inside a throwaway namespace)
  *
  * Creates the base table if missing, then prints one line per pair:
- * "MICROSECONDS" (render + nft_session_add + nft_session_del). The table is
+ * "MICROSECONDS" (render + nft_session_add + nft_session_del_known, as lyhd
+ * deletes what it installed). The table is
  * left for the namespace's deletion to remove. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,21 +40,23 @@ int main(int argc, char **argv) {
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (long i = 0; i < n; i++) {
-        char id[17], name[NFTR_NAME_MAX];
+        char id[17];
         snprintf(id, sizeof(id), "%016lx", 0xbe00000000000000UL + (unsigned long)i);
         uint64_t cg = 900000 + (uint64_t)i;
         long long t0 = now_ns();
         struct nftr_input in = { .scope = NFTR_SCOPE_SESSION, .session_id = id, .cgroup_id = cg,
                                  .iface = argv[2], .log = log };
         struct nftr_chain *c = NULL;
+        struct nft_session_objs kept;
         if ((r = nftr_render_chain(&in, &c)) < 0 || (r = nft_session_add(nf, c)) < 0) {
             fprintf(stderr, "add: %s\n", strerror(-r));
             nftr_chain_free(c);
             return 1;
         }
+        /* what lyhd keeps and deletes by (guard_session_add, guard_session_del) */
+        nft_session_objs_of(c, &kept);
         nftr_chain_free(c);
-        if ((r = nftr_chain_name(NFTR_SCOPE_SESSION, id, 0, name)) < 0 ||
-            (r = nft_session_del(nf, name, cg, 0)) < 0) {
+        if ((r = nft_session_del_known(nf, &kept)) < 0) {
             fprintf(stderr, "del: %s\n", strerror(-r));
             return 1;
         }

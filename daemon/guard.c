@@ -201,6 +201,8 @@ int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whyle
         if (r < 0)
             snprintf(why, whylen, "nftables refused the session's rules (%s): %s",
                      nft_last_error_object(d->guard->nft), strerror(-r));
+        else if (own && c->cgroup_id && (s->nft_kept || (s->nft_kept = malloc(sizeof(*s->nft_kept)))))
+            nft_session_objs_of(c, s->nft_kept); /* (none kept: the delete asks) */
         nftr_chain_free(c);
     }
     /* Its counters start at zero now: they hold every packet only if this
@@ -214,7 +216,17 @@ int guard_session_del(struct lyhd *d, struct session *s) {
     struct nft_session_elem *elems = NULL;
     size_t n = 0;
     uint32_t mark = s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0;
-    int r = nft_session_del(d->guard->nft, s->row.chain, s->row.cgroup_id, mark);
+    int r;
+
+    /* What this lyhd installed and kept: one round trip (it asks the
+     * kernel itself when any of it is gone). Else ask what exists. */
+    if (s->nft_kept && strcmp(s->nft_kept->name, s->row.chain) == 0 &&
+        s->nft_kept->cgroup_id == s->row.cgroup_id)
+        r = nft_session_del_known(d->guard->nft, s->nft_kept);
+    else
+        r = nft_session_del(d->guard->nft, s->row.chain, s->row.cgroup_id, mark);
+    free(s->nft_kept);
+    s->nft_kept = NULL;
 
     if (r != -EBUSY)
         return r == -ENOENT ? 0 : r;
@@ -575,6 +587,8 @@ static void on_dns_retry(evutil_socket_t fd, short what, void *arg) {
         if (s->dns_elem_lost) {
             s->dns_elem_lost = nft_session_dns_set(d->guard->nft, s->row.cgroup_id,
                                                    s->spec.dns_port) < 0;
+            if (!s->dns_elem_lost && s->nft_kept)
+                s->nft_kept->dns = true;
             left |= s->dns_elem_lost;
         }
         char w[256];
@@ -727,6 +741,8 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
             else if (e > 0)
                 reap_log(d, row->chain, "rebuilt", "DNS redirection of a running session was missing");
             s->dns_elem_lost = e < 0;
+            if (e >= 0 && s->nft_kept)
+                s->nft_kept->dns = true;
             if (k < 0)
                 log_error("session '%s': %s; its agent cannot resolve names until lyhd can "
                           "listen there again",

@@ -96,6 +96,7 @@ void session_free(struct session *s) {
     if (s->ev_teardown)
         event_free(s->ev_teardown);
     dns_fwd_free(s->dns);
+    free(s->nft_kept);
     CLOSE_FD(s->pidfd);
     CLOSE_FD(s->status_fd);
     CLOSE_FD(s->pty_fd);

@@ -45,6 +45,8 @@ enum session_t {
     SESSION_T_COUNT,
 };
 
+struct nft_session_objs;
+
 struct session {
     struct lyhd *d;
     struct store_session row; /* what state.db holds */
@@ -86,6 +88,8 @@ struct session {
     char proxy[DR_FORMAT_MAX]; /* proxy-only mode: its proxy, as text ("" none; not
                                 * restored after a restart of lyhd) */
     uint32_t lo_slot;         /* its loopback marks' slot (0: none, no listeners) */
+    struct nft_session_objs *nft_kept; /* owned: what guard_session_add installed, for a
+                                        * delete in one round trip (NULL: ask the kernel) */
     struct dns_fwd *dns;      /* owned: its DNS forwarder (spec.dns_port), NULL: none */
     bool wants_dns;           /* Run: its DNS is to be forwarded (resolvers picked) */
     char sockets[1100];       /* the sockets it may reach although hidden, ", "-joined */

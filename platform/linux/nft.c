@@ -2175,6 +2175,59 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_
     return r;
 }
 
+void nft_session_objs_of(const struct nftr_chain *c, struct nft_session_objs *ret) {
+    *ret = (struct nft_session_objs){
+        .cgroup_id = c->cgroup_id,
+        .lo_mark = c->lo_mark,
+        .dns = c->dns_port != 0,
+        .sets = c->set4[0] != '\0',
+    };
+    snprintf(ret->name, sizeof(ret->name), "%s", c->name);
+}
+
+int nft_session_del_known(struct nft *n, const struct nft_session_objs *o) {
+    if (!has_prefix(o->name, NFTR_SESSION_CHAIN_PREFIX) || o->cgroup_id == 0 ||
+        strnlen(o->name, sizeof(o->name)) >= sizeof(o->name))
+        return -EINVAL;
+    const char *id = o->name + strlen(NFTR_SESSION_CHAIN_PREFIX);
+    char lo[NFTR_NAME_MAX + 8], set4[NFTR_NAME_MAX + 8], set6[NFTR_NAME_MAX + 8];
+    snprintf(lo, sizeof(lo), NFTR_LOOPBACK_CHAIN_PREFIX "%s", id);
+    snprintf(set4, sizeof(set4), NFTR_DOMAIN_SET4_PREFIX "%s", id);
+    snprintf(set6, sizeof(set6), NFTR_DOMAIN_SET6_PREFIX "%s", id);
+    /* nft_session_del's order: the elements that jump to a chain go before
+     * it, the rules that name a set before the set. */
+    struct batch bt;
+    int r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    put_session_elem(n, &bt, NFT_MSG_DELSETELEM, o->cgroup_id, NULL);
+    put_delrule(n, &bt, o->name, 0);
+    put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, o->name, false);
+    if (o->lo_mark) {
+        put_lo_elem(n, &bt, NFT_MSG_DELSETELEM, o->lo_mark, NULL);
+        put_served_elem(n, &bt, NFT_MSG_DELSETELEM, o->cgroup_id, NULL);
+    }
+    if (o->dns)
+        put_dns_elem(n, &bt, NFT_MSG_DELSETELEM, o->cgroup_id, 0);
+    if (o->lo_mark) {
+        put_delrule(n, &bt, lo, 0);
+        put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, lo, false);
+    }
+    if (o->sets) {
+        put_domain_set(n, &bt, NFT_MSG_DELSET, set4, AF_INET);
+        put_domain_set(n, &bt, NFT_MSG_DELSET, set6, AF_INET6);
+    }
+    r = batch_send(n, &bt);
+    /* Something of it is gone already, or is not what was kept (-EBUSY: a
+     * chain still referenced, by an element of the same key that jumps
+     * elsewhere, say): ask. */
+    if (r == -ENOENT || r == -EBUSY)
+        r = nft_session_del(n, o->name, o->cgroup_id, o->lo_mark);
+    return r;
+}
+
 static bool domain_set_name(const char *set) {
     return set && (has_prefix(set, NFTR_DOMAIN_SET4_PREFIX) || has_prefix(set, NFTR_DOMAIN_SET6_PREFIX));
 }

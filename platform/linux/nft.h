@@ -71,6 +71,26 @@ int nft_session_add(struct nft *n, const struct nftr_chain *c);
  * chain is still referenced from elsewhere (nothing changed). name must be "s-*". */
 int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_t lo_mark);
 
+/* What nft_session_add installed for a session, as its caller keeps it (the
+ * chain is freed once installed): nft_session_objs_of fills it from the
+ * chain nft_session_add took. */
+struct nft_session_objs {
+    char name[NFTR_NAME_MAX]; /* s-<id> */
+    uint64_t cgroup_id;       /* its element of map sessions (and served, dnsport) */
+    uint32_t lo_mark;         /* 0: no chain lo-<id>, loopback or served element */
+    bool dns;                 /* its element of map dnsport */
+    bool sets;                /* its domain sets a4-<id> and a6-<id> */
+};
+void nft_session_objs_of(const struct nftr_chain *c, struct nft_session_objs *ret);
+
+/* Remove exactly o, one transaction and one round trip (nft_session_del
+ * first asks the kernel what exists: nine more). When any of it is missing
+ * or another element has its key (the transaction then changed nothing),
+ * nft_session_del does it, and its answer is returned. Only for what this
+ * process installed and kept: a cgroup id is never another's while its
+ * cgroup exists, and none is reused. -EINVAL if o is not a session's. */
+int nft_session_del_known(struct nft *n, const struct nft_session_objs *o);
+
 /* Uid scopes (NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER), one transaction: chain
  * LYH-<uid> / LYH-U-<uid> with its rules, and the dispatch rule inserted at the
  * head of guarded / output, tagged (rule userdata comment) with the chain name.

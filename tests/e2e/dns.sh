@@ -791,6 +791,54 @@ p_after=$(lyh_probe_as "$PUID" "$PGID" udp 10.77.0.2 53 1500)
 t_check "10: once no session asks that resolver, neither may the protocol process ($p_after)" \
     eval '[[ $p_after == unreach* ]]'
 
+# ---- 11. everything of a session goes at its end --------------------------------------------
+# lyhd deletes what it installed for a session in one transaction, one round
+# trip (nft_session_del_known). When any of it is gone already (here root
+# deletes the session's element of map loopback while it runs), that transaction
+# changes nothing, and lyhd asks the kernel what is left and deletes that.
+echo "# 11. everything of a session goes at its end"
+# A map of cgroup ids lists a key as its cgroup's path below /sys/fs/cgroup
+# while that exists (nft takes it so too), else as the number.
+sess_left() { # ID CGID CGPATH: the table's lines that name the session's objects or its cgroup
+    { lyh_nft list table inet lianyaohu 2>/dev/null | grep -E -- "-$1([^0-9a-f]|\$)"
+      for m in sessions served dnsport; do
+          lyh_nft list map inet lianyaohu "$m" 2>/dev/null | grep -Ew -e "$2" -e "\"$3\""
+      done; } | wc -l
+}
+running_sess() { # sets SID CGID CGP: the session that runs now (CGP: as nft names its cgroup)
+    local cg
+    read -r SID CGID cg < <(sqlite3 -separator ' ' -cmd '.timeout 5000' "$LYH_DB" \
+        "select id, cgroup_id, cgroup from sessions where state<>4 order by started_ms desc limit 1")
+    CGP=${LYH_CGMNT#/sys/fs/cgroup}${cg:-}
+    CGP=${CGP#/}
+    [ -n "${SID:-}" ] && [ "${CGID:-0}" -gt 0 ] && [ -n "${cg:-}" ]
+}
+in_map() { lyh_nft list map inet lianyaohu "$1" 2>/dev/null | grep -Eqw -e "$CGID" -e "\"$CGP\""; }
+lo_elem() { lyh_nft list map inet lianyaohu loopback 2>/dev/null | grep -E -- "jump lo-$SID([^0-9a-f]|\$)"; }
+for how in kept tampered; do
+    SID="" CGID="" CGP=""
+    (run_as "${AL[@]}" -- /bin/sleep 4 >"$LYH_TMP/s11$how.out") &
+    S11=$!
+    lyh_wait_until 15 running_sess
+    objs=$(lyh_nft list table inet lianyaohu 2>/dev/null | grep -Ec -- "(chain|set) (s|lo|a4|a6)-${SID:-x} ")
+    t_eq "11 ($how): the running session has its chains s- and lo- and its sets a4- and a6-" "$objs" 4
+    t_check "11 ($how): ... and its elements of maps sessions, served and dnsport" \
+        eval 'in_map sessions && in_map served && in_map dnsport'
+    if [ "$how" = tampered ]; then
+        lo_mark=$(lo_elem | grep -Eo -- "0x[0-9a-f]+ : jump lo-$SID" | grep -Eo '^0x[0-9a-f]+')
+        lyh_nft delete element inet lianyaohu loopback "{ ${lo_mark:-0} }"
+        t_check "11 ($how): root deleted its element of map loopback (${lo_mark:-none found})" \
+            eval '[ -n "$lo_mark" ] && [ -z "$(lo_elem)" ]'
+    fi
+    wait "$S11" 2>/dev/null
+    [ "$how" = tampered ] && t_check "11 ($how): lyhd did not rebuild the session's objects (it deletes what it kept)" \
+        eval '! grep -E "rebuilt|was missing" "$LYH_DAEMON_LOG" | grep -q -- "${SID:-x}"'
+    t_check "11 ($how): it ran ($(tail -n 1 "$LYH_TMP/s11$how.out"))" grep -qx "rc=0" "$LYH_TMP/s11$how.out"
+    lyh_wait_until 5 eval '[ "$(sess_left "$SID" "$CGID" "$CGP")" = 0 ]'
+    t_eq "11 ($how): at its end, nothing of it is left in the table" \
+        "$(sess_left "${SID:-x}" "${CGID:-x}" "${CGP:-x}")" 0
+done
+
 lyh_daemon_stop
 t_check "9: lyhd's stop ends its protocol process too" eval '! kill -0 "$PP2" 2>/dev/null'
 lyh_daemon_check_log
