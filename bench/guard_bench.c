@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
         /* what lyhd keeps and deletes by (guard_session_add, guard_session_del) */
         nft_session_objs_of(c, &kept);
         nftr_chain_free(c);
-        if ((r = nft_session_del_known(nf, &kept)) < 0) {
+        if ((r = nft_session_del_known(nf, &kept, NULL)) < 0) {
             fprintf(stderr, "del: %s\n", strerror(-r));
             return 1;
         }

@@ -221,9 +221,14 @@ int guard_session_del(struct lyhd *d, struct session *s) {
     /* What this lyhd installed and kept: one round trip (it asks the
      * kernel itself when any of it is gone). Else ask what exists. */
     if (s->nft_kept && strcmp(s->nft_kept->name, s->row.chain) == 0 &&
-        s->nft_kept->cgroup_id == s->row.cgroup_id)
-        r = nft_session_del_known(d->guard->nft, s->nft_kept);
-    else
+        s->nft_kept->cgroup_id == s->row.cgroup_id) {
+        bool searched = false;
+        r = nft_session_del_known(d->guard->nft, s->nft_kept, &searched);
+        if (searched)
+            log_warn("session '%s': part of its firewall rules was gone at its end (someone "
+                     "else changed lyhd's table); what was left of them is removed",
+                     s->row.id);
+    } else
         r = nft_session_del(d->guard->nft, s->row.chain, s->row.cgroup_id, mark);
     free(s->nft_kept);
     s->nft_kept = NULL;

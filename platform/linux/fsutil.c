@@ -205,7 +205,7 @@ void fs_remove_tree_child(const char *path, const char *const *subs, size_t n_su
         (void)kill(pid, SIGKILL);
     }
     r = fs_remove_bare_dir(path, subs, n_subs);
-    _exit(r != 0 && stopped ? FS_RM_STOPPED : rm_status(r));
+    _exit(r != 0 && r != -EXDEV && stopped ? FS_RM_STOPPED : rm_status(r));
 }
 
 int fs_remove_tree_as(const char *path, const char *const *subs, size_t n_subs, uid_t uid,

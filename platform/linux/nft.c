@@ -2081,16 +2081,24 @@ static int find_lo_elem(struct nft *n, const char *lo, uint32_t hint, bool *foun
     return 0;
 }
 
+/* The names of a session's other objects, from its chain's "s-<id>". */
+struct session_names {
+    char lo[NFTR_NAME_MAX + 8], set4[NFTR_NAME_MAX + 8], set6[NFTR_NAME_MAX + 8];
+};
+
+static void session_names_of(const char *name, struct session_names *ret) {
+    const char *id = name + strlen(NFTR_SESSION_CHAIN_PREFIX);
+    snprintf(ret->lo, sizeof(ret->lo), NFTR_LOOPBACK_CHAIN_PREFIX "%s", id);
+    snprintf(ret->set4, sizeof(ret->set4), NFTR_DOMAIN_SET4_PREFIX "%s", id);
+    snprintf(ret->set6, sizeof(ret->set6), NFTR_DOMAIN_SET6_PREFIX "%s", id);
+}
+
 int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_t lo_mark) {
     if (!name || !has_prefix(name, NFTR_SESSION_CHAIN_PREFIX) || strlen(name) >= NFTR_NAME_MAX)
         return -EINVAL;
-    char lo[NFTR_NAME_MAX + 8], set4[NFTR_NAME_MAX + 8], set6[NFTR_NAME_MAX + 8];
-    snprintf(lo, sizeof(lo), NFTR_LOOPBACK_CHAIN_PREFIX "%s",
-             name + strlen(NFTR_SESSION_CHAIN_PREFIX));
-    snprintf(set4, sizeof(set4), NFTR_DOMAIN_SET4_PREFIX "%s",
-             name + strlen(NFTR_SESSION_CHAIN_PREFIX));
-    snprintf(set6, sizeof(set6), NFTR_DOMAIN_SET6_PREFIX "%s",
-             name + strlen(NFTR_SESSION_CHAIN_PREFIX));
+    struct session_names nm;
+    session_names_of(name, &nm);
+    const char *lo = nm.lo, *set4 = nm.set4, *set6 = nm.set6;
     int r = -ERESTART;
     for (int attempt = 0; attempt < RETRIES && r == -ERESTART; attempt++) {
         uint32_t genid;
@@ -2185,15 +2193,14 @@ void nft_session_objs_of(const struct nftr_chain *c, struct nft_session_objs *re
     snprintf(ret->name, sizeof(ret->name), "%s", c->name);
 }
 
-int nft_session_del_known(struct nft *n, const struct nft_session_objs *o) {
+int nft_session_del_known(struct nft *n, const struct nft_session_objs *o, bool *ret_searched) {
+    if (ret_searched)
+        *ret_searched = false;
     if (!has_prefix(o->name, NFTR_SESSION_CHAIN_PREFIX) || o->cgroup_id == 0 ||
         strnlen(o->name, sizeof(o->name)) >= sizeof(o->name))
         return -EINVAL;
-    const char *id = o->name + strlen(NFTR_SESSION_CHAIN_PREFIX);
-    char lo[NFTR_NAME_MAX + 8], set4[NFTR_NAME_MAX + 8], set6[NFTR_NAME_MAX + 8];
-    snprintf(lo, sizeof(lo), NFTR_LOOPBACK_CHAIN_PREFIX "%s", id);
-    snprintf(set4, sizeof(set4), NFTR_DOMAIN_SET4_PREFIX "%s", id);
-    snprintf(set6, sizeof(set6), NFTR_DOMAIN_SET6_PREFIX "%s", id);
+    struct session_names nm;
+    session_names_of(o->name, &nm);
     /* nft_session_del's order: the elements that jump to a chain go before
      * it, the rules that name a set before the set. */
     struct batch bt;
@@ -2212,19 +2219,22 @@ int nft_session_del_known(struct nft *n, const struct nft_session_objs *o) {
     if (o->dns)
         put_dns_elem(n, &bt, NFT_MSG_DELSETELEM, o->cgroup_id, 0);
     if (o->lo_mark) {
-        put_delrule(n, &bt, lo, 0);
-        put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, lo, false);
+        put_delrule(n, &bt, nm.lo, 0);
+        put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, nm.lo, false);
     }
     if (o->sets) {
-        put_domain_set(n, &bt, NFT_MSG_DELSET, set4, AF_INET);
-        put_domain_set(n, &bt, NFT_MSG_DELSET, set6, AF_INET6);
+        put_domain_set(n, &bt, NFT_MSG_DELSET, nm.set4, AF_INET);
+        put_domain_set(n, &bt, NFT_MSG_DELSET, nm.set6, AF_INET6);
     }
     r = batch_send(n, &bt);
-    /* Something of it is gone already, or is not what was kept (-EBUSY: a
-     * chain still referenced, by an element of the same key that jumps
-     * elsewhere, say): ask. */
-    if (r == -ENOENT || r == -EBUSY)
+    /* Something of it is gone already (-ENOENT), or a chain of it is still
+     * referenced (-EBUSY: by an element lyhd did not keep): nothing changed;
+     * ask what exists. */
+    if (r == -ENOENT || r == -EBUSY) {
+        if (ret_searched)
+            *ret_searched = true;
         r = nft_session_del(n, o->name, o->cgroup_id, o->lo_mark);
+    }
     return r;
 }
 

@@ -20,6 +20,7 @@
 #ifndef LYH_PLATFORM_LINUX_NFT_H
 #define LYH_PLATFORM_LINUX_NFT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,12 +85,14 @@ struct nft_session_objs {
 void nft_session_objs_of(const struct nftr_chain *c, struct nft_session_objs *ret);
 
 /* Remove exactly o, one transaction and one round trip (nft_session_del
- * first asks the kernel what exists: nine more). When any of it is missing
- * or another element has its key (the transaction then changed nothing),
- * nft_session_del does it, and its answer is returned. Only for what this
- * process installed and kept: a cgroup id is never another's while its
- * cgroup exists, and none is reused. -EINVAL if o is not a session's. */
-int nft_session_del_known(struct nft *n, const struct nft_session_objs *o);
+ * first asks the kernel what exists: nine more). Its elements are deleted by
+ * key, whatever they jump to: only for what this process installed and kept
+ * (a cgroup id is never another cgroup's, and a loopback mark is refused to a
+ * second session while its element exists). When any of it is missing (or a
+ * chain is still referenced), the transaction changes nothing and
+ * nft_session_del does it; *ret_searched (may be NULL) says so. -EINVAL if o
+ * is not a session's. */
+int nft_session_del_known(struct nft *n, const struct nft_session_objs *o, bool *ret_searched);
 
 /* Uid scopes (NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER), one transaction: chain
  * LYH-<uid> / LYH-U-<uid> with its rules, and the dispatch rule inserted at the

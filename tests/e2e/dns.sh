@@ -808,7 +808,7 @@ sess_left() { # ID CGID CGPATH: the table's lines that name the session's object
 running_sess() { # sets SID CGID CGP: the session that runs now (CGP: as nft names its cgroup)
     local cg
     read -r SID CGID cg < <(sqlite3 -separator ' ' -cmd '.timeout 5000' "$LYH_DB" \
-        "select id, cgroup_id, cgroup from sessions where state<>4 order by started_ms desc limit 1")
+        "select id, cgroup_id, cgroup from sessions where state=2 order by started_ms desc limit 1")
     CGP=${LYH_CGMNT#/sys/fs/cgroup}${cg:-}
     CGP=${CGP#/}
     [ -n "${SID:-}" ] && [ "${CGID:-0}" -gt 0 ] && [ -n "${cg:-}" ]
@@ -837,6 +837,12 @@ for how in kept tampered; do
     lyh_wait_until 5 eval '[ "$(sess_left "$SID" "$CGID" "$CGP")" = 0 ]'
     t_eq "11 ($how): at its end, nothing of it is left in the table" \
         "$(sess_left "${SID:-x}" "${CGID:-x}" "${CGP:-x}")" 0
+    searched() { lyh_daemon_log_has "session '${SID:-x}': part of its firewall rules was gone at its end" "$1"; }
+    if [ "$how" = tampered ]; then
+        t_check "11 ($how): lyhd says part of them was gone, and asks the kernel what is left" searched 5
+    else
+        t_check "11 ($how): one transaction of what lyhd kept did it (no search)" eval '! searched 1'
+    fi
 done
 
 lyh_daemon_stop

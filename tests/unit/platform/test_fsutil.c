@@ -12,7 +12,9 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,6 +340,74 @@ static void test_remove_tree_as(void **state) {
     tree_free(&t);
 }
 
+/* The first child of pid (/proc/PID/task/PID/children), waited for up to
+ * 2 s; 0 if none came, -1 if this kernel does not list children. */
+static pid_t first_child(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    for (int i = 0; i < 2000; i++) {
+        FILE *f = fopen(path, "r");
+        int c = 0;
+        if (!f)
+            return errno == ENOENT && i == 0 ? -1 : 0;
+        int n = fscanf(f, "%d", &c);
+        fclose(f);
+        if (n == 1 && c > 0)
+            return (pid_t)c;
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* The user's half stopped (its user can: it runs as them): the root half
+ * kills it at once and says so (FS_RM_STOPPED); what it had not removed
+ * stays for the next start. Root only. */
+static void test_remove_tree_as_stopped(void **state) {
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    struct tree t;
+    char p[200];
+    const uid_t nobody = 65534;
+
+    tree_new(&t, true);
+    assert_int_equal(chmod(t.base, 0711), 0);
+    /* enough files that the walk is still going when it is stopped */
+    for (int i = 0; i < 50000; i++) {
+        snprintf(p, sizeof(p), "%s/tmp/f%d", t.dir, i);
+        int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+    }
+    chown_tree(t.dir, nobody);
+    pid_t pid, child;
+    int pidfd, st = -1;
+    assert_int_equal(fs_remove_tree_as(t.dir, subs, 3, nobody, nobody, &pid, &pidfd), 0);
+    child = first_child(pid);
+    if (child < 0) {
+        (void)waitpid(pid, &st, 0);
+        close(pidfd);
+        tree_free(&t);
+        skip(); /* no /proc/PID/task/PID/children here */
+    }
+    assert_true(child > 0);
+    assert_int_equal(kill(child, SIGSTOP), 0);
+    struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+    int ended = poll(&pfd, 1, 5000);
+    if (ended != 1) /* (never a test left waiting: let both go) */
+        (void)kill(child, SIGKILL);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_int_equal(ended, 1); /* the root half did not wait on its stopped half */
+    close(pidfd);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), FS_RM_STOPPED);
+    assert_true(exists(t.dir));
+    /* reaped by the root half: gone, not left stopped */
+    assert_int_equal(kill(child, 0), -1);
+    assert_int_equal(errno, ESRCH);
+    tree_free(&t);
+}
+
 /* lyhd's directory for the tmpdirs: made root's and 0711, its mode set again
  * when it differs; refused when it is a symlink or someone else's. */
 static void test_open_own_dir(void **state) {
@@ -389,6 +459,7 @@ int main(void) {
         cmocka_unit_test(test_bare_dir_symlinks),
         cmocka_unit_test(test_bare_dir_mount),
         cmocka_unit_test(test_remove_tree_as),
+        cmocka_unit_test(test_remove_tree_as_stopped),
         cmocka_unit_test(test_open_own_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
