@@ -2093,12 +2093,44 @@ static void session_names_of(const char *name, struct session_names *ret) {
     snprintf(ret->set6, sizeof(ret->set6), NFTR_DOMAIN_SET6_PREFIX "%s", id);
 }
 
+/* Which of a session's objects one transaction deletes (both deletes). */
+struct session_dels {
+    uint64_t cgroup_id;
+    uint32_t lo_mark; /* the loopback element's key, with lo_elem */
+    bool elem, chain, lo_elem, served, dns, lo_chain, set4, set6;
+};
+
+/* The deletes of w in bt, in an order the kernel takes: the elements that
+ * jump to a chain before it, the rules that name a set before the set. */
+static void put_session_dels(struct nft *n, struct batch *bt, const char *name,
+                             const struct session_names *nm, const struct session_dels *w) {
+    if (w->elem)
+        put_session_elem(n, bt, NFT_MSG_DELSETELEM, w->cgroup_id, NULL);
+    if (w->chain) {
+        put_delrule(n, bt, name, 0);
+        put_chain(n, bt, NFT_MSG_DELCHAIN, 0, name, false);
+    }
+    if (w->lo_elem)
+        put_lo_elem(n, bt, NFT_MSG_DELSETELEM, w->lo_mark, NULL);
+    if (w->served)
+        put_served_elem(n, bt, NFT_MSG_DELSETELEM, w->cgroup_id, NULL);
+    if (w->dns)
+        put_dns_elem(n, bt, NFT_MSG_DELSETELEM, w->cgroup_id, 0);
+    if (w->lo_chain) {
+        put_delrule(n, bt, nm->lo, 0);
+        put_chain(n, bt, NFT_MSG_DELCHAIN, 0, nm->lo, false);
+    }
+    if (w->set4)
+        put_domain_set(n, bt, NFT_MSG_DELSET, nm->set4, AF_INET);
+    if (w->set6)
+        put_domain_set(n, bt, NFT_MSG_DELSET, nm->set6, AF_INET6);
+}
+
 int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_t lo_mark) {
     if (!name || !has_prefix(name, NFTR_SESSION_CHAIN_PREFIX) || strlen(name) >= NFTR_NAME_MAX)
         return -EINVAL;
     struct session_names nm;
     session_names_of(name, &nm);
-    const char *lo = nm.lo, *set4 = nm.set4, *set6 = nm.set6;
     int r = -ERESTART;
     for (int attempt = 0; attempt < RETRIES && r == -ERESTART; attempt++) {
         uint32_t genid;
@@ -2116,13 +2148,13 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_
             o.found = false;
         if (o.found && (o.verdict != (uint32_t)NFT_JUMP || strcmp(o.chain, name) != 0))
             return -EBUSY; /* that cgroup belongs to someone else now */
-        int have_lo = chain_exists(n, lo);
+        int have_lo = chain_exists(n, nm.lo);
         if (have_lo < 0)
             return have_lo;
         bool lo_found = false;
         uint32_t mark = 0;
         /* an element can only jump to a chain that exists */
-        r = have_lo ? find_lo_elem(n, lo, lo_mark, &lo_found, &mark) : 0;
+        r = have_lo ? find_lo_elem(n, nm.lo, lo_mark, &lo_found, &mark) : 0;
         if (r < 0)
             return r;
         /* the served element of the cgroup, when there is one */
@@ -2144,7 +2176,7 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_
                 return r;
         }
         /* and its domain sets (only the chain refers to them) */
-        int have_set4 = set_exists(n, set4), have_set6 = set_exists(n, set6);
+        int have_set4 = set_exists(n, nm.set4), have_set6 = set_exists(n, nm.set6);
         if (have_set4 < 0)
             return have_set4;
         if (have_set6 < 0)
@@ -2158,26 +2190,12 @@ int nft_session_del(struct nft *n, const char *name, uint64_t cgroup_id, uint32_
             batch_free(&bt);
             return r;
         }
-        if (o.found)
-            put_session_elem(n, &bt, NFT_MSG_DELSETELEM, cgroup_id, NULL);
-        if (have_chain) {
-            put_delrule(n, &bt, name, 0);
-            put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, name, false);
-        }
-        if (lo_found)
-            put_lo_elem(n, &bt, NFT_MSG_DELSETELEM, mark, NULL);
-        if (sv.found)
-            put_served_elem(n, &bt, NFT_MSG_DELSETELEM, cgroup_id, NULL);
-        if (dn.found)
-            put_dns_elem(n, &bt, NFT_MSG_DELSETELEM, cgroup_id, 0);
-        if (have_lo) {
-            put_delrule(n, &bt, lo, 0);
-            put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, lo, false);
-        }
-        if (have_set4)
-            put_domain_set(n, &bt, NFT_MSG_DELSET, set4, AF_INET);
-        if (have_set6)
-            put_domain_set(n, &bt, NFT_MSG_DELSET, set6, AF_INET6);
+        put_session_dels(n, &bt, name, &nm,
+                         &(struct session_dels){.cgroup_id = cgroup_id, .lo_mark = mark,
+                                                .elem = o.found, .chain = have_chain,
+                                                .lo_elem = lo_found, .served = sv.found,
+                                                .dns = dn.found, .lo_chain = have_lo,
+                                                .set4 = have_set4, .set6 = have_set6});
         r = batch_send(n, &bt);
     }
     return r;
@@ -2201,31 +2219,18 @@ int nft_session_del_known(struct nft *n, const struct nft_session_objs *o, bool 
         return -EINVAL;
     struct session_names nm;
     session_names_of(o->name, &nm);
-    /* nft_session_del's order: the elements that jump to a chain go before
-     * it, the rules that name a set before the set. */
     struct batch bt;
     int r = batch_start(n, &bt, NULL);
     if (r < 0) {
         batch_free(&bt);
         return r;
     }
-    put_session_elem(n, &bt, NFT_MSG_DELSETELEM, o->cgroup_id, NULL);
-    put_delrule(n, &bt, o->name, 0);
-    put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, o->name, false);
-    if (o->lo_mark) {
-        put_lo_elem(n, &bt, NFT_MSG_DELSETELEM, o->lo_mark, NULL);
-        put_served_elem(n, &bt, NFT_MSG_DELSETELEM, o->cgroup_id, NULL);
-    }
-    if (o->dns)
-        put_dns_elem(n, &bt, NFT_MSG_DELSETELEM, o->cgroup_id, 0);
-    if (o->lo_mark) {
-        put_delrule(n, &bt, nm.lo, 0);
-        put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, nm.lo, false);
-    }
-    if (o->sets) {
-        put_domain_set(n, &bt, NFT_MSG_DELSET, nm.set4, AF_INET);
-        put_domain_set(n, &bt, NFT_MSG_DELSET, nm.set6, AF_INET6);
-    }
+    bool lo = o->lo_mark != 0;
+    put_session_dels(n, &bt, o->name, &nm,
+                     &(struct session_dels){.cgroup_id = o->cgroup_id, .lo_mark = o->lo_mark,
+                                            .elem = true, .chain = true, .lo_elem = lo,
+                                            .served = lo, .dns = o->dns, .lo_chain = lo,
+                                            .set4 = o->sets, .set6 = o->sets});
     r = batch_send(n, &bt);
     /* Something of it is gone already (-ENOENT), or a chain of it is still
      * referenced (-EBUSY: by an element lyhd did not keep): nothing changed;
