@@ -1,12 +1,18 @@
 /* lyh_bench_guard: install + remove one session's chain through the libnftnl
  * path lyhd uses (platform/linux/nft.c, one netlink socket kept open), N times.
  *
- *   lyh_bench_guard N IFACE        (run it only inside a throwaway namespace)
+ *   lyh_bench_guard N IFACE [OTHERS]   (run it only inside a throwaway namespace)
  *
  * Creates the base table if missing, then prints one line per pair:
  * "MICROSECONDS" (render + nft_session_add + nft_session_del_known, as lyhd
- * deletes what it installed). The table is
- * left for the namespace's deletion to remove. */
+ * deletes what it installed). With OTHERS, that many other sessions are
+ * installed first (not timed) and removed at the end: the kernel validates
+ * every chain a verdict map reaches at each install, so a pair's time grows
+ * with the sessions beside it (docs/performance.md, "Growth: the kernel's
+ * validation of the whole table"). The table is left for the namespace's
+ * deletion to remove. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +21,18 @@
 #include "platform/linux/nft.h"
 #include "platform/linux/nft_render.h"
 
+/* Session i of this run ("other" ones apart from the timed ones). */
+static int session_in(long i, bool other, const char *iface, const struct nftr_log_params *log,
+                      struct nftr_chain **ret) {
+    static char id[17];
+    snprintf(id, sizeof(id), "%016lx", (other ? 0xbd00000000000000UL : 0xbe00000000000000UL) +
+                                           (unsigned long)i);
+    struct nftr_input in = { .scope = NFTR_SCOPE_SESSION, .session_id = id,
+                             .cgroup_id = (other ? 500000 : 900000) + (uint64_t)i,
+                             .iface = iface, .log = *log };
+    return nftr_render_chain(&in, ret);
+}
+
 static long long now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -22,10 +40,11 @@ static long long now_ns(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3)
+    if (argc != 3 && argc != 4)
         return 2;
     long n = strtol(argv[1], NULL, 10);
-    if (n < 1 || n > 1000000)
+    long others = argc == 4 ? strtol(argv[3], NULL, 10) : 0;
+    if (n < 1 || n > 1000000 || others < 0 || others > 100000)
         return 2;
     struct nftr_log_params log = { .group = NFTR_DEFAULT_NFLOG_GROUP, .rate = NFTR_DEFAULT_LOG_RATE,
                                    .burst = NFTR_DEFAULT_LOG_BURST };
@@ -39,16 +58,24 @@ int main(int argc, char **argv) {
         return 1;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    struct nft_session_objs *other = calloc((size_t)others + 1, sizeof(*other));
+    if (!other)
+        return 1;
+    for (long i = 0; i < others; i++) {
+        struct nftr_chain *c = NULL;
+        if ((r = session_in(i, true, argv[2], &log, &c)) < 0 || (r = nft_session_add(nf, c)) < 0) {
+            fprintf(stderr, "add other session %ld: %s\n", i, strerror(-r));
+            nftr_chain_free(c);
+            return 1;
+        }
+        nft_session_objs_of(c, &other[i]);
+        nftr_chain_free(c);
+    }
     for (long i = 0; i < n; i++) {
-        char id[17];
-        snprintf(id, sizeof(id), "%016lx", 0xbe00000000000000UL + (unsigned long)i);
-        uint64_t cg = 900000 + (uint64_t)i;
         long long t0 = now_ns();
-        struct nftr_input in = { .scope = NFTR_SCOPE_SESSION, .session_id = id, .cgroup_id = cg,
-                                 .iface = argv[2], .log = log };
         struct nftr_chain *c = NULL;
         struct nft_session_objs kept;
-        if ((r = nftr_render_chain(&in, &c)) < 0 || (r = nft_session_add(nf, c)) < 0) {
+        if ((r = session_in(i, false, argv[2], &log, &c)) < 0 || (r = nft_session_add(nf, c)) < 0) {
             fprintf(stderr, "add: %s\n", strerror(-r));
             nftr_chain_free(c);
             return 1;
@@ -62,6 +89,12 @@ int main(int argc, char **argv) {
         }
         printf("%lld\n", (now_ns() - t0) / 1000);
     }
+    for (long i = 0; i < others; i++)
+        if ((r = nft_session_del_known(nf, &other[i], NULL)) < 0) {
+            fprintf(stderr, "del other session %ld: %s\n", i, strerror(-r));
+            return 1;
+        }
+    free(other);
     nft_close(nf);
     return 0;
 }
