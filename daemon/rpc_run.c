@@ -744,6 +744,10 @@ static void run_checked(struct run_paths_job *job, bool timed_out, void *ud) {
         goto out;
     }
     p->w = w;
+    s->t_us[SESSION_T_THREAD] = w->t_began_us;
+    s->t_us[SESSION_T_LOOKED_UP] = w->t_looked_up_us;
+    s->t_us[SESSION_T_BUILT] = w->t_built_us;
+    s->t_us[SESSION_T_HEARD] = lyhd_mono_us();
     /* first: a refusal of the thread's may rest on the old policy's copy */
     if (pol->version != p->policy_version) {
         rpc_fail(call, LIANYAOHU__V1__CODE__ABORTED,
@@ -1235,6 +1239,7 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     memcpy(w->groups, call->peer_groups, call->n_peer_groups * sizeof(gid_t));
     w->n_groups = call->n_peer_groups;
     memcpy(w->home, p->home, sizeof(w->home));
+    s->t_us[SESSION_T_VALIDATED] = lyhd_mono_us();
     k = run_paths_start(p->job, d->base, run_checked, p);
     if (k < 0) {
         if (k == -EUSERS)

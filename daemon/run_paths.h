@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "platform/linux/fsutil.h"
@@ -90,6 +91,9 @@ struct run_paths {
     struct prot_list prot;        /* entries of home kept read-only, with their pins */
     struct spawn_cover covers[PROT_MAX];
     struct run_refusal err;
+    /* when the thread began, had the paths looked up, had the ruleset built
+     * (CLOCK_MONOTONIC, µs: lyhd --timing) */
+    uint64_t t_began_us, t_looked_up_us, t_built_us;
 };
 
 struct run_paths_job;

@@ -680,14 +680,22 @@ void session_log_phases(const struct session *s, bool end) {
         /* a cgroup-less session has no cgroup mark: that phase is 0 */
         enum session_t before_begin = s->t_us[SESSION_T_CGROUP] ? SESSION_T_CGROUP : SESSION_T_ROW;
         log_info("launch %s phases (us): checks %llu tmpdir %llu state_db %llu cgroup %llu begin %llu "
-                 "nft %llu landlock %llu fork %llu record %llu exec %llu total %llu",
+                 "nft %llu landlock %llu fork %llu record %llu exec %llu total %llu -- within checks: "
+                 "validate %llu thread_start %llu lookups %llu ruleset %llu handback %llu "
+                 "checks_rest %llu",
                  s->row.id, phase(s, SESSION_T_ENTRY, SESSION_T_CHECKED),
                  phase(s, SESSION_T_CHECKED, SESSION_T_TMPDIR), phase(s, SESSION_T_TMPDIR, SESSION_T_ROW),
                  phase(s, SESSION_T_ROW, SESSION_T_CGROUP), phase(s, before_begin, SESSION_T_BEGUN),
                  phase(s, SESSION_T_BEGUN, SESSION_T_NFT),
                  phase(s, SESSION_T_NFT, SESSION_T_LANDLOCK), phase(s, SESSION_T_LANDLOCK, SESSION_T_FORK),
                  phase(s, SESSION_T_FORK, SESSION_T_RECORDED),
-                 phase(s, SESSION_T_RECORDED, SESSION_T_EXEC), phase(s, SESSION_T_ENTRY, SESSION_T_EXEC));
+                 phase(s, SESSION_T_RECORDED, SESSION_T_EXEC), phase(s, SESSION_T_ENTRY, SESSION_T_EXEC),
+                 phase(s, SESSION_T_ENTRY, SESSION_T_VALIDATED),
+                 phase(s, SESSION_T_VALIDATED, SESSION_T_THREAD),
+                 phase(s, SESSION_T_THREAD, SESSION_T_LOOKED_UP),
+                 phase(s, SESSION_T_LOOKED_UP, SESSION_T_BUILT),
+                 phase(s, SESSION_T_BUILT, SESSION_T_HEARD),
+                 phase(s, SESSION_T_HEARD, SESSION_T_CHECKED));
         return;
     }
     /* last_turn: how long the loop was held by the teardown's last turn

@@ -26,14 +26,22 @@ struct dns_fwd;
  * when that phase ended (the Run request's handler started at T_ENTRY). */
 enum session_t {
     SESSION_T_ENTRY,    /* rpc_run called (the request decoded and checked) */
-    SESSION_T_CHECKED,  /* validation: policy, paths, resolvers, environment */
+    SESSION_T_VALIDATED, /* the request checked on the loop (policy, destinations,
+                          * interface, resolvers, environment); the path thread
+                          * started */
+    SESSION_T_THREAD,   /* the path thread running (its own clock) */
+    SESSION_T_LOOKED_UP, /* the paths looked up, in the thread */
+    SESSION_T_BUILT,    /* the Landlock ruleset built, in the thread */
+    SESSION_T_HEARD,    /* the loop heard the thread was done */
+    SESSION_T_CHECKED,  /* the rest of the checks: the session caps again, groups,
+                         * the guard gid, the DNS forwarder started */
     SESSION_T_TMPDIR,   /* the private tmpdir made */
     SESSION_T_ROW,      /* the state.db row committed */
     SESSION_T_CGROUP,   /* the session cgroup made (and a shared chain taken) */
     SESSION_T_BEGUN,    /* the plan sent to the spawner, gated (the child makes its
                          * mounts), or found not to go that way */
     SESSION_T_NFT,      /* its chain installed (one nf_tables transaction) */
-    SESSION_T_LANDLOCK, /* the Landlock ruleset built */
+    SESSION_T_LANDLOCK, /* the tmpdir's Landlock rules added to the ruleset */
     SESSION_T_FORK,     /* the child made: the spawner's answer, the go sent (or the
                          * one-step spawn's fork) */
     SESSION_T_RECORDED, /* pid recorded in state.db, watched */
