@@ -225,8 +225,9 @@ int guard_session_del(struct lyhd *d, struct session *s) {
         bool searched = false;
         r = nft_session_del_known(d->guard->nft, s->nft_kept, &searched);
         if (searched)
-            log_warn("session '%s': part of its firewall rules was gone at its end (someone "
-                     "else changed lyhd's table); what was left of them is removed",
+            log_warn("session '%s': its firewall rules were not as lyhd installed them at its "
+                     "end (someone else changed lyhd's table: part of them gone, or something "
+                     "added that refers to them); what is left of them is removed",
                      s->row.id);
     } else
         r = nft_session_del(d->guard->nft, s->row.chain, s->row.cgroup_id, mark);

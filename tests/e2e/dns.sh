@@ -837,9 +837,9 @@ for how in kept tampered; do
     lyh_wait_until 5 eval '[ "$(sess_left "$SID" "$CGID" "$CGP")" = 0 ]'
     t_eq "11 ($how): at its end, nothing of it is left in the table" \
         "$(sess_left "${SID:-x}" "${CGID:-x}" "${CGP:-x}")" 0
-    searched() { lyh_daemon_log_has "session '${SID:-x}': part of its firewall rules was gone at its end" "$1"; }
+    searched() { lyh_daemon_log_has "session '${SID:-x}': its firewall rules were not as lyhd installed them at its end" "$1"; }
     if [ "$how" = tampered ]; then
-        t_check "11 ($how): lyhd says part of them was gone, and asks the kernel what is left" searched 5
+        t_check "11 ($how): lyhd says they were not as it installed them, and asks the kernel what is left" searched 5
     else
         t_check "11 ($how): one transaction of what lyhd kept did it (no search)" eval '! searched 1'
     fi
