@@ -16,12 +16,12 @@
 #include <sys/eventfd.h>
 #include <sys/queue.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/home_entry.h"
 #include "common/macros.h"
 #include "daemon/homes.h"
+#include "daemon/lyhd.h" /* lyhd_mono_us: a clock any thread may read */
 
 int run_refuse(struct run_refusal *f, int code, const char *fmt, ...) {
     va_list ap;
@@ -507,18 +507,12 @@ static void free_list(char **v, size_t n) {
     free(v);
 }
 
-static uint64_t mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 void run_paths_collect(struct run_paths *p) {
     const Lianyaohu__V1__RunRequest *r = &p->rq;
     struct fs_ident root_ident;
     char why[512];
 
-    p->t_began_us = mono_us();
+    p->t_began_us = lyhd_mono_us();
     if (check_home(p) < 0)
         return;
     /* the tmpdir's rules come by fd once the ruleset is built (rpc_run.c) */
@@ -543,7 +537,7 @@ void run_paths_collect(struct run_paths *p) {
     if (check_cwd(p, r->cwd) == 0 && check_paths(p, r, &p->pol) == 0 && pick_denied(r, p) == 0 &&
         pick_protected(p, r, &p->pol) == 0 && pick_sockets(p, r, &p->pol) == 0) {
         pick_hidden(p);
-        p->t_looked_up_us = mono_us();
+        p->t_looked_up_us = lyhd_mono_us();
         why[0] = '\0';
         k = ll_ruleset_build(&p->ll, p->landlock_abi, &p->ll_fd, &p->ll_report, why, sizeof(why));
         if (k < 0) {
@@ -556,7 +550,7 @@ void run_paths_collect(struct run_paths *p) {
                                             : LIANYAOHU__V1__CODE__INTERNAL,
                   "path policy: %s", why[0] ? why : strerror(-k));
         }
-        p->t_built_us = mono_us();
+        p->t_built_us = lyhd_mono_us();
     }
     /* Left as it came. Should that fail, nothing is lost: this thread ends
      * next and writes nothing of lyhd's (it logs nothing either: the log is

@@ -92,7 +92,7 @@ struct run_paths {
     struct spawn_cover covers[PROT_MAX];
     struct run_refusal err;
     /* when the thread began, had the paths looked up, had the ruleset built
-     * (CLOCK_MONOTONIC, µs: lyhd --timing) */
+     * (lyhd_mono_us: lyhd --timing) */
     uint64_t t_began_us, t_looked_up_us, t_built_us;
 };
 
