@@ -102,9 +102,10 @@ int conn_on_request(struct conn *c, const struct pmsg_conn *m, int *fds, size_t 
 int conn_drained(struct conn *c, uint32_t n);
 /* Hand queued responses over (a new protocol process, room in the windows). */
 void conn_flush(struct conn *c);
-/* Did a connection find the socket to the protocol process full since the
- * last call? (Then each gets a conn_flush once there is room.) */
-bool conn_window_was_full(void);
+/* Room in the socket to the protocol process may have come (a DRAINED, a
+ * tick): the connections that found it full hand over a piece each, in the
+ * order they found it, until it is full again. */
+void conn_serve_waiting(void);
 
 uint64_t conn_id(const struct conn *c);
 int conn_fd(const struct conn *c);

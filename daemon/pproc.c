@@ -124,6 +124,14 @@ pid_t pproc_pid(const struct lyhd *d) { return d->pproc ? d->pproc->pid : 0; }
  * call's path). */
 #define PPROC_MSG_CHARGE(len) (2 * (len) + 1024)
 
+/* FORCE: past net.core.wmem_max (root), so that announcing every session to
+ * a new process does not fill the queue. */
+static void size_sndbuf(int fd) {
+    int buf = PPROC_SNDBUF;
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) < 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+}
+
 size_t pproc_queued(struct lyhd *d, size_t limit) {
     struct pproc *p = d->pproc;
     int n = 0;
@@ -735,15 +743,11 @@ static int spawn(struct lyhd *d) {
     char a_uid[16], a_gid[16], a_flags[4];
     char *argv[] = {(char *)"lyhd", (char *)"--protocol-process", (char *)"3", a_uid, a_gid,
                     a_flags, NULL, NULL};
-    int buf = PPROC_SNDBUF;
 
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
         return -errno;
-    /* FORCE: past net.core.wmem_max (root), so that announcing every
-     * session to a new process does not fill the queue */
     for (int k = 0; k < 2; k++)
-        if (setsockopt(sv[k], SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) < 0)
-            (void)setsockopt(sv[k], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+        size_sndbuf(sv[k]);
     snprintf(a_uid, sizeof(a_uid), "%u", (unsigned)p->uid);
     snprintf(a_gid, sizeof(a_gid), "%u", (unsigned)p->gid);
     snprintf(a_flags, sizeof(a_flags), "%u", (d->cfg.verbose ? 1u : 0u) | (d->cfg.use_syslog ? 2u : 0u));
@@ -957,6 +961,7 @@ int pproc_attach_for_test(struct lyhd *d, int sock) {
     if (!p)
         return -ENOMEM;
     p->sock = sock;
+    size_sndbuf(sock); /* as a real process's */
     p->pidfd = p->exe_fd = -1;
     p->ready = true;
     d->pproc = p;

@@ -108,12 +108,9 @@ void server_conn_removed(struct server *s, struct conn *c) {
 void server_tick(struct server *s) {
     if (!s || s->stopping)
         return;
-    bool flush = conn_window_was_full();
-    for (unsigned i = 0; i < s->n_slots; i++) {
+    for (unsigned i = 0; i < s->n_slots; i++)
         conn_resume_if_ok(s->slots[i].conn);
-        if (flush)
-            conn_flush(s->slots[i].conn);
-    }
+    conn_serve_waiting();
 }
 
 static struct conn *find(const struct server *s, uint64_t id) {
@@ -376,9 +373,8 @@ int server_on_message(struct server *s, uint16_t type, const struct pmsg_conn *m
             return pproc_drop_fds(s->d, fds, nfds), -EBADMSG;
         if (c && !conn_is_dead(c))
             r = conn_drained(c, m->count);
-        if (r == 0 && conn_window_was_full())
-            for (unsigned i = 0; i < s->n_slots; i++)
-                conn_flush(s->slots[i].conn);
+        if (r == 0)
+            conn_serve_waiting(); /* the protocol process read: room, most likely */
         return r;
     default:
         pproc_drop_fds(s->d, fds, nfds);
@@ -520,6 +516,7 @@ int server_protocol_ready(struct server *s) {
         }
         conn_flush(c);
     }
+    conn_serve_waiting(); /* those still waiting from the last process */
     return 0;
 }
 

@@ -25,7 +25,11 @@
  *   - an fd it sends is never closed on the parent's loop: a client's TCP
  *     socket whose close lingers 30 s, sent with a malformed message or for
  *     a connection the parent does not know, leaves the parent at once and
- *     waits in the closer (real workers here), under _lyhd's queue.
+ *     waits in the closer (real workers here), under _lyhd's queue;
+ *   - room in the socket to the process goes to the connections whose
+ *     answers found it full in turn: one that asked after two busy ones,
+ *     while they still have answers waiting, gets its answer in the first
+ *     round (not after theirs, not at the next tick).
  * Needs root (the parent checks a connection's socket file with SIOCUNIXFILE;
  * the lingering socket lives in a network namespace of the test's own);
  * skips without it. */
@@ -492,6 +496,89 @@ static void test_fds_never_closed_on_the_loop(void **state) {
     close(li2);
 }
 
+/* One Capabilities request (call id 1) of connection id, answered at once. */
+static void ask_caps(struct fx *f, uint64_t id) {
+    static const uint8_t caps[] = {0x08, 0x01, 0x10, 0x01, 0x52, 0x00};
+    struct pmsg_conn req = {.id = id, .total = sizeof(caps), .data = caps, .data_len = sizeof(caps)};
+    assert_int_equal(send_conn(f, PMSG_REQUEST, &req, NULL, 0), 0);
+}
+
+/* One datagram from the parent, if one is there: its type, and its
+ * connection and length for an OUT. */
+static bool next_from_parent(struct fx *f, uint16_t *type, uint64_t *id, size_t *data_len) {
+    static uint8_t buf[PMSG_MAX_BYTES];
+    int fds[PMSG_RECV_FDS];
+    size_t len, nfds = 0, pl_len;
+    const uint8_t *pl;
+    struct pmsg_conn m;
+
+    if (pmsg_recv(f->peer, buf, sizeof(buf), &len, fds, &nfds) < 0)
+        return false;
+    pmsg_close_fds(fds, nfds);
+    assert_int_equal(pmsg_header(buf, len, type, &pl, &pl_len), 0);
+    *id = 0, *data_len = 0;
+    if (*type == PMSG_OUT) {
+        assert_int_equal(pmsg_decode_conn(*type, pl, pl_len, &m), 0);
+        *id = m.id, *data_len = m.data_len;
+    }
+    return true;
+}
+
+#define BUSY 6 /* their windows together hold more than the socket */
+
+static void test_room_goes_round(void **state) {
+    struct fx *f = *state;
+    uint64_t busy[BUSY], c, id;
+    uint16_t type;
+    size_t n;
+
+    f->d.cfg.max_conns = BUSY + 1;
+    for (int k = 0; k < BUSY; k++)
+        assert_int_equal(open_client(f, &busy[k]), 0);
+    assert_int_equal(open_client(f, &c), 0);
+    /* the busy ones pipeline until the socket is full, then 100 more each:
+     * those answers wait in the parent */
+    int i;
+    for (i = 0; i < 100000 && pproc_queued(&f->d, CONN_SOCK_MAX) < CONN_SOCK_MAX; i++)
+        ask_caps(f, busy[i % BUSY]);
+    assert_true(i < 100000);
+    for (i = 0; i < 100 * BUSY; i++)
+        ask_caps(f, busy[i % BUSY]);
+    /* c asks once: its answer finds the socket full */
+    ask_caps(f, c);
+    /* the process reads all that is there (nothing of c's), and writes one
+     * answer of the first busy one's to its client */
+    size_t first_n = 0, outs = 0;
+    while (next_from_parent(f, &type, &id, &n)) {
+        if (type != PMSG_OUT)
+            continue;
+        assert_true(id != c);
+        outs++;
+        if (id == busy[0])
+            first_n = n;
+    }
+    assert_true(outs > 100 && first_n > 0);
+    struct pmsg_conn dr = {.id = busy[0], .count = (uint32_t)first_n};
+    assert_int_equal(send_conn(f, PMSG_DRAINED, &dr, NULL, 0), 0);
+    /* the room it made goes round: c's answer comes after at most one piece
+     * of each busy one's */
+    unsigned before_c = 0;
+    bool got_c = false;
+    while (!got_c && next_from_parent(f, &type, &id, &n)) {
+        if (type != PMSG_OUT)
+            continue;
+        if (id == c)
+            got_c = true;
+        else
+            before_c++;
+    }
+    if (!got_c || before_c > BUSY)
+        fprintf(stderr, "c's answer: %s, after %u of the busy ones' pieces\n",
+                got_c ? "came" : "did not come", before_c);
+    assert_true(got_c);
+    assert_true(before_c <= BUSY);
+}
+
 int main(void) {
     if (geteuid() != 0) {
         fprintf(stderr, "test_server: needs root (SIOCUNIXFILE); skipped\n");
@@ -509,6 +596,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_fds_held_until_the_process_closed_its_own, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fds_never_closed_on_the_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_room_goes_round, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
