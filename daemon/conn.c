@@ -278,9 +278,14 @@ void conn_serve_waiting(void) {
 void conn_flush(struct conn *c) {
     enum piece r;
 
+    /* A refusal is the last thing a connection gets, and it is closed
+     * right after: it goes now if there is room, as it did before the
+     * line, rather than be dropped with the connection while it waits. */
+    if (c->closing)
+        stop_waiting(c);
     if (c->waiting)
         return;
-    if (!TAILQ_EMPTY(&waiting)) {
+    if (!TAILQ_EMPTY(&waiting) && !c->closing) {
         if (has_piece(c))
             wait_for_room(c);
         conn_serve_waiting();

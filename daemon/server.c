@@ -514,8 +514,13 @@ int server_protocol_ready(struct server *s) {
                 (r = pproc_send(s->d, buf, len, NULL, 0)) < 0)
                 return r;
         }
-        conn_flush(c);
     }
+    /* Answers only once every connection is the new process's: a flush
+     * serves the line, which may hold connections of later slots (an OUT
+     * for an id it does not know yet would be dropped, and its bytes never
+     * drained). */
+    for (unsigned i = 0; i < s->n_slots; i++)
+        conn_flush(s->slots[i].conn);
     conn_serve_waiting(); /* those still waiting from the last process */
     return 0;
 }

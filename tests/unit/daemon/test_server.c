@@ -27,9 +27,11 @@
  *     a connection the parent does not know, leaves the parent at once and
  *     waits in the closer (real workers here), under _lyhd's queue;
  *   - room in the socket to the process goes to the connections whose
- *     answers found it full in turn: one that asked after two busy ones,
+ *     answers found it full in turn: one that asked after six busy ones,
  *     while they still have answers waiting, gets its answer in the first
- *     round (not after theirs, not at the next tick).
+ *     round (not after theirs, not at the next tick); a new process hears
+ *     of every connection it adopts before any answer to one, also to one
+ *     that was waiting for room when the last process died.
  * Needs root (the parent checks a connection's socket file with SIOCUNIXFILE;
  * the lingering socket lives in a network namespace of the test's own);
  * skips without it. */
@@ -504,7 +506,7 @@ static void ask_caps(struct fx *f, uint64_t id) {
 }
 
 /* One datagram from the parent, if one is there: its type, and its
- * connection and length for an OUT. */
+ * connection (OUT, CONN_ADOPT) and length (OUT). */
 static bool next_from_parent(struct fx *f, uint16_t *type, uint64_t *id, size_t *data_len) {
     static uint8_t buf[PMSG_MAX_BYTES];
     int fds[PMSG_RECV_FDS];
@@ -517,7 +519,7 @@ static bool next_from_parent(struct fx *f, uint16_t *type, uint64_t *id, size_t 
     pmsg_close_fds(fds, nfds);
     assert_int_equal(pmsg_header(buf, len, type, &pl, &pl_len), 0);
     *id = 0, *data_len = 0;
-    if (*type == PMSG_OUT) {
+    if (*type == PMSG_OUT || *type == PMSG_CONN_ADOPT) {
         assert_int_equal(pmsg_decode_conn(*type, pl, pl_len, &m), 0);
         *id = m.id, *data_len = m.data_len;
     }
@@ -526,24 +528,40 @@ static bool next_from_parent(struct fx *f, uint16_t *type, uint64_t *id, size_t 
 
 #define BUSY 6 /* their windows together hold more than the socket */
 
+/* The socket to the process holds 1 MiB only with SO_SNDBUFFORCE (as
+ * pproc.c sizes it): without CAP_NET_ADMIN these tests cannot fill it. */
+static bool sndbuf_forceable(void) {
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), buf = 1 << 20;
+    bool ok = fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* Connections ask until the socket to the process is full, then 100 more
+ * each: those answers wait in the parent. */
+static void fill_socket(struct fx *f, const uint64_t *ids, size_t n_ids) {
+    int i;
+    for (i = 0; i < 100000 && pproc_queued(&f->d, CONN_SOCK_MAX) < CONN_SOCK_MAX; i++)
+        ask_caps(f, ids[(size_t)i % n_ids]);
+    assert_true(i < 100000);
+    for (i = 0; i < 100 * (int)n_ids; i++)
+        ask_caps(f, ids[(size_t)i % n_ids]);
+}
+
 static void test_room_goes_round(void **state) {
     struct fx *f = *state;
     uint64_t busy[BUSY], c, id;
     uint16_t type;
     size_t n;
 
+    if (!sndbuf_forceable())
+        skip();
     f->d.cfg.max_conns = BUSY + 1;
     for (int k = 0; k < BUSY; k++)
         assert_int_equal(open_client(f, &busy[k]), 0);
     assert_int_equal(open_client(f, &c), 0);
-    /* the busy ones pipeline until the socket is full, then 100 more each:
-     * those answers wait in the parent */
-    int i;
-    for (i = 0; i < 100000 && pproc_queued(&f->d, CONN_SOCK_MAX) < CONN_SOCK_MAX; i++)
-        ask_caps(f, busy[i % BUSY]);
-    assert_true(i < 100000);
-    for (i = 0; i < 100 * BUSY; i++)
-        ask_caps(f, busy[i % BUSY]);
+    fill_socket(f, busy, BUSY);
     /* c asks once: its answer finds the socket full */
     ask_caps(f, c);
     /* the process reads all that is there (nothing of c's), and writes one
@@ -579,6 +597,46 @@ static void test_room_goes_round(void **state) {
     assert_true(before_c <= BUSY);
 }
 
+/* A new process hears of every connection (CONN_ADOPT) before any answer to
+ * one: a connection still waiting for room when the last process died gets
+ * its answer from the new one, after its ADOPT. */
+static void test_adopted_before_answered(void **state) {
+    struct fx *f = *state;
+    uint64_t idle, busy[BUSY], c, id;
+    uint16_t type;
+    size_t n;
+
+    if (!sndbuf_forceable())
+        skip();
+    f->d.cfg.max_conns = BUSY + 2;
+    assert_int_equal(open_client(f, &idle), 0); /* the first slot: nothing to send */
+    for (int k = 0; k < BUSY; k++)
+        assert_int_equal(open_client(f, &busy[k]), 0);
+    assert_int_equal(open_client(f, &c), 0);
+    fill_socket(f, busy, BUSY);
+    ask_caps(f, c); /* waits for room, nothing of it in flight */
+    /* the process dies: the busy ones (answers in flight) are closed, idle
+     * and c are handed to the next one */
+    restart(f);
+    assert_int_equal(server_conn_count(f->d.server), 2);
+    bool adopted_idle = false, adopted_c = false, answered_c = false;
+    while (next_from_parent(f, &type, &id, &n)) {
+        if (type == PMSG_CONN_ADOPT) {
+            adopted_idle |= id == idle;
+            adopted_c |= id == c;
+        }
+        if (type != PMSG_OUT)
+            continue;
+        assert_true(id == c);
+        if (!adopted_c)
+            fprintf(stderr, "an answer to connection %llu came before its ADOPT\n",
+                    (unsigned long long)c);
+        assert_true(adopted_c);
+        answered_c = true;
+    }
+    assert_true(adopted_idle && adopted_c && answered_c);
+}
+
 int main(void) {
     if (geteuid() != 0) {
         fprintf(stderr, "test_server: needs root (SIOCUNIXFILE); skipped\n");
@@ -597,6 +655,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fds_never_closed_on_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_room_goes_round, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adopted_before_answered, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
