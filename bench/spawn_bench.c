@@ -4,12 +4,14 @@
  *
  * Each round runs every command once, in order, starting at a different one
  * each round (A B C, B C A, ...), so slow drift of a noisy machine spreads over
- * all sides. One line per run: "LABEL MICROSECONDS EXITSTATUS MAXRSS_KB"
- * (wall time from fork to reap; maxrss from wait4). Children get /dev/null as
- * stdin and stdout; stderr goes to $SPAWN_ERR (appended) or /dev/null. Each
- * child is killed by SIGALRM after $SPAWN_TIMEOUT seconds (default 60), so
- * every run is bounded. $SPAWN_NOROTATE=1 keeps the order A B C every round
- * (for commands that depend on each other). */
+ * all sides. One line per run: "LABEL MICROSECONDS EXITSTATUS MAXRSS_KB FORK_AT"
+ * (wall time from fork to reap; maxrss from wait4; FORK_AT the CLOCK_MONOTONIC
+ * microsecond before the fork, the clock of lyh run --timing and lyhd
+ * --timing). Children get /dev/null as stdin and stdout; stderr goes to
+ * $SPAWN_ERR (appended) or /dev/null. Each child is killed by SIGALRM after
+ * $SPAWN_TIMEOUT seconds (default 60), so every run is bounded.
+ * $SPAWN_NOROTATE=1 keeps the order A B C every round (for commands that
+ * depend on each other). */
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -84,7 +86,7 @@ int main(int argc, char **argv) {
                     return 1;
             long long t1 = now_ns();
             int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-            printf("%s %lld %d %ld\n", label[c], (t1 - t0) / 1000, rc, ru.ru_maxrss);
+            printf("%s %lld %d %ld %lld\n", label[c], (t1 - t0) / 1000, rc, ru.ru_maxrss, t0 / 1000);
         }
     }
     return 0;

@@ -3,6 +3,7 @@
 #define LYH_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -24,7 +25,11 @@ enum {
 struct cli {
     const char *socket_path; /* resolved: --socket, $LYH_SOCKET, default */
     const char *prog;
+    uint64_t main_us; /* CLOCK_MONOTONIC when main() began (lyh run --timing) */
 };
+
+/* CLOCK_MONOTONIC in microseconds: the clock lyhd's --timing uses too. */
+uint64_t cli_mono_us(void);
 
 struct cli_command {
     const char *name;

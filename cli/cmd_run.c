@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pb_encode.h>
 #include <signal.h>
@@ -112,6 +113,9 @@ void usage_run(FILE *f) {
             "                             as it happens (tail -f it in a second pane)\n"
             "  --quiet                    fewer notes at start (warnings, errors and --monitor\n"
             "                             still print)\n"
+            "  --timing                   at the end, print on stderr when each step of the\n"
+            "                             launch happened (CLOCK_MONOTONIC microseconds, the\n"
+            "                             clock of lyhd --timing; for bench/run)\n"
             "  --config PATH              the global config file to use (lianyaohu.toml(5))\n"
             "  --no-config                read no config file at all\n"
             "  --trust-project            apply the project file's widenings this once\n"
@@ -193,6 +197,18 @@ static int add_path(const char *opt, const char *path, char (*arr)[1024], pb_siz
 static char env_note[768];
 static char env_names[480]; /* the names for it, ", "-joined */
 static bool quiet;
+
+/* --timing: when each step of this launch happened, in CLOCK_MONOTONIC
+ * microseconds (lyhd's --timing clock), printed on stderr at the end, so
+ * that bench/run can set lyh's own steps beside lyhd's phases. */
+enum { T_MAIN, T_READY, T_CONNECTED, T_STARTED, T_EXITED, T_DONE, T_COUNT };
+static uint64_t t_at[T_COUNT];
+static bool timing;
+
+static void t_mark(int step) {
+    if (timing)
+        t_at[step] = cli_mono_us();
+}
 
 /* Where --monitor lines go: a place of their own (--monitor-to), stderr, or,
  * in a terminal session whose stderr is that terminal, nowhere until the
@@ -554,6 +570,7 @@ static int follow_run(const struct cli *cli, struct lyh_client *c, uint64_t id,
             fputs(ev->event.firewall, stdout);
             return EXIT_OK;
         case lianyaohu_v1_RunEvent_started_tag:
+            t_mark(T_STARTED);
             snprintf(session_id, sizeof(session_id), "%s", ev->event.started.session_id);
             snprintf(mon_session, sizeof(mon_session), "%s", session_id);
             snprintf(vpn, sizeof(vpn), "%s", ev->event.started.interface);
@@ -585,6 +602,7 @@ static int follow_run(const struct cli *cli, struct lyh_client *c, uint64_t id,
             }
             break;
         case lianyaohu_v1_RunEvent_exited_tag:
+            t_mark(T_EXITED);
             if (relay)
                 pty_relay_drain(relay);
             if (ev->event.exited.signal > 0) {
@@ -1085,7 +1103,18 @@ static int start_held(struct lyh_client **cp, uint64_t id, int *master, struct h
 int cmd_run(struct cli *cli, int argc, char **argv) {
     agent_status = false;
     quiet = false;
+    timing = false;
+    memset(t_at, 0, sizeof(t_at));
+    t_at[T_MAIN] = cli->main_us;
     int rc = run_main(cli, argc, argv);
+    if (timing) {
+        t_mark(T_DONE);
+        fprintf(stderr,
+                "lyh: timing (CLOCK_MONOTONIC us): main %" PRIu64 " ready %" PRIu64
+                " connected %" PRIu64 " started %" PRIu64 " exited %" PRIu64 " done %" PRIu64 "\n",
+                t_at[T_MAIN], t_at[T_READY], t_at[T_CONNECTED], t_at[T_STARTED], t_at[T_EXITED],
+                t_at[T_DONE]);
+    }
     if (agent_status || rc == EXIT_OK || rc == EXIT_RUN_CANNOT || rc == EXIT_RUN_NOT_FOUND)
         return rc;
     return EXIT_RUN_REFUSED;
@@ -1099,7 +1128,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
     enum {
         O_VPN = 256, O_CWD, O_ENV, O_NOFW, O_SHARED, O_NONDEFAULT, O_ALLOW, O_DENY, O_LAN, O_HOSTPORT, O_SOCKET, O_DNS, O_DOMAIN,
         O_WRITABLE, O_RO, O_NARROW, O_PRINTFW, O_PRINTPOL, O_NOTUI, O_MONITOR, O_HELP,
-        O_CONFIG, O_NOCONFIG, O_TRUSTPROJ, O_SOCKPATH, O_QUIET, O_MONITOR_TO, O_NAME,
+        O_CONFIG, O_NOCONFIG, O_TRUSTPROJ, O_SOCKPATH, O_QUIET, O_MONITOR_TO, O_NAME, O_TIMING,
     };
     static const struct option opts[] = {
         {"vpn", required_argument, NULL, O_VPN},
@@ -1129,6 +1158,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         {"trust-project", no_argument, NULL, O_TRUSTPROJ},
         {"socket", required_argument, NULL, O_SOCKPATH}, /* lyh's, also after `run` */
         {"quiet", no_argument, NULL, O_QUIET},
+        {"timing", no_argument, NULL, O_TIMING},
         {"name", required_argument, NULL, O_NAME},
         {"detach", no_argument, NULL, 'd'},
         {0},
@@ -1194,6 +1224,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         case O_PRINTPOL: o.print_policy = true; break;
         case O_NOTUI: o.no_tui = true; break;
         case O_QUIET: quiet = true; break;
+        case O_TIMING: timing = true; break;
         case O_HELP: usage_run(stdout); return EXIT_OK;
         case ':':
             fprintf(stderr, "lyh run: option '%s' needs a value\n", argv[optind - 1]);
@@ -1331,6 +1362,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         return rc;
     }
     struct lyh_client *client = NULL;
+    t_mark(T_READY);
     rc = cli_connect(cli, &client);
     if (rc != EXIT_OK) {
         held_unlisten(&hd);
@@ -1359,6 +1391,7 @@ static int run_main(struct cli *cli, int argc, char **argv) {
         fds[0] = slave;
         n_fds = 1;
     }
+    t_mark(T_CONNECTED); /* before the send: lyhd may act on it before we run again */
     int k = lyh_client_send(client, req, fds, n_fds, &id);
     if (slave >= 0)
         close(slave); /* the daemon has its own copy now */

@@ -5,12 +5,19 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "cli/textbuf.h"
 #include "common/dest_rule.h"
 #include "common/closest.h"
 #include "common/macros.h"
+
+uint64_t cli_mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 int cli_connect(struct cli *cli, struct lyh_client **ret) {
     int r = lyh_client_connect(cli->socket_path, ret);

@@ -77,6 +77,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    uint64_t main_us = cli_mono_us();
     /* fds 0-2 open (on /dev/null if closed), so no socket or pty of ours
      * is ever taken for stdio (a background session's holder points stdio
      * at /dev/null, which would replace it) */
@@ -90,7 +91,7 @@ int main(int argc, char **argv) {
         {"help", no_argument, NULL, 'h'},
         {0},
     };
-    struct cli cli = {.prog = "lyh"};
+    struct cli cli = {.prog = "lyh", .main_us = main_us};
     const char *socket_opt = NULL;
     int c;
 

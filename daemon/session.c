@@ -682,7 +682,7 @@ void session_log_phases(const struct session *s, bool end) {
         log_info("launch %s phases (us): checks %llu tmpdir %llu state_db %llu cgroup %llu begin %llu "
                  "nft %llu landlock %llu fork %llu record %llu exec %llu total %llu -- within checks: "
                  "validate %llu thread_start %llu lookups %llu ruleset %llu handback %llu "
-                 "checks_rest %llu",
+                 "checks_rest %llu -- at (CLOCK_MONOTONIC us): entry_at %llu started_at %llu",
                  s->row.id, phase(s, SESSION_T_ENTRY, SESSION_T_CHECKED),
                  phase(s, SESSION_T_CHECKED, SESSION_T_TMPDIR), phase(s, SESSION_T_TMPDIR, SESSION_T_ROW),
                  phase(s, SESSION_T_ROW, SESSION_T_CGROUP), phase(s, before_begin, SESSION_T_BEGUN),
@@ -695,14 +695,19 @@ void session_log_phases(const struct session *s, bool end) {
                  phase(s, SESSION_T_THREAD, SESSION_T_LOOKED_UP),
                  phase(s, SESSION_T_LOOKED_UP, SESSION_T_BUILT),
                  phase(s, SESSION_T_BUILT, SESSION_T_HEARD),
-                 phase(s, SESSION_T_HEARD, SESSION_T_CHECKED));
+                 phase(s, SESSION_T_HEARD, SESSION_T_CHECKED),
+                 (unsigned long long)s->t_us[SESSION_T_ENTRY],
+                 (unsigned long long)s->t_us[SESSION_T_TELL_STARTED]);
         return;
     }
     /* last_turn: how long the loop was held by the teardown's last turn
      * (the rules, cgroup and tmpdir; the earlier turns only poll) */
-    log_info("end %s phases (us): exit_to_reply %llu teardown %llu last_turn %llu", s->row.id,
-             phase(s, SESSION_T_EXIT, SESSION_T_REPLIED), phase(s, SESSION_T_REPLIED, SESSION_T_TORN),
-             phase(s, SESSION_T_LAST, SESSION_T_TORN));
+    log_info("end %s phases (us): exit_to_reply %llu teardown %llu last_turn %llu -- at "
+             "(CLOCK_MONOTONIC us): exit_at %llu replied_at %llu",
+             s->row.id, phase(s, SESSION_T_EXIT, SESSION_T_REPLIED),
+             phase(s, SESSION_T_REPLIED, SESSION_T_TORN), phase(s, SESSION_T_LAST, SESSION_T_TORN),
+             (unsigned long long)s->t_us[SESSION_T_EXIT],
+             (unsigned long long)s->t_us[SESSION_T_TELL_EXITED]);
 }
 
 void session_teardown(struct session *s) {
@@ -837,6 +842,7 @@ static void on_status(evutil_socket_t fd, short what, void *arg) {
     if (r == 0) {
         s->exec_ok = true;
         audit_session_started(s->d, s);
+        s->t_us[SESSION_T_TELL_STARTED] = lyhd_mono_us();
         send_started(s);
         s->t_us[SESSION_T_EXEC] = lyhd_mono_us();
         session_log_phases(s, false);
@@ -899,6 +905,7 @@ static void on_child_exit(evutil_socket_t fd, short what, void *arg) {
         s->row.exit_code = -1;
         s->row.signal = si.si_status;
     }
+    s->t_us[SESSION_T_TELL_EXITED] = lyhd_mono_us();
     send_exited(s);
     s->t_us[SESSION_T_REPLIED] = lyhd_mono_us();
     session_teardown(s);

@@ -45,8 +45,12 @@ enum session_t {
     SESSION_T_FORK,     /* the child made: the spawner's answer, the go sent (or the
                          * one-step spawn's fork) */
     SESSION_T_RECORDED, /* pid recorded in state.db, watched */
+    SESSION_T_TELL_STARTED, /* the child's exec confirmed; RunStarted about to be sent
+                             * (--timing's started_at: before the send, so that it
+                             * comes before the client reads it) */
     SESSION_T_EXEC,     /* the child's exec confirmed; RunStarted sent */
     SESSION_T_EXIT,     /* the agent's exit seen */
+    SESSION_T_TELL_EXITED, /* RunExited about to be sent (--timing's replied_at) */
     SESSION_T_REPLIED,  /* RunExited sent */
     SESSION_T_LAST,     /* the teardown's last turn on the loop began */
     SESSION_T_TORN,     /* everything removed (the tmpdir: asked for) */
