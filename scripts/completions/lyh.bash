@@ -159,7 +159,7 @@ _lyh() {
     run)
         opts="--vpn --cwd --env --allow-dest --deny-dest --lan-allow --writable --read-only
               --narrow-home --allow-non-default-route --no-firewall --shared-user-firewall
-              --print-firewall --print-policy --no-tui --name --detach -d --monitor --monitor-to --quiet --config --no-config
+              --print-firewall --print-policy --no-tui --name --detach -d --monitor --monitor-to --quiet --timing --config --no-config
               --trust-project --dns --allow-domain --allow-host-port --allow-socket --socket
               --help --"
         ;;
