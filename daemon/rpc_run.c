@@ -9,8 +9,9 @@
  *
  * Order (the state.db row always precedes the kernel change it describes):
  *   validate, env (rpc_run) -> the paths and the Landlock ruleset, by a thread
- *   of their own (run_paths.h), the loop going on meanwhile -> (run_checked)
- *   tmpdir -> row (STARTING; names of tmpdir, cgroup and chain; spec)
+ *   of their own (run_paths.h), the loop going on meanwhile, making the guard
+ *   gid and the tmpdir beside it (make_beside) -> (run_checked)
+ *   row (STARTING; names of tmpdir, cgroup and chain; spec)
  *   committed -> cgroup -> spawn begun -> nft chain -> the tmpdir's Landlock
  *   rules -> the go -> row (cgroup id, pid, RUNNING) committed -> Started once
  *   exec succeeded.
@@ -400,7 +401,7 @@ static bool group_dropped(struct lyhd *d, gid_t g) {
  * agent could read user B's agent's 0640 files). Given on the first launch
  * and kept in state.db for good (one small transaction, once per user); a
  * recorded gid outside today's range (--guard-gid changed) is given anew. */
-static int user_guard_gid(struct lyhd *d, struct rpc_call *call, uid_t uid, gid_t *ret) {
+static int user_guard_gid(struct lyhd *d, struct run_refusal *f, uid_t uid, gid_t *ret) {
     uint32_t g = 0;
     int r = store_guard_gid_get(d->store, uid, &g);
 
@@ -409,8 +410,8 @@ static int user_guard_gid(struct lyhd *d, struct rpc_call *call, uid_t uid, gid_
         return 0;
     }
     if (r < 0 && r != -ENOENT)
-        return fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s",
-                    store_errmsg(d->store));
+        return run_refuse(f, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s",
+                          store_errmsg(d->store));
     r = store_begin(d->store);
     if (r == 0)
         r = store_guard_gid_free(d->store, d->cfg.guard_gid + 1, d->cfg.guard_gid_max, &g);
@@ -421,7 +422,7 @@ static int user_guard_gid(struct lyhd *d, struct rpc_call *call, uid_t uid, gid_
     if (r < 0) {
         int code = r == -ENOSPC ? LIANYAOHU__V1__CODE__RESOURCE_EXHAUSTED
                                 : LIANYAOHU__V1__CODE__UNAVAILABLE;
-        fail(call, code, "cannot give you a guard gid: %s", store_errmsg(d->store));
+        run_refuse(f, code, "cannot give you a guard gid: %s", store_errmsg(d->store));
         store_rollback(d->store);
         return -1;
     }
@@ -770,8 +771,11 @@ static void run_checked(struct run_paths_job *job, bool timed_out, void *ud) {
         snprintf(s->sockets + used, sizeof(s->sockets) - used, "%s%s", i ? ", " : "", w->socks[i]);
     }
     pick_groups(d, call, p);
-    if (user_guard_gid(d, call, s->row.uid, &p->gid) < 0)
+    /* what was made beside the thread (make_beside) */
+    if (p->err.code) {
+        rpc_fail(call, p->err.code, "%s", p->err.msg);
         goto out;
+    }
     /* Its DNS forwarder (see rpc_run), and the spec again with its port
      * (the same size as with the stand-in rpc_run checked). */
     if (s->wants_dns) {
@@ -792,21 +796,9 @@ static void run_checked(struct run_paths_job *job, bool timed_out, void *ud) {
         }
     }
 
-    /* 4. Make things, each recorded first. */
+    /* 4. Make things, each recorded first (the tmpdir was, beside the
+     * thread). */
     s->t_us[SESSION_T_CHECKED] = lyhd_mono_us();
-    {
-        char name[64];
-        snprintf(name, sizeof(name), "lyh-%s", s->row.id);
-        k = fs_make_private_dir(d->tmp_fd, name, s->row.uid, p->gid,
-                                spawn_tmp_subs, SPAWN_TMP_N);
-        if (k < 0) {
-            rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the tmpdir %s: %s",
-                     s->row.tmpdir, strerror(-k));
-            goto out;
-        }
-        p->made_tmpdir = true;
-    }
-    s->t_us[SESSION_T_TMPDIR] = lyhd_mono_us();
     if (commit_row(d, s, true) < 0) {
         rpc_fail(call, LIANYAOHU__V1__CODE__UNAVAILABLE, "state.db: %s", store_errmsg(d->store));
         goto out;
@@ -966,8 +958,32 @@ out:
     run_prep_free(p);
 }
 
+/* What a launch makes that does not rest on its paths, on the loop while the
+ * path thread looks them up (on two CPUs the two run side by side): the
+ * caller's guard gid, then the private tmpdir (before the row, as it always
+ * was: a tmpdir without a row is swept at lyhd's start). A failure waits in
+ * p->err for run_checked, which answers it after the thread's refusals, in
+ * the order the checks had when they ran one after the other. */
+static void make_beside(struct lyhd *d, struct run_prep *p) {
+    struct session *s = p->s;
+    char name[64];
+    int k;
+
+    if (user_guard_gid(d, &p->err, s->row.uid, &p->gid) < 0)
+        return;
+    snprintf(name, sizeof(name), "lyh-%s", s->row.id);
+    k = fs_make_private_dir(d->tmp_fd, name, s->row.uid, p->gid, spawn_tmp_subs, SPAWN_TMP_N);
+    if (k < 0) {
+        pfail(p, LIANYAOHU__V1__CODE__UNAVAILABLE, "cannot create the tmpdir %s: %s",
+              s->row.tmpdir, strerror(-k));
+        return;
+    }
+    p->made_tmpdir = true;
+    s->t_us[SESSION_T_TMPDIR] = lyhd_mono_us();
+}
+
 /* The client went away (or cancelled) while the paths were looked up:
- * nothing was made yet but the session's DNS forwarder, which goes with it. */
+ * nothing was made yet but the tmpdir (make_beside), which goes with it. */
 static void run_waiting_gone(struct rpc_call *call) {
     struct run_prep *p = call->state;
 
@@ -1260,6 +1276,8 @@ void rpc_run(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     }
     call->state = p;
     call->on_disconnect = run_waiting_gone;
+    s->t_us[SESSION_T_JOB_STARTED] = lyhd_mono_us();
+    make_beside(d, p);
     return;
 
 out:

@@ -684,7 +684,7 @@ void session_log_phases(const struct session *s, bool end) {
                  "validate %llu thread_start %llu lookups %llu ruleset %llu handback %llu "
                  "checks_rest %llu -- at (CLOCK_MONOTONIC us): entry_at %llu started_at %llu",
                  s->row.id, phase(s, SESSION_T_ENTRY, SESSION_T_CHECKED),
-                 phase(s, SESSION_T_CHECKED, SESSION_T_TMPDIR), phase(s, SESSION_T_TMPDIR, SESSION_T_ROW),
+                 phase(s, SESSION_T_JOB_STARTED, SESSION_T_TMPDIR), phase(s, SESSION_T_CHECKED, SESSION_T_ROW),
                  phase(s, SESSION_T_ROW, SESSION_T_CGROUP), phase(s, before_begin, SESSION_T_BEGUN),
                  phase(s, SESSION_T_BEGUN, SESSION_T_NFT),
                  phase(s, SESSION_T_NFT, SESSION_T_LANDLOCK), phase(s, SESSION_T_LANDLOCK, SESSION_T_FORK),

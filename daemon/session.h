@@ -27,15 +27,17 @@ struct dns_fwd;
 enum session_t {
     SESSION_T_ENTRY,    /* rpc_run called (the request decoded and checked) */
     SESSION_T_VALIDATED, /* the request checked on the loop (policy, destinations,
-                          * interface, resolvers, environment); the path thread
-                          * started */
-    SESSION_T_THREAD,   /* the path thread running (its own clock) */
+                          * interface, resolvers, environment) */
+    SESSION_T_JOB_STARTED, /* the path thread started (its start returned) */
+    SESSION_T_THREAD,   /* the path thread running (its own clock; it may come
+                         * before T_JOB_STARTED) */
     SESSION_T_LOOKED_UP, /* the paths looked up, in the thread */
     SESSION_T_BUILT,    /* the Landlock ruleset built, in the thread */
     SESSION_T_HEARD,    /* the loop heard the thread was done */
     SESSION_T_CHECKED,  /* the rest of the checks: the session caps again, groups,
-                         * the guard gid, the DNS forwarder started */
-    SESSION_T_TMPDIR,   /* the private tmpdir made */
+                         * the DNS forwarder started */
+    SESSION_T_TMPDIR,   /* the guard gid and the private tmpdir made, on the loop
+                         * beside the path thread (from T_JOB_STARTED) */
     SESSION_T_ROW,      /* the state.db row committed */
     SESSION_T_CGROUP,   /* the session cgroup made (and a shared chain taken) */
     SESSION_T_BEGUN,    /* the plan sent to the spawner, gated (the child makes its
