@@ -62,6 +62,7 @@
 #include "platform/linux/spawn.h"
 
 #define RUN_MAX_ARGV 256
+_Static_assert(RUN_MAX_ARGV <= SPAWN_MAX_ARGV, "the child runs at most SPAWN_MAX_ARGV arguments");
 #define RUN_MAX_ARG_BYTES (64u * 1024u)
 #define RUN_MAX_ARGV_TOTAL (512u * 1024u)
 /* Everything a launch needs, built up step by step; run_prep_free() undoes

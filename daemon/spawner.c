@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -467,6 +468,119 @@ static void start_protocol(int sock, const uint8_t *buf, size_t n, int fl, int *
         close(pidfd);
 }
 
+/* Launches whose child shares the spawner's memory until its exec
+ * (spawn_start_shared): each plan's datagram is copied to a mapping of its
+ * own that outlives the answer, zeroed in any child the spawner forks
+ * meanwhile (MADV_WIPEONFORK: a remover runs as another user with no exec
+ * to replace its copy), and zeroed and unmapped once the child is done. */
+#define SPAWNER_SHARED_MAX 64
+struct shared_launch {
+    struct spawn_shared *sh;
+    int done_fd;
+    uint8_t *copy;
+    size_t copy_len;
+    struct spawner_storage st;
+};
+static struct shared_launch shared[SPAWNER_SHARED_MAX];
+static size_t n_shared;
+
+static void shared_release(size_t i) {
+    struct shared_launch *l = &shared[i];
+    spawn_shared_free(l->sh); /* closes done_fd */
+    spawner_storage_free(&l->st);
+    explicit_bzero(l->copy, l->copy_len);
+    munmap(l->copy, l->copy_len);
+    shared[i] = shared[--n_shared];
+}
+
+/* Wait for the next request; release the launches whose child is done. */
+static void shared_wait(int sock) {
+    for (;;) {
+        struct pollfd pfd[SPAWNER_SHARED_MAX + 1];
+        pfd[0] = (struct pollfd){.fd = sock, .events = POLLIN};
+        for (size_t i = 0; i < n_shared; i++)
+            pfd[i + 1] = (struct pollfd){.fd = shared[i].done_fd, .events = POLLIN};
+        if (poll(pfd, n_shared + 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return; /* the receive says what is wrong */
+        }
+        for (size_t i = n_shared; i > 0; i--)
+            if (pfd[i].revents)
+                shared_release(i - 1);
+        if (pfd[0].revents)
+            return;
+    }
+}
+
+/* May a child share the spawner's memory now? Every process sharing it
+ * shares its dumpable flag, and a credential change of any of them (a
+ * child's switch to the agent's file-system identity around each path it
+ * opens, its uid drop) sets that flag to fs.suid_dumpable: a child already
+ * running as its user would be traceable, or dump the spawner's memory at a
+ * signal, if that were not 0. Read at every launch: root may change it. */
+static bool may_share(void) {
+    char c = 0;
+    int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, &c, 1);
+    close(fd);
+    return n == 1 && c == '0';
+}
+
+/* A plan, its child made sharing the spawner's memory where it can be
+ * (shared_launch), else as a fork of the spawner. 0 or -errno, as spawn_start. */
+static int launch_plan(const uint8_t *buf, size_t n, const int *fds, size_t nfds, pid_t *ret_pid,
+                       int *ret_pidfd, int *ret_status_fd) {
+    struct spawner_storage st;
+    struct spawn_plan plan;
+    size_t len = (n + 1 + 4095) & ~(size_t)4095;
+    uint8_t *copy = NULL;
+    int r;
+
+    if (n_shared < SPAWNER_SHARED_MAX && may_share()) {
+        copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (copy == MAP_FAILED || madvise(copy, len, MADV_WIPEONFORK) < 0) {
+            if (copy != MAP_FAILED)
+                munmap(copy, len);
+            copy = NULL;
+        }
+    }
+    if (copy) {
+        memcpy(copy, buf, n);
+        copy[n] = '\0';
+        r = spawner_decode(copy, n, fds, nfds, &st, &plan);
+        if (r == 0) {
+            struct shared_launch *l = &shared[n_shared];
+            plan.clone_parent = true;
+            plan.signals_default = true;
+            r = spawn_start_shared(&plan, &l->sh, ret_pid, ret_pidfd, ret_status_fd, &l->done_fd);
+            if (r == 0) {
+                l->copy = copy;
+                l->copy_len = len;
+                l->st = st;
+                n_shared++;
+                return 0;
+            }
+            spawner_storage_free(&st);
+        }
+        explicit_bzero(copy, len);
+        munmap(copy, len);
+        if (r != -ENOSYS)
+            return r;
+        /* nothing made: the fork way, from buf (a fork finds the copy wiped) */
+    }
+    r = spawner_decode(buf, n, fds, nfds, &st, &plan);
+    if (r == 0) {
+        plan.clone_parent = true;
+        plan.signals_default = true;
+        r = spawn_start(&plan, ret_pid, ret_pidfd, ret_status_fd);
+        spawner_storage_free(&st);
+    }
+    return r;
+}
+
 int spawner_main(int argc, char **argv) {
     int sock;
     uint8_t *buf;
@@ -489,6 +603,7 @@ int spawner_main(int argc, char **argv) {
         int fds[UNIXSOCK_MAX_FDS];
         size_t nfds = 0;
         int fl = 0;
+        shared_wait(sock);
         ssize_t n = unixsock_recv_fds(sock, buf, SPAWNER_MAX_BYTES, 0, fds, &nfds, &fl);
         if (n <= 0) {
             for (size_t i = 0; i < nfds; i++)
@@ -509,17 +624,11 @@ int spawner_main(int argc, char **argv) {
             start_protocol(sock, buf, (size_t)n, fl, fds, nfds);
             continue;
         }
-        struct spawner_storage st;
-        struct spawn_plan plan;
-        int r = (fl & (MSG_TRUNC | MSG_CTRUNC)) ? -EBADMSG : spawner_decode(buf, (size_t)n, fds, nfds, &st, &plan);
         pid_t pid = -1;
         int out[2] = {-1, -1};
-        if (r == 0) {
-            plan.clone_parent = true;
-            plan.signals_default = true;
-            r = spawn_start(&plan, &pid, &out[0], &out[1]);
-            spawner_storage_free(&st);
-        }
+        int r = (fl & (MSG_TRUNC | MSG_CTRUNC))
+                    ? -EBADMSG
+                    : launch_plan(buf, (size_t)n, fds, nfds, &pid, &out[0], &out[1]);
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
         reply(sock, r, r == 0 ? pid : -1, out, r == 0 ? 2 : 0);

@@ -49,6 +49,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -61,8 +62,6 @@
 #include "platform/linux/landlock.h"
 #include "platform/linux/seccomp.h"
 #include "platform/linux/unixsock.h"
-
-extern char **environ;
 
 const char *spawn_step_name(enum spawn_step s) {
     static const char *const names[] = {
@@ -534,6 +533,78 @@ int spawn_gate_go(int gate_fd, int landlock_fd) {
     return n == 1 ? 0 : n < 0 ? -errno : -EIO;
 }
 
+/* PATH of envp, or NULL. */
+static const char *env_path(char *const *envp) {
+    for (char *const *e = envp; *e; e++)
+        if (strncmp(*e, "PATH=", 5) == 0)
+            return *e + 5;
+    return NULL;
+}
+
+/* A file that execve refused as no program it knows (ENOEXEC): run by
+ * /bin/sh, as execvpe does. */
+static int exec_sh(const char *file, char *const *argv, char *const *envp) {
+    size_t n = 0;
+    while (argv[n] && n < SPAWN_MAX_ARGV)
+        n++;
+    if (argv[n])
+        return E2BIG;
+    char *sh[SPAWN_MAX_ARGV + 2];
+    sh[0] = (char *)"/bin/sh";
+    sh[1] = (char *)file;
+    for (size_t i = 1; i <= n; i++)
+        sh[i + 1] = argv[i];
+    execve("/bin/sh", sh, envp);
+    return errno;
+}
+
+int spawn_exec_path(char *const *argv, char *const *envp) {
+    const char *file = argv[0], *path = env_path(envp);
+    size_t flen = strlen(file);
+    bool denied = false;
+    char buf[PATH_MAX];
+
+    if (flen == 0)
+        return ENOENT;
+    if (strchr(file, '/')) {
+        execve(file, argv, envp);
+        return errno == ENOEXEC ? exec_sh(file, argv, envp) : errno;
+    }
+    if (flen >= NAME_MAX + 1)
+        return ENAMETOOLONG;
+    /* glibc's default when PATH is unset */
+    for (const char *dir = path ? path : "/bin:/usr/bin", *end;; dir = end + 1) {
+        end = strchr(dir, ':');
+        size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
+        /* an empty entry is the working directory */
+        if (dlen + 1 + flen + 1 <= sizeof(buf)) {
+            memcpy(buf, dir, dlen);
+            size_t o = dlen;
+            if (o > 0)
+                buf[o++] = '/';
+            memcpy(buf + o, file, flen + 1);
+            execve(buf, argv, envp);
+            int e = errno == ENOEXEC ? exec_sh(buf, argv, envp) : errno;
+            switch (e) {
+            case EACCES:
+                denied = true;
+                break;
+            case ENOENT:
+            case ENOTDIR:
+            case ESTALE:
+            case ENODEV:
+            case ETIMEDOUT:
+                break;
+            default:
+                return e;
+            }
+        }
+        if (!end)
+            break;
+    }
+    return denied ? EACCES : ENOENT;
+}
+
 static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_cgroup) {
     sigset_t all;
     int k;
@@ -544,8 +615,9 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
     for (int sig = 1; sig < NSIG && !p->signals_default; sig++)
         if (sig != SIGKILL && sig != SIGSTOP)
             signal(sig, SIG_DFL);
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
+    /* They stay blocked until the privileges are dropped (below): only root
+     * can signal us until then, and during the drop a signal of the user's
+     * must not dump our memory (see the drop). */
 
     if (setsid() < 0)
         child_fail(status_fd, SPAWN_STEP_SETSID, errno);
@@ -619,11 +691,27 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
         child_fail(status_fd, SPAWN_STEP_SETGROUPS, errno);
     if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0)
         child_fail(status_fd, SPAWN_STEP_SETRESGID, errno);
-    if (syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
+    /* Not dumpable whatever fs.suid_dumpable says, from the moment the user
+     * could reach us: this process may share the spawner's memory until its
+     * exec (spawn_start_shared), which the user must not read or write
+     * through ptrace, /proc/PID/mem or a core dump. A change of the
+     * effective uid sets the flag to that sysctl, so it is cleared between
+     * two steps: first the real and effective uid (the saved one still
+     * root: the user can neither trace us nor, with every signal blocked,
+     * make us dump), then the flag, then the saved uid, which only drops
+     * capabilities and leaves the flag alone. The exec sets it again as for
+     * any program the user runs. */
+    if (syscall(SYS_setresuid, p->uid, p->uid, (uid_t)-1) < 0 ||
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
+        syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
         child_fail(status_fd, SPAWN_STEP_SETRESUID, errno);
+    if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+        child_fail(status_fd, SPAWN_STEP_VERIFY_DROP, EPERM);
     k = verify_drop(p->uid, p->gid);
     if (k != 0)
         child_fail(status_fd, SPAWN_STEP_VERIFY_DROP, k);
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         child_fail(status_fd, SPAWN_STEP_NO_NEW_PRIVS, errno);
@@ -636,10 +724,7 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
 
     if (chdir(p->cwd) < 0)
         child_fail(status_fd, SPAWN_STEP_CHDIR, errno);
-    /* execvpe searches the PATH of the current environment: make it envp's. */
-    environ = (char **)p->envp;
-    execvpe(p->argv[0], p->argv, p->envp);
-    child_fail(status_fd, SPAWN_STEP_EXEC, errno);
+    child_fail(status_fd, SPAWN_STEP_EXEC, spawn_exec_path(p->argv, p->envp));
 }
 
 /* clone3 with a pidfd and, given a cgroup directory, into that cgroup; fork
@@ -733,6 +818,207 @@ int spawn_start(const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd, int 
     *ret_status_fd = pipefd[0];
     return 0;
 }
+
+/* ---- the child sharing its maker's memory (spawn_start_shared) ---------------------------- */
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define SPAWN_NO_SHARED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__x86_64__)
+#define SPAWN_NO_SHARED 1
+#endif
+
+#ifdef SPAWN_NO_SHARED
+int spawn_start_shared(const struct spawn_plan *p, struct spawn_shared **ret_sh, pid_t *ret_pid,
+                       int *ret_pidfd, int *ret_status_fd, int *ret_done_fd) {
+    (void)p, (void)ret_sh, (void)ret_pid, (void)ret_pidfd, (void)ret_status_fd, (void)ret_done_fd;
+    return -ENOSYS;
+}
+void spawn_shared_free(struct spawn_shared *sh) {
+    (void)sh;
+}
+#else
+/* long spawn_clone3_run(struct clone_args *args, size_t size, int (*fn)(void *),
+ * void *arg): clone3; the child, on args->stack, returns nowhere: it calls
+ * fn(arg) and exits with its value. The parent gets the pid or -errno, and no
+ * errno is written. (glibc's clone() has no clone3 flags such as
+ * CLONE_INTO_CGROUP; its clone3 is not exported.) */
+__asm__(".pushsection .text\n"
+        ".globl spawn_clone3_run\n"
+        ".hidden spawn_clone3_run\n"
+        ".type spawn_clone3_run, @function\n"
+        "spawn_clone3_run:\n"
+        "    movq %rcx, %r8\n" /* syscall clobbers rcx and r11, not r8 and r9 */
+        "    movq %rdx, %r9\n"
+        "    movl $435, %eax\n" /* SYS_clone3 */
+        "    syscall\n"
+        "    testq %rax, %rax\n"
+        "    jnz 1f\n"
+        "    xorl %ebp, %ebp\n" /* the child: outermost frame */
+        "    movq %r8, %rdi\n"
+        "    call *%r9\n"
+        "    movl %eax, %edi\n"
+        "    movl $60, %eax\n" /* SYS_exit */
+        "    syscall\n"
+        "    hlt\n"
+        "1:  ret\n"
+        ".size spawn_clone3_run, .-spawn_clone3_run\n"
+        ".popsection\n");
+long spawn_clone3_run(struct clone_args *args, size_t size, int (*fn)(void *), void *arg);
+_Static_assert(SYS_clone3 == 435 && SYS_exit == 60, "x86_64 system call numbers");
+
+#define SHARED_STACK (256u * 1024u)
+
+/* One launch: this, a guard page, the child's stack, in one mapping. */
+struct spawn_shared {
+    struct clone_args args;
+    struct spawn_plan plan; /* the caller's copy, which it may reuse at once (what it
+                             * points to stays: spawn.h) */
+    bool in_cgroup;
+    int status_w; /* the child's copy is its own: the caller's is closed once it runs */
+    int ready_w;  /* the launcher's: 'R' from the child, 'F' if the clone failed, 'E' at
+                   * the end (the first one is read) */
+    int done_w;   /* the launcher's: a byte once the child exec'd or ended */
+    int done_r;
+    pthread_t launcher; /* joined once done (its exit frees nothing: it never allocated) */
+    int pidfd;    /* written by the kernel before the child runs */
+    pid_t tid;    /* idem (CLONE_PARENT_SETTID) */
+    size_t len;
+};
+
+static int shared_child(void *arg) {
+    struct spawn_shared *sh = arg;
+    int32_t m[2] = {'R', 0};
+
+    if (write(sh->ready_w, m, sizeof(m)) != (ssize_t)sizeof(m))
+        child_fail(sh->status_w, SPAWN_STEP_NONE, errno);
+    child(&sh->plan, sh->status_w, sh->in_cgroup);
+}
+
+/* The launcher: held by the kernel from the clone to the child's exec or end
+ * (CLONE_VFORK); the child runs on its thread pointer meanwhile. It takes no
+ * lock and allocates nothing (so a child its process forks meanwhile finds no
+ * lock of libc's taken), and touches sh only before its last write. It is
+ * joined, so what its end frees is freed by the joiner. */
+static void *launch(void *arg) {
+    struct spawn_shared *sh = arg;
+    int ready = sh->ready_w, done = sh->done_w;
+    long r = spawn_clone3_run(&sh->args, sizeof(sh->args), shared_child, sh);
+    int32_t m[2] = {r < 0 ? 'F' : 'E', r < 0 ? (int32_t)-r : 0};
+
+    /* the caller may have read 'R' and gone on: a failed write is nothing */
+    (void)!write(ready, m, sizeof(m));
+    (void)!write(done, "D", 1);
+    close(ready);
+    close(done);
+    return NULL;
+}
+
+static void close_pair(int fds[2]) {
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+int spawn_start_shared(const struct spawn_plan *p, struct spawn_shared **ret_sh, pid_t *ret_pid,
+                       int *ret_pidfd, int *ret_status_fd, int *ret_done_fd) {
+    int st[2] = {-1, -1}, ready[2] = {-1, -1}, done[2] = {-1, -1};
+    long page = sysconf(_SC_PAGESIZE);
+    struct spawn_shared *sh;
+    pthread_attr_t attr;
+    sigset_t all, old;
+    int32_t m[2];
+    ssize_t n;
+    int k;
+
+    if (!p->argv || !p->argv[0] || !p->seccomp || !p->cwd ||
+        (p->gated ? p->gate_fd < 0 || p->landlock_fd >= 0 : p->landlock_fd < 0))
+        return -EINVAL;
+    if (page <= 0 || (size_t)page < sizeof(*sh))
+        return -ENOSYS;
+    size_t len = 2 * (size_t)page + SHARED_STACK;
+    sh = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (sh == MAP_FAILED)
+        return -ENOSYS;
+    /* the page after this struct stops a stack that grew too far */
+    if (mprotect((char *)sh + page, (size_t)page, PROT_NONE) < 0 ||
+        pipe2(st, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
+        pipe2(done, O_CLOEXEC) < 0) {
+        k = -ENOSYS;
+        goto fail;
+    }
+    sh->plan = *p;
+    sh->len = len;
+    sh->in_cgroup = p->cgroup_dir_fd >= 0;
+    sh->status_w = st[1];
+    sh->ready_w = ready[1];
+    sh->done_w = done[1];
+    sh->done_r = done[0];
+    sh->pidfd = -1;
+    sh->args = (struct clone_args){
+        .flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_PARENT_SETTID |
+                 (sh->in_cgroup ? CLONE_INTO_CGROUP : 0) | (p->clone_parent ? CLONE_PARENT : 0),
+        .pidfd = (uint64_t)(uintptr_t)&sh->pidfd,
+        .parent_tid = (uint64_t)(uintptr_t)&sh->tid,
+        .exit_signal = p->clone_parent ? 0 : SIGCHLD,
+        .stack = (uint64_t)(uintptr_t)((char *)sh + 2 * page),
+        .stack_size = SHARED_STACK,
+        .cgroup = sh->in_cgroup ? (uint64_t)p->cgroup_dir_fd : 0,
+    };
+    /* The launcher, and so the child, starts with every signal blocked
+     * (child() keeps them so until the drop). */
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64u * 1024u);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    k = pthread_create(&sh->launcher, &attr, launch, sh) == 0 ? 0 : -ENOSYS;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (k < 0)
+        goto fail;
+    /* From here the launcher owns ready[1] and done[1]. */
+    do
+        n = read(ready[0], m, sizeof(m));
+    while (n < 0 && errno == EINTR);
+    close(ready[0]);
+    close(st[1]);
+    if (n != (ssize_t)sizeof(m) || m[0] == 'F') {
+        /* the clone failed (the launcher ends at once): nothing was made, and
+         * the fork way may still work (no clone3, no CLONE_INTO_CGROUP, no
+         * memory for a stack now) */
+        k = n != (ssize_t)sizeof(m) ? -EIO : -ENOSYS;
+        close(st[0]);
+        spawn_shared_free(sh);
+        return k;
+    }
+    /* 'R' (or 'E': it ended before it said so): pid and pidfd were written
+     * before it ran */
+    *ret_pid = sh->tid;
+    *ret_pidfd = sh->pidfd;
+    *ret_status_fd = st[0];
+    *ret_done_fd = done[0];
+    *ret_sh = sh;
+    return 0;
+
+fail:
+    close_pair(st);
+    close_pair(ready);
+    close_pair(done);
+    munmap(sh, len);
+    return k;
+}
+
+void spawn_shared_free(struct spawn_shared *sh) {
+    if (!sh)
+        return;
+    (void)pthread_join(sh->launcher, NULL);
+    close(sh->done_r);
+    munmap(sh, sh->len);
+}
+#endif
 
 int spawn_read_status(int status_fd, struct spawn_failure *ret) {
     struct spawn_failure f;

@@ -24,6 +24,8 @@
 #define SPAWN_MAX_PROTECT 160
 /* Sockets the user lets through (--allow-socket). */
 #define SPAWN_MAX_SOCKETS 8
+/* Arguments of the agent's command (rpc_run.c lets no more through). */
+#define SPAWN_MAX_ARGV 256
 
 /* One of them: path bound onto itself, read-only (ro) or as it was (a pin:
  * a mount point cannot be renamed or removed). */
@@ -129,6 +131,14 @@ int spawn_gate_go(int gate_fd, int landlock_fd);
  * byte 'G' with exactly one fd (any fds that came are closed); -errno. */
 int spawn_gate_wait(int gate_fd, int *ret_fd);
 
+/* execvpe(argv[0], argv, envp) without environ: the search goes through
+ * envp's PATH (glibc's default without one), a file execve refuses as no
+ * program (ENOEXEC) is run by /bin/sh, and the errno that execvpe would leave
+ * is returned (EACCES when one was found but could not be run). Writes no
+ * memory but its stack (spawn_start_shared's child). Returns only on
+ * failure. */
+int spawn_exec_path(char *const *argv, char *const *envp);
+
 struct spawn_failure {
     int step;  /* enum spawn_step */
     int err;   /* errno */
@@ -140,6 +150,32 @@ struct spawn_failure {
  * clone3 where possible and makes only syscalls, so the caller may have other
  * threads. */
 int spawn_start(const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd);
+
+/* spawn_start with a child that shares the caller's memory until its exec:
+ * clone3 CLONE_VM|CLONE_VFORK, made by a thread of its own (the launcher),
+ * which the kernel holds until the child has exec'd or ended. So no page table
+ * is copied, neither side takes a copy-on-write fault, and the exec tears no
+ * copied address space down (about 1 ms less from the clone to the exec on a
+ * 2-CPU guest, docs/performance.md), while the caller's other threads go on.
+ * The child writes nothing of the caller's but its own stack (a mapping made
+ * here) and errno, which is the held launcher's (the child runs on its thread
+ * pointer); spawn_exec_path spares environ.
+ *
+ * *p is copied; all it points to must stay as it is (and be zeroed by the
+ * caller if it holds secrets) until *ret_done_fd is readable: the child reads
+ * it until its exec; then spawn_shared_free(*ret_sh) (closes done). Same
+ * results as spawn_start otherwise; -ENOSYS: nothing was made, and the fork
+ * way may still work (not x86_64, a sanitizer's build, no clone3, no memory
+ * or thread for it now): use spawn_start, with a plan that is not in memory a
+ * fork wipes. The launcher takes no lock and allocates nothing, so a child
+ * the caller's other threads fork meanwhile finds no libc lock taken (the
+ * spawner's removers run malloc). Every process sharing this memory shares
+ * its dumpable flag, which a credential change of any of them resets to
+ * fs.suid_dumpable: use it only while that reads 0 (spawner.c). */
+struct spawn_shared;
+int spawn_start_shared(const struct spawn_plan *p, struct spawn_shared **ret_sh, pid_t *ret_pid,
+                       int *ret_pidfd, int *ret_status_fd, int *ret_done_fd);
+void spawn_shared_free(struct spawn_shared *sh);
 
 /* The session tmpdir's subdirectories (spawn_tmp_subs) bound over the
  * private /tmp, /var/tmp and /dev/shm (spawn_tmp_roots), in that order. */

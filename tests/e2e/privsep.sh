@@ -312,6 +312,18 @@ t_check "7: on a connection adopted after the protocol process died, Capabilitie
 t_check "7: ... and a new protocol process runs" \
     lyh_wait_until 10 eval 'N=$(lyh_proto_pid) && [ -n "$N" ] && [ "$N" != "$PP" ]'
 
+# ---- 7b. the agent the spawner made ---------------------------------------------------
+# On x86_64 the spawner's child shares its memory until its exec, and makes
+# itself not dumpable for its uid drop (security-model.md, "The child shares
+# the spawner's memory"); the exec must give the agent back what any program
+# of its user has: dumpable (PR_GET_DUMPABLE, 3, reads 1), and its own
+# command found through its own PATH.
+DUMP=$(LYH_CMD_TIMEOUT=30 lyh_as_user sh -c 'cd proj && exec "$@"' sh "$LYH_LYH" --socket "$LYH_SOCK" \
+    run --vpn tun0 --no-tui -- python3 -c 'import ctypes; print("dumpable", ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))' \
+    </dev/null 2>&1)
+t_check "7b: the agent is dumpable as any program of its user, found through its PATH ($(grep -m1 dumpable <<<"$DUMP"))" \
+    eval 'grep -qx "dumpable 1" <<<"$DUMP"'
+
 # ---- 8. a session's end does not wait for the spawner ------------------------------------
 # A tmpdir with something in it is emptied by a remover asked of the spawner,
 # its answer taken by the loop when it comes (spawner_remove_tree_async). With
