@@ -3,7 +3,8 @@
  * share.
  *
  * Owns (parent): the spawner's pid and the parent's end of the socketpair.
- * Owns (spawner): one receive buffer and the fds of the plan in hand.
+ * Owns (spawner): one receive buffer, the fds of the plan in hand, and the
+ * launches whose child still shares its memory (shared_launch).
  *
  * The wire: one SOCK_SEQPACKET datagram per launch (the plan, its fds in one
  * SCM_RIGHTS), one back: int32 result (0 or -errno) and int32 pid, with the

@@ -11,10 +11,11 @@
  * sessions or caches: a few anonymous pages, one thread, nothing to fault.
  *
  * It gets the whole spawn_plan from the parent over a socketpair (strings
- * and numbers in one datagram, the plan's fds with it), runs spawn_start
- * with clone_parent set, so the child is lyhd's child (lyhd reaps it and
- * watches its pidfd as before), and sends back the pid, the pidfd and the
- * status pipe. It trusts the parent (who made it, as root) and no one else
+ * and numbers in one datagram, the plan's fds with it), runs
+ * spawn_start_shared (the child shares its memory until its exec: no fork;
+ * spawn_start where it cannot) with clone_parent set, so the child is lyhd's
+ * child (lyhd reaps it and watches its pidfd as before), and sends back the
+ * pid, the pidfd and the status pipe. It trusts the parent (who made it, as root) and no one else
  * can reach its socket. If it is missing or fails, the launch forks from
  * lyhd as before (same child, same steps; only slower); so does a launch
  * without a session cgroup (the cgroup is how a child made by a spawner
