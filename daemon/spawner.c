@@ -475,9 +475,13 @@ static void start_protocol(int sock, const uint8_t *buf, size_t n, int fl, int *
  * meanwhile (MADV_WIPEONFORK: a remover runs as another user with no exec
  * to replace its copy), and zeroed and unmapped once the child is done. */
 #define SPAWNER_SHARED_MAX 64
+#define SPAWNER_SHARED_PER_UID 8 /* one user cannot take them all (a child parked on FUSE) */
+#define SPAWNER_SHARED_WATCH_MS 250 /* fs.suid_dumpable read again, while any is in flight */
 struct shared_launch {
     struct spawn_shared *sh;
     int done_fd;
+    int pidfd; /* a copy of the answer's: to kill it (may_share) */
+    uid_t uid;
     uint8_t *copy;
     size_t copy_len;
     struct spawner_storage st;
@@ -487,31 +491,13 @@ static size_t n_shared;
 
 static void shared_release(size_t i) {
     struct shared_launch *l = &shared[i];
+    if (l->pidfd >= 0)
+        close(l->pidfd);
     spawn_shared_free(l->sh); /* closes done_fd */
     spawner_storage_free(&l->st);
     explicit_bzero(l->copy, l->copy_len);
     munmap(l->copy, l->copy_len);
     shared[i] = shared[--n_shared];
-}
-
-/* Wait for the next request; release the launches whose child is done. */
-static void shared_wait(int sock) {
-    for (;;) {
-        struct pollfd pfd[SPAWNER_SHARED_MAX + 1];
-        pfd[0] = (struct pollfd){.fd = sock, .events = POLLIN};
-        for (size_t i = 0; i < n_shared; i++)
-            pfd[i + 1] = (struct pollfd){.fd = shared[i].done_fd, .events = POLLIN};
-        if (poll(pfd, n_shared + 1, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            return; /* the receive says what is wrong */
-        }
-        for (size_t i = n_shared; i > 0; i--)
-            if (pfd[i].revents)
-                shared_release(i - 1);
-        if (pfd[0].revents)
-            return;
-    }
 }
 
 /* May a child share the spawner's memory now? Every process sharing it
@@ -528,6 +514,38 @@ static bool may_share(void) {
     ssize_t n = read(fd, &c, 1);
     close(fd);
     return n == 1 && c == '0';
+}
+
+/* Wait for the next request; release the launches whose child is done.
+ * While any is in flight, fs.suid_dumpable is read again every
+ * SPAWNER_SHARED_WATCH_MS: should root set it to anything but 0, a child
+ * already running as its user would become traceable at the next credential
+ * change of another (may_share), so every child still sharing this memory
+ * is killed (its launch fails as one whose set-up was killed). */
+static void shared_wait(int sock) {
+    for (;;) {
+        struct pollfd pfd[SPAWNER_SHARED_MAX + 1];
+        pfd[0] = (struct pollfd){.fd = sock, .events = POLLIN};
+        for (size_t i = 0; i < n_shared; i++)
+            pfd[i + 1] = (struct pollfd){.fd = shared[i].done_fd, .events = POLLIN};
+        int pr = poll(pfd, n_shared + 1, n_shared ? SPAWNER_SHARED_WATCH_MS : -1);
+        if (pr < 0) {
+            if (errno == EINTR)
+                continue;
+            return; /* the receive says what is wrong */
+        }
+        if (n_shared && !may_share())
+            for (size_t i = 0; i < n_shared; i++)
+                if (shared[i].pidfd >= 0)
+                    (void)syscall(SYS_pidfd_send_signal, shared[i].pidfd, SIGKILL, NULL, 0);
+        if (pr == 0)
+            continue;
+        for (size_t i = n_shared; i > 0; i--)
+            if (pfd[i].revents)
+                shared_release(i - 1);
+        if (pfd[0].revents)
+            return;
+    }
 }
 
 /* A plan, its child made sharing the spawner's memory where it can be
@@ -552,20 +570,27 @@ static int launch_plan(const uint8_t *buf, size_t n, const int *fds, size_t nfds
         memcpy(copy, buf, n);
         copy[n] = '\0';
         r = spawner_decode(copy, n, fds, nfds, &st, &plan);
-        if (r == 0) {
+        size_t mine = 0;
+        for (size_t i = 0; r == 0 && i < n_shared; i++)
+            mine += shared[i].uid == plan.uid;
+        if (r == 0 && mine >= SPAWNER_SHARED_PER_UID)
+            r = -ENOSYS;
+        else if (r == 0) {
             struct shared_launch *l = &shared[n_shared];
             plan.clone_parent = true;
             plan.signals_default = true;
             r = spawn_start_shared(&plan, &l->sh, ret_pid, ret_pidfd, ret_status_fd, &l->done_fd);
             if (r == 0) {
+                l->pidfd = fcntl(*ret_pidfd, F_DUPFD_CLOEXEC, 3);
+                l->uid = plan.uid;
                 l->copy = copy;
                 l->copy_len = len;
                 l->st = st;
                 n_shared++;
                 return 0;
             }
-            spawner_storage_free(&st);
         }
+        spawner_storage_free(&st);
         explicit_bzero(copy, len);
         munmap(copy, len);
         if (r != -ENOSYS)
@@ -592,6 +617,10 @@ int spawner_main(int argc, char **argv) {
     if (fcntl(sock, F_SETFD, FD_CLOEXEC) < 0)
         return 1;
     (void)prctl(PR_SET_NAME, "lyhd-spawner", 0, 0, 0); /* not "exe" (/proc/self/exe) in ps */
+    /* never dumpable, from the start: a child sharing this memory that
+     * crashed before any credential change of a sharer would dump it */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        return 1;
     buf = malloc(SPAWNER_MAX_BYTES + 1);
     if (!buf)
         return 1;

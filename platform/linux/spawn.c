@@ -943,7 +943,13 @@ int spawn_start_shared(const struct spawn_plan *p, struct spawn_shared **ret_sh,
     sh = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (sh == MAP_FAILED)
         return -ENOSYS;
-    /* the page after this struct stops a stack that grew too far */
+    /* the page after this struct stops a stack that grew too far; a fork
+     * made meanwhile (a remover runs as another user) finds the plan struct
+     * and the stack, with the paths the child looked up, zeroed */
+    if (madvise(sh, len, MADV_WIPEONFORK) < 0) {
+        munmap(sh, len);
+        return -ENOSYS;
+    }
     if (mprotect((char *)sh + page, (size_t)page, PROT_NONE) < 0 ||
         pipe2(st, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
         pipe2(done, O_CLOEXEC) < 0) {
@@ -990,6 +996,12 @@ int spawn_start_shared(const struct spawn_plan *p, struct spawn_shared **ret_sh,
          * the fork way may still work (no clone3, no CLONE_INTO_CGROUP, no
          * memory for a stack now) */
         k = n != (ssize_t)sizeof(m) ? -EIO : -ENOSYS;
+        /* (-EIO cannot be: the launcher always writes its 8 bytes; should a
+         * child exist all the same, it must not keep the join waiting) */
+        if (k == -EIO && sh->pidfd >= 0) {
+            (void)syscall(SYS_pidfd_send_signal, sh->pidfd, SIGKILL, NULL, 0);
+            close(sh->pidfd);
+        }
         close(st[0]);
         spawn_shared_free(sh);
         return k;
