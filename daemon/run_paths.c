@@ -507,14 +507,14 @@ static void free_list(char **v, size_t n) {
     free(v);
 }
 
-void run_paths_collect(struct run_paths *p) {
+int run_paths_collect(struct run_paths *p) {
     const Lianyaohu__V1__RunRequest *r = &p->rq;
     struct fs_ident root_ident;
     char why[512];
 
     p->t_began_us = lyhd_mono_us();
     if (check_home(p) < 0)
-        return;
+        return 0;
     /* the tmpdir's rules come by fd once the ruleset is built (rpc_run.c) */
     if (ll_policy_default(&(struct ll_defaults){.home = p->home,
                                                 .cwd = r->cwd,
@@ -522,7 +522,7 @@ void run_paths_collect(struct run_paths *p) {
                                                 .narrow_home = r->narrow_home},
                           &p->ll) < 0) {
         pfail(p, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cannot build the path policy");
-        return;
+        return 0;
     }
     /* The request's paths are looked up with the caller's file-system
      * identity, not root's: whatever the answer, it is one the caller could
@@ -532,7 +532,7 @@ void run_paths_collect(struct run_paths *p) {
     if (k < 0) {
         pfail(p, LIANYAOHU__V1__CODE__INTERNAL,
               "cannot look up your paths with your own identity: %s", strerror(-k));
-        return;
+        return 0;
     }
     if (check_cwd(p, r->cwd) == 0 && check_paths(p, r, &p->pol) == 0 && pick_denied(r, p) == 0 &&
         pick_protected(p, r, &p->pol) == 0 && pick_sockets(p, r, &p->pol) == 0) {
@@ -552,10 +552,10 @@ void run_paths_collect(struct run_paths *p) {
         }
         p->t_built_us = lyhd_mono_us();
     }
-    /* Left as it came. Should that fail, nothing is lost: this thread ends
-     * next and writes nothing of lyhd's (it logs nothing either: the log is
-     * the loop's). */
-    (void)fs_ident_leave(&root_ident);
+    /* Left as it came. Should that fail, nothing is lost: the caller's
+     * thread ends next and writes nothing of lyhd's (it logs nothing either:
+     * the log is the loop's). */
+    return fs_ident_leave(&root_ident);
 }
 
 void run_paths_clear(struct run_paths *p) {
@@ -598,12 +598,18 @@ struct run_paths_job {
     unsigned refs;           /* the loop's, the thread's (under mu) */
     bool finished;           /* the thread's results are all written (under mu) */
     LIST_ENTRY(run_paths_job) link; /* on live until its thread has done its work */
+    LIST_ENTRY(run_paths_job) handed_link; /* on handed until a kept thread takes it */
 };
 
-/* Jobs whose thread has not done its work, for the caps (the loop and the
- * threads). */
+/* Jobs whose thread has not done its work, for the caps; the threads kept
+ * waiting for a job, and the jobs handed to them (never more than wait, so
+ * each has a thread: one whose wait ends looks at handed before it goes).
+ * The loop and the threads, under mu. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t kept_cv = PTHREAD_COND_INITIALIZER;
 static LIST_HEAD(, run_paths_job) live = LIST_HEAD_INITIALIZER(live);
+static LIST_HEAD(, run_paths_job) handed = LIST_HEAD_INITIALIZER(handed);
+static unsigned n_kept, n_handed;
 
 struct run_paths_job *run_paths_new(void) {
     struct run_paths_job *j = calloc(1, sizeof(*j));
@@ -636,11 +642,12 @@ static void job_unref(struct run_paths_job *j) {
         job_free(j);
 }
 
-static void *job_run(void *arg) {
-    struct run_paths_job *j = arg;
+/* One job on this thread. false: the thread's identity is not root's again,
+ * so it must end rather than wait for another. */
+static bool job_do(struct run_paths_job *j) {
     uint64_t one = 1;
+    int k = run_paths_collect(&j->w);
 
-    run_paths_collect(&j->w);
     /* the loop reads the results only after this (it may have given up:
      * then the eventfd, still open, is not watched any more); the mutex
      * orders the results before the loop's reading of them */
@@ -651,6 +658,42 @@ static void *job_run(void *arg) {
     /* cannot fail (the counter is 0 or 1); logging is the loop's alone */
     (void)!write(j->efd, &one, sizeof(one));
     job_unref(j);
+    return k == 0;
+}
+
+/* Wait up to RUN_PATHS_KEEP_S for a job handed to this thread; NULL: none
+ * came, or enough threads wait already. */
+static struct run_paths_job *job_wait(void) {
+    struct run_paths_job *j;
+    struct timespec until;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += RUN_PATHS_KEEP_S;
+    pthread_mutex_lock(&mu);
+    if (n_kept >= RUN_PATHS_KEEP) {
+        pthread_mutex_unlock(&mu);
+        return NULL;
+    }
+    n_kept++;
+    while (!(j = LIST_FIRST(&handed)) &&
+           pthread_cond_clockwait(&kept_cv, &mu, CLOCK_MONOTONIC, &until) != ETIMEDOUT)
+        ;
+    if (!j)
+        j = LIST_FIRST(&handed); /* handed as the wait ran out: still this one's */
+    if (j) {
+        LIST_REMOVE(j, handed_link);
+        n_handed--;
+    }
+    n_kept--;
+    pthread_mutex_unlock(&mu);
+    return j;
+}
+
+static void *job_run(void *arg) {
+    struct run_paths_job *j = arg;
+
+    while (j && job_do(j))
+        j = job_wait();
     return NULL;
 }
 
@@ -674,7 +717,7 @@ int run_paths_start(struct run_paths_job *j, struct event_base *base, run_paths_
     pthread_attr_t attr;
     pthread_t t;
     sigset_t every, old;
-    int r;
+    int r = 0;
 
     j->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (j->efd < 0)
@@ -694,22 +737,29 @@ int run_paths_start(struct run_paths_job *j, struct event_base *base, run_paths_
         event_free(TAKE_PTR(j->ev));
         return mine >= RUN_PATHS_PER_UID ? -EUSERS : -EBUSY;
     }
-    /* one thread each: one that waits on a lock holds up no other */
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 1u << 20);
-    sigfillset(&every); /* no signal of the daemon's is delivered to it */
-    pthread_sigmask(SIG_SETMASK, &every, &old);
     j->refs = 2;
     LIST_INSERT_HEAD(&live, j, link);
-    r = -pthread_create(&t, &attr, job_run, j);
-    if (r < 0) {
-        LIST_REMOVE(j, link);
-        j->refs = 1;
+    if (n_handed < n_kept) {
+        /* a thread waits with nothing handed to it yet: wake it */
+        LIST_INSERT_HEAD(&handed, j, handed_link);
+        n_handed++;
+        pthread_cond_signal(&kept_cv);
+    } else {
+        /* one thread each: one that waits on a lock holds up no other */
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 1u << 20);
+        sigfillset(&every); /* no signal of the daemon's is delivered to it */
+        pthread_sigmask(SIG_SETMASK, &every, &old);
+        r = -pthread_create(&t, &attr, job_run, j);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+        if (r < 0) {
+            LIST_REMOVE(j, link);
+            j->refs = 1;
+        }
     }
     pthread_mutex_unlock(&mu);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
     if (r < 0 || event_add(j->ev, &limit) < 0) {
         if (r == 0) {
             /* the thread runs: it frees the job once it ends */
@@ -720,6 +770,13 @@ int run_paths_start(struct run_paths_job *j, struct event_base *base, run_paths_
         return r;
     }
     return 0;
+}
+
+unsigned run_paths_kept(void) {
+    pthread_mutex_lock(&mu);
+    unsigned n = n_kept;
+    pthread_mutex_unlock(&mu);
+    return n;
 }
 
 unsigned run_paths_live(uid_t uid) {

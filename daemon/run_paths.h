@@ -18,7 +18,13 @@
  * after RUN_PATHS_TIMEOUT_S; a job given up is the thread's to free when it
  * ends (a thread waiting uninterruptibly cannot be ended). Such jobs count
  * against RUN_PATHS_PER_UID and RUN_PATHS_MAX until their thread ends, so
- * held locks cost lyhd a bounded number of threads per user. */
+ * held locks cost lyhd a bounded number of threads per user.
+ *
+ * A thread that has done its job, and has root's identity back, waits up to
+ * RUN_PATHS_KEEP_S for another, at most RUN_PATHS_KEEP of them: waking one
+ * costs a launch less than making one. A job goes to a waiting thread only,
+ * never into a queue behind a busy one, so a lookup that hangs still holds
+ * up no other launch. */
 #ifndef LYHD_RUN_PATHS_H
 #define LYHD_RUN_PATHS_H
 
@@ -49,6 +55,8 @@ _Static_assert(RUN_MAX_HIDE <= SPAWN_MAX_HIDE, "the spawn child covers at most S
 #define RUN_PATHS_TIMEOUT_S 20 /* the loop's wait for a job; then the launch fails */
 #define RUN_PATHS_PER_UID 32   /* jobs of one uid whose thread has not done its work */
 #define RUN_PATHS_MAX 1024     /* jobs of all uids whose thread has not done its work */
+#define RUN_PATHS_KEEP 2       /* threads kept waiting for the next job */
+#define RUN_PATHS_KEEP_S 10    /* how long one waits; then it ends */
 
 struct homes;
 struct event_base;
@@ -127,8 +135,13 @@ int run_paths_take(struct run_paths *w, const Lianyaohu__V1__RunRequest *r, char
  * open-file budget, tests); a job the loop hears of is not counted. */
 unsigned run_paths_live(uid_t uid);
 
-/* The work itself, on the calling thread (tests; the job's thread). */
-void run_paths_collect(struct run_paths *w);
+/* Threads waiting for a job (tests). */
+unsigned run_paths_kept(void);
+
+/* The work itself, on the calling thread (tests; the job's thread). 0, or
+ * -errno when the thread could not take its own file-system identity back:
+ * it must not do anything more as root. */
+int run_paths_collect(struct run_paths *w);
 
 /* Free what w owns (not w). */
 void run_paths_clear(struct run_paths *w);

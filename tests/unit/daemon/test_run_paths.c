@@ -2,7 +2,8 @@
  * The request's path lists are copied within their bounds; the work, on a
  * home of the test's own, makes ~/.ssh, builds a ruleset and refuses a
  * missing cwd; a job's end reaches the loop through its event; a job the
- * loop lets go of first is freed by its thread (ASan: nothing leaks). The
+ * loop lets go of first is freed by its thread (ASan: nothing leaks); a
+ * thread kept for the next job has root's identity back and takes it. The
  * caps are exercised end to end (tests/e2e/hardening.sh §13): holding a
  * thread needs a lock held through FUSE. */
 #include <setjmp.h> /* cmocka needs these first */
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -169,6 +171,59 @@ static void test_collect(void **state) {
     teardown_dir();
 }
 
+/* Threads of this process whose file-system uid is uid. */
+static int threads_with_fsuid(uid_t uid) {
+    char path[300], line[256];
+    struct dirent *d;
+    int n = 0;
+    DIR *dir = opendir("/proc/self/task");
+
+    assert_non_null(dir);
+    while ((d = readdir(dir))) {
+        if (d->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", d->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* ended meanwhile */
+        unsigned r, e, s, fs;
+        while (fgets(line, sizeof(line), f))
+            if (sscanf(line, "Uid: %u %u %u %u", &r, &e, &s, &fs) == 4 && fs == uid)
+                n++;
+        fclose(f);
+    }
+    closedir(dir);
+    return n;
+}
+
+static int threads_alive(void) {
+    char line[256];
+    int n = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+/* A job started and heard of, done without a refusal. */
+static struct run_paths_job *job_done(struct event_base *base, struct homes *h, const char *cwd) {
+    struct run_paths_job *j = run_paths_new();
+    int heard = 0;
+
+    fill(run_paths_of(j), h, cwd);
+    assert_int_equal(run_paths_start(j, base, on_done, &heard), 0);
+    for (int i = 0; i < 500 && !heard; i++)
+        event_base_loop(base, EVLOOP_ONCE);
+    assert_int_equal(heard, 1);
+    assert_int_equal(run_paths_of(j)->err.code, 0);
+    assert_true(run_paths_of(j)->ll_fd >= 0);
+    return j;
+}
+
 static void test_job(void **state) {
     (void)state;
     struct homes *h = setup();
@@ -177,14 +232,7 @@ static void test_job(void **state) {
     int heard = 0;
 
     snprintf(cwd, sizeof(cwd), "%s/proj", home);
-    struct run_paths_job *j = run_paths_new();
-    fill(run_paths_of(j), h, cwd);
-    assert_int_equal(run_paths_start(j, base, on_done, &heard), 0);
-    for (int i = 0; i < 500 && !heard; i++)
-        event_base_loop(base, EVLOOP_ONCE);
-    assert_int_equal(heard, 1);
-    assert_int_equal(run_paths_of(j)->err.code, 0);
-    assert_true(run_paths_of(j)->ll_fd >= 0);
+    struct run_paths_job *j = job_done(base, h, cwd);
     /* the thread counts until it has let go of the job, just after the
      * event: soon */
     for (int i = 0; i < 500 && run_paths_live(65534) > 0; i++)
@@ -192,9 +240,19 @@ static void test_job(void **state) {
     assert_int_equal(run_paths_live(65534), 0);
     run_paths_drop(j);
 
+    /* its thread is kept, with root's identity back (no thread of this
+     * process looks up as nobody any more), and takes the next job */
+    for (int i = 0; i < 500 && run_paths_kept() < 1; i++)
+        usleep(1000);
+    assert_int_equal(run_paths_kept(), 1);
+    assert_int_equal(threads_with_fsuid(65534), 0);
+    int threads = threads_alive();
+    j = job_done(base, h, cwd);
+    assert_int_equal(threads_alive(), threads); /* none made */
+    run_paths_drop(j);
+
     /* let go of before its end: the thread frees it (ASan would say if not),
      * and the homes table it holds outlives homes_stop until then */
-    heard = 0;
     j = run_paths_new();
     fill(run_paths_of(j), h, cwd);
     assert_int_equal(run_paths_start(j, base, on_done, &heard), 0);
