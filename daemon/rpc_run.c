@@ -93,7 +93,9 @@ struct run_prep {
      * it is copied (argv, the environment built, the paths). */
     struct run_paths_job *job;
     struct run_paths *w;
-    /* A refusal decided after the spawn began: sent once the child is
+    /* A refusal that cannot be sent when it is decided: the work beside
+     * the path thread (make_beside), answered after the thread's own
+     * refusals; one decided after the spawn began, sent once the child is
      * cancelled. */
     struct run_refusal err;
 };
@@ -920,6 +922,7 @@ static void run_checked(struct run_paths_job *job, bool timed_out, void *ud) {
     }
     /* From here the session exists: failures end it through teardown. */
     s->t_us[SESSION_T_FORK] = lyhd_mono_us();
+    s->child_way = spawn_way_name(sp.way);
     s->started_mono_ms = lyhd_mono_ms();
     (void)proc_start_time(s->pid, &s->row.pid_start);
     s->row.pid = s->pid;

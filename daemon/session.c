@@ -682,7 +682,8 @@ void session_log_phases(const struct session *s, bool end) {
         log_info("launch %s phases (us): checks %llu tmpdir %llu state_db %llu cgroup %llu begin %llu "
                  "nft %llu landlock %llu fork %llu record %llu exec %llu total %llu -- within checks: "
                  "validate %llu thread_start %llu lookups %llu ruleset %llu handback %llu "
-                 "checks_rest %llu -- at (CLOCK_MONOTONIC us): entry_at %llu started_at %llu",
+                 "checks_rest %llu -- at (CLOCK_MONOTONIC us): entry_at %llu started_at %llu -- "
+                 "child made by %s",
                  s->row.id, phase(s, SESSION_T_ENTRY, SESSION_T_CHECKED),
                  phase(s, SESSION_T_JOB_STARTED, SESSION_T_TMPDIR), phase(s, SESSION_T_CHECKED, SESSION_T_ROW),
                  phase(s, SESSION_T_ROW, SESSION_T_CGROUP), phase(s, before_begin, SESSION_T_BEGUN),
@@ -697,7 +698,8 @@ void session_log_phases(const struct session *s, bool end) {
                  phase(s, SESSION_T_BUILT, SESSION_T_HEARD),
                  phase(s, SESSION_T_HEARD, SESSION_T_CHECKED),
                  (unsigned long long)s->t_us[SESSION_T_ENTRY],
-                 (unsigned long long)s->t_us[SESSION_T_TELL_STARTED]);
+                 (unsigned long long)s->t_us[SESSION_T_TELL_STARTED],
+                 s->child_way ? s->child_way : "nothing");
         return;
     }
     /* last_turn: how long the loop was held by the teardown's last turn

@@ -98,6 +98,7 @@ struct session {
     /* A launch that failed after its child was begun (rpc_run): the child
      * stops at the gate (SPAWN_STEP_GATE), and this is the answer then. */
     int start_fail_code;      /* 0: none */
+    const char *child_way;    /* spawn_way_name: how its child was made (--timing) */
     char start_fail[1000];
     char proxy[DR_FORMAT_MAX]; /* proxy-only mode: its proxy, as text ("" none; not
                                 * restored after a restart of lyhd) */

@@ -406,8 +406,9 @@ int spawner_decode_pp(const uint8_t *buf, size_t len, const int *fds, size_t nfd
  * on), and what the lost answer named is handled as for any answer that did
  * not come (take_answer: an agent's child is killed through its cgroup; a
  * remover runs out and stays a zombie of lyhd's until lyhd ends). */
-static void reply(int sock, int32_t r, int32_t pid, const int *fds, size_t nfds) {
-    int32_t v[2] = {r, pid};
+static void reply(int sock, int32_t r, int32_t pid, enum spawn_way way, const int *fds,
+                  size_t nfds) {
+    int32_t v[3] = {r, pid, r == 0 ? (int32_t)way : 0};
     for (int i = 0; i < 5; i++) {
         ssize_t n = unixsock_send_fds(sock, v, sizeof(v), fds, nfds, 0);
         if (n == (ssize_t)sizeof(v))
@@ -439,7 +440,7 @@ static void remove_tree(int sock, const uint8_t *buf, size_t n, int fl, int *fds
         if (pid < 0)
             r = errno == ENOSYS || errno == E2BIG || errno == EINVAL ? -ENOSYS : -errno;
     }
-    reply(sock, r, r == 0 ? pid : -1, &pidfd, r == 0 ? 1 : 0);
+    reply(sock, r, r == 0 ? pid : -1, SPAWN_WAY_FORK, &pidfd, r == 0 ? 1 : 0);
     if (r == 0)
         close(pidfd);
 }
@@ -464,7 +465,7 @@ static void start_protocol(int sock, const uint8_t *buf, size_t n, int fl, int *
     }
     for (size_t i = 0; i < nfds; i++)
         close(fds[i]);
-    reply(sock, r, r == 0 ? pid : -1, &pidfd, r == 0 ? 1 : 0);
+    reply(sock, r, r == 0 ? pid : -1, SPAWN_WAY_FORK, &pidfd, r == 0 ? 1 : 0);
     if (r == 0)
         close(pidfd);
 }
@@ -548,10 +549,19 @@ static void shared_wait(int sock) {
     }
 }
 
+/* What every child the spawner makes from a plan is: lyhd's child (lyhd
+ * reaps it and watches its pidfd), and with no disposition to reset (the
+ * spawner keeps every one the default). */
+static void plan_as_lyhds(struct spawn_plan *plan) {
+    plan->clone_parent = true;
+    plan->signals_default = true;
+}
+
 /* A plan, its child made sharing the spawner's memory where it can be
- * (shared_launch), else as a fork of the spawner. 0 or -errno, as spawn_start. */
+ * (shared_launch), else as a fork of the spawner; *ret_way says which. 0 or
+ * -errno, as spawn_start. */
 static int launch_plan(const uint8_t *buf, size_t n, const int *fds, size_t nfds, pid_t *ret_pid,
-                       int *ret_pidfd, int *ret_status_fd) {
+                       int *ret_pidfd, int *ret_status_fd, enum spawn_way *ret_way) {
     struct spawner_storage st;
     struct spawn_plan plan;
     size_t len = (n + 1 + 4095) & ~(size_t)4095;
@@ -577,8 +587,7 @@ static int launch_plan(const uint8_t *buf, size_t n, const int *fds, size_t nfds
             r = -ENOSYS;
         else if (r == 0) {
             struct shared_launch *l = &shared[n_shared];
-            plan.clone_parent = true;
-            plan.signals_default = true;
+            plan_as_lyhds(&plan);
             r = spawn_start_shared(&plan, &l->sh, ret_pid, ret_pidfd, ret_status_fd, &l->done_fd);
             if (r == 0) {
                 l->pidfd = fcntl(*ret_pidfd, F_DUPFD_CLOEXEC, 3);
@@ -587,6 +596,7 @@ static int launch_plan(const uint8_t *buf, size_t n, const int *fds, size_t nfds
                 l->copy_len = len;
                 l->st = st;
                 n_shared++;
+                *ret_way = SPAWN_WAY_SHARED;
                 return 0;
             }
         }
@@ -599,11 +609,11 @@ static int launch_plan(const uint8_t *buf, size_t n, const int *fds, size_t nfds
     }
     r = spawner_decode(buf, n, fds, nfds, &st, &plan);
     if (r == 0) {
-        plan.clone_parent = true;
-        plan.signals_default = true;
+        plan_as_lyhds(&plan);
         r = spawn_start(&plan, ret_pid, ret_pidfd, ret_status_fd);
         spawner_storage_free(&st);
     }
+    *ret_way = SPAWN_WAY_FORK;
     return r;
 }
 
@@ -656,12 +666,13 @@ int spawner_main(int argc, char **argv) {
         }
         pid_t pid = -1;
         int out[2] = {-1, -1};
+        enum spawn_way way = SPAWN_WAY_FORK;
         int r = (fl & (MSG_TRUNC | MSG_CTRUNC))
                     ? -EBADMSG
-                    : launch_plan(buf, (size_t)n, fds, nfds, &pid, &out[0], &out[1]);
+                    : launch_plan(buf, (size_t)n, fds, nfds, &pid, &out[0], &out[1], &way);
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
-        reply(sock, r, r == 0 ? pid : -1, out, r == 0 ? 2 : 0);
+        reply(sock, r, r == 0 ? pid : -1, way, out, r == 0 ? 2 : 0);
         if (r == 0) {
             close(out[0]);
             close(out[1]);
@@ -829,10 +840,10 @@ static int send_plan(struct lyhd *d, const struct spawn_plan *p) {
  * (nothing was made: fork from lyhd); other -errno: the launch fails (what
  * it may have made was killed through the cgroup). */
 static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *ret_pidfd,
-                       int *ret_status_fd) {
+                       int *ret_status_fd, enum spawn_way *ret_way) {
     size_t want = ret_status_fd ? 2 : 1; /* a remover has no status pipe */
     struct spawner *s = d->spawner;
-    int32_t v[2];
+    int32_t v[3];
     int got[UNIXSOCK_MAX_FDS];
     size_t ngot = 0;
     int fl = 0;
@@ -846,7 +857,9 @@ static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *r
     } while (pr < 0 && errno == EINTR);
     n = pr > 0 ? unixsock_recv_fds(s->sock, v, sizeof(v), MSG_DONTWAIT, got, &ngot, &fl) : -1;
     bool ok = n == (ssize_t)sizeof(v) && !(fl & (MSG_TRUNC | MSG_CTRUNC)) &&
-              (v[0] == 0 ? ngot == want && v[1] > 0 : ngot == 0 && v[0] < 0);
+              (v[0] == 0 ? ngot == want && v[1] > 0 &&
+                               (v[2] == SPAWN_WAY_FORK || v[2] == SPAWN_WAY_SHARED)
+                         : ngot == 0 && v[0] < 0 && v[2] == 0);
     if (!ok) {
         for (size_t i = 0; i < ngot; i++)
             close(got[i]);
@@ -876,7 +889,18 @@ static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *r
     *ret_pidfd = got[0];
     if (ret_status_fd)
         *ret_status_fd = got[1];
+    if (ret_way)
+        *ret_way = (enum spawn_way)v[2];
     return 0;
+}
+
+const char *spawn_way_name(enum spawn_way w) {
+    switch (w) {
+    case SPAWN_WAY_FORK: return "spawner_fork";
+    case SPAWN_WAY_SHARED: return "spawner_shared";
+    case SPAWN_WAY_LYHD: break;
+    }
+    return "lyhd_fork";
 }
 
 /* ---- remover answers left owed --------------------------------------------------------- */
@@ -904,7 +928,7 @@ static void take_owed(struct lyhd *d) {
         event_del(s->ev_owed);
     /* on failure take_answer gives the spawner up: s is freed then, and the
      * answers owed after o are handed over by spawner_stop */
-    int r = take_answer(d, -1, &pid, &pidfd, NULL);
+    int r = take_answer(d, -1, &pid, &pidfd, NULL, NULL);
     owed_answered(o, r, pid, pidfd);
 }
 
@@ -964,14 +988,23 @@ now:
     done(arg, -EIO, -1, -1);
 }
 
-int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd,
-                  int *ret_status_fd) {
+/* spawner_spawn, saying how the child was made. */
+static int spawn_one_step(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid,
+                          int *ret_pidfd, int *ret_status_fd, enum spawn_way *ret_way) {
+    *ret_way = SPAWN_WAY_LYHD;
     if (send_plan(d, p) == 1) {
-        int r = take_answer(d, p->cgroup_dir_fd, ret_pid, ret_pidfd, ret_status_fd);
+        int r = take_answer(d, p->cgroup_dir_fd, ret_pid, ret_pidfd, ret_status_fd, ret_way);
         if (r != -ENOSYS)
             return r;
     }
     return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
+}
+
+int spawner_spawn(struct lyhd *d, const struct spawn_plan *p, pid_t *ret_pid, int *ret_pidfd,
+                  int *ret_status_fd) {
+    enum spawn_way way;
+
+    return spawn_one_step(d, p, ret_pid, ret_pidfd, ret_status_fd, &way);
 }
 
 void spawner_begin(struct lyhd *d, struct spawn_plan *p, struct spawn_pending *sp) {
@@ -1003,7 +1036,7 @@ static int gated_answer(struct lyhd *d, struct spawn_pending *sp, struct spawn_p
     sp->begun = false;
     if (d->spawner)
         d->spawner->begun = false;
-    return take_answer(d, p->cgroup_dir_fd, ret_pid, ret_pidfd, ret_status_fd);
+    return take_answer(d, p->cgroup_dir_fd, ret_pid, ret_pidfd, ret_status_fd, &sp->way);
 }
 
 int spawner_start_protocol(struct lyhd *d, const struct pproc_exec *x, int sock, pid_t *ret_pid,
@@ -1025,7 +1058,7 @@ int spawner_start_protocol(struct lyhd *d, const struct pproc_exec *x, int sock,
     }
     /* -EIO (given up): it may have made one all the same, which ends at
      * the end of file of its socket; this start fails, the next forks */
-    return take_answer(d, -1, ret_pid, ret_pidfd, NULL);
+    return take_answer(d, -1, ret_pid, ret_pidfd, NULL, NULL);
 }
 
 int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, pid_t *ret_pid,
@@ -1045,7 +1078,7 @@ int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, 
             give_up(d, "did not take a tmpdir to empty", e);
         return fs_remove_tree_as(path, spawn_tmp_subs, SPAWN_TMP_N, uid, gid, ret_pid, ret_pidfd);
     }
-    int r = take_answer(d, -1, ret_pid, ret_pidfd, NULL);
+    int r = take_answer(d, -1, ret_pid, ret_pidfd, NULL, NULL);
     /* no clone3 here, or the spawner given up (no answer, or nonsense): a
      * fork of lyhd's does it (a remover the spawner may have made after all
      * runs as the same user on the same tree: harmless) */
@@ -1058,9 +1091,10 @@ int spawner_remove_tree(struct lyhd *d, const char *path, uid_t uid, gid_t gid, 
 int spawner_go(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, int landlock_fd,
                pid_t *ret_pid, int *ret_pidfd, int *ret_status_fd) {
     sp->go_err = 0;
+    sp->way = SPAWN_WAY_LYHD;
     if (!sp->begun) {
         p->landlock_fd = landlock_fd;
-        return spawner_spawn(d, p, ret_pid, ret_pidfd, ret_status_fd);
+        return spawn_one_step(d, p, ret_pid, ret_pidfd, ret_status_fd, &sp->way);
     }
     /* The answer first: the go goes only to a child lyhd knows and watches.
      * Without one, the gate closes unopened and whatever the spawner may
@@ -1075,6 +1109,7 @@ int spawner_go(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, i
     if (r != -ENOSYS)
         return r;
     /* it made nothing (no clone3 here) and is gone: fork from lyhd */
+    sp->way = SPAWN_WAY_LYHD;
     p->landlock_fd = landlock_fd;
     return spawn_start(p, ret_pid, ret_pidfd, ret_status_fd);
 }

@@ -33,6 +33,17 @@
 struct lyhd;
 struct sc_program;
 
+/* How a child was made. The spawner's answer says which of its two ways it
+ * took; lyhd --timing logs it on the launch line, so that a launch falling
+ * back to the slower fork (a sanitizer build, fs.suid_dumpable not 0)
+ * shows. */
+enum spawn_way {
+    SPAWN_WAY_LYHD = 0,   /* forked by lyhd itself (no spawner, or one that cannot) */
+    SPAWN_WAY_FORK = 1,   /* forked by the spawner */
+    SPAWN_WAY_SHARED = 2, /* by the spawner, sharing its memory until the exec */
+};
+const char *spawn_way_name(enum spawn_way w);
+
 /* Start it (fork + exec of /proc/self/exe). Failure is logged and leaves
  * launches forking from lyhd. */
 void spawner_start(struct lyhd *d);
@@ -60,6 +71,7 @@ struct spawn_pending {
     bool begun;
     int gate;   /* the parent's end, until the go or the cancel */
     int go_err; /* spawner_go: sending the go (0, or -errno) */
+    enum spawn_way way; /* spawner_go, spawner_cancel: how the child was made */
 };
 void spawner_begin(struct lyhd *d, struct spawn_plan *p, struct spawn_pending *sp);
 int spawner_go(struct lyhd *d, struct spawn_pending *sp, struct spawn_plan *p, int landlock_fd,

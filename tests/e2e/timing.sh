@@ -8,6 +8,8 @@
 # bench/launch_steps.py matches every launch of a timed loop to its lines and
 # refuses one whose marks go backwards; a launch lyhd refuses still gets its
 # line (nothing started: zeros), and without --timing lyh prints none.
+# lyhd's line says how the child was made (the spawner's way with shared
+# memory where it can be; its fork where not).
 #
 # usage: timing.sh BUILD_DIR     (as root; exits 77 = skipped otherwise)
 # Network, daemon, user and safety rules come from lib.sh (read its header).
@@ -69,6 +71,16 @@ t_check "1: lyh connected <= lyhd's handler began <= RunStarted handed on <= lyh
     inorder "${m[2]}" "${entry:-0}" "${started:-0}" "${m[3]}"
 t_check "1: RunStarted handed on <= the exit seen <= RunExited handed on <= lyh read it" \
     inorder "${started:-0}" "${exit_at:-0}" "${replied:-0}" "${m[4]}"
+# How the child was made: sharing the spawner's memory wherever it can be
+# (x86_64, no sanitizer, fs.suid_dumpable 0), else the spawner's fork; never
+# lyhd's own fork while the spawner runs. A silent fall back would otherwise
+# show only as a slower launch.
+way=$(sed -n 's/.* -- child made by \([a-z_]*\)$/\1/p' <<<"$ll")
+dumpable=$(cat /proc/sys/fs/suid_dumpable)
+want=spawner_fork
+[ "$(uname -m)" = x86_64 ] && [ "$LYH_SANITIZED" = 0 ] && [ "$dumpable" = 0 ] && want=spawner_shared
+t_eq "1: lyhd says how the child was made (x86_64 $(uname -m), sanitized $LYH_SANITIZED, fs.suid_dumpable $dumpable)" \
+    "$way" "$want"
 
 # ---- 2. bench/run's steps: every launch matched; marks that go backwards refused ---------------
 
