@@ -675,8 +675,10 @@ static struct run_paths_job *job_wait(void) {
         return NULL;
     }
     n_kept++;
+    /* woken (or not) until a job is handed, the time is up, or the wait
+     * fails (EINVAL cannot be here: no spinning on it all the same) */
     while (!(j = LIST_FIRST(&handed)) &&
-           pthread_cond_clockwait(&kept_cv, &mu, CLOCK_MONOTONIC, &until) != ETIMEDOUT)
+           pthread_cond_clockwait(&kept_cv, &mu, CLOCK_MONOTONIC, &until) == 0)
         ;
     if (!j)
         j = LIST_FIRST(&handed); /* handed as the wait ran out: still this one's */

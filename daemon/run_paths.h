@@ -17,8 +17,8 @@
  * the homes table. The loop hears the end through an eventfd, or gives up
  * after RUN_PATHS_TIMEOUT_S; a job given up is the thread's to free when it
  * ends (a thread waiting uninterruptibly cannot be ended). Such jobs count
- * against RUN_PATHS_PER_UID and RUN_PATHS_MAX until their thread ends, so
- * held locks cost lyhd a bounded number of threads per user.
+ * against RUN_PATHS_PER_UID and RUN_PATHS_MAX until their thread has done
+ * its work, so held locks cost lyhd a bounded number of threads per user.
  *
  * A thread that has done its job, and has root's identity back, waits up to
  * RUN_PATHS_KEEP_S for another, at most RUN_PATHS_KEEP of them: waking one

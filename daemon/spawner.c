@@ -591,6 +591,10 @@ static int launch_plan(const uint8_t *buf, size_t n, const int *fds, size_t nfds
             r = spawn_start_shared(&plan, &l->sh, ret_pid, ret_pidfd, ret_status_fd, &l->done_fd);
             if (r == 0) {
                 l->pidfd = fcntl(*ret_pidfd, F_DUPFD_CLOEXEC, 3);
+                /* Without a copy the fs.suid_dumpable watch could not end
+                 * it: end it now (lyhd sees its agent killed at once). */
+                if (l->pidfd < 0)
+                    (void)syscall(SYS_pidfd_send_signal, *ret_pidfd, SIGKILL, NULL, 0);
                 l->uid = plan.uid;
                 l->copy = copy;
                 l->copy_len = len;
@@ -836,9 +840,11 @@ static int send_plan(struct lyhd *d, const struct spawn_plan *p) {
 }
 
 /* The spawner's answer to the plan sent: a clone3 away. 0 with the child's
- * pid, pidfd and status pipe; -ENOSYS: it cannot make lyhd's children here
- * (nothing was made: fork from lyhd); other -errno: the launch fails (what
- * it may have made was killed through the cgroup). */
+ * pid, pidfd and status pipe, and how it was made (a remover or the
+ * protocol process, ret_way NULL, is always forked); -ENOSYS: it cannot
+ * make lyhd's children here (nothing was made: fork from lyhd); other
+ * -errno: the launch fails (what it may have made was killed through the
+ * cgroup). */
 static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *ret_pidfd,
                        int *ret_status_fd, enum spawn_way *ret_way) {
     size_t want = ret_status_fd ? 2 : 1; /* a remover has no status pipe */
@@ -858,7 +864,7 @@ static int take_answer(struct lyhd *d, int cgroup_dir_fd, pid_t *ret_pid, int *r
     n = pr > 0 ? unixsock_recv_fds(s->sock, v, sizeof(v), MSG_DONTWAIT, got, &ngot, &fl) : -1;
     bool ok = n == (ssize_t)sizeof(v) && !(fl & (MSG_TRUNC | MSG_CTRUNC)) &&
               (v[0] == 0 ? ngot == want && v[1] > 0 &&
-                               (v[2] == SPAWN_WAY_FORK || v[2] == SPAWN_WAY_SHARED)
+                               (v[2] == SPAWN_WAY_FORK || (ret_way && v[2] == SPAWN_WAY_SHARED))
                          : ngot == 0 && v[0] < 0 && v[2] == 0);
     if (!ok) {
         for (size_t i = 0; i < ngot; i++)

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <linux/openat2.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -237,12 +238,27 @@ int fs_remove_tree_as(const char *path, const char *const *subs, size_t n_subs, 
 /* Raw syscalls on purpose: glibc's setgroups()/setfsuid() wrappers apply
  * setgroups to every thread of the process; the raw calls change only this
  * one, which is the point (lyhd's other threads keep root's identity). */
+/* This thread's effective capabilities (raw capget: per thread). */
+static int cap_effective(uint32_t eff[2]) {
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct d[2];
+
+    if (syscall(SYS_capget, &h, d) < 0)
+        return -errno;
+    eff[0] = d[0].effective;
+    eff[1] = d[1].effective;
+    return 0;
+}
+
 int fs_ident_enter(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
                    struct fs_ident *saved) {
     int n;
 
     if (n_groups > FS_IDENT_MAX_GROUPS)
         return -E2BIG;
+    n = cap_effective(saved->cap_eff);
+    if (n < 0)
+        return n;
     n = getgroups(FS_IDENT_MAX_GROUPS, saved->groups);
     if (n < 0)
         return -errno;
@@ -273,7 +289,11 @@ int fs_ident_leave(const struct fs_ident *saved) {
     if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != saved->fsuid ||
         (gid_t)syscall(SYS_setfsgid, (gid_t)-1) != saved->fsgid)
         return -EPERM;
-    return 0;
+    uint32_t eff[2];
+    int k = cap_effective(eff);
+    if (k < 0)
+        return k;
+    return eff[0] == saved->cap_eff[0] && eff[1] == saved->cap_eff[1] ? 0 : -EPERM;
 }
 
 /* O_PATH fd of dirfd/name without following a symlink or crossing a mount

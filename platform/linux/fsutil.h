@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Create NAME in the directory parent_fd as a fresh directory, root's with
@@ -73,6 +74,7 @@ struct fs_ident {
     gid_t fsgid;
     gid_t groups[FS_IDENT_MAX_GROUPS];
     size_t n_groups;
+    uint32_t cap_eff[2]; /* the effective capabilities, as capget gives them */
 };
 
 /* Make the calling THREAD resolve paths as uid:gid with groups (raw setgroups,
@@ -83,9 +85,10 @@ struct fs_ident {
  * between: nothing that writes lyhd's own files. -E2BIG for too many groups. */
 int fs_ident_enter(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
                    struct fs_ident *saved);
-/* Back to *saved (fsuid 0 raises the file-system capabilities again). A
- * failure here leaves the thread with the user's identity: the caller must
- * treat it as fatal. */
+/* Back to *saved (fsuid 0 raises the file-system capabilities again, from
+ * the permitted set: the effective set must then be what it was, or this
+ * fails). A failure here leaves the thread with an identity other than the
+ * one it had: the caller must treat it as fatal. */
 int fs_ident_leave(const struct fs_ident *saved);
 
 /* ---- deciding on inodes, never on path strings ---- */

@@ -171,26 +171,40 @@ static void test_collect(void **state) {
     teardown_dir();
 }
 
-/* Threads of this process whose file-system uid is uid. */
-static int threads_with_fsuid(uid_t uid) {
-    char path[300], line[256];
+/* A thread's identity as /proc shows it: its Uid, Gid, Groups and CapEff
+ * lines (the file-system uid and gid are their last fields). */
+static void task_ident(const char *tid, char *out, size_t len) {
+    char path[300], line[512];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%s/status", tid);
+    out[0] = '\0';
+    if (!(f = fopen(path, "r")))
+        return; /* ended meanwhile */
+    while (fgets(line, sizeof(line), f))
+        if (!strncmp(line, "Uid:", 4) || !strncmp(line, "Gid:", 4) ||
+            !strncmp(line, "Groups:", 7) || !strncmp(line, "CapEff:", 7))
+            strncat(out, line, len - strlen(out) - 1);
+    fclose(f);
+}
+
+/* Threads of this process whose identity is not the main thread's (root's:
+ * file-system uid and gid, groups, effective capabilities). */
+static int threads_not_root(void) {
+    char mine[2048], theirs[2048], me[32];
     struct dirent *d;
     int n = 0;
     DIR *dir = opendir("/proc/self/task");
 
     assert_non_null(dir);
+    snprintf(me, sizeof(me), "%d", (int)getpid());
+    task_ident(me, mine, sizeof(mine));
+    assert_non_null(strstr(mine, "CapEff:"));
     while ((d = readdir(dir))) {
         if (d->d_name[0] == '.')
             continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/status", d->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue; /* ended meanwhile */
-        unsigned r, e, s, fs;
-        while (fgets(line, sizeof(line), f))
-            if (sscanf(line, "Uid: %u %u %u %u", &r, &e, &s, &fs) == 4 && fs == uid)
-                n++;
-        fclose(f);
+        task_ident(d->d_name, theirs, sizeof(theirs));
+        n += theirs[0] && strcmp(theirs, mine) != 0;
     }
     closedir(dir);
     return n;
@@ -241,11 +255,13 @@ static void test_job(void **state) {
     run_paths_drop(j);
 
     /* its thread is kept, with root's identity back (no thread of this
-     * process looks up as nobody any more), and takes the next job */
+     * process has another file-system uid or gid, other groups or other
+     * effective capabilities than the main thread's), and takes the next
+     * job */
     for (int i = 0; i < 500 && run_paths_kept() < 1; i++)
         usleep(1000);
     assert_int_equal(run_paths_kept(), 1);
-    assert_int_equal(threads_with_fsuid(65534), 0);
+    assert_int_equal(threads_not_root(), 0);
     int threads = threads_alive();
     j = job_done(base, h, cwd);
     assert_int_equal(threads_alive(), threads); /* none made */
