@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Split each `lyh run --timing` launch of bench/run's item 1 into steps.
 
-    launch_steps.py SPAWN_OUT LYH_ERR LYHD_LOG OUTDIR
+    launch_steps.py [--wait SECONDS] SPAWN_OUT LYH_ERR LYHD_LOG OUTDIR
 
 SPAWN_OUT: lyh_bench_spawn's lines ("LABEL US RC MAXRSS FORK_AT"); the runs
 labelled "lyh" are the launches. LYH_ERR: their stderr, with one
@@ -31,19 +31,69 @@ follow one another and add up to the launch's wall time:
 and step.hop_started (RunStarted handed on to lyh reading it; beside the
 chain, while the agent runs). Prints "matched N of M". Exit 1 when a
 launch's lines are missing or its marks go backwards: the figures would be
-wrong.
+wrong. --wait: lyhd's lines of the last launches may still be on their way
+(an end line comes with its teardown, ~40 ms after the reply): LYHD_LOG is
+read again every 0.25 s until every launch has its lines, for at most
+SECONDS; marks that go backwards fail at once.
 """
 import re
 import sys
+import time
 
 STEPS = ["start", "prepare", "connect", "hop_in", "lyhd", "agent", "reply", "hop_back", "finish"]
 
 
+def read_lyhd(path):
+    """lyhd's launch lines (id, entry_at, started_at) and end lines by id."""
+    launches, ends = [], {}
+    lpat = re.compile(r"launch ([0-9a-f]+) phases .* entry_at (\d+) started_at (\d+)")
+    epat = re.compile(r"end ([0-9a-f]+) phases .* exit_at (\d+) replied_at (\d+)")
+    for line in open(path, errors="replace"):
+        m = lpat.search(line)
+        if m:
+            launches.append((m.group(1), int(m.group(2)), int(m.group(3))))
+            continue
+        m = epat.search(line)
+        if m:
+            ends[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+    return launches, ends
+
+
+def steps(runs, lyh, launches, ends):
+    """(steps, None), or (None, (missing_lyhd_lines, why))."""
+    out = {s: [] for s in STEPS + ["hop_started"]}
+    for fork_at, reaped_at in runs:
+        t = next((t for t in lyh if fork_at <= t["main"] <= reaped_at), None)
+        if t is None:
+            return None, (False, f"no lyh timing line for the run forked at {fork_at}")
+        la = next((la for la in launches if t["connected"] <= la[1] <= t["done"]), None)
+        if la is None or la[0] not in ends:
+            return None, (True, f"no lyhd launch and end lines for the run forked at {fork_at}")
+        sid, entry_at, started_at = la
+        exit_at, replied_at = ends[sid]
+        marks = [fork_at, t["main"], t["ready"], t["connected"], entry_at, started_at, exit_at,
+                 replied_at, t["exited"], reaped_at]
+        if any(b < a for a, b in zip(marks, marks[1:])) or t["started"] < started_at:
+            return None, (False, f"session {sid}: marks out of order: {marks}")
+        for name, a, b in zip(STEPS, marks, marks[1:]):
+            out[name].append(b - a)
+        out["hop_started"].append(t["started"] - started_at)
+    return out, None
+
+
 def main():
-    if len(sys.argv) != 5:
+    args = sys.argv[1:]
+    wait = 0.0
+    if len(args) == 6 and args[0] == "--wait":
+        try:
+            wait = float(args[1])
+        except ValueError:
+            wait = -1.0
+        args = args[2:]
+    if len(args) != 4 or not 0 <= wait <= 600:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    spawn_out, lyh_err, lyhd_log, outdir = sys.argv[1:]
+    spawn_out, lyh_err, lyhd_log, outdir = args
 
     runs = []  # (fork_at, reaped_at)
     for line in open(spawn_out):
@@ -59,46 +109,21 @@ def main():
         if m:
             lyh.append(dict(zip(keys, map(int, m.groups()))))
 
-    launches, ends = [], {}
-    lpat = re.compile(r"launch ([0-9a-f]+) phases .* entry_at (\d+) started_at (\d+)")
-    epat = re.compile(r"end ([0-9a-f]+) phases .* exit_at (\d+) replied_at (\d+)")
-    for line in open(lyhd_log, errors="replace"):
-        m = lpat.search(line)
-        if m:
-            launches.append((m.group(1), int(m.group(2)), int(m.group(3))))
-            continue
-        m = epat.search(line)
-        if m:
-            ends[m.group(1)] = (int(m.group(2)), int(m.group(3)))
-
-    out = {s: [] for s in STEPS + ["hop_started"]}
-    matched = 0
-    for fork_at, reaped_at in runs:
-        t = next((t for t in lyh if fork_at <= t["main"] <= reaped_at), None)
-        if t is None:
-            print(f"no lyh timing line for the run forked at {fork_at}", file=sys.stderr)
-            return 1
-        la = next((la for la in launches if t["connected"] <= la[1] <= t["done"]), None)
-        if la is None or la[0] not in ends:
-            print(f"no lyhd launch and end lines for the run forked at {fork_at}", file=sys.stderr)
-            return 1
-        sid, entry_at, started_at = la
-        exit_at, replied_at = ends[sid]
-        marks = [fork_at, t["main"], t["ready"], t["connected"], entry_at, started_at, exit_at,
-                 replied_at, t["exited"], reaped_at]
-        if any(b < a for a, b in zip(marks, marks[1:])) or t["started"] < started_at:
-            print(f"session {sid}: marks out of order: {marks}", file=sys.stderr)
-            return 1
-        for name, a, b in zip(STEPS, marks, marks[1:]):
-            out[name].append(b - a)
-        out["hop_started"].append(t["started"] - started_at)
-        matched += 1
+    deadline = time.monotonic() + wait
+    while True:
+        out, err = steps(runs, lyh, *read_lyhd(lyhd_log))
+        if out is not None or not err[0] or time.monotonic() >= deadline:
+            break
+        time.sleep(0.25)
+    if out is None:
+        print(err[1], file=sys.stderr)
+        return 1
 
     for name, vals in out.items():
         with open(f"{outdir}/step.{name}", "w") as fh:
             fh.writelines(f"{v}\n" for v in vals)
-    print(f"matched {matched} of {len(runs)}")
-    return 0 if matched == len(runs) and matched > 0 else 1
+    print(f"matched {len(runs)} of {len(runs)}")
+    return 0 if runs else 1
 
 
 if __name__ == "__main__":

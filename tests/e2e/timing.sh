@@ -93,11 +93,8 @@ t_eq "2: every run passed" "$(awk '$3 != 0' "$LYH_TMP/2.spawn" | wc -l)" 0
 t_eq "2: every line carries the fork's moment" "$(awk 'NF != 5 || $5 !~ /^[0-9]+$/' "$LYH_TMP/2.spawn" | wc -l)" 0
 mkdir -p "$LYH_TMP/steps"
 ok=0
-for ((i = 0; i < 20; i++)); do # the last end line comes with its teardown
-    python3 "$HERE/../../bench/launch_steps.py" "$LYH_TMP/2.spawn" "$LYH_HOME/t/2.err" "$LYH_DAEMON_LOG" \
-        "$LYH_TMP/steps" >"$LYH_TMP/2.out" 2>"$LYH_TMP/2.perr" && ok=1 && break
-    sleep 0.25
-done
+python3 "$HERE/../../bench/launch_steps.py" --wait 5 "$LYH_TMP/2.spawn" "$LYH_HOME/t/2.err" \
+    "$LYH_DAEMON_LOG" "$LYH_TMP/steps" >"$LYH_TMP/2.out" 2>"$LYH_TMP/2.perr" && ok=1
 t_eq "2: launch_steps.py matched every launch ($(cat "$LYH_TMP/2.out" "$LYH_TMP/2.perr"))" \
     "$ok:$(cat "$LYH_TMP/2.out")" "1:matched 5 of 5"
 t_eq "2: a value per launch for each of the ten steps" \
