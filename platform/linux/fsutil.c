@@ -289,7 +289,7 @@ int fs_ident_leave(const struct fs_ident *saved) {
     if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != saved->fsuid ||
         (gid_t)syscall(SYS_setfsgid, (gid_t)-1) != saved->fsgid)
         return -EPERM;
-    uint32_t eff[2];
+    uint32_t eff[2] = {0, 0};
     int k = cap_effective(eff);
     if (k < 0)
         return k;
