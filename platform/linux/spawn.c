@@ -27,11 +27,16 @@
  *    changed while we still hold CAP_SETGID, which setresuid drops.
  *  - the drop is verified: the real, effective and saved ids are all the
  *    target, regaining uid 0 fails, and no capability is left in any set.
- *  - NO_NEW_PRIVS before Landlock and seccomp (both require it as non-root)
- *    and so setuid binaries cannot raise privilege.
- *  - seccomp last before exec, so the filter does not have to allow the setup
- *    syscalls (chdir is harmless and comes after so it is checked by Landlock
- *    as the user).
+ *  - NO_NEW_PRIVS, then seccomp, right after the mounts (the filter denies
+ *    mounts and namespaces; everything after them is a syscall it allows:
+ *    the gate's recvmsg, the credential calls, landlock, prctl, chdir,
+ *    execve), so that the kernel compiles the filter while a gated child
+ *    waits for lyhd's go rather than after it. NO_NEW_PRIVS is what a filter
+ *    needs without CAP_SYS_ADMIN (sc_install checks it), and it keeps
+ *    setuid binaries from raising privilege; set while root it changes
+ *    nothing else, and the only exec is the agent's.
+ *  - Landlock after the drop (as the user) and last before chdir and exec
+ *    (chdir comes after it so that it is checked by Landlock as the user).
  * Any failure: write {step, errno} to the CLOEXEC status pipe and _exit(127).
  * A successful execve closes the pipe, so EOF tells the parent it worked. */
 #include "platform/linux/spawn.h"
@@ -678,6 +683,20 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
     cover_hidden(p, status_fd, trees);
     private_tmp(p, status_fd);
     sockets_in_private_tmp(p, status_fd, trees);
+
+    /* The syscall filter now, while a gated child waits for lyhd's go anyway
+     * (its compilation by the kernel is 0.1-0.2 ms): nothing this child does
+     * from here on is a syscall it denies (no mount, no namespace; the
+     * credential calls, landlock, prctl, chdir, execve are allowed), and it
+     * holds from here to the agent's end all the same. no_new_privs first,
+     * as the filter requires of a process without CAP_SYS_ADMIN: it only
+     * keeps an exec from gaining privileges, and the only exec is the
+     * agent's, after the drop. */
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        child_fail(status_fd, SPAWN_STEP_NO_NEW_PRIVS, errno);
+    k = sc_install(p->seccomp);
+    if (k < 0)
+        child_fail(status_fd, SPAWN_STEP_SECCOMP, -k);
     int ll_fd = p->gated ? await_go(p->gate_fd, status_fd) : p->landlock_fd;
     k = ll_add_devpts_child(ll_fd, p->landlock_handled);
     if (k < 0)
@@ -713,14 +732,9 @@ static _Noreturn void child(const struct spawn_plan *p, int status_fd, bool in_c
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
 
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        child_fail(status_fd, SPAWN_STEP_NO_NEW_PRIVS, errno);
     k = ll_restrict_self(ll_fd);
     if (k < 0)
         child_fail(status_fd, SPAWN_STEP_LANDLOCK, -k);
-    k = sc_install(p->seccomp);
-    if (k < 0)
-        child_fail(status_fd, SPAWN_STEP_SECCOMP, -k);
 
     if (chdir(p->cwd) < 0)
         child_fail(status_fd, SPAWN_STEP_CHDIR, errno);
