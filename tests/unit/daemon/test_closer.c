@@ -70,6 +70,56 @@ static void test_lingering_close_off_the_caller(void **state) {
     close(listener);
 }
 
+/* An AF_UNIX socket (a kind whose close may block): closed through the
+ * workers, never at once. Its peer is closed already. */
+static int unix_fd(void) {
+    int sp[2];
+
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+    close(sp[1]);
+    return sp[0];
+}
+
+/* Wake-ups: an fd queued behind a busy queue wakes nobody and is closed by
+ * that queue's worker once its close returns; fds of other users queued at
+ * once, several each, are all closed meanwhile by the idle workers. No fd is
+ * left behind. */
+static void test_queued_behind_a_busy_queue(void **state) {
+    struct closer *c = NULL;
+    int server, listener, mine[3], others[2][4];
+    (void)state;
+
+    assert_int_equal(closer_start(&c), 0);
+    closer_close(c, 1001, lingering_socket(&server, &listener));
+    usleep(50 * 1000); /* its worker is in the close */
+    for (int i = 0; i < 3; i++)
+        closer_close(c, 1001, mine[i] = unix_fd());
+    for (int u = 0; u < 2; u++)
+        for (int i = 0; i < 4; i++)
+            closer_close(c, 1002 + (uid_t)u, others[u][i] = unix_fd());
+    for (int i = 0; i < 200 && closer_total_pending(c) > 4; i++)
+        usleep(10000);
+    assert_int_equal(closer_pending(c, 1002), 0);
+    assert_int_equal(closer_pending(c, 1003), 0);
+    for (int u = 0; u < 2; u++)
+        for (int i = 0; i < 4; i++)
+            assert_int_equal(fcntl(others[u][i], F_GETFD), -1);
+    /* the lingering one and the three behind it */
+    assert_int_equal(closer_pending(c, 1001), 4);
+    for (int i = 0; i < 3; i++)
+        assert_true(fcntl(mine[i], F_GETFD) >= 0);
+
+    closer_poke(c, 0);
+    for (int i = 0; i < 200 && closer_pending(c, 1001); i++)
+        usleep(10000);
+    assert_int_equal(closer_pending(c, 1001), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(fcntl(mine[i], F_GETFD), -1);
+    closer_stop(c);
+    close(server);
+    close(listener);
+}
+
 static void test_safe_kinds_close_at_once(void **state) {
     struct closer *c = NULL;
     int p[2];
@@ -92,6 +142,7 @@ static void test_safe_kinds_close_at_once(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lingering_close_off_the_caller),
+        cmocka_unit_test(test_queued_behind_a_busy_queue),
         cmocka_unit_test(test_safe_kinds_close_at_once),
     };
     /* Loopback TCP only in a namespace of our own: never the host's. */
