@@ -37,6 +37,12 @@
  *  - SO_ATTACH_REUSEPORT_CBPF/EBPF (see arg_rules).
  * Denials answer EPERM so agents fail cleanly and say why (DESIGN.md).
  *
+ * Never matched, for any argument: the credential and capability calls
+ * (setgroups, setres[ug]id, getres[ug]id, capget, prctl), landlock_*,
+ * recvmsg, chdir, execve. The spawn child installs this filter before its
+ * uid drop (platform/linux/spawn.c), and its check that the drop cannot be
+ * undone must get the kernel's answer, not ours (test_spawn_steps_allowed).
+ *
  * Exceptions to EPERM, and why:
  *  - clone3 answers ENOSYS. Its flags are in a struct in user memory, which
  *    a seccomp filter cannot read, so we cannot tell a thread from a new

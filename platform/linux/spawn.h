@@ -111,7 +111,8 @@ struct spawn_plan {
     /* The caller has no signal handler and ignores no signal: the child
      * need not set every disposition to the default (the spawner). */
     bool signals_default;
-    /* A gated plan: the child makes its mounts, then waits on gate_fd (its
+    /* A gated plan: the child makes its mounts and installs its seccomp
+     * filter, then waits on gate_fd (its
      * end of a SOCK_SEQPACKET pair) for the go, one byte 'G' that carries the
      * Landlock ruleset (SCM_RIGHTS), before it drops its privileges and
      * execs; the end of the pair instead (the caller closed its end, or

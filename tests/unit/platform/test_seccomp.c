@@ -22,6 +22,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/capability.h>
+#include <linux/landlock.h>
 #include <linux/perf_event.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -648,6 +650,107 @@ static void test_allowed(void **state) {
         close(c);
 }
 
+/* ---- what the spawn child does under the filter ---------------------------------------- */
+
+/* platform/linux/spawn.c installs the filter right after its mounts, as root,
+ * and only then waits for the go, drops its credentials, verifies the drop,
+ * restricts itself with Landlock and execs. None of that may be a syscall
+ * the filter touches, not even for some arguments: verify_drop asks the
+ * kernel whether uid 0 can be had back and which capabilities are left, and
+ * a filter's answer in its place would pass it without the kernel's word.
+ * So here, as root under the filter, each call gets the kernel's answer:
+ * regaining ids and reading capabilities work while root, and fail or read
+ * empty only once the credentials are gone. */
+static void child_spawn_steps(void) {
+    int sp[2], fd = -1, nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    char c = 'G', cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {.iov_base = &c, .iov_len = 1};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                       .msg_controllen = sizeof(cbuf)};
+    struct cmsghdr *cm;
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct cap[2];
+    uid_t r, e, sv;
+    gid_t g = 65534;
+
+    /* the gate: one byte with an fd, over a SOCK_SEQPACKET pair */
+    EXPECT_OK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp));
+    memset(cbuf, 0, sizeof(cbuf));
+    cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &nul, sizeof(int));
+    CHECK(sendmsg(sp[0], &m, 0) == 1, "sendmsg of the go");
+    c = 0;
+    m.msg_controllen = sizeof(cbuf);
+    CHECK(recvmsg(sp[1], &m, MSG_CMSG_CLOEXEC) == 1 && c == 'G', "recvmsg of the go");
+    cm = CMSG_FIRSTHDR(&m);
+    CHECK(cm && cm->cmsg_type == SCM_RIGHTS, "the go's fd");
+    memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+    EXPECT_OK(close(fd));
+    EXPECT_OK(close(sp[0]));
+    EXPECT_OK(close(sp[1]));
+
+    /* a Landlock ruleset and a rule on an O_PATH fd (the devpts rules) */
+    struct landlock_ruleset_attr ra = {.handled_access_fs = LANDLOCK_ACCESS_FS_READ_FILE};
+    int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof(ra), 0);
+    CHECK(rs >= 0 || errno == ENOSYS || errno == EOPNOTSUPP, "landlock_create_ruleset");
+    if (rs >= 0) {
+        int dir = open("/", O_PATH | O_CLOEXEC | O_DIRECTORY);
+        struct landlock_path_beneath_attr pb = {.allowed_access = LANDLOCK_ACCESS_FS_READ_FILE,
+                                                .parent_fd = dir};
+        EXPECT_OK(syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0));
+        EXPECT_OK(close(dir));
+    }
+
+    /* still root: the kernel lets every id be had, and shows capabilities */
+    EXPECT_OK(syscall(SYS_setresuid, 0, 0, 0));
+    EXPECT_OK(syscall(SYS_setresgid, 0, 0, 0));
+    memset(cap, 0, sizeof(cap));
+    EXPECT_OK(syscall(SYS_capget, &h, cap));
+    CHECK(cap[0].effective != 0, "capget read no capability as root");
+    EXPECT_OK(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0));
+
+    /* the drop, as spawn.c does it */
+    EXPECT_OK(syscall(SYS_setgroups, 1, &g));
+    EXPECT_OK(syscall(SYS_setresgid, 65534, 65534, 65534));
+    EXPECT_OK(syscall(SYS_setresuid, 65534, 65534, -1));
+    EXPECT_OK(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0));
+    EXPECT_OK(syscall(SYS_setresuid, 65534, 65534, 65534));
+    CHECK(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0, "PR_GET_DUMPABLE");
+    EXPECT_OK(getresuid(&r, &e, &sv));
+    CHECK(r == 65534 && e == 65534 && sv == 65534, "getresuid");
+
+    /* verify_drop's questions, now answered no by the kernel */
+    EXPECT_ERR(syscall(SYS_setresuid, 0, 0, 0), EPERM);
+    EXPECT_ERR(syscall(SYS_setresgid, 0, 0, 0), EPERM);
+    h.pid = 0;
+    memset(cap, 0xff, sizeof(cap)); /* what the kernel must overwrite */
+    EXPECT_OK(syscall(SYS_capget, &h, cap));
+    CHECK(cap[0].effective == 0 && cap[0].permitted == 0, "capabilities left after the drop");
+
+    sigset_t none;
+    sigemptyset(&none);
+    EXPECT_OK(sigprocmask(SIG_SETMASK, &none, NULL));
+    CHECK(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1, "PR_GET_NO_NEW_PRIVS");
+    if (rs >= 0)
+        EXPECT_OK(syscall(SYS_landlock_restrict_self, rs, 0));
+    EXPECT_OK(chdir("/"));
+    char *argv[] = {"/bin/true", NULL}, *envp[] = {NULL};
+    execve(argv[0], argv, envp);
+    CHECK(0, "execve");
+}
+
+static void test_spawn_steps_allowed(void **state) {
+    (void)state;
+    if (geteuid() != 0) {
+        print_message("(skipped: the spawn child's steps need root)\n");
+        return;
+    }
+    in_child(child_spawn_steps, FILTERED);
+}
+
 /* ---- foreign syscall ABIs: killed ------------------------------------------------------ */
 
 #if defined(__x86_64__)
@@ -700,6 +803,7 @@ int main(void) {
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_allowed),
         cmocka_unit_test(test_allow_listen),
+        cmocka_unit_test(test_spawn_steps_allowed),
         cmocka_unit_test(test_foreign_abi),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
