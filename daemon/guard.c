@@ -949,8 +949,13 @@ static void on_check(evutil_socket_t fd, short what, void *arg) {
     struct lyhd *d = arg;
     struct guard *g = d->guard;
     unsigned flags = 0;
+    uint64_t t0 = d->cfg.timing ? lyhd_mono_us() : 0;
     int r = nft_ensure_base(g->nft, &g->base, &flags);
 
+    /* (--timing: how often and how long; lyhd's own changes start none) */
+    if (d->cfg.timing)
+        log_info("guard check after a ruleset change by another program: %llu us (flags %u)",
+                 (unsigned long long)(lyhd_mono_us() - t0), r < 0 ? 0u : flags);
     if (r < 0) {
         log_error("table inet lianyaohu: checking it after a ruleset change failed (%s): %s; "
                   "retrying",
@@ -970,7 +975,10 @@ static void on_check(evutil_socket_t fd, short what, void *arg) {
 
 static void on_watch(evutil_socket_t fd, short what, void *arg) {
     struct lyhd *d = arg;
-    int r = nft_watch_drain(fd);
+    /* lyhd's own transactions were checked by their acks: only a change that
+     * another socket (or the kernel) made, or one that cannot be told, starts
+     * a check (docs/security-model.md) */
+    int r = nft_watch_drain(fd, nft_portid(d->guard->nft));
 
     if (r != 0)
         arm_check(d->guard, GUARD_CHECK_DELAY_MS);

@@ -89,7 +89,7 @@ static void usage(FILE *f) {
             "  --protocol-exe PATH       tests only: run PATH as the protocol process (as user\n"
             "                            _lyhd, no privilege; it stands for a compromised one)\n"
             "  --timing                  log how long each phase of every launch and end took\n"
-            "                            (bench/run reads it)\n"
+            "                            and every guard check (bench/run reads it)\n"
             "  --verbose                 debug logging\n"
             "  --version, --help\n",
             LYH_DEFAULT_SOCKET, LYH_DEFAULT_STATE_DIR, LYH_GUARD_GID_DEFAULT,

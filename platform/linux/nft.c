@@ -170,20 +170,47 @@ int nft_watch_open(int *ret_fd) {
     return 0;
 }
 
-int nft_watch_drain(int fd) {
-    char buf[8192];
+uint32_t nft_portid(const struct nft *n) { return n->portid; }
+
+/* The kernel sets a notification's nlmsg_pid to the port of the socket whose
+ * request made the change (0 for its own), and packs several notifications in
+ * one datagram. */
+int nft_watch_foreign(const uint8_t *buf, size_t len, uint32_t own_portid) {
+    int n = 0;
+    size_t off = 0;
+
+    while (off < len) {
+        struct nlmsghdr h;
+        if (len - off < sizeof(h))
+            return n + 1;
+        memcpy(&h, buf + off, sizeof(h));
+        if (h.nlmsg_len < sizeof(h) || h.nlmsg_len > len - off)
+            return n + 1;
+        if (own_portid == 0 || h.nlmsg_pid != own_portid)
+            n++;
+        size_t step = NLMSG_ALIGN(h.nlmsg_len);
+        off += step < len - off ? step : len - off;
+    }
+    return n;
+}
+
+int nft_watch_drain(int fd, uint32_t own_portid) {
+    union {
+        struct nlmsghdr h; /* alignment */
+        uint8_t b[8192];
+    } buf;
     int n = 0;
 
-    /* Only "something changed" matters; what changed is read back by the caller
-     * (nft_ensure_base), so the messages themselves are not parsed. */
+    /* Only "someone else changed something" matters; what changed is read back
+     * by the caller (nft_ensure_base), so the messages are not parsed further. */
     for (int i = 0; i < 1024; i++) {
-        ssize_t k = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        ssize_t k = recv(fd, buf.b, sizeof(buf.b), MSG_DONTWAIT | MSG_TRUNC);
         if (k < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN)
                 return n;
-            if (errno == ENOBUFS) {
+            if (errno == ENOBUFS) { /* lost: whose, is unknown */
                 n++;
                 continue;
             }
@@ -191,7 +218,11 @@ int nft_watch_drain(int fd) {
         }
         if (k == 0)
             return n;
-        n++;
+        if ((size_t)k > sizeof(buf.b)) { /* cut short: the rest is unread */
+            n++;
+            continue;
+        }
+        n += nft_watch_foreign(buf.b, (size_t)k, own_portid);
     }
     return n;
 }

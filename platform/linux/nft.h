@@ -32,14 +32,22 @@ struct nft;
 int nft_open(struct nft **ret);
 void nft_close(struct nft *n); /* NULL ok */
 
+/* The netlink port of n's socket: the kernel writes it into the header of
+ * every change notification that n's requests caused. */
+uint32_t nft_portid(const struct nft *n);
+
 /* A netlink socket subscribed to the nftables change notifications of this
  * network namespace (NFNLGRP_NFTABLES): readable after any ruleset change,
  * ours included. Non-blocking, CLOEXEC; the caller closes the fd. */
 int nft_watch_open(int *ret_fd);
 /* Read what is queued without blocking (bounded). Returns how many
- * notifications were read (an overrun counts as one: something changed), or
- * -errno on a socket error. */
-int nft_watch_drain(int fd);
+ * notifications were read that own_portid's socket did not cause (an overrun,
+ * a datagram cut short or bytes that are not whole messages count as one:
+ * something may have changed), or -errno on a socket error. own_portid 0
+ * counts every notification. */
+int nft_watch_drain(int fd, uint32_t own_portid);
+/* The same count for one datagram of len bytes (any alignment). Pure. */
+int nft_watch_foreign(const uint8_t *buf, size_t len, uint32_t own_portid);
 
 /* nft_ensure_base() *ret_flags */
 enum {

@@ -1,0 +1,57 @@
+/* libFuzzer: bytes as the kernel (or a root process) would queue them on
+ * lyhd's ruleset watch socket, through the count of changes made by someone
+ * else (nft_watch_foreign), at every alignment the first byte picks. The
+ * count must never read past the buffer, loop, or call a datagram of nothing
+ * but lyhd's own well-formed messages foreign. */
+#include <linux/netlink.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/linux/nft.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 5)
+        return 0;
+    uint32_t own;
+    memcpy(&own, data, sizeof(own));
+    data += 4;
+    size -= 4;
+    uint8_t *copy = malloc(size + 8);
+    if (!copy)
+        return 0;
+    size_t shift = data[0] & 7;
+    memcpy(copy + shift, data, size);
+    int n = nft_watch_foreign(copy + shift, size, own);
+    if (n < 0 || (size_t)n > size / NLMSG_HDRLEN + 1)
+        abort();
+    /* the same bytes with every message's port set to own: none foreign unless malformed */
+    size_t off = 0;
+    int whole = 1;
+    while (off < size) {
+        struct nlmsghdr h;
+        if (size - off < sizeof(h)) {
+            whole = 0;
+            break;
+        }
+        memcpy(&h, copy + shift + off, sizeof(h));
+        if (h.nlmsg_len < sizeof(h) || h.nlmsg_len > size - off) {
+            whole = 0;
+            break;
+        }
+        h.nlmsg_pid = own;
+        memcpy(copy + shift + off, &h, sizeof(h));
+        size_t step = NLMSG_ALIGN(h.nlmsg_len);
+        off += step < size - off ? step : size - off;
+    }
+    int m = nft_watch_foreign(copy + shift, size, own);
+    if (whole && own != 0 && m != 0)
+        abort();
+    if (!whole && m == 0)
+        abort();
+    free(copy);
+    return 0;
+}
