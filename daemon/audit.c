@@ -43,6 +43,7 @@
 #include "common/macros.h"
 #include "common/utf8.h"
 #include "daemon/audit.h"
+#include "daemon/audit_measure.h"
 #include "daemon/dns_fwd.h"
 #include "daemon/audit_rate.h"
 #include "daemon/guard.h"
@@ -79,6 +80,10 @@ _Static_assert(AUDIT_OUT_HIGH + AUDIT_PAGE * 1024u < CONN_OUT_RESUME,
 #define AUDIT_FLOW_RATE_MIN 2000u
 #define AUDIT_FLOW_RATE_MAX 1000000u
 #define AUDIT_MEASURE_ROUNDS 5
+/* ... and measured again off the loop, keeping the best (audit_measure.h):
+ * four more times, one second apart */
+#define AUDIT_REMEASURE_TIMES 4
+#define AUDIT_REMEASURE_GAP_MS 1000
 #define NFLOG_RCVBUF (16u << 20)
 #define NFLOG_COPY 128
 #define NFLOG_QTHRESH 64
@@ -129,6 +134,8 @@ struct audit {
     unsigned ifc_next;
     TAILQ_HEAD(, audit_stream) streams;
     unsigned flow_rate;       /* the log rules' limit, events/s (audit_flow_rate) */
+    uint64_t took;            /* the best measurement of audit.db's writes, records/s (0: none) */
+    struct audit_measure *measure; /* measuring again, off the loop */
 };
 
 static int64_t wall_us(void) {
@@ -888,6 +895,13 @@ static void on_prune(evutil_socket_t fd, short what, void *arg) {
  * through; beyond it the chain still counts every flow and the shortfall
  * is a gap record. A measurement that fails (audit.db's directory cannot
  * take writes, so appends will fail too) keeps the floor. */
+static unsigned flow_rate_of(uint64_t took) {
+    uint64_t share = took / AUDIT_FLOW_SHARE;
+    return share < AUDIT_FLOW_RATE_MIN   ? AUDIT_FLOW_RATE_MIN
+           : share > AUDIT_FLOW_RATE_MAX ? AUDIT_FLOW_RATE_MAX
+                                         : (unsigned)share;
+}
+
 static void set_flow_rate(struct audit *a) {
     char why[AUDIT_DB_ERR_MAX] = "";
     uint64_t took = 0;
@@ -909,14 +923,30 @@ static void set_flow_rate(struct audit *a) {
                  why, a->flow_rate);
         return;
     }
-    uint64_t share = took / AUDIT_FLOW_SHARE;
-    a->flow_rate = share < AUDIT_FLOW_RATE_MIN   ? AUDIT_FLOW_RATE_MIN
-                   : share > AUDIT_FLOW_RATE_MAX ? AUDIT_FLOW_RATE_MAX
-                                                 : (unsigned)share;
+    a->took = took;
+    a->flow_rate = flow_rate_of(took);
     log_info("audit: audit.db takes %" PRIu64 " flow records/s here (measured now); each session "
              "logs up to %u new flows/s through its VPN interface, beyond that they are counted in "
              "gap records",
              took, a->flow_rate);
+}
+
+/* The measurements off the loop: a better figure than the best so far gives
+ * sessions started from then on a higher rate (running ones keep theirs);
+ * the last call says what was kept. */
+static void on_measured_again(uint64_t took, unsigned measured, bool done, void *arg) {
+    struct audit *a = arg;
+
+    if (took > a->took) {
+        a->took = took;
+        a->flow_rate = flow_rate_of(took);
+        guard_set_flow_rate(a->d, a->flow_rate);
+    }
+    if (done)
+        log_info("audit: audit.db takes %" PRIu64 " flow records/s here (the best of its start's "
+                 "measurement and %u more while lyhd ran); each session logs up to %u new flows/s "
+                 "through its VPN interface, beyond that they are counted in gap records",
+                 a->took, measured, a->flow_rate);
 }
 
 unsigned audit_flow_rate(const struct lyhd *d) {
@@ -1180,6 +1210,18 @@ int audit_start(struct lyhd *d, char *why, size_t whylen) {
     /* Not read here: the protocol process decodes it (PMSG_NFLOG_START). */
     struct timeval tv = {.tv_sec = 1};
     evtimer_add(a->ev_prune, &tv);
+    if (a->took) {
+        struct audit_measure_params mp = {.dir = d->cfg.state_dir,
+                                          .batch = AUDIT_FLUSH_COUNT,
+                                          .rounds = AUDIT_MEASURE_ROUNDS,
+                                          .times = AUDIT_REMEASURE_TIMES,
+                                          .gap_ms = AUDIT_REMEASURE_GAP_MS};
+        int k = audit_measure_start(d->base, &mp, on_measured_again, a, &a->measure);
+        if (k < 0)
+            log_warn("audit: cannot measure audit.db's writes again later (%s); the rate "
+                     "measured at start stays",
+                     strerror(-k));
+    }
     d->audit = TAKE_PTR(a);
     if (!was_clean)
         audit_note(d, AUDIT_KIND_GAP, NULL, false, 0, "unclean",
@@ -1211,6 +1253,7 @@ void audit_stop(struct lyhd *d) {
 
     if (!a)
         return;
+    audit_measure_stop(a->measure);
     note_lost(a, true);
     report_rate_drops(a, true);
     flush(a);

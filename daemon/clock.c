@@ -1,5 +1,7 @@
 /* The daemon's two clocks, in milliseconds (declared in lyhd.h). Part of
  * lyhd_core, so tests that link the core get the real ones. */
+#include <errno.h>
+#include <pthread.h>
 #include <time.h>
 
 #include "daemon/lyhd.h"
@@ -20,4 +22,21 @@ int64_t lyhd_wall_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct timespec lyhd_deadline(clockid_t clock, unsigned ms) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+int lyhd_join_within(pthread_t t, unsigned ms) {
+    struct timespec until = lyhd_deadline(CLOCK_REALTIME, ms);
+    return -pthread_timedjoin_np(t, NULL, &until);
 }

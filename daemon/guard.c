@@ -1001,6 +1001,15 @@ static int watch_start(struct lyhd *d, char *why, size_t whylen) {
     return 0;
 }
 
+void guard_set_flow_rate(struct lyhd *d, unsigned rate) {
+    struct guard *g = d->guard;
+
+    if (!g)
+        return;
+    g->flow_log.vpn_rate = rate;
+    g->flow_log.vpn_burst = rate / 2 > NFTR_DEFAULT_LOG_BURST ? rate / 2 : NFTR_DEFAULT_LOG_BURST;
+}
+
 /* Linux >= maj.min by uname's release ("6.1.0-13-amd64"): 0/1, -errno. */
 static int kernel_at_least(unsigned maj, unsigned min) {
     struct utsname u;
@@ -1123,10 +1132,8 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
     /* The VPN's new flows share the measured rate (a burst of half a
      * second's worth: a short flood is recorded whole); every other log
      * rule keeps the fixed one. */
-    unsigned rate = audit_flow_rate(d);
     g->flow_log = g->base.log;
-    g->flow_log.vpn_rate = rate;
-    g->flow_log.vpn_burst = rate / 2 > NFTR_DEFAULT_LOG_BURST ? rate / 2 : NFTR_DEFAULT_LOG_BURST;
+    guard_set_flow_rate(d, audit_flow_rate(d));
     /* Did the table lyhd finds let sessions listen? Its map loopback says
      * (chain input is there for DNS alone too). Unknown counts as yes. */
     r = nft_set_exists(g->nft, NFTR_MAP_LOOPBACK);

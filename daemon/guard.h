@@ -39,7 +39,8 @@ struct guard {
     struct nftr_base_params base;
     /* The log rules of session and shared chains: base.log's, and for the
      * new flows out of the VPN interface (shared by their rules) the rate
-     * audit_flow_rate set at start. Not in the base itself (the
+     * audit_flow_rate set at start (raised later by guard_set_flow_rate when
+     * audit.db's writes, measured again, went faster). Not in the base itself (the
      * catch-all's), which stays fixed: probe_base compares the base rule by
      * rule, and a measurement differing at each start must not make every
      * restart rebuild the table. Chains of adopted sessions keep the rate
@@ -75,6 +76,10 @@ struct guard {
  * run are re-adopted (their chains rebuilt if missing), the rest torn down,
  * chains and cgroups state.db does not know are removed. Before serving. */
 int guard_init(struct lyhd *d, char *why, size_t whylen);
+/* The rate of the new flows out of the VPN interface that the chains made
+ * from now on log (and half a second's worth as their burst, at least the
+ * base's); chains already in place keep theirs. No guard yet: nothing. */
+void guard_set_flow_rate(struct lyhd *d, unsigned rate);
 /* Accepts NULL. With remove_base (no session left running) the empty cgroup
  * subtree is removed too, so a stopped lyhd leaves nothing behind. */
 void guard_free(struct guard *g, bool remove_base);

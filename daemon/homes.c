@@ -9,6 +9,7 @@
  * Must never: enumerate the user database or open a home on the loop; touch
  * anything of the daemon's but its own table. */
 #include "daemon/homes.h"
+#include "daemon/lyhd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -228,14 +229,7 @@ static void *run(void *arg) {
             /* out of memory, a backend failure, or the file is gone: the
              * old table stays; try again after the wait */
         }
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += HOMES_POLL_MS / 1000;
-        until.tv_nsec += (long)(HOMES_POLL_MS % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = lyhd_deadline(CLOCK_MONOTONIC, HOMES_POLL_MS);
         pthread_mutex_lock(&h->mu);
         if (!h->stopping)
             pthread_cond_timedwait(&h->cv, &h->mu, &until);
@@ -317,10 +311,7 @@ void homes_stop(struct homes *h) {
         /* a read stuck on a network directory could hold this up: the
          * daemon is exiting, so it waits two seconds at most and then
          * leaves the thread (and what it may still touch) behind */
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 2;
-        if (pthread_timedjoin_np(h->thread, NULL, &until) != 0)
+        if (lyhd_join_within(h->thread, 2000) < 0)
             return;
         h->running = false;
         homes_release(h);

@@ -5,9 +5,11 @@
 #define LYHD_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <sys/queue.h>
 
@@ -100,6 +102,12 @@ struct lyhd {
 uint64_t lyhd_mono_ms(void);
 uint64_t lyhd_mono_us(void);
 int64_t lyhd_wall_ms(void);
+/* clock's now plus ms, for the timed waits of lyhd's threads. */
+struct timespec lyhd_deadline(clockid_t clock, unsigned ms);
+/* Join t, waiting at most ms: 0, or -ETIMEDOUT with the thread left behind
+ * (lyhd is exiting; a thread stuck on a file system that hangs must not keep
+ * it), or another -errno. */
+int lyhd_join_within(pthread_t t, unsigned ms);
 
 /* Is g one of the guard gids (any user's agents, or the base)? */
 static inline bool lyhd_guard_gid(const struct lyhd_config *c, uint32_t g) {

@@ -712,7 +712,9 @@ fi
 # A thread that is done may wait RUN_PATHS_KEEP_S (10 s) for the next launch
 # (at most RUN_PATHS_KEEP, 2, of them): a job goes to such a thread, never
 # behind a busy one, so the counts below hold with them; the last check
-# waits them out. (The base is taken on a lyhd 12 restarted: none kept.)
+# waits them out. (The base is taken on a lyhd 12 restarted: none kept; and
+# once lyhd's thread that measures audit.db's writes again after a start has
+# ended, ~4 s after it.)
 echo "# 13. a lock the user holds in their own home holds up only their own launches"
 O_USER="lyho$$"
 as_other() { LYH_USER=$O_USER LYH_UID=$(id -u "$O_USER") LYH_GID=$(id -g "$O_USER") LYH_HOME=$O_HOME "$@"; }
@@ -726,6 +728,8 @@ bg_launch() {
 lyh_as_user rmdir "$LYH_HOME/.ssh" 2>/dev/null
 t_check "13: the user's ~/.ssh is missing (a launch makes it: an mkdir in their home)" \
     test ! -e "$LYH_HOME/.ssh"
+lyh_wait_until 20 grep -q "audit: audit.db takes [0-9]* flow records/s here (the best of" "$LYH_DAEMON_LOG" ||
+    t_fail "13: lyhd finished measuring audit.db's writes" "$(grep audit "$LYH_DAEMON_LOG" | head -5)"
 t13_base=$(threads)
 if lock_hold 3 "$LYH_HOME"; then
     lock_probe 3 "$LYH_HOME" "13: the user holds their home's lock"
