@@ -44,6 +44,8 @@ void guard_free(struct guard *g, bool remove_base) {
         event_free(g->ev_watch);
     if (g->ev_check)
         event_free(g->ev_check);
+    if (g->ev_sweep)
+        event_free(g->ev_sweep);
     if (g->ev_dns_retry)
         event_free(g->ev_dns_retry);
     CLOSE_FD(g->watch_fd);
@@ -903,10 +905,22 @@ static int reap_cgroup_cb(const char *name, void *userdata) {
 
 #define GUARD_CHECK_DELAY_MS 20   /* coalesce a burst of notifications */
 #define GUARD_CHECK_RETRY_MS 1000
+/* and a check once a minute whatever was announced: a change the kernel
+ * announces to nobody, or one lost while the watch socket's queue was full
+ * (after ENOBUFS the kernel drops notices silently until it drains) */
+#define GUARD_CHECK_SWEEP_S 60
+static const char GUARD_WHY_CHANGE[] = "a ruleset change not lyhd's own or a lost notice";
+static const char GUARD_WHY_RETRY[] = "a check that failed";
+static const char GUARD_WHY_SWEEP[] = "the minute's sweep";
 
-static void arm_check(struct guard *g, unsigned ms) {
+/* why: what the --timing line names; a change's wins over the others while
+ * the check waits (one check serves them all) */
+static void arm_check(struct guard *g, unsigned ms, const char *why) {
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-    if (!evtimer_pending(g->ev_check, NULL))
+    bool pending = evtimer_pending(g->ev_check, NULL);
+    if (!pending || why == GUARD_WHY_CHANGE)
+        g->check_why = why;
+    if (!pending)
         evtimer_add(g->ev_check, &tv);
 }
 
@@ -954,13 +968,14 @@ static void on_check(evutil_socket_t fd, short what, void *arg) {
 
     /* (--timing: how often and how long; lyhd's own changes start none) */
     if (d->cfg.timing)
-        log_info("guard check after a ruleset change by another program: %llu us (flags %u)",
+        log_info("guard check after %s: %llu us (flags %u)",
+                 g->check_why ? g->check_why : GUARD_WHY_CHANGE,
                  (unsigned long long)(lyhd_mono_us() - t0), r < 0 ? 0u : flags);
     if (r < 0) {
         log_error("table inet lianyaohu: checking it after a ruleset change failed (%s): %s; "
                   "retrying",
                   nft_last_error_object(g->nft), strerror(-r));
-        arm_check(g, GUARD_CHECK_RETRY_MS);
+        arm_check(g, GUARD_CHECK_RETRY_MS, GUARD_WHY_RETRY);
         return;
     }
     if (!(flags & (NFT_BASE_CREATED | NFT_BASE_REBUILT)))
@@ -973,6 +988,11 @@ static void on_check(evutil_socket_t fd, short what, void *arg) {
              "removed or changed by someone else while lyhd ran");
 }
 
+static void on_sweep(evutil_socket_t fd, short what, void *arg) {
+    struct lyhd *d = arg;
+    arm_check(d->guard, 0, GUARD_WHY_SWEEP);
+}
+
 static void on_watch(evutil_socket_t fd, short what, void *arg) {
     struct lyhd *d = arg;
     /* lyhd's own transactions were checked by their acks: only a change that
@@ -981,7 +1001,7 @@ static void on_watch(evutil_socket_t fd, short what, void *arg) {
     int r = nft_watch_drain(fd, nft_portid(d->guard->nft));
 
     if (r != 0)
-        arm_check(d->guard, GUARD_CHECK_DELAY_MS);
+        arm_check(d->guard, GUARD_CHECK_DELAY_MS, GUARD_WHY_CHANGE);
 }
 
 static int watch_start(struct lyhd *d, char *why, size_t whylen) {
@@ -994,7 +1014,9 @@ static int watch_start(struct lyhd *d, char *why, size_t whylen) {
     }
     g->ev_watch = event_new(d->base, g->watch_fd, EV_READ | EV_PERSIST, on_watch, d);
     g->ev_check = evtimer_new(d->base, on_check, d);
-    if (!g->ev_watch || !g->ev_check || event_add(g->ev_watch, NULL) < 0) {
+    g->ev_sweep = event_new(d->base, -1, EV_PERSIST, on_sweep, d);
+    if (!g->ev_watch || !g->ev_check || !g->ev_sweep || event_add(g->ev_watch, NULL) < 0 ||
+        event_add(g->ev_sweep, &(struct timeval){.tv_sec = GUARD_CHECK_SWEEP_S}) < 0) {
         snprintf(why, whylen, "cannot watch the nftables ruleset: out of memory");
         return -ENOMEM;
     }

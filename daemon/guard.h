@@ -58,12 +58,15 @@ struct guard {
     /* The next loopback slot to give a session (its conntrack marks, see
      * nft_render.h): counted on from a random start. */
     uint32_t next_slot;
-    /* Ruleset change notifications: after any change (ours too), the base is
-     * checked again shortly; if someone else removed or changed our table it
-     * is rebuilt with every live chain, and that is on record. */
+    /* Ruleset change notifications: after a change not lyhd's own (its nft
+     * socket's port is in each notice), a lost notice, and once a minute, the
+     * base is checked again shortly; if someone else removed or changed our
+     * table it is rebuilt with every live chain, and that is on record. */
     int watch_fd;
     struct event *ev_watch;
     struct event *ev_check;
+    struct event *ev_sweep;  /* a check once a minute whatever was announced */
+    const char *check_why;   /* what the next check is for (--timing) */
     /* Adopted sessions whose DNS forwarder could not listen again: retried. */
     struct event *ev_dns_retry;
     /* The last launch probe (guard_launch_probe): when, and what it found. */

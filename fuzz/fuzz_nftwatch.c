@@ -1,8 +1,9 @@
 /* libFuzzer: bytes as the kernel (or a root process) would queue them on
  * lyhd's ruleset watch socket, through the count of changes made by someone
  * else (nft_watch_foreign), at every alignment the first byte picks. The
- * count must never read past the buffer, loop, or call a datagram of nothing
- * but lyhd's own well-formed messages foreign. */
+ * count must never read past the buffer or loop, must call a datagram of
+ * nothing but lyhd's own well-formed messages not foreign, and must count
+ * every whole message of another's. */
 #include <linux/netlink.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,13 +45,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         h.nlmsg_pid = own;
         memcpy(copy + shift + off, &h, sizeof(h));
-        size_t step = NLMSG_ALIGN(h.nlmsg_len);
+        size_t step = ((size_t)h.nlmsg_len + 3) & ~(size_t)3;
         off += step < size - off ? step : size - off;
     }
     int m = nft_watch_foreign(copy + shift, size, own);
     if (whole && own != 0 && m != 0)
         abort();
     if (!whole && m == 0)
+        abort();
+    /* ... and with every port another's: each whole message counts */
+    int msgs = 0;
+    off = 0;
+    while (whole && off < size) {
+        struct nlmsghdr h;
+        memcpy(&h, copy + shift + off, sizeof(h));
+        h.nlmsg_pid = own + 1;
+        memcpy(copy + shift + off, &h, sizeof(h));
+        msgs++;
+        size_t step = ((size_t)h.nlmsg_len + 3) & ~(size_t)3;
+        off += step < size - off ? step : size - off;
+    }
+    if (whole && nft_watch_foreign(copy + shift, size, own) != msgs)
         abort();
     free(copy);
     return 0;

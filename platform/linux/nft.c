@@ -188,7 +188,7 @@ int nft_watch_foreign(const uint8_t *buf, size_t len, uint32_t own_portid) {
             return n + 1;
         if (own_portid == 0 || h.nlmsg_pid != own_portid)
             n++;
-        size_t step = NLMSG_ALIGN(h.nlmsg_len);
+        size_t step = ((size_t)h.nlmsg_len + NLMSG_ALIGNTO - 1) & ~(size_t)(NLMSG_ALIGNTO - 1);
         off += step < len - off ? step : len - off;
     }
     return n;
