@@ -934,7 +934,8 @@ static void set_flow_rate(struct audit *a) {
 /* The measurements off the loop: a better figure than the best so far gives
  * sessions started from then on a higher rate (running ones keep theirs);
  * the last call says what was kept. */
-static void on_measured_again(uint64_t took, unsigned measured, bool done, void *arg) {
+static void on_measured_again(uint64_t took, unsigned measured, bool done, const char *why,
+                              void *arg) {
     struct audit *a = arg;
 
     if (took > a->took) {
@@ -942,11 +943,31 @@ static void on_measured_again(uint64_t took, unsigned measured, bool done, void 
         a->flow_rate = flow_rate_of(took);
         guard_set_flow_rate(a->d, a->flow_rate);
     }
+    if (why)
+        log_warn("audit: measuring audit.db's writes again failed after %u time(s): %s", measured,
+                 why);
     if (done)
         log_info("audit: audit.db takes %" PRIu64 " flow records/s here (the best of its start's "
                  "measurement and %u more while lyhd ran); each session logs up to %u new flows/s "
                  "through its VPN interface, beyond that they are counted in gap records",
                  a->took, measured, a->flow_rate);
+}
+
+void audit_measure_again(struct lyhd *d) {
+    struct audit *a = d->audit;
+
+    if (!a || !a->took || a->measure)
+        return;
+    struct audit_measure_params mp = {.dir = d->cfg.state_dir,
+                                      .batch = AUDIT_FLUSH_COUNT,
+                                      .rounds = AUDIT_MEASURE_ROUNDS,
+                                      .times = AUDIT_REMEASURE_TIMES,
+                                      .gap_ms = AUDIT_REMEASURE_GAP_MS};
+    int k = audit_measure_start(d->base, &mp, on_measured_again, a, &a->measure);
+    if (k < 0)
+        log_warn("audit: cannot measure audit.db's writes again later (%s); the rate measured at "
+                 "start stays",
+                 strerror(-k));
 }
 
 unsigned audit_flow_rate(const struct lyhd *d) {
@@ -1210,18 +1231,6 @@ int audit_start(struct lyhd *d, char *why, size_t whylen) {
     /* Not read here: the protocol process decodes it (PMSG_NFLOG_START). */
     struct timeval tv = {.tv_sec = 1};
     evtimer_add(a->ev_prune, &tv);
-    if (a->took) {
-        struct audit_measure_params mp = {.dir = d->cfg.state_dir,
-                                          .batch = AUDIT_FLUSH_COUNT,
-                                          .rounds = AUDIT_MEASURE_ROUNDS,
-                                          .times = AUDIT_REMEASURE_TIMES,
-                                          .gap_ms = AUDIT_REMEASURE_GAP_MS};
-        int k = audit_measure_start(d->base, &mp, on_measured_again, a, &a->measure);
-        if (k < 0)
-            log_warn("audit: cannot measure audit.db's writes again later (%s); the rate "
-                     "measured at start stays",
-                     strerror(-k));
-    }
     d->audit = TAKE_PTR(a);
     if (!was_clean)
         audit_note(d, AUDIT_KIND_GAP, NULL, false, 0, "unclean",

@@ -24,6 +24,11 @@ struct rpc_call;
  * namespace. Before guard_init (which records reap actions). why says what
  * failed and what to do. */
 int audit_start(struct lyhd *d, char *why, size_t whylen);
+/* Measure audit.db's writes again, four times in the next seconds, in a
+ * thread (audit_measure.h): the best figure sets the flow log rate of the
+ * sessions started after it. After every fork of lyhd's (its children are
+ * made with one thread); nothing when the rate was given or not measured. */
+void audit_measure_again(struct lyhd *d);
 /* Read what the kernel still holds, write the batch, mark audit.db clean,
  * close. After the last session and call are gone. Accepts a daemon whose
  * audit never started. */

@@ -36,6 +36,7 @@ struct audit_measure {
     uint64_t best;         /* under mu: the thread's best so far */
     unsigned measured;     /* under mu: measurements that worked */
     bool done;             /* under mu: the thread measures no more */
+    char why[256];         /* under mu: why a measurement failed ("": none) */
     bool told_done;        /* the loop's: `better` had its last call */
 };
 
@@ -61,9 +62,13 @@ static void *run(void *arg) {
             break;
 
         uint64_t took = 0;
-        char why[256];
-        if (audit_db_measure(m->dir, m->p.batch, m->p.rounds, &took, why, sizeof(why)) < 0)
+        char why[sizeof(m->why)] = "";
+        if (audit_db_measure(m->dir, m->p.batch, m->p.rounds, &took, why, sizeof(why)) < 0) {
+            pthread_mutex_lock(&m->mu);
+            snprintf(m->why, sizeof(m->why), "%s", why[0] ? why : "failed");
+            pthread_mutex_unlock(&m->mu);
             break; /* the figures so far stay */
+        }
         pthread_mutex_lock(&m->mu);
         bool up = took > m->best;
         if (up)
@@ -98,9 +103,17 @@ static void on_better(evutil_socket_t fd, short what, void *arg) {
     uint64_t best = m->best;
     unsigned measured = m->measured;
     bool done = m->done;
+    char why[sizeof(m->why)];
+    memcpy(why, m->why, sizeof(why));
     pthread_mutex_unlock(&m->mu);
-    m->told_done = done;
-    m->better(best, measured, done, m->arg);
+    if (done) {
+        m->told_done = true;
+        /* after saying so the thread only returns: joined here, so that it
+         * is gone before anyone hears it is done (its stack, its arena) */
+        if (lyhd_join_within(m->thread, 1000) == 0)
+            m->running = false;
+    }
+    m->better(best, measured, done, done && why[0] ? why : NULL, m->arg);
 }
 
 static void free_measure(struct audit_measure *m) {
@@ -121,6 +134,8 @@ int audit_measure_start(struct event_base *base, const struct audit_measure_para
 
     if (!p->dir || p->times == 0 || p->batch == 0 || p->rounds == 0 || !better)
         return -EINVAL;
+    if (!audit_db_threadsafe()) /* a connection of its own in another thread */
+        return -ENOTSUP;
     m = calloc(1, sizeof(*m));
     if (!m)
         return -ENOMEM;
@@ -166,6 +181,11 @@ int audit_measure_start(struct event_base *base, const struct audit_measure_para
 void audit_measure_stop(struct audit_measure *m) {
     if (!m)
         return;
+    /* the loop hears nothing more, whatever the thread does from here */
+    if (m->ev) {
+        event_free(m->ev);
+        m->ev = NULL;
+    }
     if (m->running) {
         pthread_mutex_lock(&m->mu);
         m->stopping = true;

@@ -14,8 +14,8 @@
  * Contract: one thread, every signal blocked; it touches nothing but the
  * scratch file (which nothing else uses once the start's measurement is done)
  * and its own fields under a mutex; `better` runs on the loop, never in the
- * thread. A failed measurement ends the thread quietly (the start's figure
- * stays). audit_measure_stop wakes a waiting thread and joins it (a
+ * thread. A failed measurement ends the thread (the figures so far stay), and
+ * the last call says why. audit_measure_stop wakes a waiting thread and joins it (a
  * measurement under way, bounded by the scratch file's writes, is finished
  * first; a thread still not done after two seconds, on a disk that hangs, is
  * left behind with its memory, as lyhd is exiting); NULL is fine. */
@@ -29,9 +29,11 @@ struct event_base;
 struct audit_measure;
 
 /* On the loop: best_per_s is the thread's best so far (0: none yet); done
- * once, with the last call, when the thread has measured all it will (a
- * measurement that failed ends it early), never after a stop. */
-typedef void (*audit_measure_fn)(uint64_t best_per_s, unsigned measured, bool done, void *arg);
+ * once, with the last call, when the thread has measured all it will (by
+ * then it has been joined), never after a stop; why (done only) says what
+ * failed when a measurement ended it early, else NULL. */
+typedef void (*audit_measure_fn)(uint64_t best_per_s, unsigned measured, bool done,
+                                 const char *why, void *arg);
 
 struct audit_measure_params {
     const char *dir;  /* audit.db's directory (copied) */
@@ -41,7 +43,8 @@ struct audit_measure_params {
     unsigned gap_ms;  /* before each */
 };
 
-/* 0 and *ret, or -errno (no thread then). */
+/* 0 and *ret, or -errno (no thread then; -ENOTSUP: the sqlite library was
+ * built without threads). */
 int audit_measure_start(struct event_base *base, const struct audit_measure_params *p,
                         audit_measure_fn better, void *arg, struct audit_measure **ret);
 void audit_measure_stop(struct audit_measure *m);

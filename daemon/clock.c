@@ -37,6 +37,6 @@ struct timespec lyhd_deadline(clockid_t clock, unsigned ms) {
 }
 
 int lyhd_join_within(pthread_t t, unsigned ms) {
-    struct timespec until = lyhd_deadline(CLOCK_REALTIME, ms);
-    return -pthread_timedjoin_np(t, NULL, &until);
+    struct timespec until = lyhd_deadline(CLOCK_MONOTONIC, ms);
+    return -pthread_clockjoin_np(t, NULL, CLOCK_MONOTONIC, &until);
 }

@@ -718,6 +718,7 @@ int main(int argc, char **argv) {
         log_error_errno(-r, "cannot start the thread that reads the user database");
         goto fail;
     }
+    audit_measure_again(&d);
     ev_poke = event_new(d.base, -1, EV_PERSIST, on_poke, &d);
     if (!ev_poke || event_add(ev_poke, &(struct timeval){.tv_usec = 200 * 1000}) < 0) {
         log_error("cannot start the close watchdog timer");

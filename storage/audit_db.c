@@ -1425,6 +1425,8 @@ static void measure_unlink(int dirfd) {
         (void)unlinkat(dirfd, names[i], 0);
 }
 
+bool audit_db_threadsafe(void) { return sqlite3_threadsafe() != 0; }
+
 int audit_db_measure(const char *dir, size_t n, unsigned rounds, uint64_t *ret_per_s, char *why,
                      size_t whylen) {
     _cleanup_free_ struct audit_rec *recs = NULL;

@@ -125,6 +125,10 @@ int audit_db_append(struct audit_db *db, struct audit_rec *recs, size_t n);
 #define AUDIT_MEASURE_ROUNDS_MAX 9
 int audit_db_measure(const char *dir, size_t n, unsigned rounds, uint64_t *ret_per_s, char *why,
                      size_t whylen);
+/* May a connection be used from a thread other than the others' (the sqlite
+ * library built with threads; connections are opened NOMUTEX, one thread
+ * each)? */
+bool audit_db_threadsafe(void);
 
 /* Validate a filter (prefix within the address length, port range ordered,
  * strings terminated). */

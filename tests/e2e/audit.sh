@@ -362,19 +362,17 @@ fi
 echo "# 6. the log rules' rate limit: from a measurement, one bucket per session"
 # measured at start, then four more times off the loop, a second apart; the
 # best is kept, and said once the measuring is over
-DONE_RE='audit: audit.db takes [0-9]* flow records/s here (the best of its start.s measurement and 4 more'
+DONE_RE='audit: audit.db takes [0-9]* flow records/s here (the best of its start.s measurement and'
 lyh_wait_until 20 grep -q "$DONE_RE" "$LYH_DAEMON_LOG"
 LINE=$(grep "$DONE_RE" "$LYH_DAEMON_LOG" | tail -n 1)
 TOOK=$(sed -n 's/.*audit.db takes \([0-9]*\) flow records.*/\1/p' <<<"$LINE")
 RATE=$(sed -n 's/.*each session logs up to \([0-9]*\) new flows.*/\1/p' <<<"$LINE")
-FIRST=$(grep "audit.db takes [0-9]* flow records/s here (measured now)" "$LYH_DAEMON_LOG" | tail -n 1 |
-    sed -n 's/.*audit.db takes \([0-9]*\) flow records.*/\1/p')
-if [ -n "$TOOK" ] && [ -n "$RATE" ] && [ -n "$FIRST" ]; then
+if [ -n "$TOOK" ] && [ -n "$RATE" ]; then
+    t_check "6: lyhd measured four more times (${LINE##*] })" grep -q "measurement and 4 more" <<<"$LINE"
     want=$((TOOK / 3))
     [ "$want" -lt 2000 ] && want=2000
     [ "$want" -gt 1000000 ] && want=1000000
     t_eq "6: the rate is a third of the best audit.db took ($TOOK records/s)" "$RATE" "$want"
-    t_check "6: the best kept is not below the start's ($FIRST records/s)" test "$TOOK" -ge "$FIRST"
     [ -e "$LYH_STATE/audit-measure.db" ] && t_fail "6: the measurement's scratch file is gone" "$(ls -l "$LYH_STATE")"
 else
     t_fail "6: lyhd logged its measurement" "$(grep audit "$LYH_DAEMON_LOG" | head -5)"

@@ -25,23 +25,32 @@
 #include "daemon/audit_measure.h"
 
 struct seen {
+    struct event_base *base; /* broken out of at the done call */
     uint64_t v[16];
     unsigned n;
     unsigned dones;       /* calls with done set */
     unsigned after_done;  /* calls after one with done set */
     unsigned measured;    /* at the done call */
+    char why[256];        /* at the done call ("": none) */
+    unsigned whys;        /* calls with a why */
 };
 
-static void better(uint64_t best, unsigned measured, bool done, void *arg) {
+static void better(uint64_t best, unsigned measured, bool done, const char *why, void *arg) {
     struct seen *s = arg;
     if (s->dones)
         s->after_done++;
     if (s->n < 16)
         s->v[s->n] = best;
     s->n++;
+    if (why) {
+        s->whys++;
+        snprintf(s->why, sizeof(s->why), "%s", why);
+    }
     if (done) {
         s->dones++;
         s->measured = measured;
+        if (s->base)
+            event_base_loopbreak(s->base);
     }
 }
 
@@ -94,6 +103,8 @@ static int teardown(void **state) {
     return rc == 0 ? 0 : -1;
 }
 
+/* the loop, until the done call or ms (a slow machine, a sanitizer: the
+ * done call comes late, never too early) */
 static void run_for(struct event_base *base, unsigned ms) {
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
     event_base_loopexit(base, &tv);
@@ -102,15 +113,18 @@ static void run_for(struct event_base *base, unsigned ms) {
 
 static void test_better_only(void **state) {
     struct fx *f = *state;
-    struct seen s = {0};
+    struct seen s = {.base = f->base};
     struct audit_measure *m = NULL;
     struct audit_measure_params p = {.dir = f->dir, .batch = 64, .rounds = 2, .times = 4,
                                      .gap_ms = 20};
 
     assert_int_equal(audit_measure_start(f->base, &p, better, &s, &m), 0);
     assert_non_null(m);
-    run_for(f->base, 1500);
+    run_for(f->base, 30000);
+    /* done, and the thread joined already: nothing more comes */
+    run_for(f->base, 100);
     audit_measure_stop(m);
+    assert_int_equal(s.whys, 0);
     /* the first measurement is always a better best than none; the last call
      * says done, after all four */
     assert_true(s.n >= 1);
@@ -147,7 +161,7 @@ static void test_stop_wakes(void **state) {
 
 static void test_unwritable_dir(void **state) {
     struct fx *f = *state;
-    struct seen s = {0};
+    struct seen s = {.base = f->base};
     struct audit_measure *m = NULL;
     char gone[96];
     snprintf(gone, sizeof(gone), "%s/not-there", f->dir);
@@ -155,13 +169,16 @@ static void test_unwritable_dir(void **state) {
                                      .gap_ms = 10};
 
     assert_int_equal(audit_measure_start(f->base, &p, better, &s, &m), 0);
-    run_for(f->base, 300);
+    run_for(f->base, 30000);
     audit_measure_stop(m);
-    /* the first measurement fails: told once that it is done, with nothing */
+    /* the first measurement fails: told once that it is done, with nothing,
+     * and why */
     assert_int_equal(s.n, 1);
     assert_int_equal(s.dones, 1);
     assert_int_equal(s.measured, 0);
     assert_int_equal(s.v[0], 0);
+    assert_int_equal(s.whys, 1);
+    assert_non_null(strstr(s.why, "not-there"));
     assert_int_equal(entries(f->dir), 0);
 }
 
