@@ -882,6 +882,14 @@ static void on_prune(evutil_socket_t fd, short what, void *arg) {
     evtimer_add(a->ev_prune, &tv);
 }
 
+/* A third of what audit.db's writes took, within the bounds. */
+static unsigned flow_rate_of(uint64_t took) {
+    uint64_t share = took / AUDIT_FLOW_SHARE;
+    return share < AUDIT_FLOW_RATE_MIN   ? AUDIT_FLOW_RATE_MIN
+           : share > AUDIT_FLOW_RATE_MAX ? AUDIT_FLOW_RATE_MAX
+                                         : (unsigned)share;
+}
+
 /* The rate every session's log rules get. Under a flood of new flows
  * lyhd's cost is mostly audit.db's inserts (nearly all of the parent's CPU
  * in a profile, and the parent was 95% of lyhd's), so the limit follows
@@ -895,13 +903,6 @@ static void on_prune(evutil_socket_t fd, short what, void *arg) {
  * through; beyond it the chain still counts every flow and the shortfall
  * is a gap record. A measurement that fails (audit.db's directory cannot
  * take writes, so appends will fail too) keeps the floor. */
-static unsigned flow_rate_of(uint64_t took) {
-    uint64_t share = took / AUDIT_FLOW_SHARE;
-    return share < AUDIT_FLOW_RATE_MIN   ? AUDIT_FLOW_RATE_MIN
-           : share > AUDIT_FLOW_RATE_MAX ? AUDIT_FLOW_RATE_MAX
-                                         : (unsigned)share;
-}
-
 static void set_flow_rate(struct audit *a) {
     char why[AUDIT_DB_ERR_MAX] = "";
     uint64_t took = 0;

@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,7 +128,6 @@ int audit_measure_start(struct event_base *base, const struct audit_measure_para
                         audit_measure_fn better, void *arg, struct audit_measure **ret) {
     struct audit_measure *m;
     pthread_condattr_t ca;
-    sigset_t all, old;
     int r;
 
     if (!p->dir || p->times == 0 || p->batch == 0 || p->rounds == 0 || !better)
@@ -164,11 +162,7 @@ int audit_measure_start(struct event_base *base, const struct audit_measure_para
         free_measure(m);
         return -ENOMEM;
     }
-    /* no signal of the daemon's is ever delivered to it */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    r = -pthread_create(&m->thread, NULL, run, m);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    r = lyhd_thread_start(&m->thread, NULL, run, m);
     if (r < 0) {
         free_measure(m);
         return r;

@@ -1,7 +1,9 @@
-/* The daemon's two clocks, in milliseconds (declared in lyhd.h). Part of
- * lyhd_core, so tests that link the core get the real ones. */
+/* The daemon's clocks, in milliseconds, and the deadlines, joins and starts
+ * of its threads (declared in lyhd.h). Part of lyhd_core, so tests that link
+ * the core get the real ones. */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <time.h>
 
 #include "daemon/lyhd.h"
@@ -39,4 +41,13 @@ struct timespec lyhd_deadline(clockid_t clock, unsigned ms) {
 int lyhd_join_within(pthread_t t, unsigned ms) {
     struct timespec until = lyhd_deadline(CLOCK_MONOTONIC, ms);
     return -pthread_clockjoin_np(t, NULL, CLOCK_MONOTONIC, &until);
+}
+
+int lyhd_thread_start(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int r = -pthread_create(t, attr, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
 }

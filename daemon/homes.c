@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -244,7 +243,6 @@ static void *run(void *arg) {
 int homes_start(const char *passwd_file, struct homes **ret) {
     struct homes *h = calloc(1, sizeof(*h));
     pthread_condattr_t ca;
-    sigset_t all, old;
     int r;
 
     if (!h)
@@ -258,11 +256,7 @@ int homes_start(const char *passwd_file, struct homes **ret) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&h->cv, &ca);
     pthread_condattr_destroy(&ca);
-    /* no signal of the daemon's is ever delivered to it */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    r = -pthread_create(&h->thread, NULL, run, h);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    r = lyhd_thread_start(&h->thread, NULL, run, h);
     if (r < 0) {
         homes_stop(h);
         return r;

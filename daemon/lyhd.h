@@ -108,6 +108,10 @@ struct timespec lyhd_deadline(clockid_t clock, unsigned ms);
  * (lyhd is exiting; a thread stuck on a file system that hangs must not keep
  * it), or another -errno. */
 int lyhd_join_within(pthread_t t, unsigned ms);
+/* pthread_create with every signal blocked in the new thread (no signal of
+ * the daemon's is ever delivered to it; the caller's mask is kept): 0 or
+ * -errno. attr may be NULL. */
+int lyhd_thread_start(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* Is g one of the guard gids (any user's agents, or the base)? */
 static inline bool lyhd_guard_gid(const struct lyhd_config *c, uint32_t g) {

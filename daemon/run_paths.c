@@ -8,7 +8,6 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -718,7 +717,6 @@ int run_paths_start(struct run_paths_job *j, struct event_base *base, run_paths_
     unsigned mine = 0, all = 0;
     pthread_attr_t attr;
     pthread_t t;
-    sigset_t every, old;
     int r = 0;
 
     j->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -751,10 +749,7 @@ int run_paths_start(struct run_paths_job *j, struct event_base *base, run_paths_
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&attr, 1u << 20);
-        sigfillset(&every); /* no signal of the daemon's is delivered to it */
-        pthread_sigmask(SIG_SETMASK, &every, &old);
-        r = -pthread_create(&t, &attr, job_run, j);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        r = lyhd_thread_start(&t, &attr, job_run, j);
         pthread_attr_destroy(&attr);
         if (r < 0) {
             LIST_REMOVE(j, link);
