@@ -12,7 +12,8 @@ CGROOT: a cgroup below the cgroup2 root holding b/s0, b/s1, ... (the sessions'
 cgroups: nft resolves them by path). Layouts:
   C  today's: chains s-<id> and lo-<id> per session, reached through verdict maps
      (the text `nft list` printed for a default session of lyhd on 2026-12-07)
-  H  shared rules decide from elements keyed by the session's cgroup; each session
+  H  shared rules (chain guarded) decide from elements keyed by the session's cgroup;
+     the rest of the table is C's; each session
      keeps two one-rule chains, a-<id> and d-<id>, that log its new and its
      refused flows under its own prefix (reached through verdict maps)
   D  shared rules and elements only: the logging through named limits and counters
@@ -178,40 +179,39 @@ C_SESS = """	chain s-{SID} {
 L3 = 'socket cgroupv2 level 3'
 
 HD_SETS = """
- set lan4 { type ipv4_addr; flags interval; elements = { 10.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12, 192.168.0.0/16 } }
- set lan6 { type ipv6_addr; flags interval; elements = { ::1, fc00::/7, fe80::/10 } }
- set live { type cgroupsv2; }
- set vpn { type cgroupsv2 . ifname; }
- map dnsport { type cgroupsv2 : inet_service; }
- set dnsfwd { type inet_service . cgroupsv2; }
- map lomark { type cgroupsv2 : mark; }
- set loown { type mark . cgroupsv2; }
- map served { type cgroupsv2 : mark; }
- set exc4 { type cgroupsv2 . ipv4_addr . inet_proto . inet_service; flags interval; }
- set v6off { type cgroupsv2; }
+	set live { type cgroupsv2; }
+	set vpn { type cgroupsv2 . ifname; }
+	set dnsfwd { type inet_service . cgroupsv2; }
+	map lomark { type cgroupsv2 : mark; }
+	set loown { type mark . cgroupsv2; }
+	set exc4 { type cgroupsv2 . ipv4_addr . inet_proto . inet_service; flags interval; }
+	set v6off { type cgroupsv2; }
 """
 
-HD_CHAINS = """
- chain output { type filter hook output priority 0; policy accept;
-   meta skgid 2000000-2065535 jump guarded
- }
+HD_GUARDED = """
  chain guarded {
-   L3 != @live log prefix "lyh:nosession:D " group 7
-   L3 != @live reject
-   ct state established,related L3 . oifname @vpn ip daddr != @lan4 th dport != 53 accept
-   ct state established,related L3 . oifname @vpn ip6 daddr != @lan6 th dport != 53 accept
-   ct status dnat ip daddr 127.0.0.1 th dport . L3 @dnsfwd ct mark set 0x80000000 accept
+   ct state established,related L3 . oifname @vpn ip daddr != @lan4 tcp dport != 53 ACCT accept
+   ct state established,related L3 . oifname @vpn ip daddr != @lan4 udp dport != 53 ACCT accept
+   ct state established,related L3 . oifname @vpn ip6 daddr != @lan6 tcp dport != 53 ACCT accept
+   ct state established,related L3 . oifname @vpn ip6 daddr != @lan6 udp dport != 53 ACCT accept
+   L3 != @live goto nosession
+   ct status dnat ip daddr 127.0.0.1 th dport . L3 @dnsfwd ct mark set 0x80000000 ACCT accept
    th dport 53 goto refuse
    oifname "lo" ct state invalid,untracked drop
    oifname "lo" ip daddr 127.0.0.0/8 ct state new ct mark set L3 map @lomark
-   oifname "lo" ct mark . L3 @loown accept
+   oifname "lo" ct mark . L3 @loown ACCT accept
    oifname "lo" goto refuse
-   L3 . ip daddr . meta l4proto . th dport @exc4 accept
+   L3 . ip daddr . meta l4proto . th dport @exc4 ACCT accept
    ip daddr @lan4 goto refuse
    ip6 daddr @lan6 goto refuse
    meta nfproto ipv6 L3 @v6off goto refuse
    ACCEPT
    goto refuse
+ }
+ chain nosession {
+   limit rate 2000/second burst 1000 packets log prefix "lyh:nosession:D " group 7
+   meta l4proto tcp reject with tcp reset
+   reject with icmpx admin-prohibited
  }
  chain refuse {
    REFUSELOG
@@ -255,28 +255,36 @@ def c_del(cg, k):
             'delete chain inet lyhgl s-%s\ndelete chain inet lyhgl lo-%s\n' % (sid(k), sid(k)))
 
 
-def hd_base(lay):
-    sets = HD_SETS
+def hd_base(cg, lay):
+    """C's table (its output, input and DNS chains and their sets kept, so that a
+    packet meets the same rules outside chain guarded) with H's or D's chain
+    guarded and sets in place of C's."""
+    sets = HD_SETS + '\tmap acct { type cgroupsv2 : counter; }\n'
     if lay in 'HP':
-        sets += ' map alog { type cgroupsv2 : verdict; }\n map dlog { type cgroupsv2 : verdict; }\n'
-        acc = 'ct state new L3 . oifname @vpn L3 vmap @alog\n   L3 . oifname @vpn accept'
+        sets += '\tmap alog { type cgroupsv2 : verdict; }\n\tmap dlog { type cgroupsv2 : verdict; }\n'
+        acc = 'ct state new L3 . oifname @vpn L3 vmap @alog\n   L3 . oifname @vpn ACCT accept'
         rlog = 'L3 vmap @dlog'
     else:
-        sets += (' map alim { type cgroupsv2 : limit; }\n map dlim { type cgroupsv2 : limit; }\n'
-                 ' map acnt { type cgroupsv2 : counter; }\n map dcnt { type cgroupsv2 : counter; }\n')
+        sets += ('\tmap alim { type cgroupsv2 : limit; }\n\tmap dlim { type cgroupsv2 : limit; }\n'
+                 '\tmap acnt { type cgroupsv2 : counter; }\n\tmap dcnt { type cgroupsv2 : counter; }\n')
         acc = ('ct state new L3 . oifname @vpn counter name L3 map @acnt\n'
                '   ct state new L3 . oifname @vpn limit name L3 map @alim log prefix "lyh:A " group 7\n'
-               '   L3 . oifname @vpn accept')
+               '   L3 . oifname @vpn ACCT accept')
         rlog = 'counter name L3 map @dcnt\n   limit name L3 map @dlim log prefix "lyh:D " group 7'
-    chains = HD_CHAINS.replace('ACCEPT', acc).replace('REFUSELOG', rlog).replace('L3', L3)
-    return 'table inet lyhgl {' + sets + chains + '}\n'
+    guarded = (HD_GUARDED.replace('ACCEPT', acc).replace('REFUSELOG', rlog)
+               .replace('ACCT', 'counter name L3 map @acct').replace('L3', L3))
+    base = c_base(cg)
+    start = base.index('\tchain guarded {')
+    end = base.index('\t}\n', start) + 3
+    base = base[:start] + guarded + base[end:]
+    return base.replace('table inet lyhgl {', 'table inet lyhgl {' + sets, 1)
 
 
 def hd_elems(cg, lay, k, verb):
     c = '"%s/b/s%d"' % (cg, k)
     keys = [('live', c), ('vpn', c + ' . "tun0"'), ('dnsfwd', '%d . %s' % (20000 + k, c)),
             ('loown', '0x%08x . %s' % (mark(k), c))]
-    vals = [('dnsport', str(20000 + k)), ('lomark', '0x%08x' % mark(k)),
+    vals = [('dnsport', str(20000 + k)), ('lomark', '0x%08x' % mark(k)), ('acct', '"t-%s"' % sid(k)),
             ('served', '0x%08x' % (0xc0000000 | (k + 1)))]
     if lay == 'P':
         keys.append(('exc4', c + ' . 10.1.2.0/24 . tcp . 8080-8081'))
@@ -305,12 +313,13 @@ def hd_sess(cg, lay, k):
         objs = ('add limit inet lyhgl a-%s { rate 120000/second burst 60000 packets }\n'
                 'add limit inet lyhgl d-%s { rate 2000/second burst 1000 packets }\n'
                 'add counter inet lyhgl ca-%s\nadd counter inet lyhgl cd-%s\n' % (s, s, s, s))
+    objs += 'add counter inet lyhgl t-%s\n' % s  # its accepted traffic (the end record's totals)
     return objs + ''.join(hd_elems(cg, lay, k, 'add'))
 
 
 def hd_del(cg, lay, k):
     s = sid(k)
-    out = ''.join(hd_elems(cg, lay, k, 'delete'))
+    out = ''.join(hd_elems(cg, lay, k, 'delete')) + 'delete counter inet lyhgl t-%s\n' % s
     if lay in 'HP':
         return out + 'delete chain inet lyhgl a-%s\ndelete chain inet lyhgl d-%s\n' % (s, s)
     return out + ('delete limit inet lyhgl a-%s\ndelete limit inet lyhgl d-%s\n'
@@ -324,7 +333,7 @@ def main(argv):
     cg, lay, what = argv[1], argv[2], argv[3]
     k = int(argv[4]) if len(argv) == 5 else 0
     if what == 'base':
-        out = c_base(cg) if lay == 'C' else hd_base(lay)
+        out = c_base(cg) if lay == 'C' else hd_base(cg, lay)
     elif what == 'sess':
         out = c_sess(cg, k) if lay == 'C' else hd_sess(cg, lay, k)
     elif what == 'many':
