@@ -1088,6 +1088,35 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
             snprintf(r->target, sizeof(r->target), NFTR_MAP_LOOPBACK);
             snprintf(r->comment, sizeof(r->comment), "%s", idc);
         }
+        /* ... and one whose mark no element of map loopback names (root
+         * deleted it while the session ran, or the session is gone and its
+         * flow lingers) lands nowhere: refused, never left to the policy's
+         * accept, which would let it reach any host service. As in chain
+         * lo-<id>, ICMP (the answers to a refusal among it) and TCP past its
+         * first packet (the reset that answers one) pass: a TCP flow is
+         * judged at its SYN. A session's DNS flow (kind 0, slot 0) is not
+         * one: the rules above judged it. */
+        struct matches om = sm;
+        mpush(&om, NFTR_M_CT_MARK_ORIG);
+        mpush(&om, NFTR_M_CT_MARK_NE)->id = NFTR_DNS_FLOW_MARK;
+        size_t first = in.n;
+        static const uint8_t icmps[] = {IPPROTO_ICMP, IPPROTO_ICMPV6};
+        for (size_t i = 0; i < ARRAY_SIZE(icmps); i++) {
+            struct matches im = om;
+            m_l4proto(&im, icmps[i]);
+            r = rule_with(&in, &im);
+            if (r)
+                r->verdict = NFTR_V_ACCEPT;
+        }
+        struct matches tm = om;
+        m_l4proto(&tm, IPPROTO_TCP);
+        mpush(&tm, NFTR_M_CT_NOT_NEW);
+        r = rule_with(&in, &tm);
+        if (r)
+            r->verdict = NFTR_V_ACCEPT;
+        emit_reject(&in, &lc, &om, REJECT_ANY, NFTR_NOSESSION_PREFIX);
+        for (size_t i = first; i < in.n && !in.err; i++)
+            snprintf(in.v[i].comment, sizeof(in.v[i].comment), "%s", idc);
         /* A flow a host process starts through lo towards a session's
          * socket: marked as served by that session (its cgroup's element
          * of map served), so that the session may answer it, and only it. */

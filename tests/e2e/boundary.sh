@@ -509,6 +509,60 @@ t_eq "5: the attacking session ends, having seen the host's try (9: it did not)"
 t_check "5: the refusals are in the audit log" \
     sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --verdict denied --port $HPORT --json | grep -q '127.0.0.1'"
 
+# 5b. Root deletes a running session's element of map loopback: the session's
+# flows through lo still carry its mark but meet no chain lo-<id> on input.
+# They must be refused there, not left to chain input's policy accept (which
+# let them reach any host service).
+LOTRY='import socket, sys, os, time, errno
+hport, go = int(sys.argv[1]), sys.argv[2]
+for i in range(300):
+    if os.path.exists(go):
+        break
+    time.sleep(0.1)
+else:
+    print("no-go", flush=True)
+    sys.exit(9)
+for kind, name in ((socket.SOCK_STREAM, "tcp"), (socket.SOCK_DGRAM, "udp")):
+    s = socket.socket(socket.AF_INET, kind)
+    s.settimeout(2)
+    try:
+        s.connect(("127.0.0.1", hport))
+        s.send(b"tampered-" + name.encode())
+        print(name, s.recv(64).decode() or "empty", flush=True)
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, "timeout"), flush=True)'
+printf '%s\n' "$LOTRY" >"$LYH_TMP/lotry.py"
+lotry=$(lyh_user_install "$LYH_TMP/lotry.py" lotry.py) || lyh_die "install lotry.py"
+go_f=$(dirname "$lotry")/lotry.go
+rm -f "$go_f"
+# (a session of §4 still runs: this one is the first started after now)
+t5=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select coalesce(max(started_ms), 0) from sessions")
+LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- /usr/bin/python3 "$lotry" "$HPORT" "$go_f" \
+    </dev/null >"$LYH_TMP/lotry.out" 2>&1 &
+lotry_pid=$!
+lyh_track_pid "$lotry_pid"
+running_sid() {
+    SID5=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" \
+        "select id from sessions where state=2 and started_ms > ${t5:-0} limit 1" 2>/dev/null)
+    [ -n "$SID5" ]
+}
+SID5=""
+lyh_wait_until 15 running_sid
+lo_mark5=$(lyh_nft list map inet lianyaohu loopback 2>/dev/null |
+    grep -Eo -- "0x[0-9a-f]+ : jump lo-${SID5:-x}([^0-9a-f]|\$)" | grep -Eo '^0x[0-9a-f]+')
+lyh_nft delete element inet lianyaohu loopback "{ ${lo_mark5:-0} }" 2>/dev/null
+t_check "5b: root deleted the running session's element of map loopback (${lo_mark5:-none found})" \
+    eval '[ -n "$lo_mark5" ] && ! lyh_nft list map inet lianyaohu loopback | grep -q -- "lo-$SID5"'
+install -o "$LYH_UID" -g "$LYH_GID" -m 0644 /dev/null "$go_f"
+wait "$lotry_pid"
+out=$(cat "$LYH_TMP/lotry.out")
+echo "$out" | sed 's/^/#   /'
+for pr in tcp udp; do
+    t_check "5b: its $pr flow to the host service on 127.0.0.1:$HPORT is refused" \
+        grep -Eq "^$pr (ECONNREFUSED|EHOSTUNREACH|EACCES|EPERM|timeout)\$" <<<"$out"
+done
+t_check "5b: ... and the service saw nothing of it" eval '! grep -q tampered "$HLOG"'
+
 # ---- 6. what would run as the user later stays read-only ---------------------------------
 echo "# 6. shell start-up files, git, ssh, systemd user units, lyh's own config: read-only"
 lyh_as_user sh -c 'printf "[user]\n\tname = t\n" >~/.gitconfig && mkdir -p ~/dotfiles ~/proj &&

@@ -396,7 +396,7 @@ static void test_base_inbound(void **state) {
     check_golden("base_inbound", text);
     check_reply_rules(b);
     assert_int_equal(b->guarded[0].verdict, NFTR_V_VMAP_CGROUP);
-    assert_int_equal(b->n_input, 5);
+    assert_int_equal(b->n_input, 11);
     for (size_t i = 0; i < 3; i++) {
         const struct nftr_rule *r = &b->input[i];
         assert_true(r->counter);
@@ -423,12 +423,37 @@ static void test_base_inbound(void **state) {
     assert_int_equal(b->input[3].n_match, 1);
     assert_int_equal(b->input[3].verdict, NFTR_V_VMAP_CTMARK);
     assert_string_equal(b->input[3].target, NFTR_MAP_LOOPBACK);
+    /* a flow with a session's mark that no element of map loopback takes
+     * (root deleted it) is refused, not left to the policy's accept; as in
+     * lo-<id>, ICMP and TCP past its SYN pass (the answers to a refusal); a
+     * session's DNS flow (mark NFTR_DNS_FLOW_MARK) is not caught here */
+    for (size_t i = 4; i < 10; i++) {
+        const struct nftr_rule *r = &b->input[i];
+        assert_int_equal(r->match[0].type, NFTR_M_IIFNAME);
+        assert_int_equal(r->match[1].type, NFTR_M_CT_MARK_ORIG);
+        assert_int_equal(r->match[2].type, NFTR_M_CT_MARK_NE);
+        assert_int_equal(r->match[2].id, NFTR_DNS_FLOW_MARK);
+    }
+    assert_int_equal(b->input[4].match[3].l4proto, IPPROTO_ICMP);
+    assert_int_equal(b->input[4].verdict, NFTR_V_ACCEPT);
+    assert_int_equal(b->input[5].match[3].l4proto, IPPROTO_ICMPV6);
+    assert_int_equal(b->input[5].verdict, NFTR_V_ACCEPT);
+    assert_int_equal(b->input[6].match[3].l4proto, IPPROTO_TCP);
+    assert_int_equal(b->input[6].match[4].type, NFTR_M_CT_NOT_NEW);
+    assert_int_equal(b->input[6].verdict, NFTR_V_ACCEPT);
+    assert_true(b->input[7].log);
+    assert_int_equal(b->input[7].n_match, 3);
+    assert_string_equal(b->input[7].log_prefix, NFTR_NOSESSION_PREFIX);
+    assert_int_equal(b->input[7].verdict, NFTR_V_CONTINUE);
+    assert_int_equal(b->input[8].verdict, NFTR_V_REJECT_TCP_RESET);
+    assert_int_equal(b->input[9].verdict, NFTR_V_REJECT_ADMIN);
+    assert_int_equal(b->input[9].n_match, 3);
     /* and a host process's new flow to a session's socket is marked as
      * served by that session (so it may answer) */
-    assert_int_equal(b->input[4].ct_mark_served_level, 3);
-    assert_int_equal(b->input[4].n_match, 4);
-    assert_int_equal(b->input[4].match[3].type, NFTR_M_CT_MARK);
-    assert_int_equal(b->input[4].match[3].id, 0);
+    assert_int_equal(b->input[10].ct_mark_served_level, 3);
+    assert_int_equal(b->input[10].n_match, 4);
+    assert_int_equal(b->input[10].match[3].type, NFTR_M_CT_MARK);
+    assert_int_equal(b->input[10].match[3].id, 0);
     nftr_base_free(b);
 
     /* The base without inbound keeps the reply rules. */
