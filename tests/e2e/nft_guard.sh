@@ -523,6 +523,25 @@ for svc in 192.168.77.1 fd77::1; do
         bad "loopback: a forged reply-side flow does not reach the host's service at $svc" "$(tr '\n' '|' <<<"$out")"
     fi
 done
+# Root deletes session a's element of map loopback: its flows through lo still
+# carry its mark, and no chain lo-a judges them on input. Chain input refuses
+# them (at once: the refusal's answers pass), never lets them land on a host
+# service; the element put back, lo-a judges again.
+LOMARK=$(NFT list map inet lianyaohu loopback | grep -Eo '0x[0-9a-f]+ : jump lo-a\b' | grep -Eo '^0x[0-9a-f]+')
+if [ -n "$LOMARK" ] && NFT delete element inet lianyaohu loopback "{ $LOMARK }"; then
+    ok "loopback: root deleted session a's element of map loopback ($LOMARK)"
+    for proto in tcp udp; do
+        expect_fast_reject "loopback: without its element, session a still cannot reach a host service on 127.0.0.1 ($proto)" \
+            "$A" 0 $GID $proto 127.0.0.1 8802
+    done
+    c=$(NFT list chain inet lianyaohu input | grep 'lyh:nosession:D' | grep -Ec 'ct mark (0x80000000/2|& 0xc0000000 == 0x80000000)')
+    [ "$c" = 1 ] && ok "loopback: chain input logs such a flow under the nosession prefix" ||
+        bad "loopback: chain input's rule for a flow no element takes" "$(NFT list chain inet lianyaohu input)"
+    NFT add element inet lianyaohu loopback "{ $LOMARK : jump lo-a }" || bad "put session a's loopback element back"
+    expect_ok "loopback: with its element back, session a reaches its own listener again" "$A" 0 $GID tcp 127.0.0.1 8801
+else
+    bad "loopback: delete session a's element of map loopback" "$(NFT list map inet lianyaohu loopback)"
+fi
 c=$(NFT list chain inet lianyaohu input | grep -c 'counter packets [1-9]')
 [ "$c" -ge 2 ] && ok "inbound: chain input counted the refusals ($c rules hit)" || bad "inbound: chain input counted the refusals" "$(NFT list chain inet lianyaohu input)"
 # Second layer alone: without chain input's rules the listener sees the SYN
