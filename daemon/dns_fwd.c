@@ -338,6 +338,15 @@ size_t dns_fwd_policy_changed(struct dns_fwd *f) {
     return gone;
 }
 
+void dns_fwd_sets_emptied(struct dns_fwd *f) {
+    if (!f)
+        return;
+    uint64_t now = lyhd_mono_ms();
+    for (size_t i = 0; i < f->n_maps; i++)
+        if (f->maps[i].expiry_ms > now)
+            f->maps[i].expiry_ms = now;
+}
+
 /* Put what an allowed name resolved to in the session's set, with a timeout
  * of max(ttl, the floor) + grace, before the answer goes out (an immediate
  * connect finds it). An element's timeout only grows. -errno: nothing is
@@ -369,9 +378,15 @@ static int fill_sets(struct dns_fwd *f, const char *name, int family, const stru
     if (n_add)
         r = nft_domain_elems_add(d->guard->nft, set, family, (const uint8_t(*)[16])add, n_add,
                                  timeout_ms, false);
-    if (r == 0 && n_refresh)
+    if (r == 0 && n_refresh) {
         r = nft_domain_elems_add(d->guard->nft, set, family, (const uint8_t(*)[16])refresh,
                                  n_refresh, timeout_ms, true);
+        /* one of them is gone after all (root flushed the set, say): the
+         * delete failed the transaction; add them, whichever are there */
+        if (r == -ENOENT)
+            r = nft_domain_elems_add(d->guard->nft, set, family,
+                                     (const uint8_t(*)[16])refresh, n_refresh, timeout_ms, false);
+    }
     if (r < 0) {
         log_warn("session '%s': cannot add what '%s' resolved to to set %s: %s", f->s->row.id,
                  name, set, strerror(-r));

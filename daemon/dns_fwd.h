@@ -65,6 +65,13 @@ void dns_fwd_flow_note(struct dns_fwd *f, int family, const uint8_t *addr, char 
  * count as expired. Returns how many left. Accepts NULL. */
 size_t dns_fwd_policy_changed(struct dns_fwd *f);
 
+/* The session's rules were installed anew (the table rebuilt, or a piece of
+ * them put back), so its domain sets are empty: every mapping counts as
+ * expired, and the next answer for a name adds its addresses afresh instead
+ * of renewing elements that are gone (whose delete would fail the answer).
+ * Accepts NULL. */
+void dns_fwd_sets_emptied(struct dns_fwd *f);
+
 /* fds the forwarder holds (listeners, upstream sockets, TCP clients). */
 unsigned dns_fwd_fds(const struct dns_fwd *f);
 

@@ -905,6 +905,12 @@ static int reap_cgroup_cb(const char *name, void *userdata) {
 
 #define GUARD_CHECK_DELAY_MS 20   /* coalesce a burst of notifications */
 #define GUARD_CHECK_RETRY_MS 1000
+/* Sessions whose rules one check puts back: each is a transaction the kernel
+ * validates with the whole table (milliseconds beside many sessions), so a
+ * flush of a map that touches them all is repaired in turns of the loop, the
+ * next GUARD_CHECK_DELAY_MS later, never in one long stall. */
+#define GUARD_REPAIRS_PER_CHECK 8
+static const char GUARD_WHY_REPAIR[] = "more sessions to put back";
 /* and a check once a minute whatever was announced: a change the kernel
  * announces to nobody, or one lost while the watch socket's queue was full
  * (after ENOBUFS the kernel drops notices silently until it drains) */
@@ -952,10 +958,170 @@ static unsigned restore_chains(struct lyhd *d) {
             continue;
         }
         audit_session_chain_built(d, s); /* fresh counters from here */
+        dns_fwd_sets_emptied(s->dns);
         n++;
     }
     /* No chain is present now: reconcile_shared rebuilds every shared one. */
     (void)store_guard_foreach(d->store, reconcile_shared, &rc);
+    return n;
+}
+
+/* What a check reads back of the sessions' rules. */
+struct sess_pieces {
+    struct reconcile rc; /* the chains, the elements of map loopback */
+    struct nft_session_elem *elems, *served, *dns; /* maps sessions, served, dnsport */
+    size_t n_elems, n_served, n_dns;
+};
+
+#define ANY_VALUE INT64_MIN /* a verdict map's element: no value to compare */
+
+static int elem_key_cmp(const void *a, const void *b) {
+    const struct nft_session_elem *x = a, *y = b;
+    return x->cgroup_id < y->cgroup_id ? -1 : x->cgroup_id > y->cgroup_id;
+}
+
+static int name_cmp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void sort_elems(struct nft_session_elem *v, size_t n) {
+    if (n)
+        qsort(v, n, sizeof(*v), elem_key_cmp);
+}
+
+/* (a map's keys are unique: sorted by key, one bsearch finds the element) */
+static bool has_elem(const struct nft_session_elem *v, size_t n, uint64_t key, const char *chain,
+                     int64_t value) {
+    const struct nft_session_elem k = {.cgroup_id = key};
+    const struct nft_session_elem *e = n ? bsearch(&k, v, n, sizeof(*v), elem_key_cmp) : NULL;
+    return e && strcmp(e->chain, chain) == 0 && (value == ANY_VALUE || e->value == value);
+}
+
+static bool has_chain_sorted(const struct reconcile *rc, const char *name) {
+    return rc->n_chains && bsearch(&name, rc->chains, rc->n_chains, sizeof(char *), name_cmp);
+}
+
+/* Whether the table holds all of a running session's own rules: its chain
+ * s-<id> and the element of map sessions that jumps there from its cgroup;
+ * with a forwarder, its element of map dnsport; and, for a session that may
+ * listen, its chain lo-<id>, the element of map loopback that jumps there
+ * from its mark, and its element of map served. */
+static bool session_whole(const struct sess_pieces *p, const struct session *s,
+                          const struct guard *g) {
+    if (!has_elem(p->elems, p->n_elems, s->row.cgroup_id, s->row.chain, ANY_VALUE) ||
+        !has_chain_sorted(&p->rc, s->row.chain))
+        return false;
+    if (g->base.dns && s->spec.dns_port &&
+        !has_elem(p->dns, p->n_dns, s->row.cgroup_id, "", s->spec.dns_port))
+        return false;
+    if (!g->listeners)
+        return true;
+    char lo[NFTR_NAME_MAX + 8];
+    snprintf(lo, sizeof(lo), NFTR_LOOPBACK_CHAIN_PREFIX "%s",
+             s->row.chain + strlen(NFTR_SESSION_CHAIN_PREFIX));
+    return s->lo_slot && has_chain_sorted(&p->rc, lo) &&
+           has_elem(p->rc.lo, p->rc.n_lo, nftr_lo_mark(s->lo_slot), lo, ANY_VALUE) &&
+           has_elem(p->served, p->n_served, s->row.cgroup_id, "", nftr_served_mark(s->lo_slot));
+}
+
+/* The base check covers the table's own objects; this covers the pieces of
+ * each running session's rules within it. A piece someone else deleted
+ * (root's `nft delete element` of its loopback element, say) is put back by
+ * installing the session's rules again, what is left of them removed first,
+ * as the startup's reconciliation does. Until then the session's packets are
+ * refused, never let through (a missing element closes what it opened:
+ * security-model.md). A session whose rules cannot be put back is ended. */
+static unsigned repair_sessions(struct lyhd *d) {
+    struct guard *g = d->guard;
+    struct sess_pieces p = {.rc = {.d = d}};
+    struct session *s, *next;
+    char why[256];
+    unsigned n = 0;
+    bool any = false;
+    int r;
+
+    TAILQ_FOREACH(s, &d->sessions, link)
+        any |= s->has_chain && s->row.state < STORE_SESSION_ENDING && s->row.cgroup_id &&
+               own_chain(s->row.chain);
+    if (!any)
+        return 0;
+    if ((r = nft_list_chains(g->nft, &p.rc.chains, &p.rc.n_chains)) < 0 ||
+        (r = nft_list_sessions(g->nft, &p.elems, &p.n_elems)) < 0 ||
+        (r = nft_list_dnsport(g->nft, &p.dns, &p.n_dns)) < 0 ||
+        (g->listeners && (r = nft_list_loopback(g->nft, &p.rc.lo, &p.rc.n_lo)) < 0) ||
+        (g->listeners && (r = nft_list_served(g->nft, &p.served, &p.n_served)) < 0)) {
+        log_error("table inet lianyaohu: cannot read the sessions' rules back to check them "
+                  "(%s): %s; retrying",
+                  nft_last_error_object(g->nft), strerror(-r));
+        arm_check(g, GUARD_CHECK_RETRY_MS, GUARD_WHY_RETRY);
+        goto out;
+    }
+    /* sorted, so that a check costs n log n at many sessions, not n^2 */
+    if (p.rc.n_chains)
+        qsort(p.rc.chains, p.rc.n_chains, sizeof(char *), name_cmp);
+    sort_elems(p.elems, p.n_elems);
+    sort_elems(p.rc.lo, p.rc.n_lo);
+    sort_elems(p.served, p.n_served);
+    sort_elems(p.dns, p.n_dns);
+    for (s = TAILQ_FIRST(&d->sessions); s; s = next) {
+        next = TAILQ_NEXT(s, link);
+        if (!s->has_chain || s->row.state >= STORE_SESSION_ENDING || !s->row.cgroup_id ||
+            !own_chain(s->row.chain) || session_whole(&p, s, g))
+            continue;
+        if (n == GUARD_REPAIRS_PER_CHECK) {
+            arm_check(g, GUARD_CHECK_DELAY_MS, GUARD_WHY_REPAIR);
+            break;
+        }
+        /* What is left of them goes first, so the add cannot collide. When
+         * that fails (its cgroup's element of map sessions jumps to someone
+         * else's chain, say), nothing is added: its packets stay refused, and
+         * the next check tries again. */
+        r = nft_session_del(g->nft, s->row.chain, s->row.cgroup_id,
+                            s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
+        if (r < 0 && r != -ENOENT) {
+            log_error("session '%s': part of its firewall rules was removed by someone else, "
+                      "and what is left of them cannot be removed to put them back (%s): %s; "
+                      "its traffic stays refused until the next check",
+                      s->row.id, nft_last_error_object(g->nft), strerror(-r));
+            continue;
+        }
+        free(s->nft_kept);
+        s->nft_kept = NULL;
+        /* Its slot again, so that its flows through lo keep their marks (its
+         * connections to its own servers go on); a new one only when its
+         * marks are taken now (someone else's element under them). */
+        r = guard_session_add(d, s, why, sizeof(why));
+        if (r == -EEXIST && s->lo_slot) {
+            s->lo_slot = 0;
+            r = guard_session_add(d, s, why, sizeof(why));
+        }
+        n++;
+        if (r < 0) {
+            /* nothing of its rules is in the table now (the add is one
+             * transaction): no traffic of its may go on */
+            log_error("session '%s': part of its rules was removed by someone else, and they "
+                      "cannot be put back (%s); ending it",
+                      s->row.id, why);
+            if (s->has_cgroup)
+                (void)cg_kill(&g->cg, s->row.id);
+            s->has_chain = false;
+            session_teardown(s);
+            continue;
+        }
+        s->dns_elem_lost = false;
+        log_warn("session '%s': part of its firewall rules was removed by someone else while "
+                 "it ran; put them back",
+                 s->row.id);
+        reap_log(d, s->row.chain, "rebuilt", "part of a running session's rules was missing");
+        audit_session_chain_built(d, s); /* fresh counters from here */
+        dns_fwd_sets_emptied(s->dns);
+    }
+out:
+    nft_names_free(p.rc.chains);
+    free(p.rc.lo);
+    free(p.elems);
+    free(p.served);
+    free(p.dns);
     return n;
 }
 
@@ -978,8 +1144,10 @@ static void on_check(evutil_socket_t fd, short what, void *arg) {
         arm_check(g, GUARD_CHECK_RETRY_MS, GUARD_WHY_RETRY);
         return;
     }
-    if (!(flags & (NFT_BASE_CREATED | NFT_BASE_REBUILT)))
+    if (!(flags & (NFT_BASE_CREATED | NFT_BASE_REBUILT))) {
+        (void)repair_sessions(d);
         return;
+    }
     unsigned n = restore_chains(d);
     log_warn("table inet lianyaohu was removed or changed by someone else while lyhd ran; "
              "rebuilt it and the chains of %u session(s)",

@@ -2637,6 +2637,20 @@ static int sess_elem_cb(struct nftnl_set_elem *e, void *data) {
     const char *c = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN) ? nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN)
                                                                    : NULL;
     snprintf(s->chain, sizeof(s->chain), "%s", c ? c : "");
+    /* a value: a mark (host order, as the kernel's registers hold it) or a
+     * port (network order, as the nat expression reads it) */
+    s->value = 0;
+    uint32_t dlen = 0;
+    const void *val = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_DATA)
+                           ? nftnl_set_elem_get(e, NFTNL_SET_ELEM_DATA, &dlen)
+                           : NULL;
+    if (val && dlen == sizeof(uint32_t)) {
+        memcpy(&s->value, val, sizeof(s->value));
+    } else if (val && dlen == sizeof(uint16_t)) {
+        uint16_t be;
+        memcpy(&be, val, sizeof(be));
+        s->value = ntohs(be);
+    }
     return 0;
 }
 
@@ -2671,14 +2685,27 @@ int nft_list_sessions(struct nft *n, struct nft_session_elem **ret, size_t *ret_
     return list_map(n, NFTR_MAP_SESSIONS, ret, ret_n);
 }
 
-int nft_list_loopback(struct nft *n, struct nft_session_elem **ret, size_t *ret_n) {
-    int r = list_map(n, NFTR_MAP_LOOPBACK, ret, ret_n);
+static int list_map_or_none(struct nft *n, const char *map, struct nft_session_elem **ret,
+                            size_t *ret_n) {
+    int r = list_map(n, map, ret, ret_n);
     if (r == -ENOENT) {
         *ret = NULL;
         *ret_n = 0;
         return 0;
     }
     return r;
+}
+
+int nft_list_loopback(struct nft *n, struct nft_session_elem **ret, size_t *ret_n) {
+    return list_map_or_none(n, NFTR_MAP_LOOPBACK, ret, ret_n);
+}
+
+int nft_list_served(struct nft *n, struct nft_session_elem **ret, size_t *ret_n) {
+    return list_map_or_none(n, NFTR_MAP_SERVED, ret, ret_n);
+}
+
+int nft_list_dnsport(struct nft *n, struct nft_session_elem **ret, size_t *ret_n) {
+    return list_map_or_none(n, NFTR_MAP_DNSPORT, ret, ret_n);
 }
 
 int nft_table_delete(struct nft *n) {

@@ -134,11 +134,17 @@ void nft_names_free(char **names); /* NULL ok */
 struct nft_session_elem {
     uint64_t cgroup_id;
     char chain[NFTR_NAME_MAX];
+    uint32_t value; /* maps served and dnsport: the mark, the port (host order) */
 };
 int nft_list_sessions(struct nft *n, struct nft_session_elem **ret, size_t *ret_n);
 /* The elements of map loopback, the same way: cgroup_id holds the mark, chain
  * the lo-<id> it jumps to. No map (sessions may not listen): none, 0. */
 int nft_list_loopback(struct nft *n, struct nft_session_elem **ret, size_t *ret_n);
+/* The elements of map served (cgroup id -> value: the served mark) and of map
+ * dnsport (cgroup id -> value: the forwarder's port), chain "". No such map
+ * (sessions may not listen; no DNS forwarding): none, 0. */
+int nft_list_served(struct nft *n, struct nft_session_elem **ret, size_t *ret_n);
+int nft_list_dnsport(struct nft *n, struct nft_session_elem **ret, size_t *ret_n);
 
 /* Delete the whole table, one transaction. -ENOENT if it does not exist. */
 int nft_table_delete(struct nft *n);

@@ -509,12 +509,20 @@ t_eq "5: the attacking session ends, having seen the host's try (9: it did not)"
 t_check "5: the refusals are in the audit log" \
     sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --verdict denied --port $HPORT --json | grep -q '127.0.0.1'"
 
-# 5b. Root deletes a running session's element of map loopback: the session's
-# flows through lo still carry its mark but meet no chain lo-<id> on input.
-# They must be refused there, not left to chain input's policy accept (which
-# let them reach any host service).
+# 5b. Root deletes a running session's element of map loopback. The session's
+# flows through lo still carry its mark but meet no chain lo-<id> on input:
+# chain input refuses them (until 2026-12-07 it let them reach any host
+# service; nft_guard.sh checks that rule alone), and lyhd's ruleset watch puts
+# the session's rules back, so that its own servers answer it again.
 LOTRY='import socket, sys, os, time, errno
 hport, go = int(sys.argv[1]), sys.argv[2]
+own = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+own.bind(("127.0.0.1", 0))
+own.listen(4)
+kept = socket.create_connection(own.getsockname(), timeout=2)  # before the change
+kept_peer = own.accept()[0]
+kept_peer.settimeout(2)
+open(go + ".ready", "w").close()
 for i in range(300):
     if os.path.exists(go):
         break
@@ -522,19 +530,30 @@ for i in range(300):
 else:
     print("no-go", flush=True)
     sys.exit(9)
-for kind, name in ((socket.SOCK_STREAM, "tcp"), (socket.SOCK_DGRAM, "udp")):
+tries = [(socket.SOCK_STREAM, "tcp", hport), (socket.SOCK_DGRAM, "udp", hport),
+         (socket.SOCK_STREAM, "own", own.getsockname()[1])]
+for kind, name, port in tries:
     s = socket.socket(socket.AF_INET, kind)
     s.settimeout(2)
     try:
-        s.connect(("127.0.0.1", hport))
+        s.connect(("127.0.0.1", port))
+        if name == "own":
+            own.accept()[0].close()
+            print(name, "ok", flush=True)
+            continue
         s.send(b"tampered-" + name.encode())
         print(name, s.recv(64).decode() or "empty", flush=True)
     except OSError as e:
-        print(name, errno.errorcode.get(e.errno, "timeout"), flush=True)'
+        print(name, errno.errorcode.get(e.errno, "timeout"), flush=True)
+try:
+    kept.send(b"still")
+    print("kept", kept_peer.recv(16).decode() or "empty", flush=True)
+except OSError as e:
+    print("kept", errno.errorcode.get(e.errno, "timeout"), flush=True)'
 printf '%s\n' "$LOTRY" >"$LYH_TMP/lotry.py"
 lotry=$(lyh_user_install "$LYH_TMP/lotry.py" lotry.py) || lyh_die "install lotry.py"
 go_f=$(dirname "$lotry")/lotry.go
-rm -f "$go_f"
+rm -f "$go_f" "$go_f.ready"
 # (a session of §4 still runs: this one is the first started after now)
 t5=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select coalesce(max(started_ms), 0) from sessions")
 LYH_CMD_TIMEOUT=60 lyh_cli run --vpn tun0 --no-tui -- /usr/bin/python3 "$lotry" "$HPORT" "$go_f" \
@@ -546,13 +565,27 @@ running_sid() {
         "select id from sessions where state=2 and started_ms > ${t5:-0} limit 1" 2>/dev/null)
     [ -n "$SID5" ]
 }
+lo_mark_of() { # the mark of the loopback element that jumps to lo-$SID5
+    lyh_nft list map inet lianyaohu loopback 2>/dev/null |
+        grep -Eo -- "0x[0-9a-f]+ : jump lo-${SID5:-x}([^0-9a-f]|\$)" | grep -Eo '^0x[0-9a-f]+'
+}
 SID5=""
 lyh_wait_until 15 running_sid
-lo_mark5=$(lyh_nft list map inet lianyaohu loopback 2>/dev/null |
-    grep -Eo -- "0x[0-9a-f]+ : jump lo-${SID5:-x}([^0-9a-f]|\$)" | grep -Eo '^0x[0-9a-f]+')
-lyh_nft delete element inet lianyaohu loopback "{ ${lo_mark5:-0} }" 2>/dev/null
-t_check "5b: root deleted the running session's element of map loopback (${lo_mark5:-none found})" \
-    eval '[ -n "$lo_mark5" ] && ! lyh_nft list map inet lianyaohu loopback | grep -q -- "lo-$SID5"'
+lyh_wait_until 15 test -e "$go_f.ready"
+lo_mark5=$(lo_mark_of)
+# A change of someone else's that leaves the session's rules whole: lyhd's
+# check (20 ms later) leaves them alone.
+lyh_nft add table inet lyhbnd5 && lyh_nft delete table inet lyhbnd5
+sleep 0.5
+t_check "5b: a change elsewhere in nftables leaves the running session's rules alone" \
+    eval '! grep -q "put them back" "$LYH_DAEMON_LOG" && [ -n "$lo_mark5" ] && [ "$(lo_mark_of)" = "$lo_mark5" ]'
+deleted=no
+[ -n "$lo_mark5" ] && lyh_nft delete element inet lianyaohu loopback "{ $lo_mark5 }" && deleted=yes
+t_eq "5b: root deleted the running session's element of map loopback (${lo_mark5:-none found})" "$deleted" yes
+put_back() { grep -qF "session '${SID5:-x}': part of its firewall rules was removed by someone else while it ran; put them back" "$LYH_DAEMON_LOG"; }
+lyh_wait_until 5 eval 'put_back && [ -n "$(lo_mark_of)" ]'
+t_check "5b: lyhd saw it and put the session's rules back, under the same mark ($(lo_mark_of))" \
+    eval 'put_back && [ "$(lo_mark_of)" = "$lo_mark5" ]'
 install -o "$LYH_UID" -g "$LYH_GID" -m 0644 /dev/null "$go_f"
 wait "$lotry_pid"
 out=$(cat "$LYH_TMP/lotry.out")
@@ -562,6 +595,11 @@ for pr in tcp udp; do
         grep -Eq "^$pr (ECONNREFUSED|EHOSTUNREACH|EACCES|EPERM|timeout)\$" <<<"$out"
 done
 t_check "5b: ... and the service saw nothing of it" eval '! grep -q tampered "$HLOG"'
+t_check "5b: its own server on 127.0.0.1 answers it again" grep -qx "own ok" <<<"$out"
+t_check "5b: its connection to its own server from before goes on (the same marks)" \
+    grep -qx "kept still" <<<"$out"
+t_check "5b: the repair is in the audit log" \
+    lyh_wait_until 3 sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --kind guard --json | grep 's-$SID5' | grep -q 'session.s rules was missing'"
 
 # ---- 6. what would run as the user later stays read-only ---------------------------------
 echo "# 6. shell start-up files, git, ssh, systemd user units, lyh's own config: read-only"
