@@ -930,6 +930,32 @@ static void arm_check(struct guard *g, unsigned ms, const char *why) {
         evtimer_add(g->ev_check, &tv);
 }
 
+/* Install a running session's rules anew (the table rebuilt, or pieces of
+ * them put back): its loopback slot again where its marks are free, so that
+ * its flows through lo go on, a new one where someone else's element holds
+ * them; its counters and its domain sets start from nothing. When they cannot
+ * be installed, nothing of them is in the table (one transaction) and the
+ * session is ended, as none of its traffic may go on: false. */
+static bool session_rules_anew(struct lyhd *d, struct session *s, const char *what) {
+    char why[256];
+    int r = guard_session_add(d, s, why, sizeof(why));
+    if (r == -EEXIST && s->lo_slot) {
+        s->lo_slot = 0;
+        r = guard_session_add(d, s, why, sizeof(why));
+    }
+    if (r < 0) {
+        log_error("session '%s': its rules cannot be %s (%s); ending it", s->row.id, what, why);
+        if (s->has_cgroup)
+            (void)cg_kill(&d->guard->cg, s->row.id);
+        s->has_chain = false;
+        session_teardown(s);
+        return false;
+    }
+    audit_session_chain_built(d, s); /* fresh counters from here */
+    dns_fwd_sets_emptied(s->dns);
+    return true;
+}
+
 /* The table was rebuilt empty: put every live session's chain back (a session
  * whose chain cannot be restored is ended: its traffic must not go unguarded,
  * and the base chain refuses a guarded socket that matches no session in the
@@ -937,7 +963,6 @@ static void arm_check(struct guard *g, unsigned ms, const char *why) {
 static unsigned restore_chains(struct lyhd *d) {
     struct reconcile rc = {.d = d};
     struct session *s, *next;
-    char why[256];
     unsigned n = 0;
 
     d->guard->proto_sets_stale = true;
@@ -947,19 +972,8 @@ static unsigned restore_chains(struct lyhd *d) {
         next = TAILQ_NEXT(s, link);
         if (!s->has_chain || s->row.state >= STORE_SESSION_ENDING)
             continue;
-        if (guard_session_add(d, s, why, sizeof(why)) < 0) {
-            log_error("session '%s': its rules cannot be restored after the table was rebuilt "
-                      "(%s); ending it",
-                      s->row.id, why);
-            if (s->has_cgroup)
-                (void)cg_kill(&d->guard->cg, s->row.id);
-            s->has_chain = false;
-            session_teardown(s);
-            continue;
-        }
-        audit_session_chain_built(d, s); /* fresh counters from here */
-        dns_fwd_sets_emptied(s->dns);
-        n++;
+        if (session_rules_anew(d, s, "restored after the table was rebuilt"))
+            n++;
     }
     /* No chain is present now: reconcile_shared rebuilds every shared one. */
     (void)store_guard_foreach(d->store, reconcile_shared, &rc);
@@ -1035,7 +1049,6 @@ static unsigned repair_sessions(struct lyhd *d) {
     struct guard *g = d->guard;
     struct sess_pieces p = {.rc = {.d = d}};
     struct session *s, *next;
-    char why[256];
     unsigned n = 0;
     bool any = false;
     int r;
@@ -1087,34 +1100,14 @@ static unsigned repair_sessions(struct lyhd *d) {
         }
         free(s->nft_kept);
         s->nft_kept = NULL;
-        /* Its slot again, so that its flows through lo keep their marks (its
-         * connections to its own servers go on); a new one only when its
-         * marks are taken now (someone else's element under them). */
-        r = guard_session_add(d, s, why, sizeof(why));
-        if (r == -EEXIST && s->lo_slot) {
-            s->lo_slot = 0;
-            r = guard_session_add(d, s, why, sizeof(why));
-        }
         n++;
-        if (r < 0) {
-            /* nothing of its rules is in the table now (the add is one
-             * transaction): no traffic of its may go on */
-            log_error("session '%s': part of its rules was removed by someone else, and they "
-                      "cannot be put back (%s); ending it",
-                      s->row.id, why);
-            if (s->has_cgroup)
-                (void)cg_kill(&g->cg, s->row.id);
-            s->has_chain = false;
-            session_teardown(s);
+        if (!session_rules_anew(d, s, "put back after someone else removed part of them"))
             continue;
-        }
         s->dns_elem_lost = false;
         log_warn("session '%s': part of its firewall rules was removed by someone else while "
                  "it ran; put them back",
                  s->row.id);
         reap_log(d, s->row.chain, "rebuilt", "part of a running session's rules was missing");
-        audit_session_chain_built(d, s); /* fresh counters from here */
-        dns_fwd_sets_emptied(s->dns);
     }
 out:
     nft_names_free(p.rc.chains);
