@@ -754,6 +754,50 @@ static void e_lookup(struct eb *b, const char *set, bool verdict, bool inverted)
     ex_str(b, e, NFTNL_EXPR_LOOKUP_SET, set);
 }
 
+/* The socket's cgroup ancestor at level (8 bytes, host order) into dreg; no
+ * full socket, or none at that level: the rule stops. */
+static void e_socket_cg(struct eb *b, uint32_t dreg, uint32_t level) {
+    struct nftnl_expr *e = ex(b, "socket");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY, NFT_SOCKET_CGROUPV2);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, dreg);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, level);
+}
+
+/* A concatenated key, as nft lays it out: each part from a 4-byte register
+ * boundary (a 2-byte port is padded with zeros by payload), the first at
+ * NFT_REG32_00; the set's key length is the padded sum. */
+static void e_lookup_from(struct eb *b, const char *set, uint32_t sreg, bool inverted) {
+    struct nftnl_expr *e = ex(b, "lookup");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, sreg);
+    if (inverted)
+        nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
+    ex_str(b, e, NFTNL_EXPR_LOOKUP_SET, set);
+}
+
+/* The key of a named object's map into NFT_REG_1: the socket's cgroup at
+ * level, or (level 0) the flow's ct mark. */
+static void e_obj_key(struct eb *b, uint32_t level) {
+    if (level)
+        e_socket_cg(b, NFT_REG_1, level);
+    else
+        e_ct(b, NFT_CT_MARK);
+}
+
+/* counter name / limit name <key> map @map: the object the key's element
+ * names; no element: the rule stops */
+static void e_objref_map(struct eb *b, uint32_t level, const char *map) {
+    e_obj_key(b, level);
+    struct nftnl_expr *e = ex(b, "objref");
+    if (!e)
+        return;
+    nftnl_expr_set_u32(e, NFTNL_EXPR_OBJREF_SET_SREG, NFT_REG_1);
+    ex_str(b, e, NFTNL_EXPR_OBJREF_SET_NAME, map);
+}
+
 static void e_nfproto(struct eb *b, int family) {
     uint8_t p = family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6;
     e_meta(b, NFT_META_NFPROTO);
@@ -981,15 +1025,51 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
         e_cmp(b, NFT_CMP_NEQ, &zero, sizeof(zero));
         break;
     }
+    case NFTR_M_CG_SET:
+        e_socket_cg(b, NFT_REG_1, m->level);
+        e_lookup_from(b, m->name, NFT_REG_1, false);
+        break;
+    case NFTR_M_CG_IF_SET: {
+        e_socket_cg(b, NFT_REG32_00, m->level);
+        struct nftnl_expr *e = ex(b, "meta");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, NFT_META_OIFNAME);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG32_02);
+        }
+        e_lookup_from(b, m->name, NFT_REG32_00, false);
+        break;
+    }
+    case NFTR_M_PORT_CG_SET: {
+        e_l4proto(b, m->l4proto);
+        struct nftnl_expr *e = ex(b, "payload");
+        if (e) { /* tcp/udp dport */
+            nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG32_00);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, NFT_PAYLOAD_TRANSPORT_HEADER);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, 2);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, 2);
+        }
+        e_socket_cg(b, NFT_REG32_01, m->level);
+        e_lookup_from(b, m->name, NFT_REG32_00, false);
+        break;
+    }
+    case NFTR_M_MARK_CG_SET: {
+        struct nftnl_expr *e = ex(b, "ct");
+        if (e) {
+            nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
+            nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG32_00);
+        }
+        e_socket_cg(b, NFT_REG32_01, m->level);
+        e_lookup_from(b, m->name, NFT_REG32_00, false);
+        break;
+    }
+    case NFTR_M_CT_MARK_SET_NE:
+        e_ct(b, NFT_CT_MARK);
+        e_lookup_from(b, m->name, NFT_REG_1, true);
+        break;
     case NFTR_M_SOCK_CGROUP: {
         /* The socket's cgroup ancestor at this level, by id (host order, as
          * the sessions map's keys). */
-        struct nftnl_expr *e = ex(b, "socket");
-        if (e) {
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY, NFT_SOCKET_CGROUPV2);
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_1);
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, m->level);
-        }
+        e_socket_cg(b, NFT_REG_1, m->level);
         e_cmp(b, NFT_CMP_EQ, &m->cgroup_id, sizeof(m->cgroup_id));
         break;
     }
@@ -1000,6 +1080,8 @@ static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
     struct eb b = { .r = nr };
     for (size_t i = 0; i < r->n_match; i++)
         e_match(&b, &r->match[i]);
+    if (r->counter_map[0])
+        e_objref_map(&b, r->obj_level, r->counter_map);
     if (r->ct_mark_set || r->ct_mark_clear) {
         struct nftnl_expr *e = ex(&b, "immediate");
         if (e) {
@@ -1008,23 +1090,23 @@ static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
         }
         e_ct_set_mark(&b);
     }
-    if (r->ct_mark_served_level) {
-        /* the receiving socket's session (cgroup at the sessions' level)
-         * to its served mark; no socket or not a session's: no match */
-        struct nftnl_expr *e = ex(&b, "socket");
-        if (e) {
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY, NFT_SOCKET_CGROUPV2);
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_1);
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, r->ct_mark_served_level);
-        }
-        e = ex(&b, "lookup");
+    if (r->ct_mark_served_level || (r->ct_mark_map[0] && r->obj_level)) {
+        /* the socket's session (cgroup at the sessions' level) to the mark
+         * the map gives it (served: the receiving socket's served mark;
+         * dlomark: the mark of a data session's new loopback flows); no
+         * socket or not a session's: no match */
+        e_socket_cg(&b, NFT_REG_1, r->ct_mark_served_level ? r->ct_mark_served_level : r->obj_level);
+        struct nftnl_expr *e = ex(&b, "lookup");
         if (e) {
             nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
             nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_1);
-            ex_str(&b, e, NFTNL_EXPR_LOOKUP_SET, NFTR_MAP_SERVED);
+            ex_str(&b, e, NFTNL_EXPR_LOOKUP_SET,
+                   r->ct_mark_served_level ? NFTR_MAP_SERVED : r->ct_mark_map);
         }
         e_ct_set_mark(&b);
     }
+    if (r->limit_map[0])
+        e_objref_map(&b, r->obj_level, r->limit_map);
     if (r->log_counter)
         ex(&b, "counter");
     if (r->limit) {
@@ -1064,15 +1146,13 @@ static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
     case NFTR_V_JUMP:
         e_verdict(&b, NFT_JUMP, r->target);
         break;
+    case NFTR_V_GOTO:
+        e_verdict(&b, NFT_GOTO, r->target);
+        break;
     case NFTR_V_VMAP_CGROUP: {
         /* nft cannot express "this cgroup id" without resolving a path below
          * /sys/fs/cgroup; we hand the kernel the 8-byte id ourselves. */
-        struct nftnl_expr *e = ex(&b, "socket");
-        if (e) {
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY, NFT_SOCKET_CGROUPV2);
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_1);
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, r->cgroup_level);
-        }
+        e_socket_cg(&b, NFT_REG_1, r->cgroup_level);
         e_lookup(&b, r->target, true, false);
         break;
     }
@@ -1092,12 +1172,7 @@ static int rule_exprs(struct nftnl_rule *nr, const struct nftr_rule *r) {
             nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
             ex_data(&b, e, NFTNL_EXPR_IMM_DATA, v4 ? lo4 : lo6, v4 ? sizeof(lo4) : sizeof(lo6));
         }
-        e = ex(&b, "socket");
-        if (e) {
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY, NFT_SOCKET_CGROUPV2);
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_2);
-            nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, r->cgroup_level);
-        }
+        e_socket_cg(&b, NFT_REG_2, r->cgroup_level);
         e = ex(&b, "lookup");
         if (e) {
             nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_2);

@@ -401,6 +401,27 @@ static void lo_dest_accept(struct rules *rs, const struct dr_rule *d) {
     }
 }
 
+/* What passes through lo whatever the flow's owner: ICMP (ping, and the
+ * answers to a refusal) and TCP past its first packet (the reset that
+ * answers one; a TCP flow is judged at its SYN). base: matches ahead. */
+static void lo_passes(struct rules *rs, const struct matches *base) {
+    static const uint8_t icmps[] = {IPPROTO_ICMP, IPPROTO_ICMPV6};
+    struct nftr_rule *r;
+    for (size_t i = 0; i < ARRAY_SIZE(icmps); i++) {
+        struct matches im = *base;
+        m_l4proto(&im, icmps[i]);
+        r = rule_with(rs, &im);
+        if (r)
+            r->verdict = NFTR_V_ACCEPT;
+    }
+    struct matches tm = *base;
+    m_l4proto(&tm, IPPROTO_TCP);
+    mpush(&tm, NFTR_M_CT_NOT_NEW);
+    r = rule_with(rs, &tm);
+    if (r)
+        r->verdict = NFTR_V_ACCEPT;
+}
+
 /* Chain lo-<id>: where a packet of a flow the session started through lo
  * (its mark, any direction) may land. ICMP (ping, and errors about its own
  * flows) always; a socket of the session itself; never another session's
@@ -422,20 +443,7 @@ static void render_lo_chain(const struct nftr_input *in, const struct logctx *lc
     struct matches ms = {.n = 0};
     struct nftr_rule *r;
 
-    for (int fam = 0; fam < 2; fam++) {
-        ms.n = 0;
-        m_l4proto(&ms, fam ? IPPROTO_ICMPV6 : IPPROTO_ICMP);
-        r = rule_with(rs, &ms);
-        if (r)
-            r->verdict = NFTR_V_ACCEPT;
-    }
-    ms.n = 0;
-    m_l4proto(&ms, IPPROTO_TCP);
-    mpush(&ms, NFTR_M_CT_NOT_NEW);
-    r = rule_with(rs, &ms);
-    if (r)
-        r->verdict = NFTR_V_ACCEPT;
-    ms.n = 0;
+    lo_passes(rs, &ms);
     struct nftr_match *m = mpush(&ms, NFTR_M_SOCK_CGROUP);
     m->level = in->cgroup_level;
     m->cgroup_id = in->cgroup_id;
@@ -848,6 +856,402 @@ int nftr_render_chain(const struct nftr_input *in, struct nftr_chain **ret) {
     return 0;
 }
 
+/* ---- the data layout (docs/guard-as-data.md) ------------------------------------------- */
+
+static const struct nftr_data_set data_sets[] = {
+    { NFTR_SET_DLIVE, NFTR_K_CG, NFTR_D_NONE, "every data session" },
+    { NFTR_SET_DVPN, NFTR_K_CG_IF, NFTR_D_NONE, "its VPN interface, for IPv4" },
+    { NFTR_SET_DVPN6, NFTR_K_CG_IF, NFTR_D_NONE, "its VPN interface, for IPv6 (when on)" },
+    { NFTR_SET_DFWD, NFTR_K_PORT_CG, NFTR_D_NONE, "its forwarder's port" },
+    { NFTR_MAP_DLOMARK, NFTR_K_CG, NFTR_D_MARK, "the mark its new loopback flows get" },
+    { NFTR_SET_DOWNMARK, NFTR_K_MARK_CG, NFTR_D_NONE, "its mark: flows through lo it started" },
+    { NFTR_SET_DSRVMARK, NFTR_K_MARK_CG, NFTR_D_NONE, "its served mark: flows it answers" },
+    { NFTR_MAP_ACCT, NFTR_K_CG, NFTR_D_COUNTER, "its accepted packets" },
+    { NFTR_MAP_DNSC, NFTR_K_CG, NFTR_D_COUNTER, "its DNS flows' packets" },
+    { NFTR_MAP_ANEW, NFTR_K_CG, NFTR_D_COUNTER, "its new VPN flows" },
+    { NFTR_MAP_LNEW, NFTR_K_CG, NFTR_D_COUNTER, "its new loopback flows" },
+    { NFTR_MAP_DROP, NFTR_K_CG, NFTR_D_COUNTER, "its refused packets" },
+    { NFTR_MAP_ALIM, NFTR_K_CG, NFTR_D_LIMIT, "the log rate of its new VPN flows" },
+    { NFTR_MAP_LLIM, NFTR_K_CG, NFTR_D_LIMIT, "the log rate of its new loopback flows" },
+    { NFTR_MAP_DLIM, NFTR_K_CG, NFTR_D_LIMIT, "the log rate of its refusals" },
+    { NFTR_MAP_ILIM, NFTR_K_MARK, NFTR_D_LIMIT, "the log rate of refusals on input, by mark" },
+    { NFTR_MAP_IDROP, NFTR_K_MARK, NFTR_D_COUNTER, "refusals on input, by mark" },
+    { NFTR_MAP_ALOG, NFTR_K_CG, NFTR_D_VERDICT, "jump to its accept log chain" },
+    { NFTR_MAP_DLOG, NFTR_K_CG, NFTR_D_VERDICT, "jump to its refusal log chain" },
+    { NFTR_MAP_DLOGM, NFTR_K_MARK, NFTR_D_VERDICT, "the same, by mark (input)" },
+};
+
+size_t nftr_data_sets(const struct nftr_data_set **ret) {
+    *ret = data_sets;
+    return ARRAY_SIZE(data_sets);
+}
+
+/* a lookup keyed by the socket's cgroup at level */
+static struct nftr_match *m_cg_set(struct matches *ms, enum nftr_match_type type, uint32_t level,
+                                   const char *set) {
+    struct nftr_match *m = mpush(ms, type);
+    m->level = level;
+    snprintf(m->name, sizeof(m->name), "%s", set);
+    return m;
+}
+
+static void r_objs(struct nftr_rule *r, uint32_t level, const char *counter, const char *limit) {
+    r->obj_level = level;
+    if (counter)
+        snprintf(r->counter_map, sizeof(r->counter_map), "%s", counter);
+    if (limit)
+        snprintf(r->limit_map, sizeof(r->limit_map), "%s", limit);
+}
+
+static void r_verdict(struct nftr_rule *r, enum nftr_verdict v, const char *target, uint32_t level) {
+    r->verdict = v;
+    r->cgroup_level = level;
+    if (target)
+        snprintf(r->target, sizeof(r->target), "%s", target);
+}
+
+/* Chain guarded's first rules: a packet of a TCP or UDP flow under way out
+ * through a data session's VPN interface to an address outside the LAN sets,
+ * to any port but 53: what chain data would accept, in one rule. dvpn and
+ * dvpn6 hold live data sessions only (the transaction that adds or removes
+ * dlive's element does the same to theirs), and dvpn6 only those with IPv6
+ * on; `ip daddr` / `ip6 daddr` tie each rule to its family. */
+static void data_established(struct rules *rs, uint32_t level) {
+    static const uint8_t protos[] = {IPPROTO_TCP, IPPROTO_UDP};
+    for (int fam = 0; fam < 2; fam++)
+        for (size_t k = 0; k < ARRAY_SIZE(protos); k++) {
+            struct matches ms = {.n = 0};
+            mpush(&ms, NFTR_M_CT_ESTABLISHED);
+            m_cg_set(&ms, NFTR_M_CG_IF_SET, level, fam ? NFTR_SET_DVPN6 : NFTR_SET_DVPN);
+            m_set_type(&ms, NFTR_M_DADDR_SET_NE, fam ? AF_INET6 : AF_INET,
+                       fam ? NFTR_SET_LAN6 : NFTR_SET_LAN4);
+            struct nftr_match *pm = mpush(&ms, NFTR_M_DPORT_NE);
+            pm->l4proto = protos[k];
+            pm->port_min = pm->port_max = 53;
+            struct nftr_rule *r = rule_with(rs, &ms);
+            if (r) {
+                r_objs(r, level, NFTR_MAP_ACCT, NULL);
+                r_verdict(r, NFTR_V_ACCEPT, NULL, 0);
+            }
+        }
+}
+
+static void goto_refuse(struct rules *rs, const struct matches *ms) {
+    struct nftr_rule *r = rule_with(rs, ms);
+    if (r)
+        r_verdict(r, NFTR_V_GOTO, NFTR_CHAIN_DREFUSE, 0);
+}
+
+/* Chain data: a data session's packet, the steps of nftr_render_chain() for
+ * the default policy, each accept behind an element that names the socket's
+ * cgroup. A named counter's map comes first in a rule: its miss ends the rule
+ * before anything else. */
+static void render_data_chain(struct rules *rs, uint32_t level) {
+    static const struct dr_rule fwd[] = {
+        {.family = AF_INET, .addr = {127, 0, 0, 1}, .prefix_len = 32},
+        {.family = AF_INET6, .addr = {[15] = 1}, .prefix_len = 128},
+    };
+    static const uint8_t protos[] = {IPPROTO_UDP, IPPROTO_TCP};
+    struct matches ms;
+    struct nftr_rule *r;
+
+    /* (0) DNS: only flows chain dnsnat sent to this session's own forwarder */
+    for (size_t i = 0; i < ARRAY_SIZE(fwd); i++)
+        for (size_t k = 0; k < ARRAY_SIZE(protos); k++) {
+            ms.n = 0;
+            mpush(&ms, NFTR_M_CT_DNAT);
+            m_daddr(&ms, &fwd[i]);
+            m_cg_set(&ms, NFTR_M_PORT_CG_SET, level, NFTR_SET_DFWD)->l4proto = protos[k];
+            r = rule_with(rs, &ms);
+            if (r) {
+                r_objs(r, level, NFTR_MAP_DNSC, NULL);
+                r->ct_mark_set = NFTR_DNS_FLOW_MARK;
+                r_verdict(r, NFTR_V_ACCEPT, NULL, 0);
+            }
+        }
+    for (size_t k = 0; k < ARRAY_SIZE(protos); k++) {
+        ms.n = 0;
+        m_dport(&ms, protos[k], 53, 53);
+        goto_refuse(rs, &ms);
+    }
+    /* (1) loopback: new flows get the session's mark (dlomark), and it sends
+     * only on flows with its marks, each paired with its cgroup */
+    ms.n = 0;
+    m_oif(&ms, "lo");
+    mpush(&ms, NFTR_M_CT_INVALID);
+    r = rule_with(rs, &ms);
+    if (r) {
+        r->counter = true;
+        r->verdict = NFTR_V_DROP;
+    }
+    const struct dr_rule *los[] = {&lo4, &lo6};
+    for (size_t i = 0; i < ARRAY_SIZE(los); i++) {
+        ms.n = 0;
+        m_oif(&ms, "lo");
+        m_daddr(&ms, los[i]);
+        struct matches nm = ms, om = ms, sm = ms;
+        mpush(&nm, NFTR_M_CT_NEW);
+        r = rule_with(rs, &nm);
+        if (r) {
+            r_objs(r, level, NFTR_MAP_LNEW, NFTR_MAP_LLIM);
+            snprintf(r->ct_mark_map, sizeof(r->ct_mark_map), NFTR_MAP_DLOMARK);
+            r_verdict(r, NFTR_V_VMAP_CGROUP, NFTR_MAP_ALOG, level);
+        }
+        m_cg_set(&om, NFTR_M_MARK_CG_SET, level, NFTR_SET_DOWNMARK);
+        r = rule_with(rs, &om);
+        if (r) {
+            r_objs(r, level, NFTR_MAP_ACCT, NULL);
+            r_verdict(r, NFTR_V_ACCEPT, NULL, 0);
+        }
+        mpush(&sm, NFTR_M_CT_REPLY);
+        m_cg_set(&sm, NFTR_M_MARK_CG_SET, level, NFTR_SET_DSRVMARK);
+        r = rule_with(rs, &sm);
+        if (r) {
+            r_objs(r, level, NFTR_MAP_ACCT, NULL);
+            r_verdict(r, NFTR_V_ACCEPT, NULL, 0);
+        }
+    }
+    /* (2b) anything else through lo; (3) the LAN sets */
+    ms.n = 0;
+    m_oif(&ms, "lo");
+    goto_refuse(rs, &ms);
+    for (int fam = 0; fam < 2; fam++) {
+        ms.n = 0;
+        m_set(&ms, fam ? AF_INET6 : AF_INET, fam ? NFTR_SET_LAN6 : NFTR_SET_LAN4);
+        goto_refuse(rs, &ms);
+    }
+    /* (5) no rule: IPv6 leaves by the VPN only with a dvpn6 element.
+     * (6) the VPN, new flows counted and logged, then accepted. */
+    for (int fam = 0; fam < 2; fam++) {
+        ms.n = 0;
+        m_nfproto(&ms, fam ? AF_INET6 : AF_INET);
+        m_cg_set(&ms, NFTR_M_CG_IF_SET, level, fam ? NFTR_SET_DVPN6 : NFTR_SET_DVPN);
+        struct matches nm = ms;
+        mpush(&nm, NFTR_M_CT_NEW);
+        r = rule_with(rs, &nm);
+        if (r) {
+            r_objs(r, level, NFTR_MAP_ANEW, NFTR_MAP_ALIM);
+            r_verdict(r, NFTR_V_VMAP_CGROUP, NFTR_MAP_ALOG, level);
+        }
+        r = rule_with(rs, &ms);
+        if (r) {
+            r_objs(r, level, NFTR_MAP_ACCT, NULL);
+            r_verdict(r, NFTR_V_ACCEPT, NULL, 0);
+        }
+    }
+    /* (7) everything else */
+    ms.n = 0;
+    goto_refuse(rs, &ms);
+}
+
+/* A chain's end: whatever comes here is refused (tcp reset, else icmpx). */
+static void refuse_rest(struct rules *rs) {
+    struct matches ms = {.n = 0};
+    m_l4proto(&ms, IPPROTO_TCP);
+    struct nftr_rule *r = rule_with(rs, &ms);
+    if (r) {
+        r->counter = true;
+        r->verdict = NFTR_V_REJECT_TCP_RESET;
+    }
+    ms.n = 0;
+    r = rule_with(rs, &ms);
+    if (r) {
+        r->counter = true;
+        r->verdict = NFTR_V_REJECT_ADMIN;
+    }
+}
+
+/* Chain drefuse: counted, logged within the session's rate, refused. A lost
+ * counter, limit or log element stops the logging, never the refusal. */
+static void render_drefuse(struct rules *rs, uint32_t level) {
+    struct matches ms = {.n = 0};
+    struct nftr_rule *r = rule_with(rs, &ms);
+    if (r) {
+        r_objs(r, level, NFTR_MAP_DROP, NFTR_MAP_DLIM);
+        r_verdict(r, NFTR_V_VMAP_CGROUP, NFTR_MAP_DLOG, level);
+    }
+    refuse_rest(rs);
+}
+
+/* Chain dlo (input): a flow through lo with a session's mark that no chain
+ * session's lo-<id> takes. Chosen by the mark's kind in chain input, never by
+ * an element (chain input accepts by default: a set that chose which flows
+ * are judged would open them when it lost one). As in lo-<id>: ICMP and TCP
+ * past its first packet pass; the flow lands only on a socket of the session
+ * whose mark it carries (downmark pairs the two); everything else (another
+ * session's socket, a host service, no socket) is refused, counted and
+ * logged as that session's, or under the nosession prefix for a mark no
+ * session has. */
+static void render_dlo(struct rules *rs, const struct logctx *lc, uint32_t level) {
+    struct matches ms = {.n = 0};
+    struct nftr_rule *r;
+    lo_passes(rs, &ms);
+    m_cg_set(&ms, NFTR_M_MARK_CG_SET, level, NFTR_SET_DOWNMARK);
+    r = rule_with(rs, &ms);
+    if (r)
+        r->verdict = NFTR_V_ACCEPT;
+    ms.n = 0;
+    r = rule_with(rs, &ms);
+    if (r) {
+        r_objs(r, 0, NFTR_MAP_IDROP, NFTR_MAP_ILIM);
+        r_verdict(r, NFTR_V_VMAP_CTMARK, NFTR_MAP_DLOGM, 0);
+    }
+    ms.n = 0;
+    snprintf(mpush(&ms, NFTR_M_CT_MARK_SET_NE)->name, NFTR_NAME_MAX, NFTR_MAP_DLOGM);
+    r = rule_with(rs, &ms);
+    if (r)
+        rule_log(r, lc, NFTR_NOSESSION_PREFIX);
+    refuse_rest(rs);
+}
+
+/* Chain input without the data layout: a session's marked flow that map
+ * loopback does not take (root deleted its element while the session ran, or
+ * the session is gone and its flow lingers) lands nowhere: refused, never
+ * left to the policy's accept, which would let it reach any host service. As
+ * in chain lo-<id>, ICMP (the answers to a refusal among it) and TCP past its
+ * first packet (the reset that answers one) pass: a TCP flow is judged at its
+ * SYN. */
+static void unmarked_lo_refusal(struct rules *in, const struct logctx *lc, const struct matches *om) {
+    lo_passes(in, om);
+    emit_reject(in, lc, om, REJECT_ANY, NFTR_NOSESSION_PREFIX);
+}
+
+bool nftr_data_eligible(const struct nftr_input *in) {
+    if (input_valid(in) < 0 || in->scope != NFTR_SCOPE_SESSION)
+        return false;
+    const struct nftr_policy *p = &in->policy;
+    return in->iface && in->dns_port && in->lo_slot && !in->domain_sets && in->log.rate > 0 &&
+           !p->deny_default && p->n_lan_exceptions == 0 && p->n_deny == 0 && p->n_allow == 0;
+}
+
+void nftr_data_free(struct nftr_data *d) {
+    free(d);
+}
+
+static struct nftr_elem *elem_push(struct nftr_data *d, const char *set, enum nftr_key key) {
+    if (d->n_elems >= NFTR_DATA_ELEMS_MAX)
+        abort(); /* a fixed list below: running out is a bug here */
+    struct nftr_elem *e = &d->elems[d->n_elems++];
+    memset(e, 0, sizeof(*e));
+    e->set = set;
+    e->key = key;
+    e->cgroup_id = d->cgroup_id;
+    return e;
+}
+
+/* id: the caller's copy, not d's (the names are built inside d) */
+static void obj_push(struct nftr_data *d, const char *id, enum nftr_val type, const char *kind,
+                     uint32_t rate, uint32_t burst) {
+    if (d->n_objs >= NFTR_DATA_OBJS_MAX)
+        abort();
+    struct nftr_obj *o = &d->objs[d->n_objs++];
+    o->type = type;
+    snprintf(o->name, sizeof(o->name), "%s-%s", kind, id);
+    o->rate = rate;
+    o->burst = burst;
+}
+
+/* { cgroup : "<kind>-<id>" } of map `kind`, the object of the same name */
+static void elem_obj(struct nftr_data *d, const char *id, const char *map, enum nftr_val type) {
+    struct nftr_elem *e = elem_push(d, map, NFTR_K_CG);
+    e->val = type;
+    snprintf(e->vname, sizeof(e->vname), "%s-%s", map, id);
+}
+
+int nftr_render_data(const struct nftr_input *in, struct nftr_data **ret) {
+    if (!nftr_data_eligible(in))
+        return -EINVAL;
+    _cleanup_free_ struct nftr_data *d = calloc(1, sizeof(*d));
+    if (!d)
+        return -ENOMEM;
+    snprintf(d->session_id, sizeof(d->session_id), "%s", in->session_id);
+    d->cgroup_id = in->cgroup_id;
+    if (in->cgroup_path && strlen(in->cgroup_path) < sizeof(d->cgroup_text) &&
+        !strpbrk(in->cgroup_path, "\"\n"))
+        snprintf(d->cgroup_text, sizeof(d->cgroup_text), "%s", in->cgroup_path);
+    bool logged = !in->log.accept_unlogged;
+    uint32_t lo_mark = nftr_lo_mark(in->lo_slot), served = nftr_served_mark(in->lo_slot);
+
+    /* objects: every bucket today's chains have is a bucket of its own */
+    static const char *const counters[] = {NFTR_MAP_ACCT, NFTR_MAP_DNSC, NFTR_MAP_ANEW,
+                                           NFTR_MAP_LNEW, NFTR_MAP_DROP, NFTR_MAP_IDROP};
+    for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
+        obj_push(d, in->session_id, NFTR_D_COUNTER, counters[i], 0, 0);
+    if (logged) {
+        bool vpn = in->log.vpn_rate > 0;
+        obj_push(d, in->session_id, NFTR_D_LIMIT, NFTR_MAP_ALIM,
+                 vpn ? in->log.vpn_rate : in->log.rate, vpn ? in->log.vpn_burst : in->log.burst);
+        obj_push(d, in->session_id, NFTR_D_LIMIT, NFTR_MAP_LLIM, in->log.rate, in->log.burst);
+    }
+    obj_push(d, in->session_id, NFTR_D_LIMIT, NFTR_MAP_DLIM, in->log.rate, in->log.burst);
+    obj_push(d, in->session_id, NFTR_D_LIMIT, NFTR_MAP_ILIM, in->log.rate, in->log.burst);
+
+    /* the log chains: each only names the session in its prefix */
+    struct nftr_rule *lr[] = {&d->alog_rule, &d->dlog_rule};
+    char *names[] = {d->alog, d->dlog};
+    const char *pfx[] = {NFTR_ALOG_CHAIN_PREFIX, NFTR_DLOG_CHAIN_PREFIX};
+    const char kind[] = {'A', 'D'};
+    for (size_t i = logged ? 0 : 1; i < 2; i++) {
+        snprintf(names[i], NFTR_NAME_MAX, "%s%s", pfx[i], in->session_id);
+        lr[i]->log = true;
+        lr[i]->log_group = in->log.group;
+        int n = snprintf(lr[i]->log_prefix, sizeof(lr[i]->log_prefix), "lyh:%s:%c ",
+                         in->session_id, kind[i]);
+        if (n < 0 || (size_t)n >= sizeof(lr[i]->log_prefix))
+            return -EINVAL; /* unreachable with validated ids */
+    }
+
+    /* elements: what opens, then its counters, limits and log jumps, dlive last */
+    struct nftr_elem *e = elem_push(d, NFTR_SET_DVPN, NFTR_K_CG_IF);
+    snprintf(e->ifname, sizeof(e->ifname), "%s", in->iface);
+    if (!in->policy.ipv6_blocked) {
+        e = elem_push(d, NFTR_SET_DVPN6, NFTR_K_CG_IF);
+        snprintf(e->ifname, sizeof(e->ifname), "%s", in->iface);
+    }
+    elem_push(d, NFTR_SET_DFWD, NFTR_K_PORT_CG)->port = in->dns_port;
+    e = elem_push(d, NFTR_MAP_DNSPORT, NFTR_K_CG);
+    e->val = NFTR_D_PORT;
+    e->vport = in->dns_port;
+    e = elem_push(d, NFTR_MAP_DLOMARK, NFTR_K_CG);
+    e->val = NFTR_D_MARK;
+    e->vmark = lo_mark;
+    elem_push(d, NFTR_SET_DOWNMARK, NFTR_K_MARK_CG)->mark = lo_mark;
+    elem_push(d, NFTR_SET_DSRVMARK, NFTR_K_MARK_CG)->mark = served;
+    e = elem_push(d, NFTR_MAP_SERVED, NFTR_K_CG);
+    e->val = NFTR_D_MARK;
+    e->vmark = served;
+    for (size_t i = 0; i < ARRAY_SIZE(counters) - 1; i++)
+        elem_obj(d, in->session_id, counters[i], NFTR_D_COUNTER);
+    e = elem_push(d, NFTR_MAP_IDROP, NFTR_K_MARK);
+    e->mark = lo_mark;
+    e->val = NFTR_D_COUNTER;
+    snprintf(e->vname, sizeof(e->vname), NFTR_MAP_IDROP "-%s", in->session_id);
+    if (logged) {
+        elem_obj(d, in->session_id, NFTR_MAP_ALIM, NFTR_D_LIMIT);
+        elem_obj(d, in->session_id, NFTR_MAP_LLIM, NFTR_D_LIMIT);
+    }
+    elem_obj(d, in->session_id, NFTR_MAP_DLIM, NFTR_D_LIMIT);
+    e = elem_push(d, NFTR_MAP_ILIM, NFTR_K_MARK);
+    e->mark = lo_mark;
+    e->val = NFTR_D_LIMIT;
+    snprintf(e->vname, sizeof(e->vname), NFTR_MAP_ILIM "-%s", in->session_id);
+    if (logged) {
+        e = elem_push(d, NFTR_MAP_ALOG, NFTR_K_CG);
+        e->val = NFTR_D_VERDICT;
+        snprintf(e->vname, sizeof(e->vname), "%s", d->alog);
+    }
+    e = elem_push(d, NFTR_MAP_DLOG, NFTR_K_CG);
+    e->val = NFTR_D_VERDICT;
+    snprintf(e->vname, sizeof(e->vname), "%s", d->dlog);
+    e = elem_push(d, NFTR_MAP_DLOGM, NFTR_K_MARK);
+    e->mark = lo_mark;
+    e->val = NFTR_D_VERDICT;
+    snprintf(e->vname, sizeof(e->vname), "%s", d->dlog);
+    elem_push(d, NFTR_SET_DLIVE, NFTR_K_CG);
+    *ret = TAKE_PTR(d);
+    return 0;
+}
+
 /* ---- base ---------------------------------------------------------------------------- */
 
 void nftr_base_free(struct nftr_base *b) {
@@ -858,6 +1262,9 @@ void nftr_base_free(struct nftr_base *b) {
     free(b->input);
     free(b->dnsnat);
     free(b->dnsout);
+    free(b->data);
+    free(b->drefuse);
+    free(b->dlo);
     free(b);
 }
 
@@ -872,6 +1279,8 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
     if (p->dns && !p->cgroupv2)
         return -EINVAL;
     if (p->proto_uid == UINT32_MAX)
+        return -EINVAL;
+    if (p->data && !(p->cgroupv2 && p->inbound && p->dns))
         return -EINVAL;
 
     _cleanup_free_ struct nftr_base *b = calloc(1, sizeof(*b));
@@ -996,12 +1405,25 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         snprintf(r->target, sizeof(r->target), NFTR_CHAIN_GUARDED);
     }
 
+    if (p->data)
+        data_established(&gu, p->cgroup_level);
     if (p->cgroupv2) {
         r = rules_push(&gu);
         if (r) {
             r->verdict = NFTR_V_VMAP_CGROUP;
             r->cgroup_level = p->cgroup_level;
             snprintf(r->target, sizeof(r->target), NFTR_MAP_SESSIONS);
+        }
+    }
+    if (p->data) {
+        /* after the chain sessions' dispatch: their chains end in a verdict,
+         * so what comes here belongs to no chain session */
+        ms.n = 0;
+        m_cg_set(&ms, NFTR_M_CG_SET, p->cgroup_level, NFTR_SET_DLIVE);
+        r = rule_with(&gu, &ms);
+        if (r) {
+            r->verdict = NFTR_V_GOTO;
+            snprintf(r->target, sizeof(r->target), NFTR_CHAIN_DATA);
         }
     }
     struct logctx lc = { .p = p->log };
@@ -1100,21 +1522,17 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         mpush(&om, NFTR_M_CT_MARK_ORIG);
         mpush(&om, NFTR_M_CT_MARK_NE)->id = NFTR_DNS_FLOW_MARK;
         size_t first = in.n;
-        static const uint8_t icmps[] = {IPPROTO_ICMP, IPPROTO_ICMPV6};
-        for (size_t i = 0; i < ARRAY_SIZE(icmps); i++) {
-            struct matches im = om;
-            m_l4proto(&im, icmps[i]);
-            r = rule_with(&in, &im);
-            if (r)
-                r->verdict = NFTR_V_ACCEPT;
+        if (p->data) {
+            /* the data sessions' flows, and every other such flow: chain dlo
+             * decides by the flow's mark paired with the socket's cgroup */
+            r = rule_with(&in, &om);
+            if (r) {
+                r->verdict = NFTR_V_GOTO;
+                snprintf(r->target, sizeof(r->target), NFTR_CHAIN_DLO);
+            }
+        } else {
+            unmarked_lo_refusal(&in, &lc, &om);
         }
-        struct matches tm = om;
-        m_l4proto(&tm, IPPROTO_TCP);
-        mpush(&tm, NFTR_M_CT_NOT_NEW);
-        r = rule_with(&in, &tm);
-        if (r)
-            r->verdict = NFTR_V_ACCEPT;
-        emit_reject(&in, &lc, &om, REJECT_ANY, NFTR_NOSESSION_PREFIX);
         for (size_t i = first; i < in.n && !in.err; i++)
             snprintf(in.v[i].comment, sizeof(in.v[i].comment), "%s", idc);
         /* A flow a host process starts through lo towards a session's
@@ -1172,14 +1590,30 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         }
     }
 
-    if (out.err || gu.err || in.err || dn.err || dout.err) {
+    struct rules da = { .v = NULL }, dr = { .v = NULL }, dl = { .v = NULL };
+    if (p->data) {
+        render_data_chain(&da, p->cgroup_level);
+        render_drefuse(&dr, p->cgroup_level);
+        render_dlo(&dl, &lc, p->cgroup_level);
+    }
+
+    if (out.err || gu.err || in.err || dn.err || dout.err || da.err || dr.err || dl.err) {
         free(out.v);
         free(gu.v);
         free(in.v);
         free(dn.v);
         free(dout.v);
+        free(da.v);
+        free(dr.v);
+        free(dl.v);
         return -ENOMEM;
     }
+    b->data = da.v;
+    b->n_data = da.n;
+    b->drefuse = dr.v;
+    b->n_drefuse = dr.n;
+    b->dlo = dl.v;
+    b->n_dlo = dl.n;
     b->dnsnat = dn.v;
     b->n_dnsnat = dn.n;
     b->dnsout = dout.v;
@@ -1353,7 +1787,38 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
         sb_printf(s, "socket mark %s0x%08" PRIx32, m->type == NFTR_M_SOCK_MARK_NE ? "!= " : "",
                   m->id);
         break;
+    case NFTR_M_CG_SET:
+        sb_printf(s, "socket cgroupv2 level %" PRIu32 " @%s", m->level, m->name);
+        break;
+    case NFTR_M_CG_IF_SET:
+        sb_printf(s, "socket cgroupv2 level %" PRIu32 " . oifname @%s", m->level, m->name);
+        break;
+    case NFTR_M_PORT_CG_SET:
+        sb_printf(s, "%s dport . socket cgroupv2 level %" PRIu32 " @%s", proto_name(m->l4proto),
+                  m->level, m->name);
+        break;
+    case NFTR_M_MARK_CG_SET:
+        sb_printf(s, "ct mark . socket cgroupv2 level %" PRIu32 " @%s", m->level, m->name);
+        break;
+    case NFTR_M_CT_MARK_SET_NE:
+        sb_printf(s, "ct mark != @%s", m->name);
+        break;
     }
+}
+
+/* "<what> <key> map @<map>" (map "": nothing), the key being the socket's
+ * cgroup at level, or (level 0) the flow's ct mark */
+static void put_by_key(struct sb *s, const char **sep, const char *what, uint32_t level,
+                       const char *map) {
+    if (!map[0])
+        return;
+    sb_printf(s, "%s%s ", *sep, what);
+    if (level)
+        sb_printf(s, "socket cgroupv2 level %" PRIu32, level);
+    else
+        sb_printf(s, "ct mark");
+    sb_printf(s, " map @%s", map);
+    *sep = " ";
 }
 
 static void put_rule(struct sb *s, const struct nftr_rule *r) {
@@ -1363,6 +1828,9 @@ static void put_rule(struct sb *s, const struct nftr_rule *r) {
         put_match(s, &r->match[i]);
         sep = " ";
     }
+    put_by_key(s, &sep, "counter name", r->obj_level, r->counter_map);
+    put_by_key(s, &sep, "ct mark set", r->obj_level, r->ct_mark_map);
+    put_by_key(s, &sep, "limit name", r->obj_level, r->limit_map);
     if (r->ct_mark_set || r->ct_mark_clear) {
         sb_printf(s, "%sct mark set 0x%08" PRIx32, sep, r->ct_mark_set);
         sep = " ";
@@ -1403,6 +1871,9 @@ static void put_rule(struct sb *s, const struct nftr_rule *r) {
         break;
     case NFTR_V_JUMP:
         sb_printf(s, "%sjump %s", sep, r->target);
+        break;
+    case NFTR_V_GOTO:
+        sb_printf(s, "%sgoto %s", sep, r->target);
         break;
     case NFTR_V_VMAP_CGROUP:
         sb_printf(s, "%ssocket cgroupv2 level %" PRIu32 " vmap @%s", sep, r->cgroup_level,
@@ -1490,6 +1961,29 @@ int nftr_chain_text(const struct nftr_chain *c, char **ret) {
     return sb_finish(&s, ret);
 }
 
+static const char *key_type(enum nftr_key k) {
+    switch (k) {
+    case NFTR_K_CG: return "cgroupsv2";
+    case NFTR_K_CG_IF: return "cgroupsv2 . ifname";
+    case NFTR_K_PORT_CG: return "inet_service . cgroupsv2";
+    case NFTR_K_MARK_CG: return "mark . cgroupsv2";
+    case NFTR_K_MARK: return "mark";
+    }
+    return "?";
+}
+
+static const char *val_type(enum nftr_val v) {
+    switch (v) {
+    case NFTR_D_NONE: return "";
+    case NFTR_D_MARK: return "mark";
+    case NFTR_D_PORT: return "inet_service";
+    case NFTR_D_COUNTER: return "counter";
+    case NFTR_D_LIMIT: return "limit";
+    case NFTR_D_VERDICT: return "verdict";
+    }
+    return "?";
+}
+
 static void put_set(struct sb *s, int family, const char *name) {
     const struct dr_rule *v;
     size_t n = nftr_lan_prefixes(family, &v);
@@ -1542,10 +2036,103 @@ int nftr_base_text(const struct nftr_base *b, char **ret) {
                       " { type nat hook output priority -100; policy accept; }\nadd chain inet "
                       NFTR_TABLE " " NFTR_CHAIN_DNSOUT
                       " { type filter hook postrouting priority 0; policy accept; }\n");
+    if (p->data) {
+        const struct nftr_data_set *ds;
+        size_t nds = nftr_data_sets(&ds);
+        for (size_t i = 0; i < nds; i++) {
+            sb_printf(&s, "add %s inet " NFTR_TABLE " %s { type %s", ds[i].val ? "map" : "set",
+                      ds[i].name, key_type(ds[i].key));
+            if (ds[i].val)
+                sb_printf(&s, " : %s", val_type(ds[i].val));
+            sb_printf(&s, "; }\n");
+        }
+        sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_DATA "\nadd chain inet " NFTR_TABLE
+                      " " NFTR_CHAIN_DREFUSE "\nadd chain inet " NFTR_TABLE " " NFTR_CHAIN_DLO "\n");
+    }
+    put_rules(&s, NFTR_CHAIN_DREFUSE, b->drefuse, b->n_drefuse);
+    put_rules(&s, NFTR_CHAIN_DATA, b->data, b->n_data);
+    put_rules(&s, NFTR_CHAIN_DLO, b->dlo, b->n_dlo);
     put_rules(&s, NFTR_CHAIN_OUTPUT, b->output, b->n_output);
     put_rules(&s, NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded);
     put_rules(&s, NFTR_CHAIN_INPUT, b->input, b->n_input);
     put_rules(&s, NFTR_CHAIN_DNSNAT, b->dnsnat, b->n_dnsnat);
     put_rules(&s, NFTR_CHAIN_DNSOUT, b->dnsout, b->n_dnsout);
+    return sb_finish(&s, ret);
+}
+
+/* cg: the cgroup as nft reads it, "\"<path>\"" */
+static void put_elem_key(struct sb *s, const char *cg, const struct nftr_elem *e) {
+    switch (e->key) {
+    case NFTR_K_CG:
+        sb_printf(s, "%s", cg);
+        break;
+    case NFTR_K_CG_IF:
+        sb_printf(s, "%s . \"%s\"", cg, e->ifname);
+        break;
+    case NFTR_K_PORT_CG:
+        sb_printf(s, "%u . %s", e->port, cg);
+        break;
+    case NFTR_K_MARK_CG:
+        sb_printf(s, "0x%08" PRIx32 " . %s", e->mark, cg);
+        break;
+    case NFTR_K_MARK:
+        sb_printf(s, "0x%08" PRIx32, e->mark);
+        break;
+    }
+}
+
+int nftr_data_text(const struct nftr_data *d, char **ret) {
+    struct sb s = { .buf = NULL };
+    sb_printf(&s, "# lianyaohu data session %s, cgroup id %" PRIu64 "\n", d->session_id,
+              d->cgroup_id);
+    for (size_t i = 0; i < d->n_objs; i++) {
+        const struct nftr_obj *o = &d->objs[i];
+        if (o->type == NFTR_D_COUNTER)
+            sb_printf(&s, "add counter inet " NFTR_TABLE " %s\n", o->name);
+        else
+            sb_printf(&s,
+                      "add limit inet " NFTR_TABLE " %s { rate %" PRIu32 "/second burst %" PRIu32
+                      " packets; }\n",
+                      o->name, o->rate, o->burst);
+    }
+    const char *chains[] = {d->alog, d->dlog};
+    const struct nftr_rule *rules[] = {&d->alog_rule, &d->dlog_rule};
+    for (size_t i = 0; i < 2; i++) {
+        if (!chains[i][0])
+            continue;
+        sb_printf(&s, "add chain inet " NFTR_TABLE " %s\n", chains[i]);
+        put_rules(&s, chains[i], rules[i], 1);
+    }
+    char cg[NFTR_CGROUP_TEXT_MAX + 32];
+    if (d->cgroup_text[0])
+        snprintf(cg, sizeof(cg), "\"%s\"", d->cgroup_text);
+    else
+        snprintf(cg, sizeof(cg), "<cgroup id %" PRIu64 ">", d->cgroup_id);
+    for (size_t i = 0; i < d->n_elems; i++) {
+        const struct nftr_elem *e = &d->elems[i];
+        /* nft takes a cgroupsv2 value as a path below /sys/fs/cgroup only:
+         * without one, the line is a comment that names the id */
+        bool comment = e->key != NFTR_K_MARK && !d->cgroup_text[0];
+        sb_printf(&s, "%sadd element inet " NFTR_TABLE " %s { ", comment ? "# " : "", e->set);
+        put_elem_key(&s, cg, e);
+        switch (e->val) {
+        case NFTR_D_NONE:
+            break;
+        case NFTR_D_MARK:
+            sb_printf(&s, " : 0x%08" PRIx32, e->vmark);
+            break;
+        case NFTR_D_PORT:
+            sb_printf(&s, " : %u", e->vport);
+            break;
+        case NFTR_D_COUNTER:
+        case NFTR_D_LIMIT:
+            sb_printf(&s, " : \"%s\"", e->vname);
+            break;
+        case NFTR_D_VERDICT:
+            sb_printf(&s, " : jump %s", e->vname);
+            break;
+        }
+        sb_printf(&s, " }\n");
+    }
     return sb_finish(&s, ret);
 }

@@ -57,6 +57,38 @@
 #define NFTR_CHAIN_DNSNAT  "dnsnat"
 #define NFTR_CHAIN_DNSOUT  "dnsout"
 
+/* The data layout (docs/guard-as-data.md): a session of the default policy is
+ * elements keyed by its cgroup id in sets and maps every such session shares,
+ * read by the base's chains data and drefuse (output) and dlo (input), plus
+ * named counters and limits and two one-rule log chains of its own. Presence
+ * opens, absence closes: every rule that accepts needs an element that names
+ * the socket's cgroup. See nftr_data_sets() for the key and value of each. */
+#define NFTR_CHAIN_DATA    "data"
+#define NFTR_CHAIN_DREFUSE "drefuse"
+#define NFTR_CHAIN_DLO     "dlo"
+#define NFTR_SET_DLIVE     "dlive"
+#define NFTR_SET_DVPN      "dvpn"
+#define NFTR_SET_DVPN6     "dvpn6"
+#define NFTR_SET_DFWD      "dfwd"
+#define NFTR_MAP_DLOMARK   "dlomark"
+#define NFTR_SET_DOWNMARK  "downmark"
+#define NFTR_SET_DSRVMARK  "dsrvmark"
+#define NFTR_MAP_ACCT      "acct"
+#define NFTR_MAP_DNSC      "dnsc"
+#define NFTR_MAP_ANEW      "anew"
+#define NFTR_MAP_LNEW      "lnew"
+#define NFTR_MAP_DROP      "refused"
+#define NFTR_MAP_ALIM      "alim"
+#define NFTR_MAP_LLIM      "llim"
+#define NFTR_MAP_DLIM      "dlim"
+#define NFTR_MAP_ILIM      "ilim"
+#define NFTR_MAP_IDROP     "idrop"
+#define NFTR_MAP_ALOG      "alog"
+#define NFTR_MAP_DLOG      "dlog"
+#define NFTR_MAP_DLOGM     "dlogm"
+#define NFTR_ALOG_CHAIN_PREFIX "a-"
+#define NFTR_DLOG_CHAIN_PREFIX "d-"
+
 /* Conntrack marks of sessions' flows through lo: bit 31 set, bit 30 the kind
  * (0: the session started the flow, 1: it serves a flow a host process
  * started), bits 0..29 the session's slot (1..NFTR_LO_SLOT_MAX, lyhd gives
@@ -205,6 +237,12 @@ struct nftr_base_params {
      * the sessions lyhd forwards DNS for); everything else they send is
      * dropped, through lo too. */
     uint32_t proto_uid;
+    /* The data layout's sets and chains (nftr_render_data). Needs cgroupv2,
+     * inbound and dns. Chain guarded then takes a data session's established
+     * VPN flows first, and after map sessions' dispatch sends a socket of a
+     * live data session (set dlive) to chain data; chain input sends a
+     * session's marked flow that map loopback does not take to chain dlo. */
+    bool data;
 };
 
 /* ---- output: rules as data -------------------------------------------------------- */
@@ -239,6 +277,12 @@ enum nftr_match_type {
     NFTR_M_META_MARK_NE, /* meta mark != <id> (a packet's own mark: its socket's SO_MARK) */
     NFTR_M_DADDR_SET_NE, /* ip daddr != @lan4 | ip6 daddr != @lan6 (family, name) */
     NFTR_M_DPORT_NE,     /* tcp|udp dport != port_min (l4proto; implies the l4proto) */
+    /* lookups keyed by the socket's cgroup at `level` (no full socket: no match) */
+    NFTR_M_CG_SET,       /* socket cgroupv2 level <level> @<name> */
+    NFTR_M_CG_IF_SET,    /* socket cgroupv2 level <level> . oifname @<name> */
+    NFTR_M_PORT_CG_SET,  /* tcp|udp dport . socket cgroupv2 level <level> @<name> (l4proto) */
+    NFTR_M_MARK_CG_SET,  /* ct mark . socket cgroupv2 level <level> @<name> */
+    NFTR_M_CT_MARK_SET_NE, /* ct mark != @<name> (no key of that map) */
 };
 
 struct nftr_match {
@@ -268,13 +312,25 @@ enum nftr_verdict {
     /* dnat ip to 127.0.0.1 (ip6 to [::1], by dnat_family) : the port that map
      * <target> gives the socket's cgroup at cgroup_level; no element: no match */
     NFTR_V_DNAT_CGROUP,
+    NFTR_V_GOTO,             /* goto <target> */
 };
 
-/* Statements are emitted in this order: matches, ct mark set, limit, log, counter,
- * verdict (the mark ahead of the limit, which would skip it when its bucket is empty). */
+/* Statements are emitted in this order: matches, named counter, ct mark set, named
+ * limit, limit, log, counter, verdict (the mark ahead of the limit, which would skip
+ * it when its bucket is empty; the named counter first: its map's miss ends the rule
+ * before it changes anything). */
 struct nftr_rule {
     struct nftr_match match[NFTR_RULE_MATCHES_MAX];
     size_t n_match;
+    /* The data layout's named objects, found in a map by the socket's cgroup at
+     * obj_level (0: by the flow's ct mark); no element: the rule ends there.
+     *   counter_map: counter name <key> map @<counter_map>
+     *   ct_mark_map: ct mark set <key> map @<ct_mark_map>   (obj_level != 0)
+     *   limit_map:   limit name <key> map @<limit_map> */
+    uint32_t obj_level;
+    char counter_map[NFTR_NAME_MAX];
+    char ct_mark_map[NFTR_NAME_MAX];
+    char limit_map[NFTR_NAME_MAX];
     uint32_t ct_mark_set; /* != 0: ct mark set <value> */
     bool ct_mark_clear;   /* ct mark set 0 */
     /* != 0: ct mark set socket cgroupv2 level <this> map @served */
@@ -339,7 +395,97 @@ struct nftr_base {
     size_t n_dnsnat;
     struct nftr_rule *dnsout;  /* owned, rules of chain dnsout (params.dns) */
     size_t n_dnsout;
+    struct nftr_rule *data;    /* owned, rules of chains data, drefuse, dlo (params.data) */
+    size_t n_data;
+    struct nftr_rule *drefuse;
+    size_t n_drefuse;
+    struct nftr_rule *dlo;
+    size_t n_dlo;
 };
+
+/* ---- the data layout: a session as elements ---------------------------------------- */
+
+enum nftr_key {
+    NFTR_K_CG = 1,   /* cgroupsv2 (8 bytes, host order) */
+    NFTR_K_CG_IF,    /* cgroupsv2 . ifname (8 + 16 bytes) */
+    NFTR_K_PORT_CG,  /* inet_service . cgroupsv2 (2 bytes in a 4-byte register, 8) */
+    NFTR_K_MARK_CG,  /* mark . cgroupsv2 (4, 8) */
+    NFTR_K_MARK,     /* mark */
+};
+
+enum nftr_val {
+    NFTR_D_NONE = 0, /* a set */
+    NFTR_D_MARK,
+    NFTR_D_PORT,     /* inet_service */
+    NFTR_D_COUNTER,  /* the name of a counter object */
+    NFTR_D_LIMIT,    /* the name of a limit object */
+    NFTR_D_VERDICT,  /* jump <chain> */
+};
+
+struct nftr_data_set {
+    const char *name;
+    enum nftr_key key;
+    enum nftr_val val;
+    const char *what; /* for the docs and the text form */
+};
+
+/* The sets and maps of the data layout, in the order the base creates them;
+ * static storage. Returns the count. */
+size_t nftr_data_sets(const struct nftr_data_set **ret);
+
+struct nftr_elem {
+    const char *set; /* static: a name of nftr_data_sets(), "served" or "dnsport" */
+    enum nftr_key key;
+    uint64_t cgroup_id;
+    char ifname[NFTR_IFNAME_MAX];
+    uint16_t port;
+    uint32_t mark;
+    enum nftr_val val;
+    uint32_t vmark;
+    uint16_t vport;
+    char vname[NFTR_NAME_MAX]; /* COUNTER, LIMIT: the object; VERDICT: the chain */
+};
+
+struct nftr_obj {
+    enum nftr_val type; /* NFTR_D_COUNTER or NFTR_D_LIMIT */
+    char name[NFTR_NAME_MAX];
+    uint32_t rate, burst; /* limit: packets per second, burst packets */
+};
+
+#define NFTR_DATA_OBJS_MAX  10
+#define NFTR_DATA_ELEMS_MAX 24
+#define NFTR_CGROUP_TEXT_MAX 256
+
+struct nftr_data {
+    char session_id[NFTR_SESSION_ID_MAX + 1];
+    uint64_t cgroup_id;
+    /* for the text form: the cgroup's path below /sys/fs/cgroup, which nft reads a
+     * cgroupsv2 value from; "" (not given or too long): the elements are comments */
+    char cgroup_text[NFTR_CGROUP_TEXT_MAX];
+    struct nftr_obj objs[NFTR_DATA_OBJS_MAX]; /* made first */
+    size_t n_objs;
+    /* chains a-<id> (empty name when allowed flows are not logged) and d-<id>,
+     * one log rule each, made after the objects */
+    char alog[NFTR_NAME_MAX];
+    struct nftr_rule alog_rule;
+    char dlog[NFTR_NAME_MAX];
+    struct nftr_rule dlog_rule;
+    struct nftr_elem elems[NFTR_DATA_ELEMS_MAX]; /* added last, dlive's the last of them */
+    size_t n_elems;
+};
+
+/* Whether a session scope can be a data session: a VPN interface, a forwarder
+ * (dns_port), a loopback slot, a log rate, no policy lists, neither
+ * deny-default nor a domain allowlist. IPv6 may be on or blocked, allowed
+ * flows logged or not. */
+bool nftr_data_eligible(const struct nftr_input *in);
+
+/* Render an eligible session as data; -EINVAL if it is not (or invalid), -ENOMEM.
+ * in->cgroup_path, when given, names the cgroup below /sys/fs/cgroup in the text.
+ * *ret: nftr_data_free(). */
+int nftr_render_data(const struct nftr_input *in, struct nftr_data **ret);
+void nftr_data_free(struct nftr_data *d); /* NULL ok */
+int nftr_data_text(const struct nftr_data *d, char **ret);
 
 /* The blocked destination prefixes of set lan4 (AF_INET) or lan6 (AF_INET6), in a
  * fixed order; static storage (common/dest_rule.h). Returns the count, 0 for

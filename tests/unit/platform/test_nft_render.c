@@ -1218,6 +1218,234 @@ static void test_session_dns(void **state) {
     assert_int_equal(nftr_render_chain(&u, &c), -EINVAL);
 }
 
+/* ---- the data layout ---------------------------------------------------------------- */
+
+static struct nftr_base_params data_base(void) {
+    struct nftr_base_params p = dns_base();
+    p.inbound = true;
+    p.base_cgroup_id = 9876;
+    p.base_cgroup = "system.slice/lyhd.service/lianyaohu";
+    p.data = true;
+    return p;
+}
+
+static struct nftr_input data_input(void) {
+    struct nftr_input in = session_input();
+    in.lo_slot = 7;
+    in.cgroup_level = 3;
+    in.base_cgroup_id = 9876;
+    in.dns_port = 5301;
+    in.cgroup_path = "system.slice/lyhd.service/lianyaohu/7f3a9c01";
+    return in;
+}
+
+/* a lookup keyed by the socket's cgroup (alone, or paired with the interface,
+ * the port or the flow's mark) */
+static bool has_cgroup_lookup(const struct nftr_rule *r) {
+    for (size_t i = 0; i < r->n_match; i++)
+        switch (r->match[i].type) {
+        case NFTR_M_CG_SET:
+        case NFTR_M_CG_IF_SET:
+        case NFTR_M_PORT_CG_SET:
+        case NFTR_M_MARK_CG_SET:
+            return r->match[i].level == 3;
+        default:
+            break;
+        }
+    return false;
+}
+
+static bool ends_in_refusal(const struct nftr_rule *v, size_t n) {
+    return n >= 2 && v[n - 1].n_match == 0 && v[n - 1].verdict == NFTR_V_REJECT_ADMIN &&
+           v[n - 2].verdict == NFTR_V_REJECT_TCP_RESET;
+}
+
+/* The shared rules: presence opens, absence closes. */
+static void test_base_data(void **state) {
+    (void)state;
+    struct nftr_base_params p = data_base();
+    struct nftr_base *b = NULL;
+    assert_int_equal(nftr_render_base(&p, &b), 0);
+    _cleanup_free_ char *text = NULL;
+    assert_int_equal(nftr_base_text(b, &text), 0);
+    check_golden("base_data", text);
+
+    /* guarded: the established VPN flows of data sessions first, keyed by
+     * cgroup and interface, each family by its own set; then the chain
+     * sessions' dispatch; then dlive; then the nosession refusal */
+    assert_true(b->n_guarded >= 7);
+    for (size_t i = 0; i < 4; i++) {
+        const struct nftr_rule *r = &b->guarded[i];
+        assert_int_equal(r->verdict, NFTR_V_ACCEPT);
+        assert_int_equal(r->match[0].type, NFTR_M_CT_ESTABLISHED);
+        assert_int_equal(r->match[1].type, NFTR_M_CG_IF_SET);
+        assert_int_equal(r->match[2].type, NFTR_M_DADDR_SET_NE);
+        assert_string_equal(r->match[1].name, r->match[2].family == AF_INET ? NFTR_SET_DVPN
+                                                                            : NFTR_SET_DVPN6);
+        assert_int_equal(r->match[3].type, NFTR_M_DPORT_NE);
+        assert_int_equal(r->match[3].port_min, 53);
+        assert_string_equal(r->counter_map, NFTR_MAP_ACCT);
+    }
+    assert_int_equal(b->guarded[4].verdict, NFTR_V_VMAP_CGROUP);
+    assert_string_equal(b->guarded[4].target, NFTR_MAP_SESSIONS);
+    assert_int_equal(b->guarded[5].verdict, NFTR_V_GOTO);
+    assert_string_equal(b->guarded[5].target, NFTR_CHAIN_DATA);
+    assert_int_equal(b->guarded[5].match[0].type, NFTR_M_CG_SET);
+    assert_string_equal(b->guarded[5].match[0].name, NFTR_SET_DLIVE);
+    assert_true(ends_in_refusal(b->guarded, b->n_guarded));
+
+    /* data: every accept needs an element that names the socket's cgroup,
+     * and its counter's element; the chain ends by going to drefuse */
+    size_t accepts = 0;
+    for (size_t i = 0; i < b->n_data; i++) {
+        const struct nftr_rule *r = &b->data[i];
+        if (r->verdict != NFTR_V_ACCEPT)
+            continue;
+        accepts++;
+        assert_true(has_cgroup_lookup(r));
+        assert_true(r->counter_map[0] != '\0');
+    }
+    assert_int_equal(accepts, 4 + 4 + 2); /* DNS, loopback (own, served) x 2, VPN x 2 */
+    const struct nftr_rule *last = &b->data[b->n_data - 1];
+    assert_int_equal(last->n_match, 0);
+    assert_int_equal(last->verdict, NFTR_V_GOTO);
+    assert_string_equal(last->target, NFTR_CHAIN_DREFUSE);
+    /* IPv6 out through the VPN only by dvpn6: no rule opens it by another set */
+    for (size_t i = 0; i < b->n_data; i++)
+        for (size_t k = 0; k < b->data[i].n_match; k++)
+            if (b->data[i].match[k].type == NFTR_M_NFPROTO &&
+                b->data[i].match[k].family == AF_INET6)
+                assert_string_equal(b->data[i].match[k + 1].name, NFTR_SET_DVPN6);
+    assert_true(ends_in_refusal(b->drefuse, b->n_drefuse));
+    assert_string_equal(b->drefuse[0].counter_map, NFTR_MAP_DROP);
+    assert_true(ends_in_refusal(b->dlo, b->n_dlo));
+
+    /* input: a session's marked flow that map loopback does not take goes to
+     * dlo, chosen by the mark's kind alone */
+    size_t to_dlo = 0;
+    for (size_t i = 0; i < b->n_input; i++) {
+        const struct nftr_rule *r = &b->input[i];
+        if (r->n_match > 1 && r->match[1].type == NFTR_M_CT_MARK_ORIG)
+            assert_int_equal(r->verdict, NFTR_V_GOTO); /* dlo decides, nothing here */
+        if (r->verdict == NFTR_V_GOTO) {
+            to_dlo++;
+            assert_string_equal(r->target, NFTR_CHAIN_DLO);
+            assert_int_equal(r->match[1].type, NFTR_M_CT_MARK_ORIG);
+            assert_int_equal(r->match[2].type, NFTR_M_CT_MARK_NE);
+            assert_int_equal(r->n_match, 3);
+        }
+    }
+    assert_int_equal(to_dlo, 1);
+    nftr_base_free(b);
+
+    /* it needs chain input and the forwarders */
+    p.dns = false;
+    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+    p = data_base();
+    p.inbound = false;
+    assert_int_equal(nftr_render_base(&p, &b), -EINVAL);
+}
+
+static const struct nftr_elem *find_elem(const struct nftr_data *d, const char *set) {
+    for (size_t i = 0; i < d->n_elems; i++)
+        if (strcmp(d->elems[i].set, set) == 0)
+            return &d->elems[i];
+    return NULL;
+}
+
+static void test_data_session(void **state) {
+    (void)state;
+    struct nftr_input in = data_input();
+    assert_true(nftr_data_eligible(&in));
+    struct nftr_data *d = NULL;
+    assert_int_equal(nftr_render_data(&in, &d), 0);
+    _cleanup_free_ char *text = NULL;
+    assert_int_equal(nftr_data_text(d, &text), 0);
+    check_golden("data_default", text);
+    /* every set and map of the layout but none has its element, dlive last */
+    const struct nftr_data_set *ds;
+    size_t nds = nftr_data_sets(&ds);
+    for (size_t i = 0; i < nds; i++)
+        assert_non_null(find_elem(d, ds[i].name));
+    assert_string_equal(d->elems[d->n_elems - 1].set, NFTR_SET_DLIVE);
+    const struct nftr_elem *e = find_elem(d, NFTR_MAP_DLOMARK);
+    assert_int_equal(e->vmark, nftr_lo_mark(7));
+    e = find_elem(d, NFTR_SET_DSRVMARK);
+    assert_int_equal(e->mark, nftr_served_mark(7));
+    e = find_elem(d, NFTR_SET_DFWD);
+    assert_int_equal(e->port, 5301);
+    e = find_elem(d, NFTR_MAP_DLOGM);
+    assert_int_equal(e->mark, nftr_lo_mark(7));
+    assert_string_equal(e->vname, "d-7f3a9c01");
+    assert_string_equal(d->alog_rule.log_prefix, "lyh:7f3a9c01:A ");
+    assert_string_equal(d->dlog_rule.log_prefix, "lyh:7f3a9c01:D ");
+    /* an object for every element that names one */
+    for (size_t i = 0; i < d->n_elems; i++) {
+        if (d->elems[i].val != NFTR_D_COUNTER && d->elems[i].val != NFTR_D_LIMIT)
+            continue;
+        bool found = false;
+        for (size_t k = 0; k < d->n_objs; k++)
+            found |= d->objs[k].type == d->elems[i].val &&
+                     strcmp(d->objs[k].name, d->elems[i].vname) == 0;
+        assert_true(found);
+    }
+    nftr_data_free(d);
+
+    /* IPv6 blocked: no dvpn6 element; allowed flows not logged: no accept log
+     * chain, no limit for them, no jump to it; no path: elements as comments */
+    in.policy.ipv6_blocked = true;
+    in.log.accept_unlogged = true;
+    in.cgroup_path = NULL;
+    assert_int_equal(nftr_render_data(&in, &d), 0);
+    _cleanup_free_ char *text2 = NULL;
+    assert_int_equal(nftr_data_text(d, &text2), 0);
+    check_golden("data_unlogged", text2);
+    assert_null(find_elem(d, NFTR_SET_DVPN6));
+    assert_null(find_elem(d, NFTR_MAP_ALOG));
+    assert_null(find_elem(d, NFTR_MAP_ALIM));
+    assert_null(find_elem(d, NFTR_MAP_LLIM));
+    assert_non_null(find_elem(d, NFTR_MAP_ANEW)); /* still counted */
+    assert_string_equal(d->alog, "");
+    nftr_data_free(d);
+
+    /* the VPN's log rate is the session's VPN rate, when it has one */
+    in = data_input();
+    in.log.vpn_rate = 90000;
+    in.log.vpn_burst = 45000;
+    assert_int_equal(nftr_render_data(&in, &d), 0);
+    for (size_t k = 0; k < d->n_objs; k++)
+        if (strcmp(d->objs[k].name, "alim-7f3a9c01") == 0)
+            assert_int_equal(d->objs[k].rate, 90000);
+        else if (d->objs[k].type == NFTR_D_LIMIT)
+            assert_int_equal(d->objs[k].rate, NFTR_DEFAULT_LOG_RATE);
+    nftr_data_free(d);
+}
+
+/* Anything but the default policy keeps its chain. */
+static void test_data_not_eligible(void **state) {
+    (void)state;
+    static const struct dr_rule one = {.family = AF_INET, .addr = {10, 1, 2, 0}, .prefix_len = 24};
+    struct nftr_data *d = NULL;
+    for (int k = 0; k < 10; k++) {
+        struct nftr_input in = data_input();
+        switch (k) {
+        case 0: in.policy.lan_exceptions = &one; in.policy.n_lan_exceptions = 1; break;
+        case 1: in.policy.deny = &one; in.policy.n_deny = 1; break;
+        case 2: in.policy.allow = &one; in.policy.n_allow = 1; break;
+        case 3: in.policy.deny_default = true; break;
+        case 4: in.domain_sets = true; break;
+        case 5: in.lo_slot = 0; break;
+        case 6: in.dns_port = 0; in.domain_sets = false; break;
+        case 7: in.iface = NULL; in.dns_port = 0; break;
+        case 8: in.log.rate = 0; break;
+        case 9: in.scope = NFTR_SCOPE_UID; in.uid = 1000; break;
+        }
+        assert_false(nftr_data_eligible(&in));
+        assert_int_equal(nftr_render_data(&in, &d), -EINVAL);
+    }
+    assert_false(nftr_data_eligible(NULL));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_session_default),
@@ -1241,6 +1469,9 @@ int main(void) {
         cmocka_unit_test(test_base_proto),
         cmocka_unit_test(test_session_dns),
         cmocka_unit_test(test_session_proxy_only),
+        cmocka_unit_test(test_base_data),
+        cmocka_unit_test(test_data_session),
+        cmocka_unit_test(test_data_not_eligible),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
