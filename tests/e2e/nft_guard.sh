@@ -15,6 +15,9 @@
 #              is routed via eth0: "a public address reached over the LAN interface")
 #   <p>-cmpa, <p>-cmpb   empty namespaces to compare nft's reading of the rendered
 #              text with what nft.c installs
+#   <p>-data   a second "host" for the data layout (docs/guard-as-data.md), loaded
+#              from its rendered text: tun0 to <p>-exit (10.78.0.0/30, 2a0f:78::/64),
+#              eth0 to <p>-lan (192.168.78.0/24)
 # Safety: every ip/nft command names one of these namespaces (ip -n / ip netns exec /
 # nsenter --net=/run/netns/...); nft is used only to inspect, and in <p>-main to play
 # the third party that flushes our table. nsenter (not ip netns exec) runs the probes,
@@ -23,7 +26,7 @@ set -u
 
 TOOL=${1:-${NFT_GUARD_TOOL:-}}
 P="lyhtest-nft-$$"
-MAIN="$P-main" EXIT="$P-exit" LAN="$P-lan" CMPA="$P-cmpa" CMPB="$P-cmpb"
+MAIN="$P-main" EXIT="$P-exit" LAN="$P-lan" CMPA="$P-cmpa" CMPB="$P-cmpb" DATA="$P-data"
 GID=2000000
 TMP=""
 NETNS=()
@@ -95,7 +98,7 @@ IDA=$(cgid "$CGP/sess-a") && IDB=$(cgid "$CGP/sess-b") && IDC=$(cgid "$CGP/sess-
     skip "cannot read cgroup ids"
 
 # ---- namespaces ------------------------------------------------------------------------
-for ns in "$MAIN" "$EXIT" "$LAN" "$CMPA" "$CMPB"; do
+for ns in "$MAIN" "$EXIT" "$LAN" "$CMPA" "$CMPB" "$DATA"; do
     ip netns add "$ns" || { echo "cannot create netns $ns"; exit 1; }
     NETNS+=("$ns")
     ip -n "$ns" link set lo up
@@ -119,7 +122,21 @@ setup_net() {
     ip -n "$LAN" addr add fd77::2/64 dev l0 nodad &&
     ip -n "$LAN" addr add 12.77.0.1/32 dev lo &&
     ip -n "$LAN" link set l0 up &&
-    ip -n "$MAIN" route add 12.77.0.0/24 via 192.168.77.2 dev eth0
+    ip -n "$MAIN" route add 12.77.0.0/24 via 192.168.77.2 dev eth0 &&
+    ip -n "$DATA" link add tun0 type veth peer name e1 netns "$EXIT" &&
+    ip -n "$DATA" addr add 10.78.0.1/30 dev tun0 &&
+    ip -n "$DATA" addr add 2a0f:78::1/64 dev tun0 nodad &&
+    ip -n "$DATA" link set tun0 up &&
+    ip -n "$EXIT" addr add 10.78.0.2/30 dev e1 &&
+    ip -n "$EXIT" addr add 2a0f:78::2/64 dev e1 nodad &&
+    ip -n "$EXIT" link set e1 up &&
+    ip -n "$DATA" route add default via 10.78.0.2 dev tun0 &&
+    ip -n "$DATA" -6 route add default via 2a0f:78::2 dev tun0 &&
+    ip -n "$DATA" link add eth0 type veth peer name l1 netns "$LAN" &&
+    ip -n "$DATA" addr add 192.168.78.1/24 dev eth0 &&
+    ip -n "$DATA" link set eth0 up &&
+    ip -n "$LAN" addr add 192.168.78.2/24 dev l1 &&
+    ip -n "$LAN" link set l1 up
 }
 setup_net || { echo "network setup failed"; exit 1; }
 
@@ -133,7 +150,9 @@ serve "$EXIT" 2a0e:77::2 7777
 serve "$LAN" 192.168.77.2 7777
 serve "$LAN" fd77::2 7777
 serve "$LAN" 12.77.0.1 7777
+serve "$LAN" 192.168.78.2 7777
 serve "$MAIN" 127.0.0.1 7778
+serve "$DATA" 127.0.0.1 7778
 for f in "$TMP"/serve.*; do
     for _ in $(seq 1 50); do
         grep -q serving "$f" && break
@@ -149,7 +168,7 @@ NFT() { ip netns exec "$MAIN" nft "$@"; }
 run_probe() {
     local cg=$1 uid=$2 gid=$3
     shift 3
-    timeout 10 nsenter --net="/run/netns/$MAIN" \
+    timeout 10 nsenter --net="/run/netns/${PNS:-$MAIN}" \
         sh -c 'echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"' sh "$cg" \
         setpriv --reuid="$uid" --regid="$gid" --clear-groups "$TOOL" probe "$@" 3000 2>&1
 }
@@ -240,13 +259,16 @@ else
     bad "map sessions holds the cgroup ids" "$(echo $sessions)"
 fi
 
-nsenter --net="/run/netns/$MAIN" "$TOOL" nflog 7 60 100000 >"$TMP/nflog" 2>&1 &
-PIDS+=("$!")
-for _ in $(seq 1 50); do
-    grep -q listening "$TMP/nflog" && break
-    sleep 0.1
-done
-grep -q listening "$TMP/nflog" || bad "nflog listener" "$(cat "$TMP/nflog")"
+nflog_start() { # NS FILE: records of NFLOG group 7 in NS, one line each
+    nsenter --net="/run/netns/$1" "$TOOL" nflog 7 60 100000 >"$2" 2>&1 &
+    PIDS+=("$!")
+    for _ in $(seq 1 50); do
+        grep -q listening "$2" && return 0
+        sleep 0.1
+    done
+    bad "nflog listener in $1" "$(cat "$2")"
+}
+nflog_start "$MAIN" "$TMP/nflog"
 
 expect_ok "a: tcp via tun0 to 11.77.0.1" "$A" 0 $GID tcp 11.77.0.1 7777
 expect_ok "a: udp via tun0 to 11.77.0.1" "$A" 0 $GID udp 11.77.0.1 7777
@@ -440,8 +462,8 @@ expect_fast_reject "no sessions at all: guarded socket rejected" "$B" 0 $GID udp
 # the wildcard v4 and v6 addresses.
 serve_in() { # CGROUP UID GID ADDR PORT
     local f
-    f="$TMP/serve-in.$(basename "$1").$4.$5"
-    nsenter --net="/run/netns/$MAIN" sh -c 'echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"' \
+    f="$TMP/serve-in.${PNS:-$MAIN}.$(basename "$1").$4.$5"
+    nsenter --net="/run/netns/${PNS:-$MAIN}" sh -c 'echo $$ > "$1/cgroup.procs" || exit 99; shift; exec "$@"' \
         sh "$1" setpriv --reuid="$2" --regid="$3" --clear-groups "$TOOL" serve "$4" "$5" 60 >"$f" 2>&1 &
     PIDS+=("$!")
     for _ in $(seq 1 50); do
@@ -577,6 +599,111 @@ expect_eq "foreign rule in output: rebuilt" "$(T base "${BASE[@]}" 2>&1)" rebuil
 T delete-table && ok "delete table" || bad "delete table"
 NFT list table inet lianyaohu >/dev/null 2>&1 && bad "table gone" || ok "table gone"
 expect_eq "missing table is created" "$(T base "${BASE[@]}" 2>&1)" created
+
+# ---- the data layout, loaded from its rendered text (docs/guard-as-data.md) ---------------
+# lyhd does not install it yet: this pins down what the rules mean in the real kernel
+# before nft.c encodes them. Sessions c and d (cgroups sess-c, sess-d) as data, d with
+# IPv6 blocked, in <p>-data; nft reads a cgroupsv2 value as a path below /sys/fs/cgroup.
+case $CGMNT in
+/sys/fs/cgroup | /sys/fs/cgroup/*) REL=${CGP#/sys/fs/cgroup/} ;;
+*) REL="" ;;
+esac
+# nsenter: ip netns exec remounts /sys, and nft reads cgroup paths there
+DN() { nsenter --net="/run/netns/$DATA" nft "$@"; }
+# data_elem VERB SET KEY: add or delete one element of session c or d
+data_elem() { DN "$1" element inet lianyaohu "$2" "{ $3 }"; }
+if [ -z "$REL" ]; then
+    echo "note: the data layout's section needs the cgroup2 hierarchy below /sys/fs/cgroup; not run"
+else
+    DBASE=(--level "$LEVEL" --inbound "$IDBASE" "$REL" --dns --data)
+    { "$TOOL" render-base "${DBASE[@]}" &&
+        "$TOOL" render-data c "$IDC" tun0 --loopback "$LEVEL" "$IDBASE" --dns-port 5353 --cgroup-path "$REL/sess-c" &&
+        "$TOOL" render-data d "$IDD" tun0 --loopback "$LEVEL" "$IDBASE" --dns-port 5354 --cgroup-path "$REL/sess-d" \
+            --block-ipv6; } >"$TMP/data.nft"
+    if DN -f "$TMP/data.nft" 2>"$TMP/data.err"; then
+        ok "data: the rendered base and two data sessions load"
+    else
+        bad "data: the rendered base and two data sessions load" "$(head -n 3 "$TMP/data.err" | tr '\n' '|')"
+    fi
+    # the same base refuses a session that is not the default policy
+    if "$TOOL" render-data e 4242 tun0 --loopback "$LEVEL" "$IDBASE" --dns-port 5355 --deny 11.77.0.1/32 >/dev/null 2>&1 ||
+        "$TOOL" render-data e 4242 tun0 --dns-port 5355 >/dev/null 2>&1 ||
+        "$TOOL" render-data e 4242 tun0 --loopback "$LEVEL" "$IDBASE" >/dev/null 2>&1; then
+        bad "data: a session with a list, without listeners or without a forwarder is no data session"
+    else
+        ok "data: a session with a list, without listeners or without a forwarder is no data session"
+    fi
+    CGC="$REL/sess-c"
+    DN list table inet lianyaohu >/dev/null 2>&1 || REL=""
+fi
+if [ -n "$REL" ]; then
+    PNS=$DATA
+    nflog_start "$DATA" "$TMP/nflog.data"
+    expect_ok "data: c reaches the VPN (tcp)" "$C" 0 $GID tcp 11.77.0.1 7777
+    expect_ok "data: c reaches the VPN (udp)" "$C" 0 $GID udp 11.77.0.1 7777
+    expect_ok "data: c reaches the VPN over IPv6" "$C" 0 $GID tcp 2a0e:77::2 7777
+    expect_ok "data: d reaches the VPN over IPv4" "$D" 0 $GID tcp 11.77.0.1 7777
+    expect_fast_reject "data: d has IPv6 blocked (no dvpn6 element)" "$D" 0 $GID tcp 2a0e:77::2 7777
+    expect_fast_reject "data: c is refused the LAN (tcp)" "$C" 0 $GID tcp 192.168.78.2 7777
+    expect_fast_reject "data: c is refused the LAN (udp)" "$C" 0 $GID udp 192.168.78.2 7777
+    expect_fast_reject "data: c is refused a host service on 127.0.0.1" "$C" 0 $GID tcp 127.0.0.1 7778
+    expect_fast_reject "data: c is refused a host service on 127.0.0.1 (udp)" "$C" 0 $GID udp 127.0.0.1 7778
+    expect_fast_reject "data: a guarded socket in no session's cgroup is refused" "$NONE" 0 $GID tcp 11.77.0.1 7777
+    # listeners: c's own server is c's alone, and a host process may reach it
+    serve_in "$C" 0 $GID 127.0.0.1 8811
+    serve_in "$C" 0 $GID ::1 8811
+    expect_ok "data: c reaches its own listener (tcp)" "$C" 0 $GID tcp 127.0.0.1 8811
+    expect_ok "data: c reaches its own listener (udp)" "$C" 0 $GID udp 127.0.0.1 8811
+    expect_ok "data: c reaches its own listener on ::1" "$C" 0 $GID tcp ::1 8811
+    pkts() { DN list counter inet lianyaohu "$1" 2>/dev/null | grep -Eo 'packets [0-9]+' | grep -Eo '[0-9]+'; }
+    before=$(pkts idrop-c)
+    expect_fast_reject "data: d is refused c's listener (tcp)" "$D" 0 $GID tcp 127.0.0.1 8811
+    expect_fast_reject "data: d is refused c's listener (udp)" "$D" 0 $GID udp 127.0.0.1 8811
+    expect_eq "data: d's refusals on input are not counted as c's" "$(pkts idrop-c)" "${before:-missing}"
+    expect_ok "data: a host process reaches c's listener" "$NONE" 0 0 tcp 127.0.0.1 8811
+    expect_ok "data: a host process reaches c's listener (udp)" "$NONE" 0 0 udp 127.0.0.1 8811
+    # records and counts: each bucket the session's own (refusals through lo
+    # are decided on input: idrop)
+    for obj in acct-c anew-c lnew-c refused-c idrop-c idrop-d; do
+        n=$(pkts "$obj")
+        [ "${n:-0}" -gt 0 ] 2>/dev/null && ok "data: counter $obj counted ($n packets)" ||
+            bad "data: counter $obj counted" "$(DN list counter inet lianyaohu "$obj" 2>&1 | tr '\n' ' ')"
+    done
+    for pfx in "lyh:c:A " "lyh:c:D " "lyh:d:D "; do
+        grep -qF "[$pfx]" "$TMP/nflog.data" && ok "data: NFLOG has a record prefixed '$pfx'" ||
+            bad "data: NFLOG has a record prefixed '$pfx'" "$(sort "$TMP/nflog.data" | uniq -c | head -n 5 | tr '\n' '|')"
+    done
+    # presence opens, absence closes: root deletes one element, the access it
+    # gave is gone at once; put back, it returns
+    absent() { # NAME SET KEY PROBE-ARGS...
+        local name=$1 set=$2 key=$3
+        shift 3
+        if data_elem delete "$set" "$key"; then
+            expect_fast_reject "data: without its $set element, $name is refused" "$@"
+            data_elem add "$set" "$key" || bad "data: put the $set element back"
+            expect_ok "data: with its $set element back, $name is reached again" "$@"
+        else
+            bad "data: delete c's element of $set"
+        fi
+    }
+    absent "the VPN" dvpn "\"$CGC\" . \"tun0\"" "$C" 0 $GID tcp 11.77.0.1 7777
+    absent "the VPN (IPv6)" dvpn6 "\"$CGC\" . \"tun0\"" "$C" 0 $GID tcp 2a0e:77::2 7777
+    absent "the VPN (its counter)" acct "\"$CGC\" : \"acct-c\"" "$C" 0 $GID udp 11.77.0.1 7777
+    absent "anything" dlive "\"$CGC\"" "$C" 0 $GID tcp 11.77.0.1 7777
+    LOC=$(DN list map inet lianyaohu dlomark | grep -Eo ': 0x[0-9a-f]+' | head -n 1)
+    absent "its own listener (its new flows' mark)" dlomark "\"$CGC\" $LOC" "$C" 0 $GID tcp 127.0.0.1 8811
+    absent "its own listener (its mark paired with its cgroup)" downmark "${LOC#: } . \"$CGC\"" "$C" 0 $GID udp 127.0.0.1 8811
+    # a lost log jump stops the record, never the decision
+    if data_elem delete dlog "\"$CGC\" : jump d-c"; then
+        expect_fast_reject "data: without its dlog element, c is still refused the LAN" "$C" 0 $GID tcp 192.168.78.2 7777
+        data_elem add dlog "\"$CGC\" : jump d-c"
+    fi
+    if data_elem delete alog "\"$CGC\" : jump a-c"; then
+        expect_ok "data: without its alog element, c still reaches the VPN" "$C" 0 $GID tcp 11.77.0.1 7777
+        data_elem add alog "\"$CGC\" : jump a-c"
+    fi
+    PNS=""
+fi
 
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

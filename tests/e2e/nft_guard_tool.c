@@ -10,6 +10,9 @@
  *                                      -> "created" | "rebuilt" | "unchanged"
  *   render-base [same options]         -> the base text (no kernel)
  *   add-session ID CGROUPID IFACE [policy]  / render-session ID CGROUPID IFACE [policy]
+ *   render-data ID CGROUPID IFACE [policy]   -> the session in the data layout, as text
+ *                                         (it needs --loopback and --dns-port; a base
+ *                                         rendered with --inbound, --dns and --data)
  *   del-session ID CGROUPID
  *   add-uid UID IFACE [policy] | add-shared UID IFACE [policy]
  *   del-uid UID | del-shared UID
@@ -30,6 +33,9 @@
  *                                         until COUNT packets or SECONDS
  * policy: --lan-exception D | --deny D | --allow D | --deny-default | --block-ipv6
  *         | --log-rate RATE,BURST        D = ADDR/PREFIX[,PORT[-PORT]]
+ *         | --dns-port PORT              its DNS goes to a forwarder on PORT
+ *         | --unlogged                   allowed flows counted, not logged
+ *         | --cgroup-path PATH           (text) the cgroup below /sys/fs/cgroup
  *         | --loopback LEVEL BASE_ID     (sessions) it may listen: lo flows marked (slot: the
  *                                        cgroup id's low 30 bits), chain lo-<id> matches its
  *                                        sockets at cgroup LEVEL, other sessions' below BASE_ID
@@ -131,6 +137,9 @@ struct policy_args {
     uint32_t log_rate, log_burst;
     uint32_t lo_level; /* --loopback LEVEL BASE_ID: the session may listen */
     uint64_t lo_base;
+    uint32_t dns_port;
+    bool unlogged;
+    const char *cgroup_path;
 };
 
 static int parse_policy(int argc, char **argv, struct policy_args *p) {
@@ -144,6 +153,23 @@ static int parse_policy(int argc, char **argv, struct policy_args *p) {
         }
         if (strcmp(a, "--block-ipv6") == 0) {
             p->block6 = true;
+            continue;
+        }
+        if (strcmp(a, "--unlogged") == 0) {
+            p->unlogged = true;
+            continue;
+        }
+        if (strcmp(a, "--dns-port") == 0) {
+            if (i + 1 >= argc || parse_u32(argv[i + 1], &p->dns_port) < 0 || p->dns_port == 0 ||
+                p->dns_port > UINT16_MAX)
+                return -EINVAL;
+            i++;
+            continue;
+        }
+        if (strcmp(a, "--cgroup-path") == 0) {
+            if (i + 1 >= argc)
+                return -EINVAL;
+            p->cgroup_path = argv[++i];
             continue;
         }
         if (strcmp(a, "--log-rate") == 0) {
@@ -183,8 +209,8 @@ static struct nftr_log_params default_log(void) {
                                      .burst = NFTR_DEFAULT_LOG_BURST };
 }
 
-static int render(enum nftr_scope scope, const char *id, uint64_t cg, uint32_t uid, const char *iface,
-                  const struct policy_args *pa, struct nftr_chain **ret) {
+static struct nftr_input input_of(enum nftr_scope scope, const char *id, uint64_t cg, uint32_t uid,
+                                   const char *iface, const struct policy_args *pa) {
     struct nftr_input in = {
         .scope = scope,
         .session_id = id,
@@ -210,6 +236,15 @@ static int render(enum nftr_scope scope, const char *id, uint64_t cg, uint32_t u
         in.cgroup_level = pa->lo_level;
         in.base_cgroup_id = pa->lo_base;
     }
+    in.dns_port = (uint16_t)pa->dns_port;
+    in.log.accept_unlogged = pa->unlogged;
+    in.cgroup_path = pa->cgroup_path;
+    return in;
+}
+
+static int render(enum nftr_scope scope, const char *id, uint64_t cg, uint32_t uid, const char *iface,
+                  const struct policy_args *pa, struct nftr_chain **ret) {
+    struct nftr_input in = input_of(scope, id, cg, uid, iface, pa);
     return nftr_render_chain(&in, ret);
 }
 
@@ -222,6 +257,14 @@ static int parse_base(int argc, char **argv, struct nftr_base_params *p) {
         uint32_t v;
         if (strcmp(argv[i], "--no-cgroupv2") == 0) {
             p->cgroupv2 = false;
+            continue;
+        }
+        if (strcmp(argv[i], "--dns") == 0) {
+            p->dns = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--data") == 0) {
+            p->data = true;
             continue;
         }
         if (strcmp(argv[i], "--inbound") == 0) { /* --inbound BASE_ID BASE_PATH */
@@ -677,6 +720,22 @@ int main(int argc, char **argv) {
 
     /* chain rendering subcommands */
     struct policy_args pa = { .nlan = 0 };
+    if (strcmp(cmd, "render-data") == 0) {
+        uint64_t cg;
+        if (argc < 5 || parse_u64(argv[3], &cg) < 0 || parse_policy(argc - 5, argv + 5, &pa) < 0)
+            return usage();
+        struct nftr_input in = input_of(NFTR_SCOPE_SESSION, argv[2], cg, 0, argv[4], &pa);
+        struct nftr_data *d = NULL;
+        _cleanup_free_ char *text = NULL;
+        r = nftr_render_data(&in, &d);
+        if (r == 0)
+            r = nftr_data_text(d, &text);
+        nftr_data_free(d);
+        if (r < 0)
+            return fail(NULL, "render", r);
+        fputs(text, stdout);
+        return 0;
+    }
     struct nftr_chain *c = NULL;
     bool do_render = false, add_uidish = false;
     if (strcmp(cmd, "add-session") == 0 || strcmp(cmd, "render-session") == 0) {
