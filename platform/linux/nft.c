@@ -55,6 +55,7 @@
 #include <libnftnl/common.h>
 #include <libnftnl/expr.h>
 #include <libnftnl/gen.h>
+#include <libnftnl/object.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
@@ -85,6 +86,8 @@
 #define NFT_TYPE_CGROUPV2  46
 #define NFT_TYPE_MARK      19
 #define NFT_TYPE_INET_SERVICE 13
+#define NFT_TYPE_IFNAME    41
+#define NFT_TYPE_BITS      6  /* a concatenation's id: (first << 6) | second */
 #define NFT_BYTEORDER_HOST 1
 #define NFT_BYTEORDER_BIG  2
 
@@ -98,6 +101,7 @@
 #define SET_ID_DOMAIN6  8
 #define SET_ID_PROTO4   9
 #define SET_ID_PROTO6   10
+#define SET_ID_DATA     16 /* + the index in nftr_data_sets() */
 
 struct nft {
     struct mnl_socket *nl; /* owned */
@@ -119,6 +123,7 @@ static void setp(struct nftnl_set **p) { if (*p) nftnl_set_free(*p); }
 static void elemp(struct nftnl_set_elem **p) { if (*p) nftnl_set_elem_free(*p); }
 static void udatap(struct nftnl_udata_buf **p) { if (*p) nftnl_udata_buf_free(*p); }
 static void genp(struct nftnl_gen **p) { if (*p) nftnl_gen_free(*p); }
+static void objp(struct nftnl_obj **p) { if (*p) nftnl_obj_free(*p); }
 static void iterp(struct nftnl_expr_iter **p) { if (*p) nftnl_expr_iter_destroy(*p); }
 static void base_freep(struct nftr_base **p) { nftr_base_free(*p); }
 
@@ -1327,6 +1332,9 @@ static void put_set(struct nft *n, struct batch *bt, const char *name) {
     _cleanup_(udatap) struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(16);
     if (!s || !ud ||
         !nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, map ? NFT_BYTEORDER_HOST : NFT_BYTEORDER_BIG) ||
+        ((served || dnsport) && /* so that nft prints a mark as the rules read it */
+         !nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_DATABYTEORDER,
+                              served ? NFT_BYTEORDER_HOST : NFT_BYTEORDER_BIG)) ||
         nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud), nftnl_udata_buf_len(ud)) < 0) {
         bt->err = bt->err ? bt->err : -ENOMEM;
         return;
@@ -1429,6 +1437,232 @@ static void put_dns_elem(struct nft *n, struct batch *bt, uint16_t type, uint64_
     uint16_t be = htons(port);
     put_map_elem(n, bt, type, NFTR_MAP_DNSPORT, &cgroup_id, sizeof(cgroup_id), cgroup_id, NULL,
                  port ? &be : NULL, sizeof(be));
+}
+
+/* ---- the data layout ------------------------------------------------------------------- */
+
+static bool has_prefix(const char *s, const char *prefix) {
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* A key's bytes, as the rules' expressions lay it out (e_match): each part
+ * from a 4-byte boundary, cgroup ids and marks in host order, ports and
+ * interface names as on the wire. */
+static uint32_t key_len(enum nftr_key k) {
+    switch (k) {
+    case NFTR_K_CG: return 8;
+    case NFTR_K_CG_IF: return 8 + IFNAMSIZ;
+    case NFTR_K_PORT_CG: return 4 + 8;
+    case NFTR_K_MARK_CG: return 4 + 8;
+    case NFTR_K_MARK: return 4;
+    }
+    return 0;
+}
+
+static uint32_t key_type(enum nftr_key k) {
+    switch (k) {
+    case NFTR_K_CG: return NFT_TYPE_CGROUPV2;
+    case NFTR_K_CG_IF: return NFT_TYPE_CGROUPV2 << NFT_TYPE_BITS | NFT_TYPE_IFNAME;
+    case NFTR_K_PORT_CG: return NFT_TYPE_INET_SERVICE << NFT_TYPE_BITS | NFT_TYPE_CGROUPV2;
+    case NFTR_K_MARK_CG: return NFT_TYPE_MARK << NFT_TYPE_BITS | NFT_TYPE_CGROUPV2;
+    case NFTR_K_MARK: return NFT_TYPE_MARK;
+    }
+    return 0;
+}
+
+static size_t elem_key(const struct nftr_elem *e, uint8_t key[static 8 + IFNAMSIZ]) {
+    uint16_t port = htons(e->port);
+    memset(key, 0, 8 + IFNAMSIZ);
+    switch (e->key) {
+    case NFTR_K_CG:
+        memcpy(key, &e->cgroup_id, 8);
+        break;
+    case NFTR_K_CG_IF:
+        memcpy(key, &e->cgroup_id, 8);
+        memcpy(key + 8, e->ifname, strnlen(e->ifname, IFNAMSIZ - 1));
+        break;
+    case NFTR_K_PORT_CG:
+        memcpy(key, &port, 2);
+        memcpy(key + 4, &e->cgroup_id, 8);
+        break;
+    case NFTR_K_MARK_CG:
+        memcpy(key, &e->mark, 4);
+        memcpy(key + 4, &e->cgroup_id, 8);
+        break;
+    case NFTR_K_MARK:
+        memcpy(key, &e->mark, 4);
+        break;
+    }
+    return key_len(e->key);
+}
+
+/* NEWSET of one of the layout's sets or maps (nftr_data_sets()) */
+static void put_data_set(struct nft *n, struct batch *bt, const struct nftr_data_set *ds, uint32_t id) {
+    _cleanup_(setp) struct nftnl_set *s = set_obj(ds->name, id);
+    _cleanup_(udatap) struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(16);
+    bool concat = ds->key != NFTR_K_CG && ds->key != NFTR_K_MARK;
+    /* as nft writes it: a concatenation's parts carry their own byte order */
+    if (!s || !ud ||
+        !nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, concat ? 0 : NFT_BYTEORDER_HOST) ||
+        (ds->val == NFTR_D_MARK &&
+         !nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_DATABYTEORDER, NFT_BYTEORDER_HOST)) ||
+        nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud), nftnl_udata_buf_len(ud)) < 0) {
+        bt->err = bt->err ? bt->err : -ENOMEM;
+        return;
+    }
+    nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, key_type(ds->key));
+    nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, key_len(ds->key));
+    switch (ds->val) {
+    case NFTR_D_NONE:
+        nftnl_set_set_u32(s, NFTNL_SET_FLAGS, 0);
+        break;
+    case NFTR_D_MARK:
+    case NFTR_D_PORT:
+        nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
+        nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE,
+                          ds->val == NFTR_D_MARK ? NFT_TYPE_MARK : NFT_TYPE_INET_SERVICE);
+        nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, ds->val == NFTR_D_MARK ? 4 : 2);
+        break;
+    case NFTR_D_VERDICT:
+        nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
+        nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
+        nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, 0);
+        break;
+    case NFTR_D_COUNTER:
+    case NFTR_D_LIMIT:
+        nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_OBJECT);
+        nftnl_set_set_u32(s, NFTNL_SET_OBJ_TYPE,
+                          ds->val == NFTR_D_COUNTER ? NFT_OBJECT_COUNTER : NFT_OBJECT_LIMIT);
+        break;
+    }
+    struct nlmsghdr *nlh = batch_msg(n, bt, NFT_MSG_NEWSET, NLM_F_CREATE | NLM_F_EXCL, "set %s", ds->name);
+    if (!nlh)
+        return;
+    nftnl_set_nlmsg_build_payload(nlh, s);
+    batch_next(bt);
+}
+
+/* NEWSETELEM / DELSETELEM of one element of a data session */
+static void put_data_elem(struct nft *n, struct batch *bt, uint16_t type, const struct nftr_elem *de) {
+    _cleanup_(setp) struct nftnl_set *s = set_obj(de->set, 0);
+    _cleanup_(elemp) struct nftnl_set_elem *e = nftnl_set_elem_alloc();
+    uint8_t key[8 + IFNAMSIZ];
+    size_t klen = elem_key(de, key);
+    uint16_t port = htons(de->vport);
+    int r = !s || !e ? -1 : nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, (uint32_t)klen);
+    if (r == 0 && type == NFT_MSG_NEWSETELEM) {
+        switch (de->val) {
+        case NFTR_D_NONE:
+            break;
+        case NFTR_D_MARK:
+            r = nftnl_set_elem_set(e, NFTNL_SET_ELEM_DATA, &de->vmark, sizeof(de->vmark));
+            break;
+        case NFTR_D_PORT:
+            r = nftnl_set_elem_set(e, NFTNL_SET_ELEM_DATA, &port, sizeof(port));
+            break;
+        case NFTR_D_COUNTER:
+        case NFTR_D_LIMIT:
+            r = nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_OBJREF, de->vname);
+            break;
+        case NFTR_D_VERDICT:
+            r = nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, de->vname);
+            if (r == 0)
+                nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_JUMP);
+            break;
+        }
+    }
+    if (r < 0) {
+        bt->err = bt->err ? bt->err : -ENOMEM;
+        return;
+    }
+    nftnl_set_elem_add(s, TAKE_PTR(e));
+    struct nlmsghdr *nlh = batch_msg(n, bt, type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE | NLM_F_EXCL : 0,
+                                     "element %" PRIu64 " of %s", de->cgroup_id, de->set);
+    if (!nlh)
+        return;
+    nftnl_set_elems_nlmsg_build_payload(nlh, s);
+    batch_next(bt);
+}
+
+/* NEWOBJ / DELOBJ of a data session's named counter or limit */
+static void put_data_obj(struct nft *n, struct batch *bt, uint16_t type, const struct nftr_obj *o) {
+    _cleanup_(objp) struct nftnl_obj *ob = nftnl_obj_alloc();
+    if (ob) { /* these return nothing: a failed copy leaves the attribute unset */
+        nftnl_obj_set_str(ob, NFTNL_OBJ_TABLE, NFTR_TABLE);
+        nftnl_obj_set_str(ob, NFTNL_OBJ_NAME, o->name);
+    }
+    if (!ob || !nftnl_obj_is_set(ob, NFTNL_OBJ_TABLE) || !nftnl_obj_is_set(ob, NFTNL_OBJ_NAME)) {
+        bt->err = bt->err ? bt->err : -ENOMEM;
+        return;
+    }
+    nftnl_obj_set_u32(ob, NFTNL_OBJ_FAMILY, NFPROTO_INET);
+    nftnl_obj_set_u32(ob, NFTNL_OBJ_TYPE, o->type == NFTR_D_COUNTER ? NFT_OBJECT_COUNTER
+                                                                    : NFT_OBJECT_LIMIT);
+    if (type == NFT_MSG_NEWOBJ && o->type == NFTR_D_LIMIT) {
+        nftnl_obj_set_u64(ob, NFTNL_OBJ_LIMIT_RATE, o->rate);
+        nftnl_obj_set_u64(ob, NFTNL_OBJ_LIMIT_UNIT, 1); /* per second */
+        nftnl_obj_set_u32(ob, NFTNL_OBJ_LIMIT_BURST, o->burst);
+        nftnl_obj_set_u32(ob, NFTNL_OBJ_LIMIT_TYPE, NFT_LIMIT_PKTS);
+        nftnl_obj_set_u32(ob, NFTNL_OBJ_LIMIT_FLAGS, 0);
+    }
+    struct nlmsghdr *nlh = batch_msg(n, bt, type, type == NFT_MSG_NEWOBJ ? NLM_F_CREATE | NLM_F_EXCL : 0,
+                                     "object %s", o->name);
+    if (!nlh)
+        return;
+    nftnl_obj_nlmsg_build_payload(nlh, ob);
+    batch_next(bt);
+}
+
+static bool data_names_ok(const struct nftr_data *d) {
+    return d && d->cgroup_id && has_prefix(d->dlog, NFTR_DLOG_CHAIN_PREFIX) &&
+           (!d->alog[0] || has_prefix(d->alog, NFTR_ALOG_CHAIN_PREFIX)) && d->n_elems > 0 &&
+           strcmp(d->elems[d->n_elems - 1].set, NFTR_SET_DLIVE) == 0;
+}
+
+int nft_data_add(struct nft *n, const struct nftr_data *d) {
+    if (!data_names_ok(d))
+        return -EINVAL;
+    struct batch bt;
+    int r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    for (size_t i = 0; i < d->n_objs; i++)
+        put_data_obj(n, &bt, NFT_MSG_NEWOBJ, &d->objs[i]);
+    const char *chains[] = {d->alog, d->dlog};
+    const struct nftr_rule *rules[] = {&d->alog_rule, &d->dlog_rule};
+    for (size_t i = 0; i < ARRAY_SIZE(chains); i++) {
+        if (!chains[i][0])
+            continue;
+        put_chain(n, &bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, chains[i], false);
+        put_rule(n, &bt, chains[i], rules[i], 0, true, NULL);
+    }
+    for (size_t i = 0; i < d->n_elems; i++) /* dlive's last: the session is live when all is there */
+        put_data_elem(n, &bt, NFT_MSG_NEWSETELEM, &d->elems[i]);
+    return batch_send(n, &bt);
+}
+
+int nft_data_del(struct nft *n, const struct nftr_data *d) {
+    if (!data_names_ok(d))
+        return -EINVAL;
+    struct batch bt;
+    int r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    /* dlive's first: the session is gone before any of its parts; the
+     * elements before the chains and objects they name */
+    for (size_t i = d->n_elems; i-- > 0;)
+        put_data_elem(n, &bt, NFT_MSG_DELSETELEM, &d->elems[i]);
+    const char *chains[] = {d->alog, d->dlog};
+    for (size_t i = 0; i < ARRAY_SIZE(chains); i++)
+        if (chains[i][0])
+            put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, chains[i], false);
+    for (size_t i = 0; i < d->n_objs; i++)
+        put_data_obj(n, &bt, NFT_MSG_DELOBJ, &d->objs[i]);
+    return batch_send(n, &bt);
 }
 
 /* ---- reading single objects ------------------------------------------------------------ */
@@ -1921,6 +2155,9 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
         { NFTR_CHAIN_INPUT, want_input, NF_INET_LOCAL_IN, INPUT_PRIO, "filter" },
         { NFTR_CHAIN_DNSNAT, b->params.dns, NF_INET_LOCAL_OUT, NAT_PRIO, "nat" },
         { NFTR_CHAIN_DNSOUT, b->params.dns, NF_INET_POST_ROUTING, 0, "filter" },
+        { NFTR_CHAIN_DATA, b->params.data, -1, 0, NULL },
+        { NFTR_CHAIN_DREFUSE, b->params.data, -1, 0, NULL },
+        { NFTR_CHAIN_DLO, b->params.data, -1, 0, NULL },
     };
     for (size_t i = 0; i < ARRAY_SIZE(chains); i++)
         if ((r = base_chain_ok(n, chains[i].name, chains[i].want, chains[i].hook, chains[i].prio,
@@ -1959,6 +2196,22 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
         if (r != (b->params.proto_uid ? 1 : 0))
             return 0;
     }
+    const struct nftr_data_set *ds;
+    size_t nds = nftr_data_sets(&ds);
+    for (size_t i = 0; i < nds; i++) {
+        uint32_t flags = ds[i].val == NFTR_D_NONE                                    ? 0
+                         : ds[i].val == NFTR_D_COUNTER || ds[i].val == NFTR_D_LIMIT ? NFT_SET_OBJECT
+                                                                                     : NFT_SET_MAP;
+        r = set_matches(n, ds[i].name, flags, key_len(ds[i].key), ds[i].val == NFTR_D_VERDICT);
+        if (r < 0)
+            return r;
+        if (r != (b->params.data ? 1 : 0))
+            return 0;
+    }
+    if (b->params.data && ((r = chain_rules_match(n, NFTR_CHAIN_DATA, b->data, b->n_data)) <= 0 ||
+                           (r = chain_rules_match(n, NFTR_CHAIN_DREFUSE, b->drefuse, b->n_drefuse)) <= 0 ||
+                           (r = chain_rules_match(n, NFTR_CHAIN_DLO, b->dlo, b->n_dlo)) <= 0))
+        return r;
     if (b->params.dns && ((r = chain_rules_match(n, NFTR_CHAIN_DNSNAT, b->dnsnat, b->n_dnsnat)) <= 0 ||
                           (r = chain_rules_match(n, NFTR_CHAIN_DNSOUT, b->dnsout, b->n_dnsout)) <= 0))
         return r;
@@ -1997,11 +2250,23 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
         put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DNSNAT, true);
         put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DNSOUT, true);
     }
+    if (b->params.data) {
+        const struct nftr_data_set *ds;
+        size_t nds = nftr_data_sets(&ds);
+        for (size_t i = 0; i < nds; i++)
+            put_data_set(n, bt, &ds[i], SET_ID_DATA + (uint32_t)i);
+        put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DATA, false);
+        put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DREFUSE, false);
+        put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DLO, false);
+    }
     struct {
         const char *chain;
         const struct nftr_rule *v;
         size_t n;
     } lists[] = {
+        { NFTR_CHAIN_DREFUSE, b->drefuse, b->n_drefuse },
+        { NFTR_CHAIN_DATA, b->data, b->n_data },
+        { NFTR_CHAIN_DLO, b->dlo, b->n_dlo },
         { NFTR_CHAIN_OUTPUT, b->output, b->n_output },
         { NFTR_CHAIN_GUARDED, b->guarded, b->n_guarded },
         { NFTR_CHAIN_INPUT, b->input, b->n_input },
@@ -2056,9 +2321,6 @@ int nft_ensure_base(struct nft *n, const struct nftr_base_params *p, unsigned *r
 
 /* ---- sessions -------------------------------------------------------------------------- */
 
-static bool has_prefix(const char *s, const char *prefix) {
-    return strncmp(s, prefix, strlen(prefix)) == 0;
-}
 
 int nft_session_add(struct nft *n, const struct nftr_chain *c) {
     if (!c || c->scope != NFTR_SCOPE_SESSION || c->cgroup_id == 0 ||

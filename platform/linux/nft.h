@@ -102,6 +102,16 @@ void nft_session_objs_of(const struct nftr_chain *c, struct nft_session_objs *re
  * is not a session's. */
 int nft_session_del_known(struct nft *n, const struct nft_session_objs *o, bool *ret_searched);
 
+/* A data session (docs/guard-as-data.md; the base with params.data), one
+ * transaction: its named counters and limits, its log chains d-<id> (and
+ * a-<id>) with their rule, then its elements, dlive's last. -EEXIST if any of
+ * them exists (nothing changed), -EINVAL if d is not a data session's. */
+int nft_data_add(struct nft *n, const struct nftr_data *d);
+
+/* Remove exactly d, one transaction: its elements (dlive's first), its chains,
+ * its objects. -ENOENT if any of it is missing (nothing changed). */
+int nft_data_del(struct nft *n, const struct nftr_data *d);
+
 /* Uid scopes (NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER), one transaction: chain
  * LYH-<uid> / LYH-U-<uid> with its rules, and the dispatch rule inserted at the
  * head of guarded / output, tagged (rule userdata comment) with the chain name.

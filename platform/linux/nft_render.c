@@ -1759,8 +1759,8 @@ static void put_match(struct sb *s, const struct nftr_match *m) {
     case NFTR_M_TCP_SYNACK:
         sb_printf(s, "tcp flags & (syn | ack) == syn | ack");
         break;
-    case NFTR_M_CT_NOT_NEW:
-        sb_printf(s, "ct state != new");
+    case NFTR_M_CT_NOT_NEW: /* the new bit clear (nft's "!= new" would compare the value) */
+        sb_printf(s, "ct state ! new");
         break;
     case NFTR_M_IIFNAME:
         sb_printf(s, "iifname \"%s\"", m->name);

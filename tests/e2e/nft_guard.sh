@@ -600,10 +600,11 @@ T delete-table && ok "delete table" || bad "delete table"
 NFT list table inet lianyaohu >/dev/null 2>&1 && bad "table gone" || ok "table gone"
 expect_eq "missing table is created" "$(T base "${BASE[@]}" 2>&1)" created
 
-# ---- the data layout, loaded from its rendered text (docs/guard-as-data.md) ---------------
-# lyhd does not install it yet: this pins down what the rules mean in the real kernel
-# before nft.c encodes them. Sessions c and d (cgroups sess-c, sess-d) as data, d with
-# IPv6 blocked, in <p>-data; nft reads a cgroupsv2 value as a path below /sys/fs/cgroup.
+# ---- the data layout (docs/guard-as-data.md) ----------------------------------------------
+# lyhd does not install it yet. Sessions c and d (cgroups sess-c, sess-d) as data, d
+# with IPv6 blocked, in <p>-data: first from the rendered text (nft reads a cgroupsv2
+# value as a path below /sys/fs/cgroup), then through nft.c, which must install the
+# same table; the probes run against nft.c's.
 case $CGMNT in
 /sys/fs/cgroup | /sys/fs/cgroup/*) REL=${CGP#/sys/fs/cgroup/} ;;
 *) REL="" ;;
@@ -634,6 +635,24 @@ else
         ok "data: a session with a list, without listeners or without a forwarder is no data session"
     fi
     CGC="$REL/sess-c"
+    DN list table inet lianyaohu 2>&1 | norm >"$TMP/data.text"
+    DT() { nsenter --net="/run/netns/$DATA" "$TOOL" "$@"; }
+    DSESS_C=(c "$IDC" tun0 --loopback "$LEVEL" "$IDBASE" --dns-port 5353)
+    DSESS_D=(d "$IDD" tun0 --loopback "$LEVEL" "$IDBASE" --dns-port 5354 --block-ipv6)
+    DN delete table inet lianyaohu
+    expect_eq "data: nft.c creates the base" "$(DT base "${DBASE[@]}" 2>&1)" created
+    DT add-data "${DSESS_C[@]}" && DT add-data "${DSESS_D[@]}" && ok "data: nft.c installs two data sessions" ||
+        bad "data: nft.c installs two data sessions"
+    if diff "$TMP/data.text" <(DN list table inet lianyaohu 2>&1 | norm) >"$TMP/data.diff"; then
+        ok "data: nft.c installed exactly what the text says (sets, maps, chains, objects, elements)"
+    else
+        bad "data: nft.c installed exactly what the text says" "$(head -n 8 "$TMP/data.diff" | tr '\n' '|')"
+    fi
+    expect_eq "data: the base with the data layout is unchanged on a second look" "$(DT base "${DBASE[@]}" 2>&1)" unchanged
+    before=$(DN list table inet lianyaohu | norm)
+    out=$(DT add-data "${DSESS_C[@]}" 2>&1) && bad "data: a second install of c fails" ||
+        ok "data: a second install of c fails (${out#error: })"
+    expect_eq "data: ... and changes nothing" "$(DN list table inet lianyaohu | norm)" "$before"
     DN list table inet lianyaohu >/dev/null 2>&1 || REL=""
 fi
 if [ -n "$REL" ]; then
@@ -702,6 +721,18 @@ if [ -n "$REL" ]; then
         expect_ok "data: without its alog element, c still reaches the VPN" "$C" 0 $GID tcp 11.77.0.1 7777
         data_elem add alog "\"$CGC\" : jump a-c"
     fi
+    # removal: all of c and nothing of d; a second removal fails and changes nothing
+    DT del-data "${DSESS_C[@]}" && ok "data: nft.c removes session c" || bad "data: nft.c removes session c"
+    left=$(DN list table inet lianyaohu | grep -Ec -- '-c\b|sess-c')
+    expect_eq "data: nothing of c is left (elements, chains, objects)" "$left" 0
+    expect_fast_reject "data: c, removed, is refused the VPN" "$C" 0 $GID tcp 11.77.0.1 7777
+    expect_ok "data: d still reaches the VPN" "$D" 0 $GID tcp 11.77.0.1 7777
+    before=$(DN list table inet lianyaohu | norm)
+    out=$(DT del-data "${DSESS_C[@]}" 2>&1) && bad "data: a second removal of c fails" ||
+        ok "data: a second removal of c fails (${out#error: })"
+    expect_eq "data: ... and changes nothing" "$(DN list table inet lianyaohu | norm)" "$before"
+    DN flush chain inet lianyaohu dlo
+    expect_eq "data: an emptied chain dlo is rebuilt" "$(DT base "${DBASE[@]}" 2>&1)" rebuilt
     PNS=""
 fi
 

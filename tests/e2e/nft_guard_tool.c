@@ -13,6 +13,7 @@
  *   render-data ID CGROUPID IFACE [policy]   -> the session in the data layout, as text
  *                                         (it needs --loopback and --dns-port; a base
  *                                         rendered with --inbound, --dns and --data)
+ *   add-data / del-data ID CGROUPID IFACE [policy]   install / remove it (nft.c)
  *   del-session ID CGROUPID
  *   add-uid UID IFACE [policy] | add-shared UID IFACE [policy]
  *   del-uid UID | del-shared UID
@@ -241,6 +242,8 @@ static struct nftr_input input_of(enum nftr_scope scope, const char *id, uint64_
     in.cgroup_path = pa->cgroup_path;
     return in;
 }
+
+static void nftr_data_freep(struct nftr_data **d) { nftr_data_free(*d); }
 
 static int render(enum nftr_scope scope, const char *id, uint64_t cg, uint32_t uid, const char *iface,
                   const struct policy_args *pa, struct nftr_chain **ret) {
@@ -720,21 +723,32 @@ int main(int argc, char **argv) {
 
     /* chain rendering subcommands */
     struct policy_args pa = { .nlan = 0 };
-    if (strcmp(cmd, "render-data") == 0) {
+    if (strcmp(cmd, "render-data") == 0 || strcmp(cmd, "add-data") == 0 ||
+        strcmp(cmd, "del-data") == 0) {
         uint64_t cg;
         if (argc < 5 || parse_u64(argv[3], &cg) < 0 || parse_policy(argc - 5, argv + 5, &pa) < 0)
             return usage();
         struct nftr_input in = input_of(NFTR_SCOPE_SESSION, argv[2], cg, 0, argv[4], &pa);
-        struct nftr_data *d = NULL;
-        _cleanup_free_ char *text = NULL;
+        _cleanup_(nftr_data_freep) struct nftr_data *d = NULL;
         r = nftr_render_data(&in, &d);
-        if (r == 0)
-            r = nftr_data_text(d, &text);
-        nftr_data_free(d);
         if (r < 0)
             return fail(NULL, "render", r);
-        fputs(text, stdout);
-        return 0;
+        if (cmd[0] == 'r') {
+            _cleanup_free_ char *text = NULL;
+            r = nftr_data_text(d, &text);
+            if (r < 0)
+                return fail(NULL, "render", r);
+            fputs(text, stdout);
+            return 0;
+        }
+        struct nft *n = NULL;
+        r = nft_open(&n);
+        if (r < 0)
+            return fail(NULL, "open", r);
+        r = cmd[0] == 'a' ? nft_data_add(n, d) : nft_data_del(n, d);
+        int rc = r < 0 ? fail(n, cmd, r) : 0;
+        nft_close(n);
+        return rc;
     }
     struct nftr_chain *c = NULL;
     bool do_render = false, add_uidish = false;
