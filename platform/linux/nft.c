@@ -1524,6 +1524,7 @@ static void put_data_set(struct nft *n, struct batch *bt, const struct nftr_data
         nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, ds->val == NFTR_D_MARK ? 4 : 2);
         break;
     case NFTR_D_VERDICT:
+    case NFTR_D_CONTINUE:
         nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
         nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
         nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, 0);
@@ -1568,6 +1569,9 @@ static void put_data_elem(struct nft *n, struct batch *bt, uint16_t type, const 
             r = nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, de->vname);
             if (r == 0)
                 nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_JUMP);
+            break;
+        case NFTR_D_CONTINUE:
+            nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_CONTINUE);
             break;
         }
     }

@@ -1247,6 +1247,14 @@ int nftr_render_data(const struct nftr_input *in, struct nftr_data **ret) {
     e->mark = lo_mark;
     e->val = NFTR_D_VERDICT;
     snprintf(e->vname, sizeof(e->vname), "%s", d->dlog);
+    /* Its slot, taken in map loopback as a chain session's is: a slot is
+     * never a chain session's and a data session's at once (chain input
+     * would send the data session's flows to the other's lo-<id>). The
+     * element decides nothing: with it or without, such a flow goes on to
+     * chain dlo. */
+    e = elem_push(d, NFTR_MAP_LOOPBACK, NFTR_K_MARK);
+    e->mark = lo_mark;
+    e->val = NFTR_D_CONTINUE;
     elem_push(d, NFTR_SET_DLIVE, NFTR_K_CG);
     *ret = TAKE_PTR(d);
     return 0;
@@ -1979,7 +1987,8 @@ static const char *val_type(enum nftr_val v) {
     case NFTR_D_PORT: return "inet_service";
     case NFTR_D_COUNTER: return "counter";
     case NFTR_D_LIMIT: return "limit";
-    case NFTR_D_VERDICT: return "verdict";
+    case NFTR_D_VERDICT:
+    case NFTR_D_CONTINUE: return "verdict";
     }
     return "?";
 }
@@ -2130,6 +2139,9 @@ int nftr_data_text(const struct nftr_data *d, char **ret) {
             break;
         case NFTR_D_VERDICT:
             sb_printf(&s, " : jump %s", e->vname);
+            break;
+        case NFTR_D_CONTINUE:
+            sb_printf(&s, " : continue");
             break;
         }
         sb_printf(&s, " }\n");

@@ -420,6 +420,7 @@ enum nftr_val {
     NFTR_D_COUNTER,  /* the name of a counter object */
     NFTR_D_LIMIT,    /* the name of a limit object */
     NFTR_D_VERDICT,  /* jump <chain> */
+    NFTR_D_CONTINUE, /* the verdict continue (map loopback: a slot taken, nothing decided) */
 };
 
 struct nftr_data_set {
@@ -434,7 +435,7 @@ struct nftr_data_set {
 size_t nftr_data_sets(const struct nftr_data_set **ret);
 
 struct nftr_elem {
-    const char *set; /* static: a name of nftr_data_sets(), "served" or "dnsport" */
+    const char *set; /* static: a name of nftr_data_sets(), "served", "dnsport" or "loopback" */
     enum nftr_key key;
     uint64_t cgroup_id;
     char ifname[NFTR_IFNAME_MAX];

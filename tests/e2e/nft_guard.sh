@@ -712,6 +712,19 @@ if [ -n "$REL" ]; then
     LOC=$(DN list map inet lianyaohu dlomark | grep -Eo ': 0x[0-9a-f]+' | head -n 1)
     absent "its own listener (its new flows' mark)" dlomark "\"$CGC\" $LOC" "$C" 0 $GID tcp 127.0.0.1 8811
     absent "its own listener (its mark paired with its cgroup)" downmark "${LOC#: } . \"$CGC\"" "$C" 0 $GID udp 127.0.0.1 8811
+    # its slot is taken in map loopback (a chain session cannot have it too),
+    # and that element decides nothing: without it chain dlo still judges
+    CMARK=${LOC#: }
+    out=$(DT add-session z "$IDC" tun0 --loopback "$LEVEL" "$IDBASE" 2>&1) &&
+        bad "data: a chain session cannot take a data session's loopback slot" ||
+        ok "data: a chain session cannot take a data session's loopback slot (${out#error: })"
+    if data_elem delete loopback "$CMARK"; then
+        expect_ok "data: without its loopback element, c still reaches its own listener" "$C" 0 $GID tcp 127.0.0.1 8811
+        expect_fast_reject "data: without its loopback element, d is still refused c's listener" "$D" 0 $GID tcp 127.0.0.1 8811
+        data_elem add loopback "$CMARK : continue"
+    else
+        bad "data: delete c's element of map loopback"
+    fi
     # a lost log jump stops the record, never the decision
     if data_elem delete dlog "\"$CGC\" : jump d-c"; then
         expect_fast_reject "data: without its dlog element, c is still refused the LAN" "$C" 0 $GID tcp 192.168.78.2 7777

@@ -1377,6 +1377,9 @@ static void test_data_session(void **state) {
     e = find_elem(d, NFTR_MAP_DLOGM);
     assert_int_equal(e->mark, nftr_lo_mark(7));
     assert_string_equal(e->vname, "d-7f3a9c01");
+    e = find_elem(d, NFTR_MAP_LOOPBACK); /* its slot taken, nothing decided */
+    assert_int_equal(e->mark, nftr_lo_mark(7));
+    assert_int_equal(e->val, NFTR_D_CONTINUE);
     assert_string_equal(d->alog_rule.log_prefix, "lyh:7f3a9c01:A ");
     assert_string_equal(d->dlog_rule.log_prefix, "lyh:7f3a9c01:D ");
     /* an object for every element that names one */
