@@ -1647,7 +1647,43 @@ int nft_data_add(struct nft *n, const struct nftr_data *d) {
     return batch_send(n, &bt);
 }
 
-int nft_data_del(struct nft *n, const struct nftr_data *d) {
+/* The elements whose loss closes everything the session had: its dispatch
+ * (dlive) and what chain guarded's rules for established flows read ahead of
+ * it (dvpn, dvpn6). */
+static bool elem_opens_first(const struct nftr_elem *e) {
+    return strcmp(e->set, NFTR_SET_DLIVE) == 0 || strcmp(e->set, NFTR_SET_DVPN) == 0 ||
+           strcmp(e->set, NFTR_SET_DVPN6) == 0;
+}
+
+static void put_data_chain_del(struct nft *n, struct batch *bt, const char *chain) {
+    put_delrule(n, bt, chain, 0);
+    put_chain(n, bt, NFT_MSG_DELCHAIN, 0, chain, false);
+}
+
+/* One piece (element i, chain i - n_elems, or object i - n_elems - 2) in a
+ * transaction of its own. */
+static int data_del_piece(struct nft *n, const struct nftr_data *d, size_t i) {
+    const char *chains[] = {d->alog, d->dlog};
+    if (i >= d->n_elems && i < d->n_elems + 2 && !chains[i - d->n_elems][0])
+        return -ENOENT;
+    struct batch bt;
+    int r = batch_start(n, &bt, NULL);
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
+    }
+    if (i < d->n_elems)
+        put_data_elem(n, &bt, NFT_MSG_DELSETELEM, &d->elems[i]);
+    else if (i < d->n_elems + 2)
+        put_data_chain_del(n, &bt, chains[i - d->n_elems]);
+    else
+        put_data_obj(n, &bt, NFT_MSG_DELOBJ, &d->objs[i - d->n_elems - 2]);
+    return batch_send(n, &bt);
+}
+
+int nft_data_del(struct nft *n, const struct nftr_data *d, bool *ret_searched) {
+    if (ret_searched)
+        *ret_searched = false;
     if (!data_names_ok(d))
         return -EINVAL;
     struct batch bt;
@@ -1656,17 +1692,41 @@ int nft_data_del(struct nft *n, const struct nftr_data *d) {
         batch_free(&bt);
         return r;
     }
-    /* dlive's first: the session is gone before any of its parts; the
-     * elements before the chains and objects they name */
+    /* the elements before the chains and objects they name */
     for (size_t i = d->n_elems; i-- > 0;)
         put_data_elem(n, &bt, NFT_MSG_DELSETELEM, &d->elems[i]);
     const char *chains[] = {d->alog, d->dlog};
     for (size_t i = 0; i < ARRAY_SIZE(chains); i++)
         if (chains[i][0])
-            put_chain(n, &bt, NFT_MSG_DELCHAIN, 0, chains[i], false);
+            put_data_chain_del(n, &bt, chains[i]);
     for (size_t i = 0; i < d->n_objs; i++)
         put_data_obj(n, &bt, NFT_MSG_DELOBJ, &d->objs[i]);
-    return batch_send(n, &bt);
+    r = batch_send(n, &bt);
+    if (r != -ENOENT && r != -EBUSY)
+        return r;
+    /* Part of it is gone (-ENOENT), or a chain or object of it is named by
+     * something lyhd did not put there (-EBUSY): the transaction changed
+     * nothing. Then every piece alone, what closes the session first, so
+     * that no missing piece can keep the others, and least of all what
+     * opens, in place. */
+    if (ret_searched)
+        *ret_searched = true;
+    size_t removed = 0, total = d->n_elems + 2 + d->n_objs;
+    int err = 0;
+    /* 0: what closes all; 1: the other elements; 2: the chains and objects
+     * they named */
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t i = 0; i < total; i++) {
+            int want = i >= d->n_elems ? 2 : elem_opens_first(&d->elems[i]) ? 0 : 1;
+            if (want != pass)
+                continue;
+            int k = data_del_piece(n, d, i);
+            if (k == 0)
+                removed++;
+            else if (k != -ENOENT && !err)
+                err = k;
+        }
+    return err ? err : removed ? 0 : -ENOENT;
 }
 
 /* ---- reading single objects ------------------------------------------------------------ */
@@ -2131,6 +2191,29 @@ static int base_chain_ok(struct nft *n, const char *name, bool want, int hook, i
            nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY) == NF_ACCEPT && t && strcmp(t, type) == 0;
 }
 
+/* One of the data layout's sets: 1 as put_data_set makes it, 0 missing or
+ * otherwise (its key, its flags, the kind of its values), <0 error. */
+static int data_set_matches(struct nft *n, const struct nftr_data_set *ds) {
+    _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
+    if (!s)
+        return -ENOMEM;
+    int r = get_set(n, ds->name, s);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return r;
+    bool obj = ds->val == NFTR_D_COUNTER || ds->val == NFTR_D_LIMIT;
+    uint32_t flags = ds->val == NFTR_D_NONE ? 0 : obj ? NFT_SET_OBJECT : NFT_SET_MAP;
+    /* (a map of marks: set_shape_ok checks their length) */
+    if (!set_shape_ok(s, flags, key_len(ds->key), ds->val == NFTR_D_VERDICT))
+        return 0;
+    if (obj)
+        return nftnl_set_is_set(s, NFTNL_SET_OBJ_TYPE) &&
+               nftnl_set_get_u32(s, NFTNL_SET_OBJ_TYPE) ==
+                   (ds->val == NFTR_D_COUNTER ? NFT_OBJECT_COUNTER : NFT_OBJECT_LIMIT);
+    return 1;
+}
+
 static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
     _cleanup_(tablep) struct nftnl_table *t = nftnl_table_alloc();
     if (!t)
@@ -2203,10 +2286,7 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
     const struct nftr_data_set *ds;
     size_t nds = nftr_data_sets(&ds);
     for (size_t i = 0; i < nds; i++) {
-        uint32_t flags = ds[i].val == NFTR_D_NONE                                    ? 0
-                         : ds[i].val == NFTR_D_COUNTER || ds[i].val == NFTR_D_LIMIT ? NFT_SET_OBJECT
-                                                                                     : NFT_SET_MAP;
-        r = set_matches(n, ds[i].name, flags, key_len(ds[i].key), ds[i].val == NFTR_D_VERDICT);
+        r = data_set_matches(n, &ds[i]);
         if (r < 0)
             return r;
         if (r != (b->params.data ? 1 : 0))

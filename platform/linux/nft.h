@@ -108,9 +108,13 @@ int nft_session_del_known(struct nft *n, const struct nft_session_objs *o, bool 
  * them exists (nothing changed), -EINVAL if d is not a data session's. */
 int nft_data_add(struct nft *n, const struct nftr_data *d);
 
-/* Remove exactly d, one transaction: its elements (dlive's first), its chains,
- * its objects. -ENOENT if any of it is missing (nothing changed). */
-int nft_data_del(struct nft *n, const struct nftr_data *d);
+/* Remove d: its elements, its chains, its objects, in one transaction. When
+ * some of it is gone already, or is named by something else, that changes
+ * nothing, and each piece is removed in a transaction of its own instead,
+ * what closes the session first (dlive, dvpn, dvpn6): *ret_searched (may be
+ * NULL) says so. 0 once nothing of it is left, -ENOENT if nothing of it was
+ * there, else the first error (what could be removed is gone). */
+int nft_data_del(struct nft *n, const struct nftr_data *d, bool *ret_searched);
 
 /* Uid scopes (NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER), one transaction: chain
  * LYH-<uid> / LYH-U-<uid> with its rules, and the dispatch rule inserted at the

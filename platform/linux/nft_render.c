@@ -969,6 +969,11 @@ static void render_data_chain(struct rules *rs, uint32_t level) {
                 r_verdict(r, NFTR_V_ACCEPT, NULL, 0);
             }
         }
+    /* a flow chain dnsnat rewrote that (0) did not take (its dfwd or dnsc
+     * element gone): refused here, not left to pass as a loopback flow */
+    ms.n = 0;
+    mpush(&ms, NFTR_M_CT_DNAT);
+    goto_refuse(rs, &ms);
     for (size_t k = 0; k < ARRAY_SIZE(protos); k++) {
         ms.n = 0;
         m_dport(&ms, protos[k], 53, 53);
@@ -1033,6 +1038,10 @@ static void render_data_chain(struct rules *rs, uint32_t level) {
             r_objs(r, level, NFTR_MAP_ANEW, NFTR_MAP_ALIM);
             r_verdict(r, NFTR_V_VMAP_CGROUP, NFTR_MAP_ALOG, level);
         }
+        /* accepted only with its new flows' counter there: its loss closes,
+         * never lets new flows out uncounted (the rule above, which counts
+         * and logs them, ends at the same miss) */
+        m_cg_set(&ms, NFTR_M_CG_SET, level, NFTR_MAP_ANEW);
         r = rule_with(rs, &ms);
         if (r) {
             r_objs(r, level, NFTR_MAP_ACCT, NULL);
@@ -1061,13 +1070,18 @@ static void refuse_rest(struct rules *rs) {
     }
 }
 
-/* Chain drefuse: counted, logged within the session's rate, refused. A lost
- * counter, limit or log element stops the logging, never the refusal. */
+/* Chain drefuse: counted, logged within the session's rate, refused. The
+ * count and the record are rules of their own, so that a lost counter element
+ * stops neither the record nor the refusal, and a lost limit or log element
+ * only the record (the end's gap record shows it). */
 static void render_drefuse(struct rules *rs, uint32_t level) {
     struct matches ms = {.n = 0};
     struct nftr_rule *r = rule_with(rs, &ms);
+    if (r)
+        r_objs(r, level, NFTR_MAP_DROP, NULL);
+    r = rule_with(rs, &ms);
     if (r) {
-        r_objs(r, level, NFTR_MAP_DROP, NFTR_MAP_DLIM);
+        r_objs(r, level, NULL, NFTR_MAP_DLIM);
         r_verdict(r, NFTR_V_VMAP_CGROUP, NFTR_MAP_DLOG, level);
     }
     refuse_rest(rs);
@@ -1091,9 +1105,12 @@ static void render_dlo(struct rules *rs, const struct logctx *lc, uint32_t level
     if (r)
         r->verdict = NFTR_V_ACCEPT;
     ms.n = 0;
+    r = rule_with(rs, &ms); /* counted, then recorded: as in drefuse */
+    if (r)
+        r_objs(r, 0, NFTR_MAP_IDROP, NULL);
     r = rule_with(rs, &ms);
     if (r) {
-        r_objs(r, 0, NFTR_MAP_IDROP, NFTR_MAP_ILIM);
+        r_objs(r, 0, NULL, NFTR_MAP_ILIM);
         r_verdict(r, NFTR_V_VMAP_CTMARK, NFTR_MAP_DLOGM, 0);
     }
     ms.n = 0;
@@ -1255,6 +1272,12 @@ int nftr_render_data(const struct nftr_input *in, struct nftr_data **ret) {
     e = elem_push(d, NFTR_MAP_LOOPBACK, NFTR_K_MARK);
     e->mark = lo_mark;
     e->val = NFTR_D_CONTINUE;
+    /* Its cgroup, taken in map sessions likewise: a cgroup is never a chain
+     * session's and a data session's at once, so chain guarded's rules for
+     * established flows, ahead of the chain sessions' dispatch, never take
+     * a chain session's packet (its cgroup is in no dvpn element). The
+     * element decides nothing: the packet goes on to the dlive rule. */
+    elem_push(d, NFTR_MAP_SESSIONS, NFTR_K_CG)->val = NFTR_D_CONTINUE;
     elem_push(d, NFTR_SET_DLIVE, NFTR_K_CG);
     *ret = TAKE_PTR(d);
     return 0;

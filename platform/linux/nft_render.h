@@ -435,7 +435,8 @@ struct nftr_data_set {
 size_t nftr_data_sets(const struct nftr_data_set **ret);
 
 struct nftr_elem {
-    const char *set; /* static: a name of nftr_data_sets(), "served", "dnsport" or "loopback" */
+    const char *set; /* static: a name of nftr_data_sets(), or of the base's maps served,
+                      * dnsport, loopback or sessions */
     enum nftr_key key;
     uint64_t cgroup_id;
     char ifname[NFTR_IFNAME_MAX];

@@ -153,6 +153,11 @@ serve "$LAN" 12.77.0.1 7777
 serve "$LAN" 192.168.78.2 7777
 serve "$MAIN" 127.0.0.1 7778
 serve "$DATA" 127.0.0.1 7778
+# lyhd's DNS forwarders for data sessions c and d, as chain input knows them (their mark)
+for port in 5353 5354; do
+    nsenter --net="/run/netns/$DATA" "$TOOL" serve 127.0.0.1 $port 300 1280919620 >"$TMP/serve.fwd.$port" 2>&1 &
+    PIDS+=("$!")
+done
 for f in "$TMP"/serve.*; do
     for _ in $(seq 1 50); do
         grep -q serving "$f" && break
@@ -668,6 +673,22 @@ if [ -n "$REL" ]; then
     expect_fast_reject "data: c is refused a host service on 127.0.0.1" "$C" 0 $GID tcp 127.0.0.1 7778
     expect_fast_reject "data: c is refused a host service on 127.0.0.1 (udp)" "$C" 0 $GID udp 127.0.0.1 7778
     expect_fast_reject "data: a guarded socket in no session's cgroup is refused" "$NONE" 0 $GID tcp 11.77.0.1 7777
+    # DNS: port 53 anywhere goes to the session's own forwarder, and only there
+    expect_ok "data: c's DNS (udp, any address) reaches its forwarder" "$C" 0 $GID udp 11.77.0.1 53
+    expect_ok "data: c's DNS (tcp) reaches its forwarder" "$C" 0 $GID tcp 11.77.0.1 53
+    expect_ok "data: d's DNS reaches its forwarder" "$D" 0 $GID udp 192.168.78.2 53
+    out=$(run_probe "$C" 0 $GID udp 127.0.0.1 5354)
+    case $out in
+    "ok "*) bad "data: c cannot reach d's forwarder directly" "$out" ;;
+    *) ok "data: c cannot reach d's forwarder directly ($out)" ;;
+    esac
+    # a chain session beside them, in the same table: each decides its own
+    DT add-session a "$IDA" tun0 --loopback "$LEVEL" "$IDBASE" && ok "data: a chain session a beside them" ||
+        bad "data: a chain session a beside them"
+    expect_ok "data: chain session a reaches the VPN" "$A" 0 $GID tcp 11.77.0.1 7777
+    expect_fast_reject "data: chain session a is refused the LAN" "$A" 0 $GID tcp 192.168.78.2 7777
+    out=$(DT add-session z "$IDC" tun0 2>&1) && bad "data: a chain session cannot take a data session's cgroup" ||
+        ok "data: a chain session cannot take a data session's cgroup (${out#error: })"
     # listeners: c's own server is c's alone, and a host process may reach it
     serve_in "$C" 0 $GID 127.0.0.1 8811
     serve_in "$C" 0 $GID ::1 8811
@@ -681,6 +702,10 @@ if [ -n "$REL" ]; then
     expect_eq "data: d's refusals on input are not counted as c's" "$(pkts idrop-c)" "${before:-missing}"
     expect_ok "data: a host process reaches c's listener" "$NONE" 0 0 tcp 127.0.0.1 8811
     expect_ok "data: a host process reaches c's listener (udp)" "$NONE" 0 0 udp 127.0.0.1 8811
+    serve_in "$A" 0 $GID 127.0.0.1 8812
+    expect_ok "data: chain session a reaches its own listener" "$A" 0 $GID tcp 127.0.0.1 8812
+    expect_fast_reject "data: chain session a is refused c's listener" "$A" 0 $GID tcp 127.0.0.1 8811
+    expect_fast_reject "data: c is refused chain session a's listener" "$C" 0 $GID tcp 127.0.0.1 8812
     # records and counts: each bucket the session's own (refusals through lo
     # are decided on input: idrop)
     for obj in acct-c anew-c lnew-c refused-c idrop-c idrop-d; do
@@ -709,6 +734,10 @@ if [ -n "$REL" ]; then
     absent "the VPN (IPv6)" dvpn6 "\"$CGC\" . \"tun0\"" "$C" 0 $GID tcp 2a0e:77::2 7777
     absent "the VPN (its counter)" acct "\"$CGC\" : \"acct-c\"" "$C" 0 $GID udp 11.77.0.1 7777
     absent "anything" dlive "\"$CGC\"" "$C" 0 $GID tcp 11.77.0.1 7777
+    absent "the VPN (its new flows' counter)" anew "\"$CGC\" : \"anew-c\"" "$C" 0 $GID udp 11.77.0.1 7777
+    absent "its DNS (the redirection)" dnsport "\"$CGC\" : 5353" "$C" 0 $GID udp 11.77.0.1 53
+    absent "its DNS (its forwarder's port)" dfwd "5353 . \"$CGC\"" "$C" 0 $GID udp 11.77.0.1 53
+    absent "its DNS (its counter)" dnsc "\"$CGC\" : \"dnsc-c\"" "$C" 0 $GID tcp 11.77.0.1 53
     LOC=$(DN list map inet lianyaohu dlomark | grep -Eo ': 0x[0-9a-f]+' | head -n 1)
     absent "its own listener (its new flows' mark)" dlomark "\"$CGC\" $LOC" "$C" 0 $GID tcp 127.0.0.1 8811
     absent "its own listener (its mark paired with its cgroup)" downmark "${LOC#: } . \"$CGC\"" "$C" 0 $GID udp 127.0.0.1 8811
@@ -725,7 +754,11 @@ if [ -n "$REL" ]; then
     else
         bad "data: delete c's element of map loopback"
     fi
-    # a lost log jump stops the record, never the decision
+    # a lost counter or log jump stops the count or the record, never the decision
+    if data_elem delete refused "\"$CGC\" : \"refused-c\""; then
+        expect_fast_reject "data: without its refused element, c is still refused the LAN" "$C" 0 $GID tcp 192.168.78.2 7777
+        data_elem add refused "\"$CGC\" : \"refused-c\""
+    fi
     if data_elem delete dlog "\"$CGC\" : jump d-c"; then
         expect_fast_reject "data: without its dlog element, c is still refused the LAN" "$C" 0 $GID tcp 192.168.78.2 7777
         data_elem add dlog "\"$CGC\" : jump d-c"
@@ -734,8 +767,11 @@ if [ -n "$REL" ]; then
         expect_ok "data: without its alog element, c still reaches the VPN" "$C" 0 $GID tcp 11.77.0.1 7777
         data_elem add alog "\"$CGC\" : jump a-c"
     fi
-    # removal: all of c and nothing of d; a second removal fails and changes nothing
-    DT del-data "${DSESS_C[@]}" && ok "data: nft.c removes session c" || bad "data: nft.c removes session c"
+    # removal: all of c and nothing of d, even with a piece of c gone before;
+    # a second removal fails and changes nothing
+    data_elem delete alog "\"$CGC\" : jump a-c"
+    out=$(DT del-data "${DSESS_C[@]}" 2>&1)
+    expect_eq "data: nft.c removes session c, with a piece gone, piece by piece" "$?:$out" "0:piece by piece"
     left=$(DN list table inet lianyaohu | grep -Ec -- '-c\b|sess-c')
     expect_eq "data: nothing of c is left (elements, chains, objects)" "$left" 0
     expect_fast_reject "data: c, removed, is refused the VPN" "$C" 0 $GID tcp 11.77.0.1 7777

@@ -13,7 +13,8 @@
  *   render-data ID CGROUPID IFACE [policy]   -> the session in the data layout, as text
  *                                         (it needs --loopback and --dns-port; a base
  *                                         rendered with --inbound, --dns and --data)
- *   add-data / del-data ID CGROUPID IFACE [policy]   install / remove it (nft.c)
+ *   add-data / del-data ID CGROUPID IFACE [policy]   install / remove it (nft.c); del-data
+ *                                         prints "piece by piece" when part of it was gone
  *   del-session ID CGROUPID
  *   add-uid UID IFACE [policy] | add-shared UID IFACE [policy]
  *   del-uid UID | del-shared UID
@@ -26,7 +27,8 @@
  *   burst ADDR PORT COUNT PPS          -> COUNT udp datagrams from one socket to ADDR ports
  *                                         PORT, PORT+1, ... (each a new flow), PPS per
  *                                         second (0: as fast as possible); "sent N"
- *   serve ADDR PORT SECONDS            -> tcp + udp echo on ADDR:PORT for SECONDS
+ *   serve ADDR PORT SECONDS [MARK]     -> tcp + udp echo on ADDR:PORT for SECONDS; MARK: its
+ *                                         sockets' SO_MARK (as lyhd's DNS forwarders; root)
  *   connrate tcp|udp ADDR PORT MS      -> short flows to a serve echo, one after another,
  *                                         for MS ms: a new socket each (new flow), one
  *                                         byte there and back, closed; "flows N ms T failed F"
@@ -507,7 +509,7 @@ static int probe(const char *proto, const char *addr, uint16_t port, long timeou
 
 /* A bounded echo server: one TCP listener (connections served one at a time, each
  * with a short deadline) and one UDP socket; exits after `seconds`. */
-static int serve(const char *addr, uint16_t port, long seconds) {
+static int serve(const char *addr, uint16_t port, long seconds, uint32_t mark) {
     struct sockaddr_storage ss;
     socklen_t sl;
     if (sockaddr_of(addr, port, &ss, &sl) < 0)
@@ -518,6 +520,9 @@ static int serve(const char *addr, uint16_t port, long seconds) {
     if (t < 0 || u < 0)
         return fail(NULL, "socket", -errno);
     setsockopt(t, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (mark && (setsockopt(t, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0 ||
+                 setsockopt(u, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0))
+        return fail(NULL, "SO_MARK", -errno);
     if (ss.ss_family == AF_INET6) {
         setsockopt(t, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
         setsockopt(u, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
@@ -674,10 +679,11 @@ int main(int argc, char **argv) {
         return connrate(argv[2], argv[3], (uint16_t)port, ms);
     }
     if (strcmp(cmd, "serve") == 0) {
-        uint32_t port, secs;
-        if (argc != 5 || parse_u32(argv[3], &port) < 0 || port > 65535 || parse_u32(argv[4], &secs) < 0)
+        uint32_t port, secs, mark = 0;
+        if ((argc != 5 && argc != 6) || parse_u32(argv[3], &port) < 0 || port > 65535 ||
+            parse_u32(argv[4], &secs) < 0 || (argc == 6 && parse_u32(argv[5], &mark) < 0))
             return usage();
-        return serve(argv[2], (uint16_t)port, secs);
+        return serve(argv[2], (uint16_t)port, secs, mark);
     }
     if (strcmp(cmd, "nflog") == 0) {
         uint32_t group, secs, count;
@@ -745,8 +751,11 @@ int main(int argc, char **argv) {
         r = nft_open(&n);
         if (r < 0)
             return fail(NULL, "open", r);
-        r = cmd[0] == 'a' ? nft_data_add(n, d) : nft_data_del(n, d);
+        bool searched = false;
+        r = cmd[0] == 'a' ? nft_data_add(n, d) : nft_data_del(n, d, &searched);
         int rc = r < 0 ? fail(n, cmd, r) : 0;
+        if (searched)
+            puts("piece by piece");
         nft_close(n);
         return rc;
     }
