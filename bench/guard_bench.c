@@ -64,7 +64,7 @@ static int pair(struct nft *nf, bool data, long i, bool other, long others, cons
         struct nftr_data *d = NULL;
         if ((r = data_in(i, other, others, iface, log, &d)) == 0 && (r = nft_data_add(nf, d)) == 0 &&
             remove)
-            r = nft_data_del(nf, d);
+            r = nft_data_del(nf, d, NULL);
         if (r == 0 && kept)
             *(struct nftr_data **)kept = d;
         else
@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
         printf("%lld\n", (now_ns() - t0) / 1000);
     }
     for (long i = 0; i < others; i++) {
-        r = data ? nft_data_del(nf, dother[i]) : nft_session_del_known(nf, &other[i], NULL);
+        r = data ? nft_data_del(nf, dother[i], NULL) : nft_session_del_known(nf, &other[i], NULL);
         nftr_data_free(dother[i]);
         if (r < 0) {
             fprintf(stderr, "del other session %ld: %s\n", i, strerror(-r));
