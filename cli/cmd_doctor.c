@@ -256,8 +256,9 @@ static bool preflight(struct doctor *dr, struct lyh_client *c, const char *ifnam
                              resp->result.run_event.which_event == lianyaohu_v1_RunEvent_firewall_tag
                          ? resp->result.run_event.event.firewall
                          : "";
-    /* The IPv6 block is rendered as a reject of every IPv6 packet. */
-    if (strstr(fw, "meta nfproto ipv6"))
+    /* The IPv6 block is rendered as a reject of every IPv6 packet, or (a
+     * session as data: docs/guard-as-data.md) said in a comment line. */
+    if (strstr(fw, "meta nfproto ipv6") || strstr(fw, "# IPv6 blocked"))
         add(dr, name, ST_WARN, "route IPv6 through the VPN (a ::/0 or 2000::/3 route on it) "
                                "if the agent needs IPv6",
             "usable: IPv4 leaves through %s; IPv6 does not, so sessions get no IPv6", ifname);

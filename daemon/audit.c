@@ -734,7 +734,7 @@ void audit_session_ended(struct lyhd *d, struct session *s) {
     /* A chain of its own (the session scope; a --shared-user-firewall session
      * with cgroups) counts exactly this session's verdicts. */
     if (s->has_chain && s->row.chain[0]) {
-        int r = nft_chain_counters(d->guard->nft, s->row.chain, &c);
+        int r = guard_session_counters(d, s, &c);
         if (r == 0)
             have_counters = true;
         else

@@ -63,7 +63,8 @@ static bool own_chain(const char *chain) {
     return strncmp(chain, NFTR_SESSION_CHAIN_PREFIX, strlen(NFTR_SESSION_CHAIN_PREFIX)) == 0;
 }
 
-int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_chain **ret) {
+/* What a session's rules are rendered from, in either layout. */
+static void session_input(struct lyhd *d, const struct session *s, struct nftr_input *ret) {
     /* A session with a chain of its own (s-<id>: the session scope, and a
      * --shared-user-firewall session with cgroups, whose sandboxed sockets are
      * decided there with the shared rules) renders that; else its shared one. */
@@ -95,7 +96,31 @@ int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_ch
     }
     in.log.accept_unlogged = s->accept_unlogged;
     gspec_policy(&s->spec, &in.policy);
+    *ret = in;
+}
+
+int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_chain **ret) {
+    struct nftr_input in;
+    session_input(d, s, &in);
     return nftr_render_chain(&in, ret);
+}
+
+/* The data layout (docs/guard-as-data.md): a session of its own chain whose
+ * rules are the default policy's, on a base that has the layout. */
+static bool gets_data(const struct lyhd *d, const struct session *s, const struct nftr_input *in) {
+    return d->guard->base.data && own_chain(s->row.chain) && nftr_data_eligible(in);
+}
+
+int guard_render_data(struct lyhd *d, const struct session *s, struct nftr_data **ret) {
+    struct nftr_input in;
+    session_input(d, s, &in);
+    return gets_data(d, s, &in) ? nftr_render_data(&in, ret) : -EINVAL;
+}
+
+int guard_session_counters(struct lyhd *d, const struct session *s, struct nft_counters *ret) {
+    if (s->data)
+        return nft_data_counters(d->guard->nft, s->row.id, ret, NULL);
+    return nft_chain_counters(d->guard->nft, s->row.chain, ret);
 }
 
 /* Is the last preflight that passed still the answer? Only while the kernel
@@ -166,6 +191,10 @@ int guard_dns_flows_marked(struct lyhd *d, const struct session *s, uint64_t *re
      * sessions counts from some later point or for others too: no answer. */
     if (!s->dns_marks_counted || !s->has_chain || !own_chain(s->row.chain))
         return -ESTALE;
+    if (s->data) {
+        struct nft_counters c;
+        return nft_data_counters(d->guard->nft, s->row.id, &c, ret);
+    }
     return nft_chain_mark_packets(d->guard->nft, s->row.chain, NFTR_DNS_FLOW_MARK, ret);
 }
 
@@ -189,12 +218,33 @@ int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whyle
     }
     for (int attempt = 0; attempt < 4 && r == -EEXIST; attempt++) {
         struct nftr_chain *c = NULL;
+        struct nftr_input in;
         if (attempt > 0) {
             if (!slot_given)
                 break;
             s->lo_slot = take_slot(d->guard);
         }
-        r = guard_render_session(d, s, &c);
+        session_input(d, s, &in);
+        if (gets_data(d, s, &in)) {
+            struct nftr_data *dd = NULL;
+            r = nftr_render_data(&in, &dd);
+            if (r < 0) {
+                snprintf(why, whylen, "cannot render the firewall rules: %s", strerror(-r));
+                return r;
+            }
+            r = nft_data_add(d->guard->nft, dd);
+            if (r < 0)
+                snprintf(why, whylen, "nftables refused the session's rules (%s): %s",
+                         nft_last_error_object(d->guard->nft), strerror(-r));
+            nftr_data_free(dd);
+            if (r >= 0) {
+                s->data = true;
+                free(s->nft_kept);
+                s->nft_kept = NULL;
+            }
+            continue;
+        }
+        r = nftr_render_chain(&in, &c);
         if (r < 0) {
             snprintf(why, whylen, "cannot render the firewall rules: %s", strerror(-r));
             return r;
@@ -205,6 +255,8 @@ int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whyle
                      nft_last_error_object(d->guard->nft), strerror(-r));
         else if (own && c->cgroup_id && (s->nft_kept || (s->nft_kept = malloc(sizeof(*s->nft_kept)))))
             nft_session_objs_of(c, s->nft_kept); /* (none kept: the delete asks) */
+        if (r >= 0)
+            s->data = false;
         nftr_chain_free(c);
     }
     /* Its counters start at zero now: they hold every packet only if this
@@ -214,11 +266,66 @@ int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whyle
     return r;
 }
 
+/* Whatever is left of data session id (cgroup_id 0: find it from its chain
+ * d-<id>), piece by piece. */
+static int data_session_reap(struct lyhd *d, const char *id, uint64_t cgroup_id) {
+    struct nft_data_pieces *p = NULL;
+    uint64_t cg = 0;
+    uint32_t mark = 0;
+    int r = nft_data_pieces_read(d->guard->nft, &p);
+
+    if (r < 0)
+        return r;
+    (void)nft_data_pieces_owner(p, id, &cg, &mark);
+    if (cgroup_id && cg != cgroup_id) {
+        cg = cgroup_id;
+        mark = 0;
+        (void)nft_data_pieces_slot_mark(p, cg, &mark);
+    }
+    r = nft_data_reap(d->guard->nft, p, id, cg, mark);
+    nft_data_pieces_free(p);
+    return r;
+}
+
+/* A data session's rules: what it should have, rendered again from what it
+ * was installed with (its spec, slot and forwarder), removed; when part of
+ * them is gone, piece by piece. */
+static int data_session_del(struct lyhd *d, struct session *s) {
+    struct nftr_data *dd = NULL;
+    bool searched = false;
+    /* An adopted session's logging is not on record (accept_unlogged is the
+     * policy's now): the logged form, which has every piece the other has,
+     * the ones it lacks skipped when missing. */
+    bool unlogged = s->accept_unlogged;
+    if (s->adopted)
+        s->accept_unlogged = false;
+    int r = guard_render_data(d, s, &dd);
+    s->accept_unlogged = unlogged;
+
+    if (r == 0)
+        r = nft_data_del(d->guard->nft, dd, &searched);
+    nftr_data_free(dd);
+    if (r == -EINVAL) /* rendered otherwise now (its spec was narrowed): reap by its keys */
+        r = data_session_reap(d, s->row.id, s->row.cgroup_id);
+    else if (searched && !s->adopted)
+        log_warn("session '%s': its firewall rules were not as lyhd installed them at its "
+                 "end (someone else changed lyhd's table); what is left of them is removed",
+                 s->row.id);
+    if (r == 0 || r == -ENOENT)
+        s->data = false;
+    return r;
+}
+
 int guard_session_del(struct lyhd *d, struct session *s) {
     struct nft_session_elem *elems = NULL;
     size_t n = 0;
     uint32_t mark = s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0;
     int r;
+
+    if (s->data) {
+        r = data_session_del(d, s);
+        return r == -ENOENT ? 0 : r;
+    }
 
     /* What this lyhd installed and kept: one round trip (it asks the
      * kernel itself when any of it is gone). Else ask what exists. */
@@ -556,8 +663,9 @@ void guard_launch_probe(struct lyhd *d, char *problem, size_t len) {
 
 struct reconcile {
     struct lyhd *d;
-    char **chains;        /* chains now in the table */
+    char **chains;        /* chains now in the table, sorted (has_chain_sorted) */
     size_t n_chains;
+    struct nft_data_pieces *dp; /* startup: the data sessions' elements */
     struct nft_session_elem *lo; /* elements of map loopback (mark, lo-<id>) */
     size_t n_lo;
     bool rebuilt;
@@ -612,11 +720,28 @@ static void on_dns_retry(evutil_socket_t fd, short what, void *arg) {
         arm_dns_retry(d);
 }
 
-static bool chain_present(const struct reconcile *rc, const char *name) {
-    for (size_t i = 0; i < rc->n_chains; i++)
-        if (strcmp(rc->chains[i], name) == 0)
-            return true;
-    return false;
+static int name_cmp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool has_chain_sorted(const struct reconcile *rc, const char *name) {
+    return rc->n_chains && bsearch(&name, rc->chains, rc->n_chains, sizeof(char *), name_cmp);
+}
+
+static void sort_chains(struct reconcile *rc) {
+    if (rc->n_chains)
+        qsort(rc->chains, rc->n_chains, sizeof(char *), name_cmp);
+}
+
+/* Whether the table holds all of a running data session's rules: every
+ * element it should have, with its value, and its log chains. */
+static bool data_session_whole(struct lyhd *d, const struct reconcile *rc,
+                               const struct nft_data_pieces *dp, const struct session *s) {
+    struct nftr_data *dd = NULL;
+    bool whole = dp && guard_render_data(d, s, &dd) == 0 && nft_data_pieces_whole(dp, dd) &&
+                 has_chain_sorted(rc, dd->dlog) && (!dd->alog[0] || has_chain_sorted(rc, dd->alog));
+    nftr_data_free(dd);
+    return whole;
 }
 
 static void reap_log(struct lyhd *d, const char *object, const char *action, const char *detail) {
@@ -680,6 +805,16 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
     /* What its chain was built with is not recorded; assume the policy in
      * force (a rebuild below uses it, so then it is exact). */
     s->accept_unlogged = !policy_current(d)->log_allowed_flows;
+    /* Its rules in the data layout: its chain d-<id> says so, and its
+     * element of map dlomark its loopback slot. */
+    char dlog[NFTR_NAME_MAX + 8];
+    snprintf(dlog, sizeof(dlog), NFTR_DLOG_CHAIN_PREFIX "%s", row->id);
+    if (s->has_chain && own_chain(row->chain) && has_chain_sorted(rc, dlog)) {
+        uint32_t mark = 0;
+        s->data = true;
+        if (rc->dp && nft_data_pieces_slot_mark(rc->dp, row->cgroup_id, &mark) == 0)
+            s->lo_slot = mark & NFTR_LO_SLOT_MAX;
+    }
 
     if (rc->listeners_gone && session_alive(d, row, &main_alive)) {
         log_error("session '%s' may run servers, and this lyhd cannot keep the network from "
@@ -700,18 +835,24 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
         bool own = own_chain(row->chain);
         snprintf(lo, sizeof(lo), NFTR_LOOPBACK_CHAIN_PREFIX "%s",
                  row->chain + (own ? strlen(NFTR_SESSION_CHAIN_PREFIX) : 0));
-        for (size_t i = 0; own && i < rc->n_lo; i++)
+        for (size_t i = 0; own && !s->data && i < rc->n_lo; i++)
             if (strcmp(rc->lo[i].chain, lo) == 0)
                 s->lo_slot = (uint32_t)rc->lo[i].cgroup_id & NFTR_LO_SLOT_MAX;
         /* Keep it guarded: rebuild the chains if the table lost them, or
          * part of them (a session that may listen has three objects: s-<id>,
-         * lo-<id> and its loopback element; none may be missing). */
-        bool whole = chain_present(rc, row->chain) &&
-                     (!own || !d->guard->listeners || (s->lo_slot && chain_present(rc, lo)));
+         * lo-<id> and its loopback element; none may be missing; a data
+         * session, every element and chain it should have). */
+        bool whole = s->data ? data_session_whole(d, rc, rc->dp, s)
+                             : has_chain_sorted(rc, row->chain) &&
+                                   (!own || !d->guard->listeners ||
+                                    (s->lo_slot && has_chain_sorted(rc, lo)));
         if (s->has_chain && !whole) {
             /* what is left of them first, so the add cannot collide */
-            (void)nft_session_del(d->guard->nft, row->chain, row->cgroup_id,
-                                  s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
+            if (s->data)
+                (void)data_session_del(d, s);
+            else
+                (void)nft_session_del(d->guard->nft, row->chain, row->cgroup_id,
+                                      s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
             s->lo_slot = 0;
             r = guard_session_add(d, s, why, sizeof(why));
             if (r < 0) {
@@ -799,7 +940,7 @@ static int reconcile_shared(const struct store_guard *g, void *userdata) {
     /* A present user-wide chain is installed again anyway, in one
      * transaction: a lyhd before this one put its dispatch in front of the
      * guard gid's rule, where it decided sandboxed sockets too. */
-    bool present = chain_present(rc, g->chain);
+    bool present = has_chain_sorted(rc, g->chain);
     if (present && g->scope != LIANYAOHU__V1__SCOPE__SCOPE_USER)
         return 0;
     if (gspec_decode(g->guard_spec, g->guard_spec_len, &spec) < 0 ||
@@ -843,6 +984,19 @@ static void reap_unknown_chains(struct reconcile *rc) {
                 log_warn("removed chain '%s': no guard in state.db owns it", name);
                 reap_log(d, name, "removed", "chain unknown to state.db");
             }
+            continue;
+        }
+        /* a data session's log chains: whatever is left of it, by its keys */
+        bool dl = strncmp(name, NFTR_DLOG_CHAIN_PREFIX, strlen(NFTR_DLOG_CHAIN_PREFIX)) == 0,
+             al = strncmp(name, NFTR_ALOG_CHAIN_PREFIX, strlen(NFTR_ALOG_CHAIN_PREFIX)) == 0;
+        if (dl || al) {
+            const char *id = name + strlen(dl ? NFTR_DLOG_CHAIN_PREFIX : NFTR_ALOG_CHAIN_PREFIX);
+            TAILQ_FOREACH(s, &d->sessions, link)
+                known |= s->data && strcmp(s->row.id, id) == 0;
+            if (known || data_session_reap(d, id, 0) != 0)
+                continue;
+            log_warn("removed the rules of data session '%s': no session in state.db owns them", id);
+            reap_log(d, name, "removed", "data session unknown to state.db");
             continue;
         }
         /* a loopback chain lo-<id> goes with its session's s-<id> */
@@ -994,10 +1148,6 @@ static int elem_key_cmp(const void *a, const void *b) {
     return x->cgroup_id < y->cgroup_id ? -1 : x->cgroup_id > y->cgroup_id;
 }
 
-static int name_cmp(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void sort_elems(struct nft_session_elem *v, size_t n) {
     if (n)
         qsort(v, n, sizeof(*v), elem_key_cmp);
@@ -1009,10 +1159,6 @@ static bool has_elem(const struct nft_session_elem *v, size_t n, uint64_t key, c
     const struct nft_session_elem k = {.cgroup_id = key};
     const struct nft_session_elem *e = n ? bsearch(&k, v, n, sizeof(*v), elem_key_cmp) : NULL;
     return e && strcmp(e->chain, chain) == 0 && (value == ANY_VALUE || e->value == value);
-}
-
-static bool has_chain_sorted(const struct reconcile *rc, const char *name) {
-    return rc->n_chains && bsearch(&name, rc->chains, rc->n_chains, sizeof(char *), name_cmp);
 }
 
 /* Whether the table holds all of a running session's own rules: its chain
@@ -1048,17 +1194,22 @@ static bool session_whole(const struct sess_pieces *p, const struct session *s,
 static unsigned repair_sessions(struct lyhd *d) {
     struct guard *g = d->guard;
     struct sess_pieces p = {.rc = {.d = d}};
+    struct nft_data_pieces *dp = NULL;
     struct session *s, *next;
     unsigned n = 0;
-    bool any = false;
+    bool any = false, any_data = false;
     int r;
 
-    TAILQ_FOREACH(s, &d->sessions, link)
-        any |= s->has_chain && s->row.state < STORE_SESSION_ENDING && s->row.cgroup_id &&
-               own_chain(s->row.chain);
+    TAILQ_FOREACH(s, &d->sessions, link) {
+        bool live = s->has_chain && s->row.state < STORE_SESSION_ENDING && s->row.cgroup_id &&
+                    own_chain(s->row.chain);
+        any |= live;
+        any_data |= live && s->data;
+    }
     if (!any)
         return 0;
-    if ((r = nft_list_chains(g->nft, &p.rc.chains, &p.rc.n_chains)) < 0 ||
+    if ((any_data && (r = nft_data_pieces_read(g->nft, &dp)) < 0) ||
+        (r = nft_list_chains(g->nft, &p.rc.chains, &p.rc.n_chains)) < 0 ||
         (r = nft_list_sessions(g->nft, &p.elems, &p.n_elems)) < 0 ||
         (r = nft_list_dnsport(g->nft, &p.dns, &p.n_dns)) < 0 ||
         (g->listeners && (r = nft_list_loopback(g->nft, &p.rc.lo, &p.rc.n_lo)) < 0) ||
@@ -1070,8 +1221,7 @@ static unsigned repair_sessions(struct lyhd *d) {
         goto out;
     }
     /* sorted, so that a check costs n log n at many sessions, not n^2 */
-    if (p.rc.n_chains)
-        qsort(p.rc.chains, p.rc.n_chains, sizeof(char *), name_cmp);
+    sort_chains(&p.rc);
     sort_elems(p.elems, p.n_elems);
     sort_elems(p.rc.lo, p.rc.n_lo);
     sort_elems(p.served, p.n_served);
@@ -1079,7 +1229,8 @@ static unsigned repair_sessions(struct lyhd *d) {
     for (s = TAILQ_FIRST(&d->sessions); s; s = next) {
         next = TAILQ_NEXT(s, link);
         if (!s->has_chain || s->row.state >= STORE_SESSION_ENDING || !s->row.cgroup_id ||
-            !own_chain(s->row.chain) || session_whole(&p, s, g))
+            !own_chain(s->row.chain) ||
+            (s->data ? data_session_whole(d, &p.rc, dp, s) : session_whole(&p, s, g)))
             continue;
         if (n == GUARD_REPAIRS_PER_CHECK) {
             arm_check(g, GUARD_CHECK_DELAY_MS, GUARD_WHY_REPAIR);
@@ -1089,8 +1240,9 @@ static unsigned repair_sessions(struct lyhd *d) {
          * that fails (its cgroup's element of map sessions jumps to someone
          * else's chain, say), nothing is added: its packets stay refused, and
          * the next check tries again. */
-        r = nft_session_del(g->nft, s->row.chain, s->row.cgroup_id,
-                            s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
+        r = s->data ? data_session_del(d, s)
+                    : nft_session_del(g->nft, s->row.chain, s->row.cgroup_id,
+                                      s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
         if (r < 0 && r != -ENOENT) {
             log_error("session '%s': part of its firewall rules was removed by someone else, "
                       "and what is left of them cannot be removed to put them back (%s): %s; "
@@ -1110,6 +1262,7 @@ static unsigned repair_sessions(struct lyhd *d) {
         reap_log(d, s->row.chain, "rebuilt", "part of a running session's rules was missing");
     }
 out:
+    nft_data_pieces_free(dp);
     nft_names_free(p.rc.chains);
     free(p.rc.lo);
     free(p.elems);
@@ -1243,12 +1396,15 @@ static int base_with_listeners(struct lyhd *d, unsigned *flags) {
     /* The protocol process (it parses the forwarded DNS and the flow
      * events) may send only to the sessions' resolvers. */
     g->base.proto_uid = (uint32_t)d->proto_uid;
+    /* A session of the default policy as data (docs/guard-as-data.md), which
+     * needs chain input and the forwarders; kept in step below. */
+    g->base.data = g->base.inbound && g->base.dns;
     r = nft_ensure_base(g->nft, &g->base, flags);
     if (r < 0 && g->base.dns) {
         log_warn("nftables refused the DNS redirection (%s: %s); sessions' DNS goes where their "
                  "resolv.conf says",
                  nft_last_error_object(g->nft), strerror(-r));
-        g->base.dns = false;
+        g->base.dns = g->base.data = false;
         r = nft_ensure_base(g->nft, &g->base, flags);
     }
     if (r < 0 && g->base.inbound) /* once more: a transient failure must not turn them off */
@@ -1258,7 +1414,7 @@ static int base_with_listeners(struct lyhd *d, unsigned *flags) {
                  "nftables refused the rules that keep the network from a session's sockets "
                  "(%s: %s)",
                  nft_last_error_object(g->nft), strerror(-r));
-        g->base.inbound = false;
+        g->base.inbound = g->base.data = false;
         r = nft_ensure_base(g->nft, &g->base, flags);
     }
     if (r == 0)
@@ -1349,6 +1505,13 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
         snprintf(why, whylen, "cannot list chains of table inet lianyaohu: %s", strerror(-r));
         return r;
     }
+    sort_chains(&rc);
+    if (g->base.data && (r = nft_data_pieces_read(g->nft, &rc.dp)) < 0) {
+        snprintf(why, whylen, "cannot read the data sessions' rules of table inet lianyaohu: %s",
+                 strerror(-r));
+        nft_names_free(rc.chains);
+        return r;
+    }
     /* Loopback slots: adopted sessions keep theirs (read from the table);
      * new ones count on from a random start, so a slot an ended session had
      * before this start is not given again soon (its flows' conntrack entries
@@ -1365,6 +1528,7 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
                  store_errmsg(d->store));
         nft_names_free(rc.chains);
         free(rc.lo);
+        nft_data_pieces_free(rc.dp);
         return r;
     }
     (void)store_guard_foreach(d->store, reconcile_shared, &rc);
@@ -1373,6 +1537,7 @@ int guard_init(struct lyhd *d, char *why, size_t whylen) {
         (void)cg_foreach(&g->cg, reap_cgroup_cb, &rc);
     nft_names_free(rc.chains);
     free(rc.lo);
+    nft_data_pieces_free(rc.dp);
     if (rc.adopted || rc.reaped)
         log_info("startup reconciliation: %u session(s) re-adopted, %u reaped", rc.adopted,
                  rc.reaped);

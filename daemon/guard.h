@@ -19,6 +19,7 @@
 struct lyhd;
 struct session;
 struct nft;
+struct nft_counters;
 struct route_sock;
 
 struct guard {
@@ -127,6 +128,13 @@ int guard_shared_set_spec(struct store_guard *g, const struct gspec *spec);
 /* Render the chain a session's scope uses, from its spec (pure; for
  * --print-firewall too). */
 int guard_render_session(struct lyhd *d, const struct session *s, struct nftr_chain **ret);
+/* Render the session in the data layout, when it gets it (a session of its own
+ * chain with the default policy on a base with it: guard-as-data.md); -EINVAL
+ * when it does not. */
+int guard_render_data(struct lyhd *d, const struct session *s, struct nftr_data **ret);
+/* The session's own counters (its chain's, or its named counters in the data
+ * layout). */
+int guard_session_counters(struct lyhd *d, const struct session *s, struct nft_counters *ret);
 /* Install the session's chain (the row must already be committed with chain set). */
 int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whylen);
 /* Remove the session's chain (and map element). Missing = done. */

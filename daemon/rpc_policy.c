@@ -183,6 +183,7 @@ struct narrowed {
     struct gspec spec;
     bool cut;
     bool rebuild; /* its own chain (session scope) is replaced */
+    int swap;     /* a data session: its index in the swaps (-1: none) */
     char why[POLICY_WHY_MAX];
 };
 
@@ -284,6 +285,10 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, struct effec
     size_t cap = 0, n = 0, n_chains = 0, cut = 0;
     _cleanup_free_ struct narrowed *v = NULL;
     _cleanup_free_ const struct nftr_chain **chains = NULL;
+    /* data sessions (guard-as-data.md): their pieces swapped for their
+     * narrowed rules, in the chains' transaction */
+    _cleanup_free_ struct nft_data_swap *swaps = NULL;
+    size_t n_swaps = 0;
     struct guard_walk gw = {.np = np};
     int r = 0;
 
@@ -302,7 +307,8 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, struct effec
         return 0;
     v = calloc(cap ? cap : 1, sizeof(*v));
     chains = calloc(cap + gw.n, sizeof(*chains));
-    if (!v || !chains) {
+    swaps = calloc(cap ? cap : 1, sizeof(*swaps));
+    if (!v || !chains || !swaps) {
         snprintf(why, whylen, "out of memory");
         r = -ENOMEM;
         goto out;
@@ -389,6 +395,28 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, struct effec
         *tmp = *x->s;
         tmp->spec = x->spec;
         tmp->accept_unlogged = !np->log_allowed_flows;
+        x->swap = -1;
+        if (x->s->data) {
+            x->swap = (int)n_swaps;
+            struct nft_data_swap *w = &swaps[n_swaps++];
+            struct nftr_data *old = NULL, *nd = NULL;
+            r = guard_render_data(d, x->s, &old);
+            w->old = old;
+            if (r == 0) {
+                r = guard_render_data(d, tmp, &nd);
+                w->data = nd;
+                if (r == -EINVAL) { /* narrowed beyond the default policy: a chain now */
+                    r = guard_render_session(d, tmp, &c);
+                    w->chain = c;
+                }
+            }
+            if (r < 0) {
+                snprintf(why, whylen, "cannot render the narrowed rules of session '%s': %s",
+                         x->s->row.id, strerror(-r));
+                goto out;
+            }
+            continue;
+        }
         r = guard_render_session(d, tmp, &c);
         if (r < 0) {
             snprintf(why, whylen, "cannot render the narrowed rules of session '%s': %s",
@@ -407,8 +435,26 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, struct effec
         }
         chains[n_chains++] = c;
     }
-    if (n_chains > 0) {
-        r = nft_chains_replace(d->guard->nft, chains, n_chains);
+    if (n_chains + n_swaps > 0) {
+        r = nft_chains_replace(d->guard->nft, chains, n_chains, swaps, n_swaps);
+        if (r == -ENOENT && n_swaps) {
+            /* A piece of a data session is gone (someone else's doing):
+             * the chains alone, and those sessions end, what is left of
+             * their rules removed; never left with their wider rules. */
+            r = n_chains ? nft_chains_replace(d->guard->nft, chains, n_chains, NULL, 0) : 0;
+            for (size_t i = 0; r == 0 && i < n; i++) {
+                struct narrowed *x = &v[i];
+                if (!x->rebuild || x->swap < 0)
+                    continue;
+                x->cut = true;
+                x->swap = -1;
+                snprintf(x->why, sizeof(x->why),
+                         "policy: the session's rules were changed by someone else and could "
+                         "not be narrowed; session ended");
+                if (guard_session_del(d, x->s) == 0)
+                    x->s->has_chain = false;
+            }
+        }
         if (r < 0) {
             snprintf(why, whylen, "nftables refused the narrowed rules (%s): %s",
                      nft_last_error_object(d->guard->nft), strerror(-r));
@@ -430,6 +476,14 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, struct effec
     for (size_t i = 0; i < n; i++) {
         struct narrowed *x = &v[i];
         s = x->s;
+        if (x->rebuild && x->swap >= 0) { /* a data session, installed anew */
+            const struct nft_data_swap *w = &swaps[x->swap];
+            s->data = w->data != NULL;
+            free(s->nft_kept);
+            s->nft_kept = w->chain ? malloc(sizeof(*s->nft_kept)) : NULL;
+            if (s->nft_kept) /* (none kept: the delete asks) */
+                nft_session_objs_of(w->chain, s->nft_kept);
+        }
         if (x->rebuild) {
             s->spec = x->spec;
             s->accept_unlogged = !np->log_allowed_flows;
@@ -452,6 +506,11 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, struct effec
 out:
     for (size_t i = 0; i < n_chains; i++)
         nftr_chain_free((struct nftr_chain *)chains[i]);
+    for (size_t i = 0; i < n_swaps; i++) {
+        nftr_data_free((struct nftr_data *)swaps[i].old);
+        nftr_data_free((struct nftr_data *)swaps[i].data);
+        nftr_chain_free((struct nftr_chain *)swaps[i].chain);
+    }
     free(gw.v);
     return r;
 }

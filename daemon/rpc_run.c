@@ -703,9 +703,33 @@ static void print_firewall(struct lyhd *d, struct rpc_call *call, struct session
     int r;
 
     s->row.cgroup_id = 1; /* a placeholder: the real id exists only once the cgroup does */
-    r = guard_render_session(d, s, &c);
-    if (r == 0)
-        r = nftr_chain_text(c, &text);
+    /* In the data layout (a default policy: guard-as-data.md) its elements
+     * and log chains, which lyhd's base rules read; its loopback slot too is
+     * a placeholder then. */
+    struct nftr_data *dd = NULL;
+    uint32_t slot = s->lo_slot;
+    if (!s->lo_slot && d->guard->listeners)
+        s->lo_slot = 1;
+    r = guard_render_data(d, s, &dd);
+    s->lo_slot = slot;
+    if (r == 0) {
+        char *elems = NULL;
+        r = nftr_data_text(dd, &elems);
+        if (r == 0 && asprintf(&text,
+                               "# the default policy: a session as data, decided by the rules "
+                               "every such session shares\n# (nft list table inet " NFTR_TABLE
+                               "; docs/guard-as-data.md)\n%s",
+                               elems) < 0) {
+            text = NULL;
+            r = -ENOMEM;
+        }
+        free(elems);
+    } else {
+        r = guard_render_session(d, s, &c);
+        if (r == 0)
+            r = nftr_chain_text(c, &text);
+    }
+    nftr_data_free(dd);
     nftr_chain_free(c);
     if (r < 0) {
         rpc_fail(call, LIANYAOHU__V1__CODE__INVALID_ARGUMENT, "cannot render the rules: %s",

@@ -2,6 +2,7 @@
  * retention. Answers anyone; an admin sees every user's counts and guards,
  * anyone else only their own (own_only): how many sessions and connections
  * other users have, or how fast audit.db grows, is their business. */
+#include <stdio.h>
 #include <unistd.h>
 
 #include "daemon/audit.h"
@@ -64,6 +65,7 @@ void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
     /* Guards of the sessions the caller may see (an admin sees all), at most
      * what a client can hold; the count above is the total. */
     Lianyaohu__V1__GuardInfo gi[STATUS_MAX_GUARDS], *gp[STATUS_MAX_GUARDS];
+    char dchain[STATUS_MAX_GUARDS][NFTR_NAME_MAX + 8]; /* a data session: its d-<id> */
     struct session *s;
     size_t n = 0;
     TAILQ_FOREACH(s, &d->sessions, link) {
@@ -77,6 +79,10 @@ void rpc_status(struct lyhd *d, struct rpc_call *call, const LyhRequest *req) {
         gi[n].interface = s->row.interface;
         gi[n].refcount = 1;
         gi[n].chain = s->row.chain;
+        if (s->data) {
+            snprintf(dchain[n], sizeof(dchain[n]), NFTR_DLOG_CHAIN_PREFIX "%s", s->row.id);
+            gi[n].chain = dchain[n];
+        }
         gp[n] = &gi[n];
         n++;
     }

@@ -75,7 +75,9 @@ struct session {
     struct event *ev_grace;   /* SIGHUP sent, SIGKILL when this fires */
     struct event *ev_teardown;
     bool has_cgroup;
-    bool has_chain;
+    bool has_chain;           /* guard rules of its own (row.chain names them: s-<id>) */
+    bool data;                /* ... in the data layout (docs/guard-as-data.md): elements,
+                               * named counters and chains d-<id>/a-<id>, no s-<id> */
     bool exec_ok;
     bool exited;
     bool adopted;             /* found alive at startup: no client, no exit status */

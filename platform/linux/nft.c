@@ -1623,6 +1623,21 @@ static bool data_names_ok(const struct nftr_data *d) {
            strcmp(d->elems[d->n_elems - 1].set, NFTR_SET_DLIVE) == 0;
 }
 
+static void put_data_adds(struct nft *n, struct batch *bt, const struct nftr_data *d) {
+    for (size_t i = 0; i < d->n_objs; i++)
+        put_data_obj(n, bt, NFT_MSG_NEWOBJ, &d->objs[i]);
+    const char *chains[] = {d->alog, d->dlog};
+    const struct nftr_rule *rules[] = {&d->alog_rule, &d->dlog_rule};
+    for (size_t i = 0; i < ARRAY_SIZE(chains); i++) {
+        if (!chains[i][0])
+            continue;
+        put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, chains[i], false);
+        put_rule(n, bt, chains[i], rules[i], 0, true, NULL);
+    }
+    for (size_t i = 0; i < d->n_elems; i++)
+        put_data_elem(n, bt, NFT_MSG_NEWSETELEM, &d->elems[i]);
+}
+
 int nft_data_add(struct nft *n, const struct nftr_data *d) {
     if (!data_names_ok(d))
         return -EINVAL;
@@ -1632,18 +1647,7 @@ int nft_data_add(struct nft *n, const struct nftr_data *d) {
         batch_free(&bt);
         return r;
     }
-    for (size_t i = 0; i < d->n_objs; i++)
-        put_data_obj(n, &bt, NFT_MSG_NEWOBJ, &d->objs[i]);
-    const char *chains[] = {d->alog, d->dlog};
-    const struct nftr_rule *rules[] = {&d->alog_rule, &d->dlog_rule};
-    for (size_t i = 0; i < ARRAY_SIZE(chains); i++) {
-        if (!chains[i][0])
-            continue;
-        put_chain(n, &bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, chains[i], false);
-        put_rule(n, &bt, chains[i], rules[i], 0, true, NULL);
-    }
-    for (size_t i = 0; i < d->n_elems; i++) /* dlive's last: the session is live when all is there */
-        put_data_elem(n, &bt, NFT_MSG_NEWSETELEM, &d->elems[i]);
+    put_data_adds(n, &bt, d);
     return batch_send(n, &bt);
 }
 
@@ -1658,6 +1662,18 @@ static bool elem_opens_first(const struct nftr_elem *e) {
 static void put_data_chain_del(struct nft *n, struct batch *bt, const char *chain) {
     put_delrule(n, bt, chain, 0);
     put_chain(n, bt, NFT_MSG_DELCHAIN, 0, chain, false);
+}
+
+/* the elements before the chains and objects they name */
+static void put_data_dels(struct nft *n, struct batch *bt, const struct nftr_data *d) {
+    for (size_t i = d->n_elems; i-- > 0;)
+        put_data_elem(n, bt, NFT_MSG_DELSETELEM, &d->elems[i]);
+    const char *chains[] = {d->alog, d->dlog};
+    for (size_t i = 0; i < ARRAY_SIZE(chains); i++)
+        if (chains[i][0])
+            put_data_chain_del(n, bt, chains[i]);
+    for (size_t i = 0; i < d->n_objs; i++)
+        put_data_obj(n, bt, NFT_MSG_DELOBJ, &d->objs[i]);
 }
 
 /* One piece (element i, chain i - n_elems, or object i - n_elems - 2) in a
@@ -1692,15 +1708,7 @@ int nft_data_del(struct nft *n, const struct nftr_data *d, bool *ret_searched) {
         batch_free(&bt);
         return r;
     }
-    /* the elements before the chains and objects they name */
-    for (size_t i = d->n_elems; i-- > 0;)
-        put_data_elem(n, &bt, NFT_MSG_DELSETELEM, &d->elems[i]);
-    const char *chains[] = {d->alog, d->dlog};
-    for (size_t i = 0; i < ARRAY_SIZE(chains); i++)
-        if (chains[i][0])
-            put_data_chain_del(n, &bt, chains[i]);
-    for (size_t i = 0; i < d->n_objs; i++)
-        put_data_obj(n, &bt, NFT_MSG_DELOBJ, &d->objs[i]);
+    put_data_dels(n, &bt, d);
     r = batch_send(n, &bt);
     if (r != -ENOENT && r != -EBUSY)
         return r;
@@ -2406,39 +2414,44 @@ int nft_ensure_base(struct nft *n, const struct nftr_base_params *p, unsigned *r
 /* ---- sessions -------------------------------------------------------------------------- */
 
 
-int nft_session_add(struct nft *n, const struct nftr_chain *c) {
+/* The messages that install session chain c (nft_session_add); -EINVAL when c
+ * is not one. */
+static int put_session_adds(struct nft *n, struct batch *bt, const struct nftr_chain *c) {
     if (!c || c->scope != NFTR_SCOPE_SESSION || c->cgroup_id == 0 ||
         !has_prefix(c->name, NFTR_SESSION_CHAIN_PREFIX) ||
-        (c->lo_mark && !has_prefix(c->lo_name, NFTR_LOOPBACK_CHAIN_PREFIX)))
+        (c->lo_mark && !has_prefix(c->lo_name, NFTR_LOOPBACK_CHAIN_PREFIX)) ||
+        (c->set4[0] && (!has_prefix(c->set4, NFTR_DOMAIN_SET4_PREFIX) ||
+                        !has_prefix(c->set6, NFTR_DOMAIN_SET6_PREFIX))))
         return -EINVAL;
+    if (c->set4[0]) {
+        put_domain_set(n, bt, NFT_MSG_NEWSET, c->set4, AF_INET);
+        put_domain_set(n, bt, NFT_MSG_NEWSET, c->set6, AF_INET6);
+    }
+    put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, c->name, false);
+    for (size_t i = 0; i < c->n_rules; i++)
+        put_rule(n, bt, c->name, &c->rules[i], i, true, NULL);
+    if (c->lo_mark) {
+        put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, c->lo_name, false);
+        for (size_t i = 0; i < c->n_lo_rules; i++)
+            put_rule(n, bt, c->lo_name, &c->lo_rules[i], i, true, NULL);
+        put_lo_elem(n, bt, NFT_MSG_NEWSETELEM, c->lo_mark, c->lo_name);
+        put_served_elem(n, bt, NFT_MSG_NEWSETELEM, c->cgroup_id, &c->served_mark);
+    }
+    if (c->dns_port)
+        put_dns_elem(n, bt, NFT_MSG_NEWSETELEM, c->cgroup_id, c->dns_port);
+    put_session_elem(n, bt, NFT_MSG_NEWSETELEM, c->cgroup_id, c->name);
+    return 0;
+}
+
+int nft_session_add(struct nft *n, const struct nftr_chain *c) {
     struct batch bt;
     int r = batch_start(n, &bt, NULL);
+    if (r == 0)
+        r = put_session_adds(n, &bt, c);
     if (r < 0) {
         batch_free(&bt);
         return r;
     }
-    if (c->set4[0]) {
-        if (!has_prefix(c->set4, NFTR_DOMAIN_SET4_PREFIX) ||
-            !has_prefix(c->set6, NFTR_DOMAIN_SET6_PREFIX)) {
-            batch_free(&bt);
-            return -EINVAL;
-        }
-        put_domain_set(n, &bt, NFT_MSG_NEWSET, c->set4, AF_INET);
-        put_domain_set(n, &bt, NFT_MSG_NEWSET, c->set6, AF_INET6);
-    }
-    put_chain(n, &bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, c->name, false);
-    for (size_t i = 0; i < c->n_rules; i++)
-        put_rule(n, &bt, c->name, &c->rules[i], i, true, NULL);
-    if (c->lo_mark) {
-        put_chain(n, &bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, c->lo_name, false);
-        for (size_t i = 0; i < c->n_lo_rules; i++)
-            put_rule(n, &bt, c->lo_name, &c->lo_rules[i], i, true, NULL);
-        put_lo_elem(n, &bt, NFT_MSG_NEWSETELEM, c->lo_mark, c->lo_name);
-        put_served_elem(n, &bt, NFT_MSG_NEWSETELEM, c->cgroup_id, &c->served_mark);
-    }
-    if (c->dns_port)
-        put_dns_elem(n, &bt, NFT_MSG_NEWSETELEM, c->cgroup_id, c->dns_port);
-    put_session_elem(n, &bt, NFT_MSG_NEWSETELEM, c->cgroup_id, c->name);
     return batch_send(n, &bt);
 }
 
@@ -2816,9 +2829,14 @@ int nft_set_exists(struct nft *n, const char *name) {
     return r == -ENOENT ? 0 : r < 0 ? r : 1;
 }
 
-int nft_chains_replace(struct nft *n, const struct nftr_chain *const *chains, size_t count) {
-    if (!chains || count == 0)
+int nft_chains_replace(struct nft *n, const struct nftr_chain *const *chains, size_t count,
+                       const struct nft_data_swap *swaps, size_t n_swaps) {
+    if ((!chains && count) || (!swaps && n_swaps) || count + n_swaps == 0)
         return -EINVAL;
+    for (size_t i = 0; i < n_swaps; i++)
+        if (!data_names_ok(swaps[i].old) || !!swaps[i].chain == !!swaps[i].data ||
+            (swaps[i].data && !data_names_ok(swaps[i].data)))
+            return -EINVAL;
     for (size_t i = 0; i < count; i++) {
         const char *name = chains[i] ? chains[i]->name : NULL;
         if (!name || !name[0] || strlen(name) >= NFTR_NAME_MAX ||
@@ -2842,6 +2860,20 @@ int nft_chains_replace(struct nft *n, const struct nftr_chain *const *chains, si
             for (size_t k = 0; k < c->n_lo_rules; k++)
                 put_rule(n, &bt, c->lo_name, &c->lo_rules[k], k, true, NULL);
         }
+    }
+    /* A data session's pieces go and its new ones come in the same
+     * transaction: a cgroup or slot is never held twice (the old elements
+     * are gone when the new ones are added), and nothing is open between. */
+    for (size_t i = 0; i < n_swaps && r == 0; i++) {
+        put_data_dels(n, &bt, swaps[i].old);
+        if (swaps[i].data)
+            put_data_adds(n, &bt, swaps[i].data);
+        else
+            r = put_session_adds(n, &bt, swaps[i].chain);
+    }
+    if (r < 0) {
+        batch_free(&bt);
+        return r;
     }
     return batch_send(n, &bt);
 }
@@ -3019,6 +3051,22 @@ int nft_list_chains(struct nft *n, char ***ret_names, size_t *ret_n) {
     return 0;
 }
 
+/* Room for element n of the array the pointer at vp holds (capacity *cap,
+ * doubled from 64, elements of size bytes): 0, or -ENOMEM (unchanged). The
+ * pointer is read and written with memcpy, whatever its type. */
+static int grow(void *vp, size_t n, size_t *cap, size_t size) {
+    if (n < *cap)
+        return 0;
+    void *old, *p;
+    size_t c = *cap ? *cap * 2 : 64;
+    memcpy(&old, vp, sizeof(old));
+    if (!(p = reallocarray(old, c, size)))
+        return -ENOMEM;
+    memcpy(vp, &p, sizeof(p));
+    *cap = c;
+    return 0;
+}
+
 struct sess_list {
     struct nft_session_elem *v;
     size_t n, cap;
@@ -3037,16 +3085,8 @@ static int sess_elem_cb(struct nftnl_set_elem *e, void *data) {
     const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
     if (!key || (len != sizeof(uint64_t) && len != sizeof(uint32_t)))
         return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        void *v = reallocarray(l->v, cap, sizeof(l->v[0]));
-        if (!v) {
-            l->err = -ENOMEM;
-            return -1;
-        }
-        l->v = v;
-        l->cap = cap;
-    }
+    if ((l->err = grow(&l->v, l->n, &l->cap, sizeof(l->v[0]))) < 0)
+        return -1;
     struct nft_session_elem *s = &l->v[l->n++];
     if (len == sizeof(uint32_t)) { /* map loopback: a mark */
         uint32_t m;
@@ -3075,16 +3115,23 @@ static int sess_elem_cb(struct nftnl_set_elem *e, void *data) {
     return 0;
 }
 
-static int sess_msg_cb(const struct nlmsghdr *nlh, void *data) {
-    struct sess_list *l = data;
+/* A dump message of set elements: cb for each; *err is where cb leaves its
+ * error when it stops the walk. */
+static int set_elems_each(const struct nlmsghdr *nlh, int (*cb)(struct nftnl_set_elem *, void *),
+                          void *data, const int *err) {
     _cleanup_(setp) struct nftnl_set *s = nftnl_set_alloc();
     if (!s)
         return -ENOMEM;
     if (nftnl_set_elems_nlmsg_parse(nlh, s) < 0)
         return -EPROTO;
-    if (nftnl_set_elem_foreach(s, sess_elem_cb, l) < 0)
-        return l->err ? l->err : -EPROTO;
+    if (nftnl_set_elem_foreach(s, cb, data) < 0)
+        return *err ? *err : -EPROTO;
     return 0;
+}
+
+static int sess_msg_cb(const struct nlmsghdr *nlh, void *data) {
+    struct sess_list *l = data;
+    return set_elems_each(nlh, sess_elem_cb, l, &l->err);
 }
 
 static int list_map(struct nft *n, const char *map, struct nft_session_elem **ret, size_t *ret_n) {
@@ -3127,6 +3174,365 @@ int nft_list_served(struct nft *n, struct nft_session_elem **ret, size_t *ret_n)
 
 int nft_list_dnsport(struct nft *n, struct nft_session_elem **ret, size_t *ret_n) {
     return list_map_or_none(n, NFTR_MAP_DNSPORT, ret, ret_n);
+}
+
+/* ---- a data session's counters ----------------------------------------------------------- */
+
+struct ctr_read {
+    uint64_t packets, bytes;
+    bool got;
+};
+
+static int obj_cb(const struct nlmsghdr *nlh, void *data) {
+    struct ctr_read *c = data;
+    _cleanup_(objp) struct nftnl_obj *o = nftnl_obj_alloc();
+    if (!o)
+        return -ENOMEM;
+    if (nftnl_obj_nlmsg_parse(nlh, o) < 0)
+        return -EPROTO;
+    if (!nftnl_obj_is_set(o, NFTNL_OBJ_CTR_PKTS) || !nftnl_obj_is_set(o, NFTNL_OBJ_CTR_BYTES))
+        return -EPROTO;
+    c->packets = nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS);
+    c->bytes = nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES);
+    c->got = true;
+    return 0;
+}
+
+static void build_obj(struct nlmsghdr *nlh, const void *o) { nftnl_obj_nlmsg_build_payload(nlh, (struct nftnl_obj *)o); }
+
+/* counter object <kind>-<id> */
+static int get_counter(struct nft *n, const char *kind, const char *id, struct ctr_read *ret) {
+    _cleanup_(objp) struct nftnl_obj *o = nftnl_obj_alloc();
+    char name[NFTR_NAME_MAX];
+    snprintf(name, sizeof(name), "%s-%s", kind, id);
+    if (o) {
+        nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, NFTR_TABLE);
+        nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
+        nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+    }
+    if (!o || !nftnl_obj_is_set(o, NFTNL_OBJ_TABLE) || !nftnl_obj_is_set(o, NFTNL_OBJ_NAME))
+        return -ENOMEM;
+    *ret = (struct ctr_read){0};
+    struct nlmsghdr *nlh = req_hdr(n, NFT_MSG_GETOBJ, NLM_F_ACK);
+    build_obj(nlh, o);
+    int r = talk(n, nlh, obj_cb, ret);
+    return r < 0 ? r : ret->got ? 0 : -EPROTO;
+}
+
+int nft_data_counters(struct nft *n, const char *id, struct nft_counters *ret, uint64_t *ret_dns) {
+    struct ctr_read acct, dnsc, anew, lnew, refused, idrop;
+    int r;
+    if ((r = get_counter(n, NFTR_MAP_ACCT, id, &acct)) < 0 ||
+        (r = get_counter(n, NFTR_MAP_DNSC, id, &dnsc)) < 0 ||
+        (r = get_counter(n, NFTR_MAP_ANEW, id, &anew)) < 0 ||
+        (r = get_counter(n, NFTR_MAP_LNEW, id, &lnew)) < 0 ||
+        (r = get_counter(n, NFTR_MAP_DROP, id, &refused)) < 0 ||
+        (r = get_counter(n, NFTR_MAP_IDROP, id, &idrop)) < 0)
+        return r;
+    /* as a chain session's: its DNS flows' packets are accepted packets */
+    *ret = (struct nft_counters){
+        .accept_packets = acct.packets + dnsc.packets,
+        .accept_bytes = acct.bytes + dnsc.bytes,
+        .reject_packets = refused.packets + idrop.packets,
+        .reject_bytes = refused.bytes + idrop.bytes,
+        .accept_flows = anew.packets + lnew.packets,
+    };
+    if (ret_dns)
+        *ret_dns = dnsc.packets;
+    return 0;
+}
+
+/* ---- the data layout's elements as they are --------------------------------------------- */
+
+struct raw_elem {
+    uint8_t key[8 + IFNAMSIZ];
+    uint32_t klen;
+    uint8_t val[4];
+    uint32_t vlen;
+    bool has_verdict;
+    int32_t verdict;
+    char name[NFTR_NAME_MAX]; /* a verdict's chain, or an object */
+};
+
+struct raw_set {
+    const char *name;
+    enum nftr_key key;
+    struct raw_elem *v;
+    size_t n, cap;
+    int err;
+};
+
+/* the base's maps a data session has elements in, besides its own sets */
+static const struct nftr_data_set base_maps[] = {
+    { NFTR_MAP_SESSIONS, NFTR_K_CG, NFTR_D_CONTINUE, "" },
+    { NFTR_MAP_LOOPBACK, NFTR_K_MARK, NFTR_D_CONTINUE, "" },
+    { NFTR_MAP_SERVED, NFTR_K_CG, NFTR_D_MARK, "" },
+    { NFTR_MAP_DNSPORT, NFTR_K_CG, NFTR_D_PORT, "" },
+};
+#define PIECE_SETS_MAX 32
+
+struct nft_data_pieces {
+    struct raw_set sets[PIECE_SETS_MAX];
+    size_t n;
+};
+
+static int raw_cmp(const void *a, const void *b) {
+    const struct raw_elem *x = a, *y = b;
+    if (x->klen != y->klen)
+        return x->klen < y->klen ? -1 : 1;
+    return memcmp(x->key, y->key, x->klen);
+}
+
+static void raw_set_reset(void *data) {
+    struct raw_set *l = data;
+    l->n = 0;
+    l->err = 0;
+}
+
+static int raw_elem_cb(struct nftnl_set_elem *e, void *data) {
+    struct raw_set *l = data;
+    uint32_t len = 0;
+    const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+    if (!key || len > sizeof(l->v[0].key))
+        return 0;
+    if ((l->err = grow(&l->v, l->n, &l->cap, sizeof(l->v[0]))) < 0)
+        return -1;
+    struct raw_elem *r = &l->v[l->n++];
+    memset(r, 0, sizeof(*r));
+    memcpy(r->key, key, len);
+    r->klen = len;
+    uint32_t dlen = 0;
+    const void *val = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_DATA)
+                          ? nftnl_set_elem_get(e, NFTNL_SET_ELEM_DATA, &dlen)
+                          : NULL;
+    if (val && dlen <= sizeof(r->val)) {
+        memcpy(r->val, val, dlen);
+        r->vlen = dlen;
+    }
+    if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_VERDICT)) {
+        r->has_verdict = true;
+        r->verdict = (int32_t)nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_VERDICT);
+    }
+    const char *nm = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_CHAIN)
+                         ? nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_CHAIN)
+                     : nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_OBJREF)
+                         ? nftnl_set_elem_get_str(e, NFTNL_SET_ELEM_OBJREF)
+                         : NULL;
+    snprintf(r->name, sizeof(r->name), "%s", nm ? nm : "");
+    return 0;
+}
+
+static int raw_msg_cb(const struct nlmsghdr *nlh, void *data) {
+    struct raw_set *l = data;
+    return set_elems_each(nlh, raw_elem_cb, l, &l->err);
+}
+
+void nft_data_pieces_free(struct nft_data_pieces *p) {
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        free(p->sets[i].v);
+    free(p);
+}
+
+static void piecesp(struct nft_data_pieces **p) { nft_data_pieces_free(*p); }
+
+int nft_data_pieces_read(struct nft *n, struct nft_data_pieces **ret) {
+    _cleanup_(piecesp) struct nft_data_pieces *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    const struct nftr_data_set *ds;
+    size_t nds = nftr_data_sets(&ds);
+    for (size_t i = 0; i < nds + ARRAY_SIZE(base_maps) && i < PIECE_SETS_MAX; i++) {
+        const struct nftr_data_set *d = i < nds ? &ds[i] : &base_maps[i - nds];
+        struct raw_set *l = &p->sets[p->n++];
+        l->name = d->name;
+        l->key = d->key;
+        _cleanup_(setp) struct nftnl_set *s = set_obj(d->name, 0);
+        if (!s)
+            return -ENOMEM;
+        int r = dump(n, NFT_MSG_GETSETELEM, build_elems, s, raw_msg_cb, raw_set_reset, l);
+        if (r == -ENOENT && i >= nds) /* a base without listeners or DNS: no such map */
+            r = 0;
+        if (r < 0)
+            return r;
+        if (l->n)
+            qsort(l->v, l->n, sizeof(l->v[0]), raw_cmp);
+    }
+    *ret = TAKE_PTR(p);
+    return 0;
+}
+
+static const struct raw_set *pieces_set(const struct nft_data_pieces *p, const char *name) {
+    for (size_t i = 0; i < p->n; i++)
+        if (strcmp(p->sets[i].name, name) == 0)
+            return &p->sets[i];
+    return NULL;
+}
+
+static const struct raw_elem *pieces_find(const struct raw_set *l, const uint8_t *key, uint32_t klen) {
+    struct raw_elem k = {.klen = klen};
+    memcpy(k.key, key, klen);
+    return l && l->n ? bsearch(&k, l->v, l->n, sizeof(k), raw_cmp) : NULL;
+}
+
+bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_data *d) {
+    for (size_t i = 0; i < d->n_elems; i++) {
+        const struct nftr_elem *e = &d->elems[i];
+        uint8_t key[8 + IFNAMSIZ];
+        uint32_t klen = (uint32_t)elem_key(e, key);
+        const struct raw_elem *r = pieces_find(pieces_set(p, e->set), key, klen);
+        if (!r)
+            return false;
+        uint16_t port = htons(e->vport);
+        bool same = true;
+        switch (e->val) {
+        case NFTR_D_NONE:
+            break;
+        case NFTR_D_MARK:
+            same = r->vlen == 4 && memcmp(r->val, &e->vmark, 4) == 0;
+            break;
+        case NFTR_D_PORT:
+            same = r->vlen == 2 && memcmp(r->val, &port, 2) == 0;
+            break;
+        case NFTR_D_COUNTER:
+        case NFTR_D_LIMIT:
+            same = strcmp(r->name, e->vname) == 0;
+            break;
+        case NFTR_D_VERDICT:
+            same = r->has_verdict && r->verdict == NFT_JUMP && strcmp(r->name, e->vname) == 0;
+            break;
+        case NFTR_D_CONTINUE:
+            same = r->has_verdict && r->verdict == NFT_CONTINUE;
+            break;
+        }
+        if (!same)
+            return false;
+    }
+    return true;
+}
+
+int nft_data_pieces_slot_mark(const struct nft_data_pieces *p, uint64_t cgroup_id, uint32_t *ret) {
+    uint8_t key[8];
+    memcpy(key, &cgroup_id, 8);
+    const struct raw_elem *r = pieces_find(pieces_set(p, NFTR_MAP_DLOMARK), key, 8);
+    if (!r || r->vlen != 4)
+        return -ENOENT;
+    memcpy(ret, r->val, 4);
+    return 0;
+}
+
+/* The key of the element of map `map` whose verdict jumps to chain. */
+static const struct raw_elem *pieces_jumping(const struct nft_data_pieces *p, const char *map,
+                                             const char *chain) {
+    const struct raw_set *l = pieces_set(p, map);
+    for (size_t i = 0; l && i < l->n; i++)
+        if (l->v[i].has_verdict && l->v[i].verdict == NFT_JUMP && strcmp(l->v[i].name, chain) == 0)
+            return &l->v[i];
+    return NULL;
+}
+
+int nft_data_pieces_owner(const struct nft_data_pieces *p, const char *id, uint64_t *ret_cgroup_id,
+                          uint32_t *ret_mark) {
+    char dlog[NFTR_NAME_MAX];
+    snprintf(dlog, sizeof(dlog), NFTR_DLOG_CHAIN_PREFIX "%s", id);
+    const struct raw_elem *c = pieces_jumping(p, NFTR_MAP_DLOG, dlog);
+    const struct raw_elem *m = pieces_jumping(p, NFTR_MAP_DLOGM, dlog);
+    *ret_cgroup_id = 0;
+    *ret_mark = 0;
+    if (c && c->klen == 8)
+        memcpy(ret_cgroup_id, c->key, 8);
+    if (m && m->klen == 4)
+        memcpy(ret_mark, m->key, 4);
+    else if (*ret_cgroup_id)
+        (void)nft_data_pieces_slot_mark(p, *ret_cgroup_id, ret_mark);
+    return c || m ? 0 : -ENOENT;
+}
+
+/* Does a raw element of a set with this key kind belong to cgroup_id (or, keyed
+ * by a mark alone, to mark)? */
+static bool raw_owned(const struct raw_elem *r, enum nftr_key k, uint64_t cg, uint32_t mark) {
+    size_t at = k == NFTR_K_PORT_CG || k == NFTR_K_MARK_CG ? 4 : 0;
+    if (k == NFTR_K_MARK)
+        return mark && r->klen == 4 && memcmp(r->key, &mark, 4) == 0;
+    return cg && r->klen >= at + 8 && memcmp(r->key + at, &cg, 8) == 0;
+}
+
+int nft_data_reap(struct nft *n, const struct nft_data_pieces *p, const char *id, uint64_t cgroup_id,
+                  uint32_t mark) {
+    size_t removed = 0;
+    int err = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct raw_set *l = &p->sets[i];
+        /* map loopback: only a data session's own slot element (continue),
+         * never a chain session's jump */
+        bool lomap = strcmp(l->name, NFTR_MAP_LOOPBACK) == 0;
+        for (size_t k = 0; k < l->n; k++) {
+            const struct raw_elem *r = &l->v[k];
+            if (!raw_owned(r, l->key, cgroup_id, mark) ||
+                (lomap && !(r->has_verdict && r->verdict == NFT_CONTINUE)) ||
+                (strcmp(l->name, NFTR_MAP_SESSIONS) == 0 &&
+                 !(r->has_verdict && r->verdict == NFT_CONTINUE)))
+                continue;
+            struct batch bt;
+            int e = batch_start(n, &bt, NULL);
+            if (e == 0) {
+                _cleanup_(setp) struct nftnl_set *s = set_obj(l->name, 0);
+                _cleanup_(elemp) struct nftnl_set_elem *el = nftnl_set_elem_alloc();
+                if (!s || !el || nftnl_set_elem_set(el, NFTNL_SET_ELEM_KEY, r->key, r->klen) < 0) {
+                    bt.err = -ENOMEM;
+                } else {
+                    nftnl_set_elem_add(s, TAKE_PTR(el));
+                    struct nlmsghdr *nlh = batch_msg(n, &bt, NFT_MSG_DELSETELEM, 0,
+                                                     "element of %s", l->name);
+                    if (nlh) {
+                        nftnl_set_elems_nlmsg_build_payload(nlh, s);
+                        batch_next(&bt);
+                    }
+                }
+                e = batch_send(n, &bt);
+            } else {
+                batch_free(&bt);
+            }
+            if (e == 0)
+                removed++;
+            else if (e != -ENOENT && !err)
+                err = e;
+        }
+    }
+    /* its chains and objects, by name */
+    char name[NFTR_NAME_MAX];
+    const char *chain_pfx[] = {NFTR_ALOG_CHAIN_PREFIX, NFTR_DLOG_CHAIN_PREFIX};
+    const struct nftr_data_set *ds;
+    size_t nds = nftr_data_sets(&ds), nk = 0;
+    const struct nftr_data_set *kinds[PIECE_SETS_MAX];
+    for (size_t i = 0; i < nds && nk < PIECE_SETS_MAX; i++)
+        if (ds[i].val == NFTR_D_COUNTER || ds[i].val == NFTR_D_LIMIT)
+            kinds[nk++] = &ds[i]; /* each object is named after its map */
+    for (size_t i = 0; i < ARRAY_SIZE(chain_pfx) + nk; i++) {
+        struct batch bt;
+        int e = batch_start(n, &bt, NULL);
+        if (e < 0) {
+            batch_free(&bt);
+            err = err ? err : e;
+            continue;
+        }
+        if (i < ARRAY_SIZE(chain_pfx)) {
+            snprintf(name, sizeof(name), "%s%s", chain_pfx[i], id);
+            put_data_chain_del(n, &bt, name);
+        } else {
+            const struct nftr_data_set *kind = kinds[i - ARRAY_SIZE(chain_pfx)];
+            struct nftr_obj o = {.type = kind->val};
+            snprintf(o.name, sizeof(o.name), "%s-%s", kind->name, id);
+            put_data_obj(n, &bt, NFT_MSG_DELOBJ, &o);
+        }
+        e = batch_send(n, &bt);
+        if (e == 0)
+            removed++;
+        else if (e != -ENOENT && !err)
+            err = e;
+    }
+    return err ? err : removed ? 0 : -ENOENT;
 }
 
 int nft_table_delete(struct nft *n) {

@@ -116,6 +116,32 @@ int nft_data_add(struct nft *n, const struct nftr_data *d);
  * there, else the first error (what could be removed is gone). */
 int nft_data_del(struct nft *n, const struct nftr_data *d, bool *ret_searched);
 
+/* The data sessions' elements as the table holds them (every set of the layout,
+ * and maps sessions, loopback, served, dnsport): what the check after a
+ * foreign change and the startup's reconciliation compare with what a session
+ * should have, and what the reaping of leftovers reads. About 24 dumps. */
+struct nft_data_pieces;
+int nft_data_pieces_read(struct nft *n, struct nft_data_pieces **ret);
+void nft_data_pieces_free(struct nft_data_pieces *p); /* NULL ok */
+/* Whether every element of d is there, with d's value. */
+bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_data *d);
+/* The mark of the new loopback flows of the data session of cgroup_id (map
+ * dlomark): its slot. -ENOENT without one. */
+int nft_data_pieces_slot_mark(const struct nft_data_pieces *p, uint64_t cgroup_id, uint32_t *ret);
+/* The cgroup and the loopback mark of data session id, from the elements that
+ * jump to its chain d-<id> (0 for what none tells). -ENOENT if none does. */
+int nft_data_pieces_owner(const struct nft_data_pieces *p, const char *id, uint64_t *ret_cgroup_id,
+                          uint32_t *ret_mark);
+/* Remove whatever is left of data session id: every element keyed by its
+ * cgroup (or, keyed by a mark alone, by its mark) in p, its `continue`
+ * elements of maps sessions and loopback (never a chain session's jump), its
+ * chains and its objects, each in a transaction of its own (what is gone
+ * already is skipped). 0 when something was removed, -ENOENT when nothing
+ * was there, else the first error. For leftovers whose session lyhd has no
+ * record of. */
+int nft_data_reap(struct nft *n, const struct nft_data_pieces *p, const char *id, uint64_t cgroup_id,
+                  uint32_t mark);
+
 /* Uid scopes (NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER), one transaction: chain
  * LYH-<uid> / LYH-U-<uid> with its rules, and the dispatch rule inserted at the
  * head of guarded / output, tagged (rule userdata comment) with the chain name.
@@ -131,11 +157,24 @@ int nft_uid_chain_del(struct nft *n, enum nftr_scope scope, uint32_t uid);
  * unguarded in between: brings an older dispatch rule up to date. */
 int nft_uid_chain_replace(struct nft *n, uint32_t uid, const struct nftr_chain *c);
 
+/* A data session's rules replaced (live narrowing): its pieces `old` removed,
+ * and the session installed anew, as a chain session (chain) or as data
+ * (data; exactly one of the two). */
+struct nft_data_swap {
+    const struct nftr_data *old;
+    const struct nftr_chain *chain;
+    const struct nftr_data *data;
+};
+
 /* Replace the rules of existing chains, all in one transaction: for each chain,
  * flush its rules and append c->rules. Dispatch (map element, jump rule) is not
- * touched. The chains' counters start again at zero. -ENOENT (nothing changed)
- * if one of the chains does not exist; -EINVAL for a base chain name or n == 0. */
-int nft_chains_replace(struct nft *n, const struct nftr_chain *const *chains, size_t count);
+ * touched. The chains' counters start again at zero. In the same transaction,
+ * each swap's data session is removed and installed anew. -ENOENT (nothing
+ * changed) if one of the chains, or a piece of an old data session, does not
+ * exist; -EINVAL for a base chain name, nothing to do, or a swap that is not
+ * one. */
+int nft_chains_replace(struct nft *n, const struct nftr_chain *const *chains, size_t count,
+                       const struct nft_data_swap *swaps, size_t n_swaps);
 
 /* Names of all chains in the table (output and guarded included), in kernel order.
  * *ret_names is a NULL-terminated array owned by the caller: nft_names_free().
@@ -175,6 +214,12 @@ struct nft_counters {
     uint64_t accept_flows;   /* new flows accepted: each one an allowed log event */
 };
 int nft_chain_counters(struct nft *n, const char *chain, struct nft_counters *ret);
+/* The same for data session id, from its named counters: accepted packets
+ * acct + dnsc (as a chain session counts its DNS flows' among them), new
+ * flows anew + lnew, refusals refused + idrop (on input too, which a chain
+ * session's lo-<id> does not count). *ret_dns (may be NULL): the packets of
+ * its DNS flows. -ENOENT when a counter is missing. */
+int nft_data_counters(struct nft *n, const char *id, struct nft_counters *ret, uint64_t *ret_dns);
 /* Packets counted by the chain's rules that set the conntrack mark to mark
  * (`ct mark set MARK`). -ENOENT without chain; -ENODATA when no rule sets it
  * or one that does has no counter (nothing to go by). */

@@ -2117,6 +2117,12 @@ int nftr_data_text(const struct nftr_data *d, char **ret) {
     struct sb s = { .buf = NULL };
     sb_printf(&s, "# lianyaohu data session %s, cgroup id %" PRIu64 "\n", d->session_id,
               d->cgroup_id);
+    bool v6 = false;
+    for (size_t i = 0; i < d->n_elems; i++)
+        v6 |= strcmp(d->elems[i].set, NFTR_SET_DVPN6) == 0;
+    if (!v6) /* (lyh doctor looks for this line, as for a chain's IPv6 refusal) */
+        sb_printf(&s, "# IPv6 blocked: no element of set " NFTR_SET_DVPN6
+                      ", so no IPv6 packet of it leaves by the VPN\n");
     for (size_t i = 0; i < d->n_objs; i++) {
         const struct nftr_obj *o = &d->objs[i];
         if (o->type == NFTR_D_COUNTER)

@@ -509,11 +509,14 @@ t_eq "5: the attacking session ends, having seen the host's try (9: it did not)"
 t_check "5: the refusals are in the audit log" \
     sh -c "'$LYH_LYH' --socket '$LYH_SOCK' audit query --verdict denied --port $HPORT --json | grep -q '127.0.0.1'"
 
-# 5b. Root deletes a running session's element of map loopback. The session's
-# flows through lo still carry its mark but meet no chain lo-<id> on input:
-# chain input refuses them (until 2026-12-07 it let them reach any host
-# service; nft_guard.sh checks that rule alone), and lyhd's ruleset watch puts
-# the session's rules back, so that its own servers answer it again.
+# 5b. Root deletes a piece of a running session's rules that its flows through
+# lo need: for a session with chains, its element of map loopback (its flows
+# still carry its mark but meet no chain lo-<id> on input: chain input refuses
+# them; until 2026-12-07 it let them reach any host service; nft_guard.sh checks
+# that rule alone); for a data session (the default policy: guard-as-data.md),
+# its element of set downmark, which pairs its mark with its cgroup (without
+# it, its flows through lo are refused on output). lyhd's ruleset watch puts the
+# session's rules back, so that its own servers answer it again.
 LOTRY='import socket, sys, os, time, errno
 hport, go = int(sys.argv[1]), sys.argv[2]
 own = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -565,13 +568,29 @@ running_sid() {
         "select id from sessions where state=2 and started_ms > ${t5:-0} limit 1" 2>/dev/null)
     [ -n "$SID5" ]
 }
-lo_mark_of() { # the mark of the loopback element that jumps to lo-$SID5
-    lyh_nft list map inet lianyaohu loopback 2>/dev/null |
-        grep -Eo -- "0x[0-9a-f]+ : jump lo-${SID5:-x}([^0-9a-f]|\$)" | grep -Eo '^0x[0-9a-f]+'
+# nft reads and prints a cgroup as a path below /sys/fs/cgroup, in the mount
+# namespace it runs in: nsenter, not ip netns exec (which remounts /sys)
+nft5() { nsenter --net="/run/netns/$LYH_MAIN" nft "$@"; }
+cg5() { # the session's cgroup as nft names it
+    local cg
+    cg=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select cgroup from sessions where id='${SID5:-x}'" 2>/dev/null)
+    local base=${LYH_CGMNT#/sys/fs/cgroup}
+    base=${base#/}
+    if [ -n "$base" ]; then echo "$base$cg"; else echo "${cg#/}"; fi
+}
+lo_mark_of() { # the session's loopback mark: its loopback element, or (data) its dlomark one
+    if [ "$layout5" = data ]; then
+        nft5 list map inet lianyaohu dlomark 2>/dev/null | tr ',' '\n' |
+            grep -F "\"$(cg5)\" :" | grep -Eo ': 0x[0-9a-f]+' | grep -Eo '0x[0-9a-f]+'
+    else
+        lyh_nft list map inet lianyaohu loopback 2>/dev/null |
+            grep -Eo -- "0x[0-9a-f]+ : jump lo-${SID5:-x}([^0-9a-f]|\$)" | grep -Eo '^0x[0-9a-f]+'
+    fi
 }
 SID5=""
 lyh_wait_until 15 running_sid
 lyh_wait_until 15 test -e "$go_f.ready"
+layout5=$(lyh_session_rules "$SID5")
 lo_mark5=$(lo_mark_of)
 # A change of someone else's that leaves the session's rules whole: lyhd's
 # check (20 ms later) leaves them alone.
@@ -580,8 +599,14 @@ sleep 0.5
 t_check "5b: a change elsewhere in nftables leaves the running session's rules alone" \
     eval '! grep -q "put them back" "$LYH_DAEMON_LOG" && [ -n "$lo_mark5" ] && [ "$(lo_mark_of)" = "$lo_mark5" ]'
 deleted=no
-[ -n "$lo_mark5" ] && lyh_nft delete element inet lianyaohu loopback "{ $lo_mark5 }" && deleted=yes
-t_eq "5b: root deleted the running session's element of map loopback (${lo_mark5:-none found})" "$deleted" yes
+if [ "$layout5" = data ]; then
+    [ -n "$lo_mark5" ] && nft5 delete element inet lianyaohu downmark "{ $lo_mark5 . \"$(cg5)\" }" &&
+        deleted=yes
+else
+    [ -n "$lo_mark5" ] && lyh_nft delete element inet lianyaohu loopback "{ $lo_mark5 }" && deleted=yes
+fi
+t_eq "5b: root deleted the element its flows through lo need (${layout5:-no rules}, ${lo_mark5:-none found})" \
+    "$deleted" yes
 put_back() { grep -qF "session '${SID5:-x}': part of its firewall rules was removed by someone else while it ran; put them back" "$LYH_DAEMON_LOG"; }
 lyh_wait_until 5 eval 'put_back && [ -n "$(lo_mark_of)" ]'
 t_check "5b: lyhd saw it and put the session's rules back, under the same mark ($(lo_mark_of))" \

@@ -224,8 +224,9 @@ agent_client_rc() {
 # tmpdir, live row); empty when nothing is.
 session_left() {
     local sid=$1 st left=""
-    lyh_session_chains | grep -qx "s-$sid" && left+="chain "
+    lyh_session_chains | grep -Eqx "(s|a|d)-$sid" && left+="chain "
     lyh_session_elems | grep -q " s-$sid\$" && left+="map-element "
+    [ -n "$(lyh_session_nft_left "$sid")" ] && left+="rules "
     [ -d "$LYH_CGBASE/$sid" ] && left+="cgroup "
     [ -e "$LYH_TMPROOT/lyh-$sid" ] && left+="tmpdir "
     st=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select state from sessions where id='$sid'" 2>&1)
@@ -535,7 +536,11 @@ if agent_start s4f; then
     else
         t_fail "4: chain of the running session restored (log)" "$(cat "$LYH_DAEMON_LOG")"
     fi
-    t_eq "4: restored chain and map element" "$(lyh_session_chains) $(lyh_session_elems | awk '{print $2}')" "s-$S4F s-$S4F"
+    # a default session is data (guard-as-data.md): its chains a- and d-, and
+    # its cgroup's element of map sessions (continue: it decides nothing)
+    t_eq "4: restored log chains and map element" \
+        "$(lyh_session_rules "$S4F") $(lyh_session_chains | tr '\n' ' ')$(lyh_session_elems | wc -l)" \
+        "data a-$S4F d-$S4F 1"
     agent_guarded "4: after the rebuild" s4f
     agent_stop s4f
     expect_session_gone "4: flushed-and-restored session removed when it ends" "$S4F"

@@ -414,7 +414,28 @@ lyh_probe_as() {
 # lyh_session_chains: the s-* chains of table inet lianyaohu in PREFIX-main
 # (one a line; empty if none or no table).
 lyh_session_chains() {
-    lyh_in_main "$LYH_TOOL" list 2>/dev/null | grep '^s-'
+    lyh_in_main "$LYH_TOOL" list 2>/dev/null | grep -E '^(s|a|d)-'
+}
+
+# lyh_session_rules SID: the layout of session SID's rules in the table: "data"
+# (chain d-SID: docs/guard-as-data.md), "chains" (chain s-SID), "" none.
+lyh_session_rules() {
+    local chains
+    chains=$(lyh_in_main "$LYH_TOOL" list 2>/dev/null)
+    if grep -qx "d-$1" <<<"$chains"; then
+        echo data
+    elif grep -qx "s-$1" <<<"$chains"; then
+        echo chains
+    fi
+}
+
+# lyh_session_nft_left SID: lines of table inet lianyaohu that name session SID
+# or its cgroup id (state.db), counters aside: its chains, objects, elements.
+lyh_session_nft_left() {
+    local cgid
+    cgid=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select cgroup_id from sessions where id='$1'" 2>/dev/null)
+    lyh_nft list table inet lianyaohu 2>/dev/null | grep -v 'packets [0-9]' |
+        grep -Ew -e "$1" ${cgid:+-e "$cgid"}
 }
 
 # lyh_session_elems: the elements of map sessions ("<cgroup id> <chain>" lines).

@@ -606,7 +606,7 @@ NFT list table inet lianyaohu >/dev/null 2>&1 && bad "table gone" || ok "table g
 expect_eq "missing table is created" "$(T base "${BASE[@]}" 2>&1)" created
 
 # ---- the data layout (docs/guard-as-data.md) ----------------------------------------------
-# lyhd does not install it yet. Sessions c and d (cgroups sess-c, sess-d) as data, d
+# (lyhd's layout for a session of the default policy.) Sessions c and d (cgroups sess-c, sess-d) as data, d
 # with IPv6 blocked, in <p>-data: first from the rendered text (nft reads a cgroupsv2
 # value as a path below /sys/fs/cgroup), then through nft.c, which must install the
 # same table; the probes run against nft.c's.

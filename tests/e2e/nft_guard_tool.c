@@ -18,7 +18,8 @@
  *   del-session ID CGROUPID
  *   add-uid UID IFACE [policy] | add-shared UID IFACE [policy]
  *   del-uid UID | del-shared UID
- *   list | sessions | counters CHAIN | delete-table
+ *   list | sessions | counters CHAIN | delete-table   (counters s-<id> of a data session:
+ *                                         its named counters)
  *   mark-packets CHAIN MARK            -> "packets N" (packets of the chain's counted rules
  *                                         that set ct mark MARK) | "cannot tell" (exit 3)
  *   cgroup-id PATH                     -> the cgroup v2 id (name_to_handle_at)
@@ -839,7 +840,12 @@ int main(int argc, char **argv) {
         }
     } else if (strcmp(cmd, "counters") == 0 && argc == 3) {
         struct nft_counters k;
-        if ((r = nft_chain_counters(n, argv[2], &k)) < 0)
+        /* a session in the data layout has no chain s-<id>: its named counters */
+        r = nft_chain_counters(n, argv[2], &k);
+        if (r == -ENOENT && strncmp(argv[2], NFTR_SESSION_CHAIN_PREFIX,
+                                    strlen(NFTR_SESSION_CHAIN_PREFIX)) == 0)
+            r = nft_data_counters(n, argv[2] + strlen(NFTR_SESSION_CHAIN_PREFIX), &k, NULL);
+        if (r < 0)
             rc = fail(n, "counters", r);
         else
             printf("accept_packets=%" PRIu64 " accept_bytes=%" PRIu64 " reject_packets=%" PRIu64

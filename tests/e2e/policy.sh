@@ -344,6 +344,79 @@ t_check "9: the revoked member's refused attempt is on record (PolicyUpdate, cod
 t_check "9: so is section 2's ABORTED one (code 10)" \
     eval 'grep -q "method=PolicyUpdate code=10 pid=[0-9]* proc=" <<<"$req"'
 
+# ---- 10. a session of the default policy narrowed live ---------------------------------------
+
+# Its rules are elements in rules every such session shares (docs/guard-as-data.md);
+# narrowed, they become a chain of its own in one transaction, and a flow it had
+# under way through the VPN is judged by the narrowed rules at once.
+echo "# 10. live narrowing of a default session: from elements to a chain"
+AG10='import socket, sys, os, time, errno
+port, go = int(sys.argv[1]), sys.argv[2]
+def one(f):
+    try:
+        return f()
+    except OSError as e:
+        return errno.errorcode.get(e.errno, "timeout") if e.errno else "timeout"
+kept = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+kept.settimeout(3)
+kept.connect(("11.77.0.1", port))
+def k(msg):
+    kept.send(msg)
+    return kept.recv(64).decode() or "empty"
+print("before", one(lambda: k(b"first")), flush=True)
+open(go + ".ready", "w").close()
+for i in range(600):
+    if os.path.exists(go):
+        break
+    time.sleep(0.1)
+else:
+    sys.exit(9)
+print("kept", one(lambda: k(b"still")), flush=True)
+def n():
+    s = socket.create_connection(("11.77.0.1", port), timeout=3)
+    s.send(b"x")
+    return s.recv(16).decode() or "empty"
+print("new", one(n), flush=True)'
+printf '%s\n' "$AG10" >"$LYH_TMP/ag10.py"
+ag10=$(lyh_user_install "$LYH_TMP/ag10.py" ag10.py) || lyh_die "install ag10.py"
+go10=$(dirname "$ag10")/ag10.go
+rm -f "$go10" "$go10.ready"
+t10=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select coalesce(max(started_ms), 0) from sessions")
+LYH_CMD_TIMEOUT=120 lyh_cli run --vpn tun0 --no-tui -- /usr/bin/python3 "$ag10" "$LYH_PORT" "$go10" \
+    </dev/null >"$LYH_TMP/ag10.out" 2>"$LYH_TMP/ag10.err" &
+S10=$!
+lyh_track_pid "$S10"
+sid10() {
+    SID10=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" \
+        "select id from sessions where state=2 and started_ms > ${t10:-0} limit 1" 2>/dev/null)
+    [ -n "$SID10" ]
+}
+SID10=""
+if lyh_wait_until 20 test -e "$go10.ready" && sid10; then
+    t_eq "10: a session of the default policy is data" "$(lyh_session_rules "$SID10")" data
+    cur=$(lyh_root policy get --json 2>/dev/null | jq -r .version)
+    out=$(pc_root set '{"allowed_interface_patterns":["tun*","wg*"],"always_deny":["11.77.0.1/32"],"log_allowed_flows":true}' "$cur")
+    t_eq "10: always_deny 11.77.0.1/32 in force" "$(field "$out" 1)" OK
+    t_eq "10: its rules are a chain of its own now" "$(lyh_session_rules "$SID10")" chains
+    data_left=$(lyh_nft list table inet lianyaohu 2>/dev/null |
+        grep -Ec -- "(a|d|acct|dnsc|anew|lnew|refused|idrop|alim|llim|dlim|ilim)-$SID10\b")
+    t_eq "10: nothing of its elements, objects and log chains is left" "$data_left" 0
+    install -o "$LYH_UID" -g "$LYH_GID" -m 0644 /dev/null "$go10"
+    lyh_wait_pid_gone 30 "$S10"
+    wait "$S10" 2>/dev/null
+    out=$(cat "$LYH_TMP/ag10.out")
+    echo "$out" | sed 's/^/#   /'
+    t_check "10: before: its UDP flow to 11.77.0.1 is answered" grep -qx "before first" <<<"$out"
+    t_check "10: after: the same flow, under way, is refused at once" \
+        grep -Eqx "kept (ECONNREFUSED|EHOSTUNREACH|EACCES|EPERM)" <<<"$out"
+    t_check "10: after: a new connection to 11.77.0.1 is refused" \
+        grep -Eqx "new (ECONNREFUSED|EHOSTUNREACH|EACCES|EPERM|ECONNRESET)" <<<"$out"
+    lyh_wait_until 10 eval '[ -z "$(lyh_session_nft_left "$SID10")" ]'
+    t_eq "10: at its end nothing of it is left in the table" "$(lyh_session_nft_left "$SID10")" ""
+else
+    t_fail "10: the session starts" "$(head -c 400 "$LYH_TMP/ag10.err")"
+fi
+
 [ -n "${LYH_POLICY_DEBUG:-}" ] && q_pol >"$LYH_POLICY_DEBUG" 2>&1
 lyh_daemon_stop
 t_done
