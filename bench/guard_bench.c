@@ -11,8 +11,8 @@
  * with the sessions beside it (docs/performance.md, "Growth: the kernel's
  * validation of the whole table"). --data: the same with the session in the
  * data layout (docs/guard-as-data.md: render + nft_data_add + nft_data_del,
- * on a base with it), which lyhd does not use yet. The table is left for the
- * namespace's deletion to remove. */
+ * on a base with it), lyhd's path for a session of the default policy. The
+ * table is left for the namespace's deletion to remove. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
