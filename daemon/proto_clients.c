@@ -78,6 +78,19 @@
  * client that pipelines thousands of them as they hold any other. */
 #define PC_LOCAL_PER_READ 64u
 #define PC_CLOSES_BEHIND 64u  /* a user's fds waiting in our closer: beyond, it is not read */
+/* A connection's requests handed to the parent that its last OUT did not
+ * count as taken yet: at this many, it is not read until the parent says it
+ * took more. The parent's pause (conn.h) reaches this process through the
+ * same socket as its answers; while that socket is full, the pause waits
+ * behind them, this process reads on and hands the parent more requests,
+ * and their answers can pass the 8 MiB output limit, which closes the
+ * connection (tests/e2e/test_daemon.c's non-reader case failed so, rarely,
+ * after ~40,000 requests on this 2-CPU machine). The same stalled OUTs hold
+ * this count back, so it bounds what is on its way: 8192 Capabilities
+ * answers are ~1.6 MiB. Above the calls in flight a connection may have (at
+ * most 4096, each silent until it answers), so that the OUTs of the others
+ * always tell enough taken to read on. */
+#define PC_AHEAD_MAX 8192u
 #define PC_CLOSES_ALL    512u /* everyone's: beyond, nobody is (many uids: subuids) */
 #define PC_CLOSES_TICK_MS 100 /* then: how often we look again */
 #define PC_CLOSE_POKE_MS 1000 /* a worker's close longer than this is interrupted */
@@ -110,6 +123,8 @@ struct pconn {
     uint32_t handed;  /* its requests and refusals queued for the parent */
     bool parent_idle; /* the parent's last OUT said idle, as of all of them */
     bool closes_wait; /* not read until its user's closes here catch up */
+    uint32_t taken;   /* of those, what the parent's last OUT said it took */
+    bool ahead_wait;  /* not read until the parent takes more (PC_AHEAD_MAX) */
     size_t own_left;  /* bytes of an answer of ours at the head of out */
     unsigned local_left; /* answers it may still get here in this read (PC_LOCAL_PER_READ) */
     TAILQ_ENTRY(pconn) link;
@@ -625,7 +640,7 @@ static void on_closes_tick(evutil_socket_t fd, short what, void *arg) {
         c->closes_wait = false;
         log_info("reading from uid %u pid %d again: its file descriptors are closed", c->peer.uid,
                  c->peer.pid);
-        if (!c->paused && !c->refused && !c->in_line)
+        if (!c->paused && !c->refused && !c->in_line && !c->ahead_wait)
             event_add(c->ev_read, NULL);
     }
     if (closer_total_pending(p->closer) > 0)
@@ -656,6 +671,14 @@ static enum read_end read_some(struct pconn *c, size_t budget) {
             closes_watch(p);
             how = READ_WAIT;
             break;
+        }
+        if (c->handed - c->taken >= PC_AHEAD_MAX) {
+            /* the next OUT of the parent reads on; its frame timer waits too,
+             * as in line: lyhd is behind, not the client */
+            c->ahead_wait = true;
+            event_del(c->ev_read);
+            hold_timeout(c);
+            return READ_WAIT;
         }
         if (queue_long(p)) {
             /* the parent is behind: wait for it, in turn */
@@ -993,6 +1016,12 @@ void clients_on_message(struct proto *p, uint16_t type, const struct pmsg_conn *
             return;
         }
         c->parent_idle = (m->flags & PMSG_OUT_IDLE) && m->count == c->handed;
+        c->taken = m->count;
+        if (c->ahead_wait && c->handed - c->taken < PC_AHEAD_MAX) {
+            c->ahead_wait = false;
+            if (!c->paused && !c->refused && !c->in_line && !c->closes_wait)
+                event_add(c->ev_read, NULL);
+        }
         on_writable(c->fd, EV_WRITE, c);
         break;
     case PMSG_CONN_CLOSE:
@@ -1008,7 +1037,7 @@ void clients_on_message(struct proto *p, uint16_t type, const struct pmsg_conn *
         c->paused = m->count == 1;
         if (c->paused)
             event_del(c->ev_read);
-        else if (!c->in_line && !c->refused && !c->closes_wait)
+        else if (!c->in_line && !c->refused && !c->closes_wait && !c->ahead_wait)
             event_add(c->ev_read, NULL);
         break;
     default:
