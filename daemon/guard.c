@@ -276,12 +276,13 @@ static int data_session_reap(struct lyhd *d, const char *id, uint64_t cgroup_id)
 
     if (r < 0)
         return r;
+    /* lyhd's row knows the cgroup; the mark is the one whose refusals jump to
+     * its d-<id>, else its cgroup's dlomark */
     (void)nft_data_pieces_owner(p, id, &cg, &mark);
-    if (cgroup_id && cg != cgroup_id) {
+    if (cgroup_id)
         cg = cgroup_id;
-        mark = 0;
+    if (!mark && cg)
         (void)nft_data_pieces_slot_mark(p, cg, &mark);
-    }
     r = nft_data_reap(d->guard->nft, p, id, cg, mark);
     nft_data_pieces_free(p);
     return r;
@@ -805,15 +806,24 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
     /* What its chain was built with is not recorded; assume the policy in
      * force (a rebuild below uses it, so then it is exact). */
     s->accept_unlogged = !policy_current(d)->log_allowed_flows;
-    /* Its rules in the data layout: its chain d-<id> says so, and its
-     * element of map dlomark its loopback slot. */
-    char dlog[NFTR_NAME_MAX + 8];
+    /* Its rules in the data layout: its chain d-<id> says so; whether it
+     * logs its allowed flows, its chain a-<id>; its loopback slot, the mark
+     * whose refusals jump to d-<id> (map dlogm), else its cgroup's element
+     * of map dlomark. */
+    char dlog[NFTR_NAME_MAX + 8], alog[NFTR_NAME_MAX + 8];
     snprintf(dlog, sizeof(dlog), NFTR_DLOG_CHAIN_PREFIX "%s", row->id);
+    snprintf(alog, sizeof(alog), NFTR_ALOG_CHAIN_PREFIX "%s", row->id);
     if (s->has_chain && own_chain(row->chain) && has_chain_sorted(rc, dlog)) {
+        uint64_t cg = 0;
         uint32_t mark = 0;
         s->data = true;
-        if (rc->dp && nft_data_pieces_slot_mark(rc->dp, row->cgroup_id, &mark) == 0)
-            s->lo_slot = mark & NFTR_LO_SLOT_MAX;
+        s->accept_unlogged = !has_chain_sorted(rc, alog);
+        if (rc->dp) {
+            (void)nft_data_pieces_owner(rc->dp, row->id, &cg, &mark);
+            if (!mark)
+                (void)nft_data_pieces_slot_mark(rc->dp, row->cgroup_id, &mark);
+        }
+        s->lo_slot = mark & NFTR_LO_SLOT_MAX;
     }
 
     if (rc->listeners_gone && session_alive(d, row, &main_alive)) {

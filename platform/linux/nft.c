@@ -1697,6 +1697,18 @@ static int data_del_piece(struct nft *n, const struct nftr_data *d, size_t i) {
     return batch_send(n, &bt);
 }
 
+/* The pass in which a piece-by-piece removal takes piece i: 0, what closes all;
+ * 1, the other elements; 2, the jumps to its log chains, by which a reap after
+ * a crash in between still finds what is left (nft_data_pieces_owner); 3, the
+ * chains and objects they named. */
+static int data_del_pass(const struct nftr_data *d, size_t i) {
+    if (i >= d->n_elems)
+        return 3;
+    if (elem_opens_first(&d->elems[i]))
+        return 0;
+    return d->elems[i].val == NFTR_D_VERDICT ? 2 : 1;
+}
+
 int nft_data_del(struct nft *n, const struct nftr_data *d, bool *ret_searched) {
     if (ret_searched)
         *ret_searched = false;
@@ -1721,12 +1733,9 @@ int nft_data_del(struct nft *n, const struct nftr_data *d, bool *ret_searched) {
         *ret_searched = true;
     size_t removed = 0, total = d->n_elems + 2 + d->n_objs;
     int err = 0;
-    /* 0: what closes all; 1: the other elements; 2: the chains and objects
-     * they named */
-    for (int pass = 0; pass < 3; pass++)
+    for (int pass = 0; pass < 4; pass++)
         for (size_t i = 0; i < total; i++) {
-            int want = i >= d->n_elems ? 2 : elem_opens_first(&d->elems[i]) ? 0 : 1;
-            if (want != pass)
+            if (data_del_pass(d, i) != pass)
                 continue;
             int k = data_del_piece(n, d, i);
             if (k == 0)
@@ -3434,9 +3443,12 @@ static const struct raw_elem *pieces_jumping(const struct nft_data_pieces *p, co
 
 int nft_data_pieces_owner(const struct nft_data_pieces *p, const char *id, uint64_t *ret_cgroup_id,
                           uint32_t *ret_mark) {
-    char dlog[NFTR_NAME_MAX];
+    char dlog[NFTR_NAME_MAX], alog[NFTR_NAME_MAX];
     snprintf(dlog, sizeof(dlog), NFTR_DLOG_CHAIN_PREFIX "%s", id);
+    snprintf(alog, sizeof(alog), NFTR_ALOG_CHAIN_PREFIX "%s", id);
     const struct raw_elem *c = pieces_jumping(p, NFTR_MAP_DLOG, dlog);
+    if (!c) /* (a removal cut short can leave the accept log's jump alone) */
+        c = pieces_jumping(p, NFTR_MAP_ALOG, alog);
     const struct raw_elem *m = pieces_jumping(p, NFTR_MAP_DLOGM, dlog);
     *ret_cgroup_id = 0;
     *ret_mark = 0;
@@ -3444,18 +3456,29 @@ int nft_data_pieces_owner(const struct nft_data_pieces *p, const char *id, uint6
         memcpy(ret_cgroup_id, c->key, 8);
     if (m && m->klen == 4)
         memcpy(ret_mark, m->key, 4);
-    else if (*ret_cgroup_id)
-        (void)nft_data_pieces_slot_mark(p, *ret_cgroup_id, ret_mark);
     return c || m ? 0 : -ENOENT;
 }
 
-/* Does a raw element of a set with this key kind belong to cgroup_id (or, keyed
- * by a mark alone, to mark)? */
-static bool raw_owned(const struct raw_elem *r, enum nftr_key k, uint64_t cg, uint32_t mark) {
+/* Does a raw element of set l belong to session id of cgroup_id (or, keyed by a
+ * mark alone, to mark)? An element keyed by a mark alone that names a chain or
+ * an object must name id's: a mark read wrongly (a table someone changed)
+ * then takes nothing of another session's. */
+static bool raw_owned(const struct raw_elem *r, const struct raw_set *l, const char *id, uint64_t cg,
+                      uint32_t mark) {
+    enum nftr_key k = l->key;
     size_t at = k == NFTR_K_PORT_CG || k == NFTR_K_MARK_CG ? 4 : 0;
-    if (k == NFTR_K_MARK)
-        return mark && r->klen == 4 && memcmp(r->key, &mark, 4) == 0;
-    return cg && r->klen >= at + 8 && memcmp(r->key + at, &cg, 8) == 0;
+    if (k != NFTR_K_MARK)
+        return cg && r->klen >= at + 8 && memcmp(r->key + at, &cg, 8) == 0;
+    if (!mark || r->klen != 4 || memcmp(r->key, &mark, 4) != 0)
+        return false;
+    if (!r->name[0])
+        return true;
+    char want[NFTR_NAME_MAX];
+    if (r->has_verdict)
+        snprintf(want, sizeof(want), NFTR_DLOG_CHAIN_PREFIX "%s", id);
+    else
+        snprintf(want, sizeof(want), "%s-%s", l->name, id);
+    return strcmp(r->name, want) == 0;
 }
 
 int nft_data_reap(struct nft *n, const struct nft_data_pieces *p, const char *id, uint64_t cgroup_id,
@@ -3469,7 +3492,7 @@ int nft_data_reap(struct nft *n, const struct nft_data_pieces *p, const char *id
         bool lomap = strcmp(l->name, NFTR_MAP_LOOPBACK) == 0;
         for (size_t k = 0; k < l->n; k++) {
             const struct raw_elem *r = &l->v[k];
-            if (!raw_owned(r, l->key, cgroup_id, mark) ||
+            if (!raw_owned(r, l, id, cgroup_id, mark) ||
                 (lomap && !(r->has_verdict && r->verdict == NFT_CONTINUE)) ||
                 (strcmp(l->name, NFTR_MAP_SESSIONS) == 0 &&
                  !(r->has_verdict && r->verdict == NFT_CONTINUE)))

@@ -129,7 +129,11 @@ bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_da
  * dlomark): its slot. -ENOENT without one. */
 int nft_data_pieces_slot_mark(const struct nft_data_pieces *p, uint64_t cgroup_id, uint32_t *ret);
 /* The cgroup and the loopback mark of data session id, from the elements that
- * jump to its chain d-<id> (0 for what none tells). -ENOENT if none does. */
+ * jump to its log chains: the cgroup from map dlog's (else alog's), the mark
+ * from map dlogm's, each 0 when no element tells. The mark is never taken
+ * from map dlomark here: that element is keyed by a cgroup, and a cgroup the
+ * table names wrongly would hand over another session's mark. -ENOENT if no
+ * element jumps to them. */
 int nft_data_pieces_owner(const struct nft_data_pieces *p, const char *id, uint64_t *ret_cgroup_id,
                           uint32_t *ret_mark);
 /* Remove whatever is left of data session id: every element keyed by its

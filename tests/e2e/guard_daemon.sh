@@ -669,6 +669,66 @@ if agent_start s5; then
     expect_session_gone "5: re-adopted session removed when it ends" "$S5"
 fi
 
+# ---- 5c. a restart after root pointed one data session's slot at another's ---------------
+
+# Two sessions of the default policy (data: docs/guard-as-data.md). While lyhd
+# is stopped, root changes A's element of map dlomark to B's loopback mark. The
+# restarted lyhd takes each session's slot from the mark whose refusals jump to
+# its own chain d-<id> (map dlogm), finds A's rules not whole and puts them
+# back, and leaves B's elements alone. (Until 2026-12-07, evening, the slot came
+# from dlomark: A's repair deleted B's elements keyed by that mark.)
+echo "# 5c. a data session's slot element changed while lyhd was stopped"
+nft5c() { nsenter --net="/run/netns/$LYH_MAIN" nft "$@"; }
+cgpath5c() { # a session's cgroup as nft names it (a path below the cgroup2 mount)
+    local cg base
+    cg=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select cgroup from sessions where id='$1'" 2>/dev/null)
+    base=${LYH_CGMNT#/sys/fs/cgroup}
+    base=${base#/}
+    if [ -n "$base" ]; then echo "$base$cg"; else echo "${cg#/}"; fi
+}
+mark5c() { # the mark whose refusals jump to the session's d-<id>
+    lyh_nft list map inet lianyaohu dlogm 2>/dev/null | tr ',{}' '\n\n\n' |
+        grep -E "jump d-$1([^0-9a-z-]|\$)" | grep -Eo '0x[0-9a-f]+' | head -n 1
+}
+slot5c() { # the value of the session's element of map dlomark
+    nft5c list map inet lianyaohu dlomark 2>/dev/null | tr ',{}' '\n\n\n' |
+        grep -F "\"$(cgpath5c "$1")\" :" | grep -Eo '0x[0-9a-f]+' | head -n 1
+}
+by_mark5c() { # elements keyed by mark $1: maps dlogm, idrop, ilim, loopback
+    local m
+    for m in dlogm idrop ilim loopback; do
+        lyh_nft list map inet lianyaohu "$m" 2>/dev/null | tr ',{}' '\n\n\n' | grep -E "^ *$1 :"
+    done | wc -l
+}
+if agent_start s5a && agent_start s5b; then
+    SA=${A_SID[s5a]} SB=${A_SID[s5b]}
+    t_eq "5c: both sessions are data" "$(lyh_session_rules "$SA") $(lyh_session_rules "$SB")" "data data"
+    mA=$(mark5c "$SA") mB=$(mark5c "$SB")
+    t_eq "5c: B's four elements keyed by its mark ${mB:-none} are there" "$(by_mark5c "${mB:-none}")" 4
+    lyh_daemon_stop
+    tamper_rc=1
+    if [ -n "$mA" ] && [ -n "$mB" ]; then
+        nft5c delete element inet lianyaohu dlomark "{ \"$(cgpath5c "$SA")\" }" &&
+            nft5c add element inet lianyaohu dlomark "{ \"$(cgpath5c "$SA")\" : $mB }"
+        tamper_rc=$?
+    fi
+    t_eq "5c: root set A's dlomark element to B's mark ($(slot5c "$SA"))" "$tamper_rc $(slot5c "$SA")" "0 $mB"
+    lyh_daemon_start || lyh_die "lyhd does not restart after SIGTERM"
+    t_check "5c: lyhd re-adopts both" eval 'lyh_daemon_log_has "re-adopted running session .$SA." &&
+        lyh_daemon_log_has "re-adopted running session .$SB."'
+    t_check "5c: A's rules were put back" lyh_daemon_log_has "session '$SA': firewall chain was missing; rebuilt"
+    t_eq "5c: A's dlomark and dlogm name one mark again" "$(slot5c "$SA")" "$(mark5c "$SA")"
+    t_eq "5c: B's rules were left alone: its mark ${mB:-none}" "$(mark5c "$SB")" "$mB"
+    t_eq "5c: B's four elements keyed by its mark are still there" "$(by_mark5c "${mB:-none}")" 4
+    t_check "5c: B was not rebuilt" eval '! lyh_daemon_log_has "session .$SB.: firewall chain was missing"'
+    agent_guarded "5c: A after the restart" s5a
+    agent_guarded "5c: B after the restart" s5b
+    agent_stop s5a
+    agent_stop s5b
+    expect_session_gone "5c: A removed when it ends" "$SA"
+    expect_session_gone "5c: B removed when it ends" "$SB"
+fi
+
 # ---- 6. a path the ruleset refuses: before anything is made ---------------------------
 # A writable path through a symlink the user made passes the request's checks
 # (opened as the user) and fails in the ruleset's build (links are followed
