@@ -437,14 +437,17 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, struct effec
     }
     if (n_chains + n_swaps > 0) {
         r = nft_chains_replace(d->guard->nft, chains, n_chains, swaps, n_swaps);
-        if (r == -ENOENT && n_swaps) {
-            /* A piece of a data session is gone (someone else's doing):
-             * the chains alone, and those sessions end, what is left of
-             * their rules removed; never left with their wider rules. */
+        if ((r == -ENOENT || r == -EBUSY) && n_swaps) {
+            /* A piece of a data session is gone, or named by something lyhd
+             * did not put there (someone else's doing), and the transaction
+             * changed nothing. The chains alone, then each data session in a
+             * transaction of its own; one that still fails ends, what is
+             * left of its rules removed: never left with its wider rules. */
             r = n_chains ? nft_chains_replace(d->guard->nft, chains, n_chains, NULL, 0) : 0;
             for (size_t i = 0; r == 0 && i < n; i++) {
                 struct narrowed *x = &v[i];
-                if (!x->rebuild || x->swap < 0)
+                if (!x->rebuild || x->swap < 0 ||
+                    nft_chains_replace(d->guard->nft, NULL, 0, &swaps[x->swap], 1) == 0)
                     continue;
                 x->cut = true;
                 x->swap = -1;

@@ -417,6 +417,67 @@ else
     t_fail "10: the session starts" "$(head -c 400 "$LYH_TMP/ag10.err")"
 fi
 
+# ---- 11. narrowed live, one data session's rules changed by someone else -------------------
+
+# Two sessions of the default policy; root deletes a piece of A's rules (its
+# element of map dlogm) while lyhd's parent is stopped, so that the narrowing
+# comes before lyhd's ruleset check could put the piece back. The one
+# transaction that narrows both then fails and changes nothing; each session is
+# then narrowed in a transaction of its own: B is narrowed, A, whose removal
+# cannot be exact, is cut, and nothing of its rules is left. (Until 2026-12-07,
+# evening: every data session of the update was cut.)
+echo "# 11. live narrowing with one data session's rules changed by someone else"
+cur=$(lyh_root policy get --json 2>/dev/null | jq -r .version)
+out=$(pc_root set '{"allowed_interface_patterns":["tun*","wg*"],"log_allowed_flows":true}' "$cur")
+t_eq "11: the default policy again (no lists)" "$(field "$out" 1)" OK
+t11=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select coalesce(max(started_ms), 0) from sessions")
+declare -A P11=() SID11=()
+for k in a b; do
+    LYH_CMD_TIMEOUT=120 lyh_cli run --vpn tun0 --no-tui -- /bin/sleep 100 \
+        </dev/null >"$LYH_TMP/s11$k.out" 2>"$LYH_TMP/s11$k.err" &
+    P11[$k]=$!
+    lyh_track_pid "${P11[$k]}"
+    lyh_wait_until 20 eval '[ "$(sqlite3 -cmd ".timeout 5000" "$LYH_DB" \
+        "select count(*) from sessions where state=2 and started_ms > $t11")" -ge "${#P11[@]}" ]'
+    SID11[$k]=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select id from sessions where state=2 and \
+        started_ms > $t11 and id not in ('${SID11[a]:-}') order by started_ms limit 1")
+done
+SA=${SID11[a]} SB=${SID11[b]}
+if [ -n "$SA" ] && [ -n "$SB" ] && [ "$SA" != "$SB" ]; then
+    t_eq "11: both sessions are data" "$(lyh_session_rules "$SA") $(lyh_session_rules "$SB")" "data data"
+    markA=$(lyh_nft list map inet lianyaohu dlogm 2>/dev/null | tr ',{}' '\n\n\n' |
+        grep -E "jump d-$SA\b" | grep -Eo '0x[0-9a-f]+' | head -n 1)
+    cur=$(lyh_root policy get --json 2>/dev/null | jq -r .version)
+    kill -STOP "$LYH_DAEMON_PID"
+    lyh_nft delete element inet lianyaohu dlogm "{ ${markA:-0x0} }"
+    del_rc=$?
+    pc_root set '{"allowed_interface_patterns":["tun*","wg*"],"always_deny":["11.77.0.1/32"],"log_allowed_flows":true}' \
+        "$cur" >"$LYH_TMP/p11.out" 2>&1 &
+    p11=$!
+    sleep 0.3
+    kill -CONT "$LYH_DAEMON_PID"
+    lyh_wait_pid_gone 30 "$p11"
+    wait "$p11" 2>/dev/null
+    t_eq "11: root deleted A's element of map dlogm (${markA:-none found})" "$del_rc" 0
+    t_eq "11: the narrowing succeeds" "$(field "$(cat "$LYH_TMP/p11.out")" 1)" OK
+    t_eq "11: B is narrowed: a chain of its own" "$(lyh_session_rules "$SB")" chains
+    t_check "11: B keeps running" lyh_alive "${P11[b]}"
+    lyh_wait_pid_gone 20 "${P11[a]}"
+    wait "${P11[a]}" 2>/dev/null
+    t_eq "11: A is cut: its lyh run reports the kill (128+9)" "$?" 137
+    t_check "11: lyhd says why A ended" \
+        grep -q "could not be narrowed" "$LYH_TMP/s11a.err" "$LYH_DAEMON_LOG"
+    lyh_wait_until 10 eval '[ -z "$(lyh_session_nft_left "$SA")" ]'
+    t_eq "11: nothing of A's rules is left" "$(lyh_session_nft_left "$SA")" ""
+    lyh_cli stop --grace 0 "$SB" >/dev/null 2>&1
+    lyh_wait_pid_gone 20 "${P11[b]}"
+    wait "${P11[b]}" 2>/dev/null
+    lyh_wait_until 10 eval '[ -z "$(lyh_session_nft_left "$SB")" ]'
+    t_eq "11: at B's end nothing of it is left" "$(lyh_session_nft_left "$SB")" ""
+else
+    t_fail "11: two sessions start" "$(head -c 400 "$LYH_TMP/s11a.err" "$LYH_TMP/s11b.err")"
+fi
+
 [ -n "${LYH_POLICY_DEBUG:-}" ] && q_pol >"$LYH_POLICY_DEBUG" 2>&1
 lyh_daemon_stop
 t_done
