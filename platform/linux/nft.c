@@ -180,6 +180,34 @@ uint32_t nft_portid(const struct nft *n) { return n->portid; }
 /* The kernel sets a notification's nlmsg_pid to the port of the socket whose
  * request made the change (0 for its own), and packs several notifications in
  * one datagram. */
+/* Does nf_tables notification m (len bytes, its header whole) name a table other
+ * than lyhd's? Every nf_tables message that names a table names it in its first
+ * attribute type (NFTA_TABLE_NAME, NFTA_CHAIN_TABLE, NFTA_RULE_TABLE,
+ * NFTA_SET_TABLE, NFTA_SET_ELEM_LIST_TABLE, NFTA_OBJ_TABLE,
+ * NFTA_FLOWTABLE_TABLE are all 1). A generation message names none: the
+ * messages of its transaction do. Anything else, or anything that cannot be
+ * read, is not another table's. */
+static bool names_other_table(const uint8_t *m, size_t len, uint16_t type) {
+    if (type >> 8 != NFNL_SUBSYS_NFTABLES)
+        return false;
+    if ((type & 0xff) == NFT_MSG_NEWGEN)
+        return true;
+    size_t off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct nfgenmsg));
+    while (off + NLA_HDRLEN <= len) {
+        struct nlattr a;
+        memcpy(&a, m + off, sizeof(a));
+        if (a.nla_len < NLA_HDRLEN || a.nla_len > len - off)
+            return false;
+        if ((a.nla_type & NLA_TYPE_MASK) == 1) {
+            const char *name = (const char *)m + off + NLA_HDRLEN;
+            size_t k = a.nla_len - NLA_HDRLEN;
+            return k > 0 && memchr(name, '\0', k) && strcmp(name, NFTR_TABLE) != 0;
+        }
+        off += NLA_ALIGN(a.nla_len);
+    }
+    return false;
+}
+
 int nft_watch_foreign(const uint8_t *buf, size_t len, uint32_t own_portid) {
     int n = 0;
     size_t off = 0;
@@ -191,7 +219,11 @@ int nft_watch_foreign(const uint8_t *buf, size_t len, uint32_t own_portid) {
         memcpy(&h, buf + off, sizeof(h));
         if (h.nlmsg_len < sizeof(h) || h.nlmsg_len > len - off)
             return n + 1;
-        if (own_portid == 0 || h.nlmsg_pid != own_portid)
+        /* The check a count starts reads lyhd's table only, and a change to
+         * another table leaves it as it was: nothing for the check to find
+         * (`nft flush ruleset` names lyhd's table as it deletes it). */
+        if ((own_portid == 0 || h.nlmsg_pid != own_portid) &&
+            !names_other_table(buf + off, h.nlmsg_len, h.nlmsg_type))
             n++;
         size_t step = ((size_t)h.nlmsg_len + NLMSG_ALIGNTO - 1) & ~(size_t)(NLMSG_ALIGNTO - 1);
         off += step < len - off ? step : len - off;

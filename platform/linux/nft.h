@@ -41,10 +41,11 @@ uint32_t nft_portid(const struct nft *n);
  * ours included. Non-blocking, CLOEXEC; the caller closes the fd. */
 int nft_watch_open(int *ret_fd);
 /* Read what is queued without blocking (bounded). Returns how many
- * notifications were read that own_portid's socket did not cause (an overrun,
- * a datagram cut short or bytes that are not whole messages count as one:
- * something may have changed), or -errno on a socket error. own_portid 0
- * counts every notification. */
+ * notifications were read that own_portid's socket did not cause and that do
+ * not name another table than lyhd's (a generation message, which names none,
+ * is not counted; an overrun, a datagram cut short or bytes that are not whole
+ * messages count as one: something may have changed), or -errno on a socket
+ * error. own_portid 0 counts every notification but other tables'. */
 int nft_watch_drain(int fd, uint32_t own_portid);
 /* The same count for one datagram of len bytes (any alignment). Pure. */
 int nft_watch_foreign(const uint8_t *buf, size_t len, uint32_t own_portid);

@@ -135,7 +135,7 @@ t_check "3: ... and still prints its line, nothing started ($tl)" \
 lyh_as_user "${RUN[@]}" -- /bin/true </dev/null >/dev/null 2>"$LYH_HOME/t/4.err"
 t_eq "3: without --timing, no timing line" "$(grep -c 'timing' "$LYH_HOME/t/4.err")" 0
 
-# ---- 4. the ruleset watch: lyhd's own changes start no check, another program's does ------------
+# ---- 4. the ruleset watch: lyhd's own changes and other tables' start no check ---------------
 
 echo "# 4. the ruleset watch"
 # every launch and end above was a transaction of lyhd's, each announced to its
@@ -143,8 +143,14 @@ echo "# 4. the ruleset watch"
 sleep 0.3
 t_eq "4: no guard check after lyhd's own launches and ends" \
     "$(grep -c "guard check after a ruleset change not lyhd's own" "$LYH_DAEMON_LOG")" 0
+# another program's change to a table of its own cannot touch lyhd's: no check
 lyh_nft add table inet lyhwatch && lyh_nft delete table inet lyhwatch
-t_check "4: a change by another program (a table of its own) is checked" \
+sleep 0.3
+t_eq "4: a change by another program to a table of its own starts no check" \
+    "$(grep -c "guard check after a ruleset change not lyhd's own" "$LYH_DAEMON_LOG")" 0
+# ... its change to lyhd's table does
+lyh_nft add chain inet lianyaohu lyhwatch && lyh_nft delete chain inet lianyaohu lyhwatch
+t_check "4: a change by another program to lyhd's table is checked" \
     lyh_wait_until 5 grep -q "guard check after a ruleset change not lyhd's own or a lost notice: [0-9]* us (flags 0)" \
     "$LYH_DAEMON_LOG"
 t_eq "4: ... and leaves lyhd's table as it was (nothing rebuilt)" \

@@ -3,7 +3,8 @@
  * socket caused and which another did, on hand-built datagrams (several
  * notifications in one, as the kernel packs them), and what cannot be told
  * counted as a change by someone else: a cut-short datagram, a length that
- * runs past the bytes, a header that is not whole. The drain reads from an
+ * runs past the bytes, a header that is not whole; a change that names another
+ * table than lyhd's, and a generation message, not counted. The drain reads from an
  * AF_UNIX datagram pair, not from the kernel; the kernel's side is
  * tests/e2e/timing.sh §4. */
 #include <setjmp.h>
@@ -14,7 +15,10 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -100,6 +104,65 @@ static void test_malformed_counted(void **state) {
     assert_int_equal(nft_watch_foreign(buf, len, OWN), 1);
 }
 
+/* append one nf_tables notification of type msg (NFT_MSG_*) whose attribute 1
+ * is `name` (k bytes, no NUL added), after an attribute 2 when `second`;
+ * returns where it starts */
+static size_t put_nft(uint32_t pid, uint16_t msg, const char *name, size_t k, bool second) {
+    uint8_t m[256] = {0};
+    size_t at = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct nfgenmsg));
+    if (second) {
+        struct nlattr a2 = {.nla_len = NLA_HDRLEN + 4, .nla_type = 2};
+        memcpy(m + at, &a2, sizeof(a2));
+        at += NLA_ALIGN(a2.nla_len);
+    }
+    struct nlattr a = {.nla_len = (uint16_t)(NLA_HDRLEN + k), .nla_type = 1};
+    memcpy(m + at, &a, sizeof(a));
+    memcpy(m + at + NLA_HDRLEN, name, k);
+    at += NLA_ALIGN(a.nla_len);
+    struct nlmsghdr h = {.nlmsg_len = (uint32_t)at,
+                         .nlmsg_type = (uint16_t)(NFNL_SUBSYS_NFTABLES << 8 | msg),
+                         .nlmsg_pid = pid};
+    memcpy(m, &h, sizeof(h));
+    assert_true(len + NLMSG_ALIGN(at) <= sizeof(buf));
+    memcpy(buf + len, m, NLMSG_ALIGN(at));
+    len += NLMSG_ALIGN(at);
+    return len - NLMSG_ALIGN(at);
+}
+
+#define NAME(s) s, sizeof(s) /* with its NUL */
+
+static void test_other_tables_not_counted(void **state) {
+    (void)state;
+    /* another table's changes and the generation message after them */
+    put_nft(OTHER, NFT_MSG_NEWRULE, NAME("filter"), false);
+    put_nft(OTHER, NFT_MSG_NEWSETELEM, NAME("lianyaohu2"), true);
+    put_nft(0, NFT_MSG_DELCHAIN, NAME("lianyaoh"), false);
+    put_nft(OTHER, NFT_MSG_NEWGEN, "\0\0\0\1", 4, false);
+    assert_int_equal(nft_watch_foreign(buf, len, OWN), 0);
+    assert_int_equal(nft_watch_foreign(buf, len, 0), 0);
+    /* lyhd's table, by name, in any message, the table's own deletion included */
+    put_nft(OTHER, NFT_MSG_DELTABLE, NAME("lianyaohu"), false);
+    put_nft(0, NFT_MSG_DELSETELEM, NAME("lianyaohu"), true);
+    put_nft(OWN, NFT_MSG_DELRULE, NAME("lianyaohu"), false); /* its own */
+    assert_int_equal(nft_watch_foreign(buf, len, OWN), 2);
+    assert_int_equal(nft_watch_foreign(buf, len, 0), 3);
+}
+
+static void test_unreadable_names_counted(void **state) {
+    (void)state;
+    put_nft(OTHER, NFT_MSG_NEWCHAIN, "filter", 6, false); /* no NUL */
+    put_nft(OTHER, NFT_MSG_NEWCHAIN, "", 0, false);       /* empty */
+    put(OTHER, 0);                                         /* no attributes */
+    put(OTHER, 40);                                        /* an attribute past its message */
+    /* another subsystem's message */
+    size_t at = put_nft(OTHER, NFT_MSG_NEWRULE, NAME("filter"), false);
+    struct nlmsghdr h;
+    memcpy(&h, buf + at, sizeof(h));
+    h.nlmsg_type = (uint16_t)(NFNL_SUBSYS_CTNETLINK << 8 | NFT_MSG_NEWRULE);
+    memcpy(buf + at, &h, sizeof(h));
+    assert_int_equal(nft_watch_foreign(buf, len, OWN), 5);
+}
+
 static void send_all(int fd, const uint8_t *b, size_t n) {
     assert_int_equal(send(fd, b, n, 0), (ssize_t)n);
 }
@@ -148,6 +211,8 @@ int main(void) {
         cmocka_unit_test_setup(test_own_only, setup),
         cmocka_unit_test_setup(test_others_counted, setup),
         cmocka_unit_test_setup(test_unaligned_and_unpadded, setup),
+        cmocka_unit_test_setup(test_other_tables_not_counted, setup),
+        cmocka_unit_test_setup(test_unreadable_names_counted, setup),
         cmocka_unit_test_setup(test_malformed_counted, setup),
         cmocka_unit_test_setup(test_drain, setup),
     };
