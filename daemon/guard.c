@@ -276,13 +276,12 @@ static int data_session_reap(struct lyhd *d, const char *id, uint64_t cgroup_id)
 
     if (r < 0)
         return r;
-    /* lyhd's row knows the cgroup; the mark is the one whose refusals jump to
-     * its d-<id>, else its cgroup's dlomark */
+    /* lyhd's row knows the cgroup; the mark is one an element naming the
+     * session is keyed by (never its cgroup's dlomark value: see
+     * nft_data_pieces_owner) */
     (void)nft_data_pieces_owner(p, id, &cg, &mark);
     if (cgroup_id)
         cg = cgroup_id;
-    if (!mark && cg)
-        (void)nft_data_pieces_slot_mark(p, cg, &mark);
     r = nft_data_reap(d->guard->nft, p, id, cg, mark);
     nft_data_pieces_free(p);
     return r;
@@ -806,10 +805,12 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
     /* What its chain was built with is not recorded; assume the policy in
      * force (a rebuild below uses it, so then it is exact). */
     s->accept_unlogged = !policy_current(d)->log_allowed_flows;
-    /* Its rules in the data layout: its chain d-<id> says so; whether it
-     * logs its allowed flows, its chain a-<id>; its loopback slot, the mark
-     * whose refusals jump to d-<id> (map dlogm), else its cgroup's element
-     * of map dlomark. */
+    /* Its rules in the data layout: its chain d-<id> says so; it logs its
+     * allowed flows when its chain a-<id> is there or the policy says so (a
+     * missing a-<id> is then put back below); its loopback slot is the mark
+     * an element naming it is keyed by (map dlogm's jump to d-<id>, else its
+     * idrop or ilim object's element), none else: a slot the table does not
+     * tell is taken anew by the repair. */
     char dlog[NFTR_NAME_MAX + 8], alog[NFTR_NAME_MAX + 8];
     snprintf(dlog, sizeof(dlog), NFTR_DLOG_CHAIN_PREFIX "%s", row->id);
     snprintf(alog, sizeof(alog), NFTR_ALOG_CHAIN_PREFIX "%s", row->id);
@@ -817,12 +818,9 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
         uint64_t cg = 0;
         uint32_t mark = 0;
         s->data = true;
-        s->accept_unlogged = !has_chain_sorted(rc, alog);
-        if (rc->dp) {
+        s->accept_unlogged = s->accept_unlogged && !has_chain_sorted(rc, alog);
+        if (rc->dp)
             (void)nft_data_pieces_owner(rc->dp, row->id, &cg, &mark);
-            if (!mark)
-                (void)nft_data_pieces_slot_mark(rc->dp, row->cgroup_id, &mark);
-        }
         s->lo_slot = mark & NFTR_LO_SLOT_MAX;
     }
 

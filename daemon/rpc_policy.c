@@ -437,12 +437,13 @@ static int narrow_sessions(struct lyhd *d, const struct policy *np, struct effec
     }
     if (n_chains + n_swaps > 0) {
         r = nft_chains_replace(d->guard->nft, chains, n_chains, swaps, n_swaps);
-        if ((r == -ENOENT || r == -EBUSY) && n_swaps) {
-            /* A piece of a data session is gone, or named by something lyhd
-             * did not put there (someone else's doing), and the transaction
-             * changed nothing. The chains alone, then each data session in a
-             * transaction of its own; one that still fails ends, what is
-             * left of its rules removed: never left with its wider rules. */
+        if (r < 0 && n_swaps) {
+            /* The transaction changed nothing; most likely a piece of a data
+             * session is gone or named by something lyhd did not put there
+             * (someone else's doing: ENOENT, EBUSY, EEXIST). The chains
+             * alone, then each data session in a transaction of its own; one
+             * that still fails ends, what is left of its rules removed: never
+             * left with its wider rules. */
             r = n_chains ? nft_chains_replace(d->guard->nft, chains, n_chains, NULL, 0) : 0;
             for (size_t i = 0; r == 0 && i < n; i++) {
                 struct narrowed *x = &v[i];

@@ -2,8 +2,10 @@
  * lyhd's ruleset watch socket, through the count of changes made by someone
  * else (nft_watch_foreign), at every alignment the first byte picks. The
  * count must never read past the buffer or loop, must call a datagram of
- * nothing but lyhd's own well-formed messages not foreign, and must count
- * every whole message of another's. */
+ * nothing but lyhd's own well-formed messages not foreign, must count no more
+ * than the whole messages of another's, and every one of them when they are
+ * not nf_tables messages (only those can name another table). */
+#include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,6 +64,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         h.nlmsg_pid = own + 1;
         memcpy(copy + shift + off, &h, sizeof(h));
         msgs++;
+        size_t step = ((size_t)h.nlmsg_len + 3) & ~(size_t)3;
+        off += step < size - off ? step : size - off;
+    }
+    /* (a message that names another table than lyhd's is not counted) */
+    if (whole && nft_watch_foreign(copy + shift, size, own) > msgs)
+        abort();
+    /* ... and as messages of another subsystem than nf_tables, each counts */
+    for (off = 0; whole && off < size;) {
+        struct nlmsghdr h;
+        memcpy(&h, copy + shift + off, sizeof(h));
+        h.nlmsg_type = (uint16_t)(NFNL_SUBSYS_CTNETLINK << 8 | (h.nlmsg_type & 0xff));
+        memcpy(copy + shift + off, &h, sizeof(h));
         size_t step = ((size_t)h.nlmsg_len + 3) & ~(size_t)3;
         off += step < size - off ? step : size - off;
     }

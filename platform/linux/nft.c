@@ -181,31 +181,46 @@ uint32_t nft_portid(const struct nft *n) { return n->portid; }
  * request made the change (0 for its own), and packs several notifications in
  * one datagram. */
 /* Does nf_tables notification m (len bytes, its header whole) name a table other
- * than lyhd's? Every nf_tables message that names a table names it in its first
- * attribute type (NFTA_TABLE_NAME, NFTA_CHAIN_TABLE, NFTA_RULE_TABLE,
- * NFTA_SET_TABLE, NFTA_SET_ELEM_LIST_TABLE, NFTA_OBJ_TABLE,
- * NFTA_FLOWTABLE_TABLE are all 1). A generation message names none: the
- * messages of its transaction do. Anything else, or anything that cannot be
- * read, is not another table's. */
+ * than lyhd's? Only the message types below are read, each of which names its
+ * table in its first attribute, type 1 (NFTA_TABLE_NAME, NFTA_CHAIN_TABLE,
+ * NFTA_RULE_TABLE, NFTA_SET_TABLE, NFTA_SET_ELEM_LIST_TABLE, NFTA_OBJ_TABLE,
+ * NFTA_FLOWTABLE_TABLE): a type not listed, a first attribute that is not a
+ * whole name, or bytes that cannot be read are not another table's (a future
+ * message type is counted, never skipped). A generation message names none:
+ * the messages of its transaction do. */
 static bool names_other_table(const uint8_t *m, size_t len, uint16_t type) {
     if (type >> 8 != NFNL_SUBSYS_NFTABLES)
         return false;
-    if ((type & 0xff) == NFT_MSG_NEWGEN)
+    switch (type & 0xff) {
+    case NFT_MSG_NEWGEN:
         return true;
-    size_t off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct nfgenmsg));
-    while (off + NLA_HDRLEN <= len) {
-        struct nlattr a;
-        memcpy(&a, m + off, sizeof(a));
-        if (a.nla_len < NLA_HDRLEN || a.nla_len > len - off)
-            return false;
-        if ((a.nla_type & NLA_TYPE_MASK) == 1) {
-            const char *name = (const char *)m + off + NLA_HDRLEN;
-            size_t k = a.nla_len - NLA_HDRLEN;
-            return k > 0 && memchr(name, '\0', k) && strcmp(name, NFTR_TABLE) != 0;
-        }
-        off += NLA_ALIGN(a.nla_len);
+    case NFT_MSG_NEWTABLE:
+    case NFT_MSG_DELTABLE:
+    case NFT_MSG_NEWCHAIN:
+    case NFT_MSG_DELCHAIN:
+    case NFT_MSG_NEWRULE:
+    case NFT_MSG_DELRULE:
+    case NFT_MSG_NEWSET:
+    case NFT_MSG_DELSET:
+    case NFT_MSG_NEWSETELEM:
+    case NFT_MSG_DELSETELEM:
+    case NFT_MSG_NEWOBJ:
+    case NFT_MSG_DELOBJ:
+    case NFT_MSG_NEWFLOWTABLE:
+    case NFT_MSG_DELFLOWTABLE:
+        break;
+    default:
+        return false;
     }
-    return false;
+    size_t off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct nfgenmsg));
+    struct nlattr a;
+    if (off + NLA_HDRLEN > len)
+        return false;
+    memcpy(&a, m + off, sizeof(a));
+    if (a.nla_len <= NLA_HDRLEN || a.nla_len > len - off || (a.nla_type & NLA_TYPE_MASK) != 1)
+        return false;
+    const char *name = (const char *)m + off + NLA_HDRLEN;
+    return memchr(name, '\0', a.nla_len - NLA_HDRLEN) && strcmp(name, NFTR_TABLE) != 0;
 }
 
 int nft_watch_foreign(const uint8_t *buf, size_t len, uint32_t own_portid) {
@@ -3453,16 +3468,6 @@ bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_da
     return true;
 }
 
-int nft_data_pieces_slot_mark(const struct nft_data_pieces *p, uint64_t cgroup_id, uint32_t *ret) {
-    uint8_t key[8];
-    memcpy(key, &cgroup_id, 8);
-    const struct raw_elem *r = pieces_find(pieces_set(p, NFTR_MAP_DLOMARK), key, 8);
-    if (!r || r->vlen != 4)
-        return -ENOENT;
-    memcpy(ret, r->val, 4);
-    return 0;
-}
-
 /* The key of the element of map `map` whose verdict jumps to chain. */
 static const struct raw_elem *pieces_jumping(const struct nft_data_pieces *p, const char *map,
                                              const char *chain) {
@@ -3473,15 +3478,31 @@ static const struct raw_elem *pieces_jumping(const struct nft_data_pieces *p, co
     return NULL;
 }
 
+/* The key of the element of map `map` whose value is object `obj`. */
+static const struct raw_elem *pieces_naming(const struct nft_data_pieces *p, const char *map,
+                                            const char *obj) {
+    const struct raw_set *l = pieces_set(p, map);
+    for (size_t i = 0; l && i < l->n; i++)
+        if (!l->v[i].has_verdict && strcmp(l->v[i].name, obj) == 0)
+            return &l->v[i];
+    return NULL;
+}
+
 int nft_data_pieces_owner(const struct nft_data_pieces *p, const char *id, uint64_t *ret_cgroup_id,
                           uint32_t *ret_mark) {
-    char dlog[NFTR_NAME_MAX], alog[NFTR_NAME_MAX];
+    char dlog[NFTR_NAME_MAX], alog[NFTR_NAME_MAX], idrop[NFTR_NAME_MAX], ilim[NFTR_NAME_MAX];
     snprintf(dlog, sizeof(dlog), NFTR_DLOG_CHAIN_PREFIX "%s", id);
     snprintf(alog, sizeof(alog), NFTR_ALOG_CHAIN_PREFIX "%s", id);
+    snprintf(idrop, sizeof(idrop), NFTR_MAP_IDROP "-%s", id);
+    snprintf(ilim, sizeof(ilim), NFTR_MAP_ILIM "-%s", id);
     const struct raw_elem *c = pieces_jumping(p, NFTR_MAP_DLOG, dlog);
     if (!c) /* (a removal cut short can leave the accept log's jump alone) */
         c = pieces_jumping(p, NFTR_MAP_ALOG, alog);
     const struct raw_elem *m = pieces_jumping(p, NFTR_MAP_DLOGM, dlog);
+    if (!m)
+        m = pieces_naming(p, NFTR_MAP_IDROP, idrop);
+    if (!m)
+        m = pieces_naming(p, NFTR_MAP_ILIM, ilim);
     *ret_cgroup_id = 0;
     *ret_mark = 0;
     if (c && c->klen == 8)
@@ -3493,24 +3514,30 @@ int nft_data_pieces_owner(const struct nft_data_pieces *p, const char *id, uint6
 
 /* Does a raw element of set l belong to session id of cgroup_id (or, keyed by a
  * mark alone, to mark)? An element keyed by a mark alone that names a chain or
- * an object must name id's: a mark read wrongly (a table someone changed)
- * then takes nothing of another session's. */
-static bool raw_owned(const struct raw_elem *r, const struct raw_set *l, const char *id, uint64_t cg,
-                      uint32_t mark) {
+ * an object is the session's when it names the session's, whatever its mark;
+ * one that names nothing (map loopback's continue) only when its mark is
+ * paired with the session's cgroup in set downmark as well: a mark read wrongly
+ * (a table someone changed) then takes nothing of another session's. */
+static bool raw_owned(const struct nft_data_pieces *p, const struct raw_elem *r, const struct raw_set *l,
+                      const char *id, uint64_t cg, uint32_t mark) {
     enum nftr_key k = l->key;
     size_t at = k == NFTR_K_PORT_CG || k == NFTR_K_MARK_CG ? 4 : 0;
     if (k != NFTR_K_MARK)
         return cg && r->klen >= at + 8 && memcmp(r->key + at, &cg, 8) == 0;
-    if (!mark || r->klen != 4 || memcmp(r->key, &mark, 4) != 0)
+    if (r->name[0]) {
+        char want[NFTR_NAME_MAX];
+        if (r->has_verdict)
+            snprintf(want, sizeof(want), NFTR_DLOG_CHAIN_PREFIX "%s", id);
+        else
+            snprintf(want, sizeof(want), "%s-%s", l->name, id);
+        return strcmp(r->name, want) == 0;
+    }
+    if (!mark || !cg || r->klen != 4 || memcmp(r->key, &mark, 4) != 0)
         return false;
-    if (!r->name[0])
-        return true;
-    char want[NFTR_NAME_MAX];
-    if (r->has_verdict)
-        snprintf(want, sizeof(want), NFTR_DLOG_CHAIN_PREFIX "%s", id);
-    else
-        snprintf(want, sizeof(want), "%s-%s", l->name, id);
-    return strcmp(r->name, want) == 0;
+    uint8_t pair[12];
+    memcpy(pair, &mark, 4);
+    memcpy(pair + 4, &cg, 8);
+    return pieces_find(pieces_set(p, NFTR_SET_DOWNMARK), pair, sizeof(pair)) != NULL;
 }
 
 int nft_data_reap(struct nft *n, const struct nft_data_pieces *p, const char *id, uint64_t cgroup_id,
@@ -3524,7 +3551,7 @@ int nft_data_reap(struct nft *n, const struct nft_data_pieces *p, const char *id
         bool lomap = strcmp(l->name, NFTR_MAP_LOOPBACK) == 0;
         for (size_t k = 0; k < l->n; k++) {
             const struct raw_elem *r = &l->v[k];
-            if (!raw_owned(r, l, id, cgroup_id, mark) ||
+            if (!raw_owned(p, r, l, id, cgroup_id, mark) ||
                 (lomap && !(r->has_verdict && r->verdict == NFT_CONTINUE)) ||
                 (strcmp(l->name, NFTR_MAP_SESSIONS) == 0 &&
                  !(r->has_verdict && r->verdict == NFT_CONTINUE)))

@@ -126,20 +126,19 @@ int nft_data_pieces_read(struct nft *n, struct nft_data_pieces **ret);
 void nft_data_pieces_free(struct nft_data_pieces *p); /* NULL ok */
 /* Whether every element of d is there, with d's value. */
 bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_data *d);
-/* The mark of the new loopback flows of the data session of cgroup_id (map
- * dlomark): its slot. -ENOENT without one. */
-int nft_data_pieces_slot_mark(const struct nft_data_pieces *p, uint64_t cgroup_id, uint32_t *ret);
-/* The cgroup and the loopback mark of data session id, from the elements that
- * jump to its log chains: the cgroup from map dlog's (else alog's), the mark
- * from map dlogm's, each 0 when no element tells. The mark is never taken
- * from map dlomark here: that element is keyed by a cgroup, and a cgroup the
- * table names wrongly would hand over another session's mark. -ENOENT if no
- * element jumps to them. */
+/* The cgroup and the loopback mark of data session id, from elements that name
+ * it: the cgroup from map dlog's jump to its d-<id> (else alog's to its
+ * a-<id>), the mark from map dlogm's jump to its d-<id> (else the element of
+ * map idrop or ilim whose value is its object), each 0 when none tells. The
+ * mark is never taken from map dlomark: that element is keyed by a cgroup, and
+ * a value someone changed would hand over another session's mark. -ENOENT if
+ * no element names it. */
 int nft_data_pieces_owner(const struct nft_data_pieces *p, const char *id, uint64_t *ret_cgroup_id,
                           uint32_t *ret_mark);
 /* Remove whatever is left of data session id: every element keyed by its
- * cgroup (or, keyed by a mark alone, by its mark) in p, its `continue`
- * elements of maps sessions and loopback (never a chain session's jump), its
+ * cgroup in p, every element keyed by a mark alone that names its chain or
+ * object, its `continue` elements of map sessions and, when set downmark pairs
+ * mark with its cgroup, of map loopback (never a chain session's jump), its
  * chains and its objects, each in a transaction of its own (what is gone
  * already is skipped). 0 when something was removed, -ENOENT when nothing
  * was there, else the first error. For leftovers whose session lyhd has no

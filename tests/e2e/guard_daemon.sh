@@ -672,11 +672,12 @@ fi
 # ---- 5c. a restart after root pointed one data session's slot at another's ---------------
 
 # Two sessions of the default policy (data: docs/guard-as-data.md). While lyhd
-# is stopped, root changes A's element of map dlomark to B's loopback mark. The
-# restarted lyhd takes each session's slot from the mark whose refusals jump to
-# its own chain d-<id> (map dlogm), finds A's rules not whole and puts them
-# back, and leaves B's elements alone. (Until 2026-12-07, evening, the slot came
-# from dlomark: A's repair deleted B's elements keyed by that mark.)
+# is stopped, root changes A's element of map dlomark to B's loopback mark and
+# deletes A's element of map dlogm. The restarted lyhd takes a session's slot
+# only from elements that name it (here A's idrop element, whose value is its
+# object idrop-<A>), finds A's rules not whole and puts them back, and leaves
+# B's elements alone. (Until 2026-12-07, evening, the slot came from dlomark:
+# A's repair deleted B's elements keyed by that mark.)
 echo "# 5c. a data session's slot element changed while lyhd was stopped"
 nft5c() { nsenter --net="/run/netns/$LYH_MAIN" nft "$@"; }
 cgpath5c() { # a session's cgroup as nft names it (a path below the cgroup2 mount)
@@ -709,10 +710,12 @@ if agent_start s5a && agent_start s5b; then
     tamper_rc=1
     if [ -n "$mA" ] && [ -n "$mB" ]; then
         nft5c delete element inet lianyaohu dlomark "{ \"$(cgpath5c "$SA")\" }" &&
-            nft5c add element inet lianyaohu dlomark "{ \"$(cgpath5c "$SA")\" : $mB }"
+            nft5c add element inet lianyaohu dlomark "{ \"$(cgpath5c "$SA")\" : $mB }" &&
+            nft5c delete element inet lianyaohu dlogm "{ $mA }"
         tamper_rc=$?
     fi
-    t_eq "5c: root set A's dlomark element to B's mark ($(slot5c "$SA"))" "$tamper_rc $(slot5c "$SA")" "0 $mB"
+    t_eq "5c: root set A's dlomark element to B's mark ($(slot5c "$SA")) and deleted A's dlogm one" \
+        "$tamper_rc $(slot5c "$SA") $(mark5c "$SA")" "0 $mB "
     lyh_daemon_start || lyh_die "lyhd does not restart after SIGTERM"
     t_check "5c: lyhd re-adopts both" eval 'lyh_daemon_log_has "re-adopted running session .$SA." &&
         lyh_daemon_log_has "re-adopted running session .$SB."'

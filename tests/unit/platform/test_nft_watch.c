@@ -135,14 +135,15 @@ static void test_other_tables_not_counted(void **state) {
     (void)state;
     /* another table's changes and the generation message after them */
     put_nft(OTHER, NFT_MSG_NEWRULE, NAME("filter"), false);
-    put_nft(OTHER, NFT_MSG_NEWSETELEM, NAME("lianyaohu2"), true);
+    put_nft(OTHER, NFT_MSG_NEWSETELEM, NAME("lianyaohu2"), false);
+    put_nft(OTHER, NFT_MSG_DELOBJ, NAME("x"), false);
     put_nft(0, NFT_MSG_DELCHAIN, NAME("lianyaoh"), false);
     put_nft(OTHER, NFT_MSG_NEWGEN, "\0\0\0\1", 4, false);
     assert_int_equal(nft_watch_foreign(buf, len, OWN), 0);
     assert_int_equal(nft_watch_foreign(buf, len, 0), 0);
     /* lyhd's table, by name, in any message, the table's own deletion included */
     put_nft(OTHER, NFT_MSG_DELTABLE, NAME("lianyaohu"), false);
-    put_nft(0, NFT_MSG_DELSETELEM, NAME("lianyaohu"), true);
+    put_nft(0, NFT_MSG_DELSETELEM, NAME("lianyaohu"), false);
     put_nft(OWN, NFT_MSG_DELRULE, NAME("lianyaohu"), false); /* its own */
     assert_int_equal(nft_watch_foreign(buf, len, OWN), 2);
     assert_int_equal(nft_watch_foreign(buf, len, 0), 3);
@@ -154,13 +155,18 @@ static void test_unreadable_names_counted(void **state) {
     put_nft(OTHER, NFT_MSG_NEWCHAIN, "", 0, false);       /* empty */
     put(OTHER, 0);                                         /* no attributes */
     put(OTHER, 40);                                        /* an attribute past its message */
+    /* another table's name, but not as the first attribute */
+    put_nft(OTHER, NFT_MSG_NEWRULE, NAME("filter"), true);
+    /* a message type not known to name its table there (a future one) */
+    put_nft(OTHER, NFT_MSG_MAX + 3, NAME("filter"), false);
+    put_nft(OTHER, NFT_MSG_GETOBJ_RESET, NAME("filter"), false);
     /* another subsystem's message */
     size_t at = put_nft(OTHER, NFT_MSG_NEWRULE, NAME("filter"), false);
     struct nlmsghdr h;
     memcpy(&h, buf + at, sizeof(h));
     h.nlmsg_type = (uint16_t)(NFNL_SUBSYS_CTNETLINK << 8 | NFT_MSG_NEWRULE);
     memcpy(buf + at, &h, sizeof(h));
-    assert_int_equal(nft_watch_foreign(buf, len, OWN), 5);
+    assert_int_equal(nft_watch_foreign(buf, len, OWN), 8);
 }
 
 static void send_all(int fd, const uint8_t *b, size_t n) {
