@@ -316,6 +316,17 @@ static int data_session_del(struct lyhd *d, struct session *s) {
     return r;
 }
 
+/* A repair's removal of a data session: what it should have, then anything
+ * else keyed by its cgroup or naming it (an element someone added: a second
+ * interface in dvpn, say), so that what is put back is all there is. */
+static int data_session_clear(struct lyhd *d, struct session *s) {
+    int r = data_session_del(d, s);
+    if (r < 0 && r != -ENOENT)
+        return r;
+    int k = data_session_reap(d, s->row.id, s->row.cgroup_id);
+    return k < 0 && k != -ENOENT ? k : r;
+}
+
 int guard_session_del(struct lyhd *d, struct session *s) {
     struct nft_session_elem *elems = NULL;
     size_t n = 0;
@@ -857,7 +868,7 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
         if (s->has_chain && !whole) {
             /* what is left of them first, so the add cannot collide */
             if (s->data)
-                (void)data_session_del(d, s);
+                (void)data_session_clear(d, s);
             else
                 (void)nft_session_del(d->guard->nft, row->chain, row->cgroup_id,
                                       s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
@@ -1248,7 +1259,7 @@ static unsigned repair_sessions(struct lyhd *d) {
          * that fails (its cgroup's element of map sessions jumps to someone
          * else's chain, say), nothing is added: its packets stay refused, and
          * the next check tries again. */
-        r = s->data ? data_session_del(d, s)
+        r = s->data ? data_session_clear(d, s)
                     : nft_session_del(g->nft, s->row.chain, s->row.cgroup_id,
                                       s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
         if (r < 0 && r != -ENOENT) {

@@ -3432,6 +3432,12 @@ static const struct raw_elem *pieces_find(const struct raw_set *l, const uint8_t
     return l && l->n ? bsearch(&k, l->v, l->n, sizeof(k), raw_cmp) : NULL;
 }
 
+/* Is raw element r, of a set whose keys are of kind k, keyed by cgroup cg? */
+static bool raw_keyed_by_cg(const struct raw_elem *r, enum nftr_key k, uint64_t cg) {
+    size_t at = k == NFTR_K_PORT_CG || k == NFTR_K_MARK_CG ? 4 : 0;
+    return k != NFTR_K_MARK && cg && r->klen >= at + 8 && memcmp(r->key + at, &cg, 8) == 0;
+}
+
 bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_data *d) {
     for (size_t i = 0; i < d->n_elems; i++) {
         const struct nftr_elem *e = &d->elems[i];
@@ -3465,7 +3471,15 @@ bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_da
         if (!same)
             return false;
     }
-    return true;
+    /* ... and nothing more keyed by its cgroup: an element someone added (a
+     * second interface in dvpn, say) would open what its rules do not */
+    size_t want = 0, have = 0;
+    for (size_t i = 0; i < d->n_elems; i++)
+        want += d->elems[i].key != NFTR_K_MARK;
+    for (size_t i = 0; i < p->n; i++)
+        for (size_t k = 0; k < p->sets[i].n; k++)
+            have += raw_keyed_by_cg(&p->sets[i].v[k], p->sets[i].key, d->cgroup_id);
+    return have == want;
 }
 
 /* The key of the element of map `map` whose verdict jumps to chain. */
@@ -3520,10 +3534,8 @@ int nft_data_pieces_owner(const struct nft_data_pieces *p, const char *id, uint6
  * (a table someone changed) then takes nothing of another session's. */
 static bool raw_owned(const struct nft_data_pieces *p, const struct raw_elem *r, const struct raw_set *l,
                       const char *id, uint64_t cg, uint32_t mark) {
-    enum nftr_key k = l->key;
-    size_t at = k == NFTR_K_PORT_CG || k == NFTR_K_MARK_CG ? 4 : 0;
-    if (k != NFTR_K_MARK)
-        return cg && r->klen >= at + 8 && memcmp(r->key + at, &cg, 8) == 0;
+    if (l->key != NFTR_K_MARK)
+        return raw_keyed_by_cg(r, l->key, cg);
     if (r->name[0]) {
         char want[NFTR_NAME_MAX];
         if (r->has_verdict)

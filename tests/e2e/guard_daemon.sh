@@ -677,7 +677,8 @@ fi
 # only from elements that name it (here A's idrop element, whose value is its
 # object idrop-<A>), finds A's rules not whole and puts them back, and leaves
 # B's elements alone. (Until 2026-12-07, evening, the slot came from dlomark:
-# A's repair deleted B's elements keyed by that mark.)
+# A's repair deleted B's elements keyed by that mark.) Then root adds an
+# element that would give A a second interface: lyhd's check takes it away.
 echo "# 5c. a data session's slot element changed while lyhd was stopped"
 nft5c() { nsenter --net="/run/netns/$LYH_MAIN" nft "$@"; }
 cgpath5c() { # a session's cgroup as nft names it (a path below the cgroup2 mount)
@@ -726,6 +727,18 @@ if agent_start s5a && agent_start s5b; then
     t_check "5c: B was not rebuilt" eval '! lyh_daemon_log_has "session .$SB.: firewall chain was missing"'
     agent_guarded "5c: A after the restart" s5a
     agent_guarded "5c: B after the restart" s5b
+    # Root adds an element that would open a second interface to A (dvpn pairs
+    # a cgroup with its VPN interface): lyhd's check finds more keyed by A's
+    # cgroup than its rules hold, and puts A's rules back without it.
+    ethif=$(ip -n "$LYH_MAIN" route get 12.77.0.1 2>/dev/null | grep -o 'dev [^ ]*' | cut -d' ' -f2)
+    extra5c() { nft5c list set inet lianyaohu dvpn 2>/dev/null | grep -cF "\"$(cgpath5c "$SA")\" . \"$ethif\""; }
+    nft5c add element inet lianyaohu dvpn "{ \"$(cgpath5c "$SA")\" . \"${ethif:-none}\" }"
+    t_eq "5c: root added a dvpn element pairing A with ${ethif:-no interface}" "$?" 0
+    lyh_wait_until 5 eval '[ "$(extra5c)" = 0 ]'
+    t_eq "5c: lyhd took it away" "$(extra5c)" 0
+    t_check "5c: ... saying it put A's rules back" \
+        lyh_daemon_log_has "session '$SA': part of its firewall rules was removed by someone else while it ran; put them back"
+    agent_guarded "5c: A after the added element" s5a
     agent_stop s5a
     agent_stop s5b
     expect_session_gone "5c: A removed when it ends" "$SA"
