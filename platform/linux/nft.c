@@ -3330,7 +3330,19 @@ static const struct nftr_data_set base_maps[] = {
 struct nft_data_pieces {
     struct raw_set sets[PIECE_SETS_MAX];
     size_t n;
+    uint64_t *cgs; /* the cgroup of every element keyed by one, sorted */
+    size_t n_cgs;
 };
+
+/* where a key of kind k holds its cgroup */
+static size_t raw_cg_at(enum nftr_key k) {
+    return k == NFTR_K_PORT_CG || k == NFTR_K_MARK_CG ? 4 : 0;
+}
+
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
 
 static int raw_cmp(const void *a, const void *b) {
     const struct raw_elem *x = a, *y = b;
@@ -3388,6 +3400,7 @@ void nft_data_pieces_free(struct nft_data_pieces *p) {
         return;
     for (size_t i = 0; i < p->n; i++)
         free(p->sets[i].v);
+    free(p->cgs);
     free(p);
 }
 
@@ -3415,6 +3428,22 @@ int nft_data_pieces_read(struct nft *n, struct nft_data_pieces **ret) {
         if (l->n)
             qsort(l->v, l->n, sizeof(l->v[0]), raw_cmp);
     }
+    /* every element's cgroup, sorted: how many elements a cgroup keys is then
+     * two searches (nft_data_pieces_whole), not a walk of all per session */
+    size_t total = 0;
+    for (size_t i = 0; i < p->n; i++)
+        total += p->sets[i].key != NFTR_K_MARK ? p->sets[i].n : 0;
+    p->cgs = calloc(total ? total : 1, sizeof(*p->cgs));
+    if (!p->cgs)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->n; i++)
+        for (size_t k = 0; k < p->sets[i].n; k++) {
+            const struct raw_elem *r = &p->sets[i].v[k];
+            size_t at = raw_cg_at(p->sets[i].key);
+            if (p->sets[i].key != NFTR_K_MARK && r->klen >= at + 8)
+                memcpy(&p->cgs[p->n_cgs++], r->key + at, 8);
+        }
+    qsort(p->cgs, p->n_cgs, sizeof(*p->cgs), u64_cmp);
     *ret = TAKE_PTR(p);
     return 0;
 }
@@ -3434,8 +3463,30 @@ static const struct raw_elem *pieces_find(const struct raw_set *l, const uint8_t
 
 /* Is raw element r, of a set whose keys are of kind k, keyed by cgroup cg? */
 static bool raw_keyed_by_cg(const struct raw_elem *r, enum nftr_key k, uint64_t cg) {
-    size_t at = k == NFTR_K_PORT_CG || k == NFTR_K_MARK_CG ? 4 : 0;
+    size_t at = raw_cg_at(k);
     return k != NFTR_K_MARK && cg && r->klen >= at + 8 && memcmp(r->key + at, &cg, 8) == 0;
+}
+
+/* How many elements of p are keyed by cgroup cg. */
+static size_t pieces_cg_count(const struct nft_data_pieces *p, uint64_t cg) {
+    size_t lo = 0, hi = p->n_cgs;
+    while (lo < hi) { /* the first not below cg */
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->cgs[mid] < cg)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t first = lo;
+    hi = p->n_cgs;
+    while (lo < hi) { /* the first above cg */
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->cgs[mid] <= cg)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - first;
 }
 
 bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_data *d) {
@@ -3473,13 +3524,10 @@ bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_da
     }
     /* ... and nothing more keyed by its cgroup: an element someone added (a
      * second interface in dvpn, say) would open what its rules do not */
-    size_t want = 0, have = 0;
+    size_t want = 0;
     for (size_t i = 0; i < d->n_elems; i++)
         want += d->elems[i].key != NFTR_K_MARK;
-    for (size_t i = 0; i < p->n; i++)
-        for (size_t k = 0; k < p->sets[i].n; k++)
-            have += raw_keyed_by_cg(&p->sets[i].v[k], p->sets[i].key, d->cgroup_id);
-    return have == want;
+    return pieces_cg_count(p, d->cgroup_id) == want;
 }
 
 /* The key of the element of map `map` whose verdict jumps to chain. */
