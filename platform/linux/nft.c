@@ -792,20 +792,6 @@ static void e_ct(struct eb *b, uint32_t key) {
     nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
 }
 
-/* inverted: the rule goes on when the key is NOT in the set (a verdict
- * lookup is never inverted) */
-static void e_lookup(struct eb *b, const char *set, bool verdict, bool inverted) {
-    struct nftnl_expr *e = ex(b, "lookup");
-    if (!e)
-        return;
-    nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
-    if (verdict)
-        nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
-    else if (inverted)
-        nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
-    ex_str(b, e, NFTNL_EXPR_LOOKUP_SET, set);
-}
-
 /* The socket's cgroup ancestor at level (8 bytes, host order) into dreg; no
  * full socket, or none at that level: the rule stops. */
 static void e_socket_cg(struct eb *b, uint32_t dreg, uint32_t level) {
@@ -817,17 +803,26 @@ static void e_socket_cg(struct eb *b, uint32_t dreg, uint32_t level) {
     nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, level);
 }
 
-/* A concatenated key, as nft lays it out: each part from a 4-byte register
- * boundary (a 2-byte port is padded with zeros by payload), the first at
- * NFT_REG32_00; the set's key length is the padded sum. */
-static void e_lookup_from(struct eb *b, const char *set, uint32_t sreg, bool inverted) {
+/* A lookup of the key in sreg. A concatenated key is as nft lays it out: each
+ * part from a 4-byte register boundary (a 2-byte port is padded with zeros by
+ * payload), the first at NFT_REG32_00; the set's key length is the padded sum.
+ * verdict: a verdict map's; inverted: the rule goes on when the key is NOT in
+ * the set (a verdict lookup is never inverted). */
+static void e_lookup_from(struct eb *b, const char *set, uint32_t sreg, bool verdict,
+                          bool inverted) {
     struct nftnl_expr *e = ex(b, "lookup");
     if (!e)
         return;
     nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, sreg);
-    if (inverted)
+    if (verdict)
+        nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
+    else if (inverted)
         nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
     ex_str(b, e, NFTNL_EXPR_LOOKUP_SET, set);
+}
+
+static void e_lookup(struct eb *b, const char *set, bool verdict, bool inverted) {
+    e_lookup_from(b, set, NFT_REG_1, verdict, inverted);
 }
 
 /* The key of a named object's map into NFT_REG_1: the socket's cgroup at
@@ -1079,7 +1074,7 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
     }
     case NFTR_M_CG_SET:
         e_socket_cg(b, NFT_REG_1, m->level);
-        e_lookup_from(b, m->name, NFT_REG_1, false);
+        e_lookup_from(b, m->name, NFT_REG_1, false, false);
         break;
     case NFTR_M_CG_IF_SET: {
         e_socket_cg(b, NFT_REG32_00, m->level);
@@ -1088,7 +1083,7 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
             nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, NFT_META_OIFNAME);
             nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG32_02);
         }
-        e_lookup_from(b, m->name, NFT_REG32_00, false);
+        e_lookup_from(b, m->name, NFT_REG32_00, false, false);
         break;
     }
     case NFTR_M_PORT_CG_SET: {
@@ -1101,7 +1096,7 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
             nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, 2);
         }
         e_socket_cg(b, NFT_REG32_01, m->level);
-        e_lookup_from(b, m->name, NFT_REG32_00, false);
+        e_lookup_from(b, m->name, NFT_REG32_00, false, false);
         break;
     }
     case NFTR_M_MARK_CG_SET: {
@@ -1111,12 +1106,12 @@ static void e_match(struct eb *b, const struct nftr_match *m) {
             nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG32_00);
         }
         e_socket_cg(b, NFT_REG32_01, m->level);
-        e_lookup_from(b, m->name, NFT_REG32_00, false);
+        e_lookup_from(b, m->name, NFT_REG32_00, false, false);
         break;
     }
     case NFTR_M_CT_MARK_SET_NE:
         e_ct(b, NFT_CT_MARK);
-        e_lookup_from(b, m->name, NFT_REG_1, true);
+        e_lookup_from(b, m->name, NFT_REG_1, false, true);
         break;
     case NFTR_M_SOCK_CGROUP: {
         /* The socket's cgroup ancestor at this level, by id (host order, as
@@ -3339,6 +3334,16 @@ static size_t raw_cg_at(enum nftr_key k) {
     return k == NFTR_K_PORT_CG || k == NFTR_K_MARK_CG ? 4 : 0;
 }
 
+/* The cgroup raw element r, of a set whose keys are of kind k, is keyed by
+ * (false: keyed by a mark alone, or too short to hold one). */
+static bool raw_cg(const struct raw_elem *r, enum nftr_key k, uint64_t *ret) {
+    size_t at = raw_cg_at(k);
+    if (k == NFTR_K_MARK || r->klen < at + 8)
+        return false;
+    memcpy(ret, r->key + at, 8);
+    return true;
+}
+
 static int u64_cmp(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -3428,21 +3433,19 @@ int nft_data_pieces_read(struct nft *n, struct nft_data_pieces **ret) {
         if (l->n)
             qsort(l->v, l->n, sizeof(l->v[0]), raw_cmp);
     }
-    /* every element's cgroup, sorted: how many elements a cgroup keys is then
-     * two searches (nft_data_pieces_whole), not a walk of all per session */
+    /* the cgroup of every element of the layout's own sets, sorted: how many
+     * elements a cgroup keys is then two searches (nft_data_pieces_keyed), not
+     * a walk of all per session */
     size_t total = 0;
-    for (size_t i = 0; i < p->n; i++)
-        total += p->sets[i].key != NFTR_K_MARK ? p->sets[i].n : 0;
+    for (size_t i = 0; i < nds && i < p->n; i++)
+        total += p->sets[i].n;
     p->cgs = calloc(total ? total : 1, sizeof(*p->cgs));
     if (!p->cgs)
         return -ENOMEM;
-    for (size_t i = 0; i < p->n; i++)
-        for (size_t k = 0; k < p->sets[i].n; k++) {
-            const struct raw_elem *r = &p->sets[i].v[k];
-            size_t at = raw_cg_at(p->sets[i].key);
-            if (p->sets[i].key != NFTR_K_MARK && r->klen >= at + 8)
-                memcpy(&p->cgs[p->n_cgs++], r->key + at, 8);
-        }
+    for (size_t i = 0; i < nds && i < p->n; i++)
+        for (size_t k = 0; k < p->sets[i].n; k++)
+            if (raw_cg(&p->sets[i].v[k], p->sets[i].key, &p->cgs[p->n_cgs]))
+                p->n_cgs++;
     qsort(p->cgs, p->n_cgs, sizeof(*p->cgs), u64_cmp);
     *ret = TAKE_PTR(p);
     return 0;
@@ -3463,30 +3466,34 @@ static const struct raw_elem *pieces_find(const struct raw_set *l, const uint8_t
 
 /* Is raw element r, of a set whose keys are of kind k, keyed by cgroup cg? */
 static bool raw_keyed_by_cg(const struct raw_elem *r, enum nftr_key k, uint64_t cg) {
-    size_t at = raw_cg_at(k);
-    return k != NFTR_K_MARK && cg && r->klen >= at + 8 && memcmp(r->key + at, &cg, 8) == 0;
+    uint64_t at;
+    return cg && raw_cg(r, k, &at) && at == cg;
 }
 
-/* How many elements of p are keyed by cgroup cg. */
-static size_t pieces_cg_count(const struct nft_data_pieces *p, uint64_t cg) {
+/* The first of the sorted cgs not below cg. */
+static size_t cgs_lower_bound(const struct nft_data_pieces *p, uint64_t cg) {
     size_t lo = 0, hi = p->n_cgs;
-    while (lo < hi) { /* the first not below cg */
+    while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (p->cgs[mid] < cg)
             lo = mid + 1;
         else
             hi = mid;
     }
-    size_t first = lo;
-    hi = p->n_cgs;
-    while (lo < hi) { /* the first above cg */
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->cgs[mid] <= cg)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo - first;
+    return lo;
+}
+
+size_t nft_data_pieces_keyed(const struct nft_data_pieces *p, uint64_t cg) {
+    if (!cg)
+        return 0;
+    return (cg == UINT64_MAX ? p->n_cgs : cgs_lower_bound(p, cg + 1)) - cgs_lower_bound(p, cg);
+}
+
+static bool base_map(const char *name) {
+    for (size_t i = 0; i < ARRAY_SIZE(base_maps); i++)
+        if (strcmp(base_maps[i].name, name) == 0)
+            return true;
+    return false;
 }
 
 bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_data *d) {
@@ -3522,12 +3529,14 @@ bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_da
         if (!same)
             return false;
     }
-    /* ... and nothing more keyed by its cgroup: an element someone added (a
-     * second interface in dvpn, say) would open what its rules do not */
+    /* ... and nothing more keyed by its cgroup in the layout's sets: an
+     * element someone added (a second interface in dvpn, say) would open what
+     * its rules do not. (A base map holds one element per cgroup, compared
+     * above.) */
     size_t want = 0;
     for (size_t i = 0; i < d->n_elems; i++)
-        want += d->elems[i].key != NFTR_K_MARK;
-    return pieces_cg_count(p, d->cgroup_id) == want;
+        want += d->elems[i].key != NFTR_K_MARK && !base_map(d->elems[i].set);
+    return nft_data_pieces_keyed(p, d->cgroup_id) == want;
 }
 
 /* The key of the element of map `map` whose verdict jumps to chain. */

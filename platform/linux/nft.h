@@ -124,9 +124,12 @@ int nft_data_del(struct nft *n, const struct nftr_data *d, bool *ret_searched);
 struct nft_data_pieces;
 int nft_data_pieces_read(struct nft *n, struct nft_data_pieces **ret);
 void nft_data_pieces_free(struct nft_data_pieces *p); /* NULL ok */
-/* Whether every element of d is there, with d's value, and no other element is
- * keyed by d's cgroup. */
+/* Whether every element of d is there, with d's value, and no other element of
+ * the layout's sets is keyed by d's cgroup. */
 bool nft_data_pieces_whole(const struct nft_data_pieces *p, const struct nftr_data *d);
+/* How many elements of the layout's sets (not maps sessions, loopback, served,
+ * dnsport) are keyed by cgroup cg: a chain session's cgroup should have none. */
+size_t nft_data_pieces_keyed(const struct nft_data_pieces *p, uint64_t cg);
 /* The cgroup and the loopback mark of data session id, from elements that name
  * it: the cgroup from map dlog's jump to its d-<id> (else alog's to its
  * a-<id>), the mark from map dlogm's jump to its d-<id> (else the element of
