@@ -267,30 +267,38 @@ int guard_session_add(struct lyhd *d, struct session *s, char *why, size_t whyle
 }
 
 /* Whatever is left of data session id (cgroup_id 0: find it from its chain
- * d-<id>), piece by piece. */
-static int data_session_reap(struct lyhd *d, const char *id, uint64_t cgroup_id) {
-    struct nft_data_pieces *p = NULL;
+ * d-<id>), piece by piece, as snapshot p lists it (NULL: read the table now).
+ * A snapshot taken before part of it was removed does: what is gone since is
+ * skipped. */
+static int data_session_reap(struct lyhd *d, const struct nft_data_pieces *p, const char *id,
+                             uint64_t cgroup_id) {
+    struct nft_data_pieces *read = NULL;
     uint64_t cg = 0;
     uint32_t mark = 0;
-    int r = nft_data_pieces_read(d->guard->nft, &p);
 
-    if (r < 0)
-        return r;
+    if (!p) {
+        int r = nft_data_pieces_read(d->guard->nft, &read);
+        if (r < 0)
+            return r;
+        p = read;
+    }
     /* lyhd's row knows the cgroup; the mark is one an element naming the
      * session is keyed by (never its cgroup's dlomark value: see
      * nft_data_pieces_owner) */
     (void)nft_data_pieces_owner(p, id, &cg, &mark);
     if (cgroup_id)
         cg = cgroup_id;
-    r = nft_data_reap(d->guard->nft, p, id, cg, mark);
-    nft_data_pieces_free(p);
+    int r = nft_data_reap(d->guard->nft, p, id, cg, mark);
+    nft_data_pieces_free(read);
     return r;
 }
 
 /* A data session's rules: what it should have, rendered again from what it
  * was installed with (its spec, slot and forwarder), removed; when part of
- * them is gone, piece by piece. */
-static int data_session_del(struct lyhd *d, struct session *s) {
+ * them is gone, piece by piece. When it is rendered otherwise now, reaped by
+ * its keys (from snapshot p, NULL: read), and *ret_reaped says so. */
+static int data_session_del(struct lyhd *d, struct session *s, const struct nft_data_pieces *p,
+                            bool *ret_reaped) {
     struct nftr_data *dd = NULL;
     bool searched = false;
     /* An adopted session's logging is not on record (accept_unlogged is the
@@ -302,28 +310,53 @@ static int data_session_del(struct lyhd *d, struct session *s) {
     int r = guard_render_data(d, s, &dd);
     s->accept_unlogged = unlogged;
 
+    *ret_reaped = false;
     if (r == 0)
         r = nft_data_del(d->guard->nft, dd, &searched);
     nftr_data_free(dd);
-    if (r == -EINVAL) /* rendered otherwise now (its spec was narrowed): reap by its keys */
-        r = data_session_reap(d, s->row.id, s->row.cgroup_id);
-    else if (searched && !s->adopted)
+    if (r == -EINVAL) { /* rendered otherwise now (its spec was narrowed): reap by its keys */
+        r = data_session_reap(d, p, s->row.id, s->row.cgroup_id);
+        *ret_reaped = true;
+    } else if (searched && !s->adopted) {
         log_warn("session '%s': its firewall rules were not as lyhd installed them at its "
                  "end (someone else changed lyhd's table); what is left of them is removed",
                  s->row.id);
+    }
     if (r == 0 || r == -ENOENT)
         s->data = false;
     return r;
 }
 
-/* A repair's removal of a data session: what it should have, then anything
- * else keyed by its cgroup or naming it (an element someone added: a second
- * interface in dvpn, say), so that what is put back is all there is. */
-static int data_session_clear(struct lyhd *d, struct session *s) {
-    int r = data_session_del(d, s);
+/* A repair's removal of a data session, with snapshot p of the table from
+ * before it: what it should have, then anything else keyed by its cgroup or
+ * naming it (an element someone added: a second interface in dvpn, say), so
+ * that what is put back is all there is. The reap runs even when the removal
+ * failed (a chain of it named by someone else's rule: EBUSY): what can go,
+ * goes, and the session stays refused until the next check. */
+static int data_session_clear(struct lyhd *d, struct session *s, const struct nft_data_pieces *p) {
+    bool reaped;
+    int r = data_session_del(d, s, p, &reaped);
+    if (reaped)
+        return r;
+    int k = data_session_reap(d, p, s->row.id, s->row.cgroup_id);
     if (r < 0 && r != -ENOENT)
         return r;
-    int k = data_session_reap(d, s->row.id, s->row.cgroup_id);
+    return k < 0 && k != -ENOENT ? k : r;
+}
+
+/* A chain session's removal for a repair: its chains and elements, then any
+ * element of the data layout's sets keyed by its cgroup (snapshot p; none
+ * belongs there: root's `nft add element` of it to dvpn would open its
+ * established flows through another interface, which (0a) accepts before
+ * its chain is reached). */
+static int chain_session_clear(struct lyhd *d, struct session *s, const struct nft_data_pieces *p) {
+    int r = nft_session_del(d->guard->nft, s->row.chain, s->row.cgroup_id,
+                            s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
+    if (!p || nft_data_pieces_keyed(p, s->row.cgroup_id) == 0)
+        return r;
+    int k = nft_data_reap(d->guard->nft, p, s->row.id, s->row.cgroup_id, 0);
+    if (r < 0 && r != -ENOENT)
+        return r;
     return k < 0 && k != -ENOENT ? k : r;
 }
 
@@ -334,7 +367,8 @@ int guard_session_del(struct lyhd *d, struct session *s) {
     int r;
 
     if (s->data) {
-        r = data_session_del(d, s);
+        bool reaped;
+        r = data_session_del(d, s, NULL, &reaped);
         return r == -ENOENT ? 0 : r;
     }
 
@@ -864,14 +898,14 @@ static int reconcile_one(const struct store_session *row, void *userdata) {
         bool whole = s->data ? data_session_whole(d, rc, rc->dp, s)
                              : has_chain_sorted(rc, row->chain) &&
                                    (!own || !d->guard->listeners ||
-                                    (s->lo_slot && has_chain_sorted(rc, lo)));
+                                    (s->lo_slot && has_chain_sorted(rc, lo))) &&
+                                   !(own && rc->dp && nft_data_pieces_keyed(rc->dp, row->cgroup_id));
         if (s->has_chain && !whole) {
             /* what is left of them first, so the add cannot collide */
             if (s->data)
-                (void)data_session_clear(d, s);
+                (void)data_session_clear(d, s, rc->dp);
             else
-                (void)nft_session_del(d->guard->nft, row->chain, row->cgroup_id,
-                                      s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
+                (void)chain_session_clear(d, s, own ? rc->dp : NULL);
             s->lo_slot = 0;
             r = guard_session_add(d, s, why, sizeof(why));
             if (r < 0) {
@@ -1012,7 +1046,7 @@ static void reap_unknown_chains(struct reconcile *rc) {
             const char *id = name + strlen(dl ? NFTR_DLOG_CHAIN_PREFIX : NFTR_ALOG_CHAIN_PREFIX);
             TAILQ_FOREACH(s, &d->sessions, link)
                 known |= s->data && strcmp(s->row.id, id) == 0;
-            if (known || data_session_reap(d, id, 0) != 0)
+            if (known || data_session_reap(d, NULL, id, 0) != 0)
                 continue;
             log_warn("removed the rules of data session '%s': no session in state.db owns them", id);
             reap_log(d, name, "removed", "data session unknown to state.db");
@@ -1216,18 +1250,19 @@ static unsigned repair_sessions(struct lyhd *d) {
     struct nft_data_pieces *dp = NULL;
     struct session *s, *next;
     unsigned n = 0;
-    bool any = false, any_data = false;
+    bool any = false;
     int r;
 
     TAILQ_FOREACH(s, &d->sessions, link) {
         bool live = s->has_chain && s->row.state < STORE_SESSION_ENDING && s->row.cgroup_id &&
                     own_chain(s->row.chain);
         any |= live;
-        any_data |= live && s->data;
     }
     if (!any)
         return 0;
-    if ((any_data && (r = nft_data_pieces_read(g->nft, &dp)) < 0) ||
+    /* the data layout's sets, also for chain sessions: none of their
+     * elements may be keyed by a chain session's cgroup */
+    if ((g->base.data && (r = nft_data_pieces_read(g->nft, &dp)) < 0) ||
         (r = nft_list_chains(g->nft, &p.rc.chains, &p.rc.n_chains)) < 0 ||
         (r = nft_list_sessions(g->nft, &p.elems, &p.n_elems)) < 0 ||
         (r = nft_list_dnsport(g->nft, &p.dns, &p.n_dns)) < 0 ||
@@ -1249,7 +1284,8 @@ static unsigned repair_sessions(struct lyhd *d) {
         next = TAILQ_NEXT(s, link);
         if (!s->has_chain || s->row.state >= STORE_SESSION_ENDING || !s->row.cgroup_id ||
             !own_chain(s->row.chain) ||
-            (s->data ? data_session_whole(d, &p.rc, dp, s) : session_whole(&p, s, g)))
+            (s->data ? data_session_whole(d, &p.rc, dp, s)
+                     : session_whole(&p, s, g) && !(dp && nft_data_pieces_keyed(dp, s->row.cgroup_id))))
             continue;
         if (n == GUARD_REPAIRS_PER_CHECK) {
             arm_check(g, GUARD_CHECK_DELAY_MS, GUARD_WHY_REPAIR);
@@ -1259,9 +1295,7 @@ static unsigned repair_sessions(struct lyhd *d) {
          * that fails (its cgroup's element of map sessions jumps to someone
          * else's chain, say), nothing is added: its packets stay refused, and
          * the next check tries again. */
-        r = s->data ? data_session_clear(d, s)
-                    : nft_session_del(g->nft, s->row.chain, s->row.cgroup_id,
-                                      s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
+        r = s->data ? data_session_clear(d, s, dp) : chain_session_clear(d, s, dp);
         if (r < 0 && r != -ENOENT) {
             log_error("session '%s': part of its firewall rules was removed by someone else, "
                       "and what is left of them cannot be removed to put them back (%s): %s; "

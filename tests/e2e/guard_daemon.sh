@@ -739,6 +739,28 @@ if agent_start s5a && agent_start s5b; then
     t_check "5c: ... saying it put A's rules back" \
         lyh_daemon_log_has "session '$SA': part of its firewall rules was removed by someone else while it ran; put them back"
     agent_guarded "5c: A after the added element" s5a
+    # The same, while a rule of root's in lyhd's table jumps to A's log chain
+    # d-<id>: that chain cannot be deleted (EBUSY), so A's rules cannot be put
+    # back. What can go still goes, the added element with it, and A is refused
+    # everything until root's rule is gone; then lyhd puts A back. (Until
+    # 2026-12-07, late evening, the failed removal ended the repair before
+    # anything keyed by A's cgroup was reaped: the element stayed.)
+    nft5c add chain inet lianyaohu rootx &&
+        nft5c add rule inet lianyaohu rootx jump "d-$SA" &&
+        nft5c add element inet lianyaohu dvpn "{ \"$(cgpath5c "$SA")\" . \"${ethif:-none}\" }"
+    t_eq "5c: root's rule jumps to d-$SA, and the dvpn element is back" "$?" 0
+    lyh_wait_until 5 eval '[ "$(extra5c)" = 0 ]'
+    t_eq "5c: lyhd took the element away all the same" "$(extra5c)" 0
+    t_check "5c: ... saying A's rules cannot be put back yet" lyh_daemon_log_has \
+        "session '$SA': part of its firewall rules was removed by someone else, and what is left of them cannot be removed"
+    agent_probe s5a $VPN_PROBES $LAN_PROBES $ETH_PROBES
+    check_results "5c: A while root's rule names its chain" "$RES" -- $VPN_PROBES $LAN_PROBES $ETH_PROBES
+    nft5c flush chain inet lianyaohu rootx && nft5c delete chain inet lianyaohu rootx
+    t_eq "5c: root removed its rule" "$?" 0
+    back5c() { grep -cF "session '$SA': part of its firewall rules was removed by someone else while it ran; put them back" "$LYH_DAEMON_LOG"; }
+    lyh_wait_until 10 eval '[ "$(back5c)" -ge 2 ]'
+    t_eq "5c: lyhd put A's rules back (a second time)" "$(back5c)" 2
+    agent_guarded "5c: A put back after root's rule went" s5a
     agent_stop s5a
     agent_stop s5b
     expect_session_gone "5c: A removed when it ends" "$SA"

@@ -469,6 +469,26 @@ if [ -n "$SA" ] && [ -n "$SB" ] && [ "$SA" != "$SB" ]; then
         grep -q "could not be narrowed" "$LYH_TMP/s11a.err" "$LYH_DAEMON_LOG"
     lyh_wait_until 10 eval '[ -z "$(lyh_session_nft_left "$SA")" ]'
     t_eq "11: nothing of A's rules is left" "$(lyh_session_nft_left "$SA")" ""
+    # Root pairs B, a chain session now, with another interface in set dvpn:
+    # guarded's first rules would accept B's established flows through it (a
+    # reply to a peer there) before B's chain, which refuses them, is reached.
+    # lyhd's check finds an element of the data sets keyed by a chain
+    # session's cgroup and puts B's rules back without it. (Until 2026-12-07,
+    # late evening, only a data session's cgroup was counted.)
+    cgB=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select cgroup from sessions where id='$SB'")
+    base=${LYH_CGMNT#/sys/fs/cgroup}
+    base=${base#/}
+    if [ -n "$base" ]; then cgB=$base$cgB; else cgB=${cgB#/}; fi
+    stray11() { nsenter --net="/run/netns/$LYH_MAIN" nft list set inet lianyaohu dvpn 2>/dev/null |
+        grep -cF "\"$cgB\" . \"eth9\""; }
+    nsenter --net="/run/netns/$LYH_MAIN" nft add element inet lianyaohu dvpn "{ \"$cgB\" . \"eth9\" }"
+    t_eq "11: root added a dvpn element pairing B ($cgB) with eth9" "$?" 0
+    lyh_wait_until 5 eval '[ "$(stray11)" = 0 ]'
+    t_eq "11: lyhd took it away" "$(stray11)" 0
+    t_check "11: ... saying it put B's rules back" lyh_daemon_log_has \
+        "session '$SB': part of its firewall rules was removed by someone else while it ran; put them back"
+    t_eq "11: B's rules are its chain again" "$(lyh_session_rules "$SB")" chains
+    t_check "11: B keeps running" lyh_alive "${P11[b]}"
     lyh_cli stop --grace 0 "$SB" >/dev/null 2>&1
     lyh_wait_pid_gone 20 "${P11[b]}"
     wait "${P11[b]}" 2>/dev/null
