@@ -728,41 +728,22 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    /* chain rendering subcommands */
+    /* chain and data rendering subcommands */
     struct policy_args pa = { .nlan = 0 };
+    struct nftr_chain *c = NULL;
+    _cleanup_(nftr_data_freep) struct nftr_data *dd = NULL;
+    bool do_render = false, add_uidish = false;
     if (strcmp(cmd, "render-data") == 0 || strcmp(cmd, "add-data") == 0 ||
         strcmp(cmd, "del-data") == 0) {
         uint64_t cg;
         if (argc < 5 || parse_u64(argv[3], &cg) < 0 || parse_policy(argc - 5, argv + 5, &pa) < 0)
             return usage();
         struct nftr_input in = input_of(NFTR_SCOPE_SESSION, argv[2], cg, 0, argv[4], &pa);
-        _cleanup_(nftr_data_freep) struct nftr_data *d = NULL;
-        r = nftr_render_data(&in, &d);
+        r = nftr_render_data(&in, &dd);
         if (r < 0)
             return fail(NULL, "render", r);
-        if (cmd[0] == 'r') {
-            _cleanup_free_ char *text = NULL;
-            r = nftr_data_text(d, &text);
-            if (r < 0)
-                return fail(NULL, "render", r);
-            fputs(text, stdout);
-            return 0;
-        }
-        struct nft *n = NULL;
-        r = nft_open(&n);
-        if (r < 0)
-            return fail(NULL, "open", r);
-        bool searched = false;
-        r = cmd[0] == 'a' ? nft_data_add(n, d) : nft_data_del(n, d, &searched);
-        int rc = r < 0 ? fail(n, cmd, r) : 0;
-        if (searched)
-            puts("piece by piece");
-        nft_close(n);
-        return rc;
-    }
-    struct nftr_chain *c = NULL;
-    bool do_render = false, add_uidish = false;
-    if (strcmp(cmd, "add-session") == 0 || strcmp(cmd, "render-session") == 0) {
+        do_render = cmd[0] == 'r';
+    } else if (strcmp(cmd, "add-session") == 0 || strcmp(cmd, "render-session") == 0) {
         uint64_t cg;
         if (argc < 5 || parse_u64(argv[3], &cg) < 0 || parse_policy(argc - 5, argv + 5, &pa) < 0)
             return usage();
@@ -784,7 +765,7 @@ int main(int argc, char **argv) {
     }
     if (do_render) {
         _cleanup_free_ char *text = NULL;
-        r = nftr_chain_text(c, &text);
+        r = dd ? nftr_data_text(dd, &text) : nftr_chain_text(c, &text);
         nftr_chain_free(c);
         if (r < 0)
             return fail(NULL, "render", r);
@@ -804,6 +785,13 @@ int main(int argc, char **argv) {
         if (r < 0)
             rc = fail(n, "add", r);
         nftr_chain_free(c);
+    } else if (dd) {
+        bool searched = false;
+        r = cmd[0] == 'a' ? nft_data_add(n, dd) : nft_data_del(n, dd, &searched);
+        if (r < 0)
+            rc = fail(n, cmd, r);
+        if (searched)
+            puts("piece by piece");
     } else if (strcmp(cmd, "del-session") == 0 && argc == 4) {
         uint64_t cg;
         char name[NFTR_NAME_MAX];
