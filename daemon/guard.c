@@ -344,17 +344,19 @@ static int data_session_clear(struct lyhd *d, struct session *s, const struct nf
     return k < 0 && k != -ENOENT ? k : r;
 }
 
-/* A chain session's removal for a repair: its chains and elements, then any
- * element of the data layout's sets keyed by its cgroup (snapshot p; none
- * belongs there: root's `nft add element` of it to dvpn would open its
- * established flows through another interface, which (0a) accepts before
- * its chain is reached). */
+/* A chain session's removal for a repair: any element of the data layout's
+ * sets keyed by its cgroup (snapshot p; none belongs there: root's `nft add
+ * element` of it to dvpn would open its established flows through another
+ * interface, which guarded's first rules accept before its chain is reached),
+ * then its chains and elements. In that order: without its element of map
+ * sessions, a dlive element of its cgroup would send its packets to chain
+ * data. */
 static int chain_session_clear(struct lyhd *d, struct session *s, const struct nft_data_pieces *p) {
+    int k = p && nft_data_pieces_keyed(p, s->row.cgroup_id)
+                ? nft_data_reap_keyed(d->guard->nft, p, s->row.cgroup_id)
+                : 0;
     int r = nft_session_del(d->guard->nft, s->row.chain, s->row.cgroup_id,
                             s->lo_slot ? nftr_lo_mark(s->lo_slot) : 0);
-    if (!p || nft_data_pieces_keyed(p, s->row.cgroup_id) == 0)
-        return r;
-    int k = nft_data_reap(d->guard->nft, p, s->row.id, s->row.cgroup_id, 0);
     if (r < 0 && r != -ENOENT)
         return r;
     return k < 0 && k != -ENOENT ? k : r;
@@ -1253,15 +1255,15 @@ static unsigned repair_sessions(struct lyhd *d) {
     bool any = false;
     int r;
 
-    TAILQ_FOREACH(s, &d->sessions, link) {
-        bool live = s->has_chain && s->row.state < STORE_SESSION_ENDING && s->row.cgroup_id &&
-                    own_chain(s->row.chain);
-        any |= live;
-    }
+    /* (a session with a cgroup has a chain of its own, s-<id>, when it is not
+     * a data session: rpc_run.c; LYH-<uid> is for lyhd without cgroup v2) */
+    TAILQ_FOREACH(s, &d->sessions, link)
+        any |= s->has_chain && s->row.state < STORE_SESSION_ENDING && s->row.cgroup_id &&
+               own_chain(s->row.chain);
     if (!any)
         return 0;
-    /* the data layout's sets, also for chain sessions: none of their
-     * elements may be keyed by a chain session's cgroup */
+    /* the data layout's sets, also for chain sessions: none of their elements
+     * may be keyed by a chain session's cgroup */
     if ((g->base.data && (r = nft_data_pieces_read(g->nft, &dp)) < 0) ||
         (r = nft_list_chains(g->nft, &p.rc.chains, &p.rc.n_chains)) < 0 ||
         (r = nft_list_sessions(g->nft, &p.elems, &p.n_elems)) < 0 ||

@@ -3593,6 +3593,8 @@ static bool raw_owned(const struct nft_data_pieces *p, const struct raw_elem *r,
                       const char *id, uint64_t cg, uint32_t mark) {
     if (l->key != NFTR_K_MARK)
         return raw_keyed_by_cg(r, l->key, cg);
+    if (!id[0]) /* (nft_data_reap_keyed: by the cgroup alone) */
+        return false;
     if (r->name[0]) {
         char want[NFTR_NAME_MAX];
         if (r->has_verdict)
@@ -3609,11 +3611,13 @@ static bool raw_owned(const struct nft_data_pieces *p, const struct raw_elem *r,
     return pieces_find(pieces_set(p, NFTR_SET_DOWNMARK), pair, sizeof(pair)) != NULL;
 }
 
-int nft_data_reap(struct nft *n, const struct nft_data_pieces *p, const char *id, uint64_t cgroup_id,
-                  uint32_t mark) {
-    size_t removed = 0;
-    int err = 0;
-    for (size_t i = 0; i < p->n; i++) {
+/* The elements of p's first n_sets sets that raw_owned() gives session id,
+ * each deleted in a transaction of its own (what is gone already is skipped);
+ * *removed counts the deletes, *err keeps the first error. */
+static void reap_elems(struct nft *n, const struct nft_data_pieces *p, size_t n_sets,
+                       const char *id, uint64_t cgroup_id, uint32_t mark, size_t *removed,
+                       int *err) {
+    for (size_t i = 0; i < n_sets && i < p->n; i++) {
         const struct raw_set *l = &p->sets[i];
         /* map loopback: only a data session's own slot element (continue),
          * never a chain session's jump */
@@ -3646,11 +3650,18 @@ int nft_data_reap(struct nft *n, const struct nft_data_pieces *p, const char *id
                 batch_free(&bt);
             }
             if (e == 0)
-                removed++;
-            else if (e != -ENOENT && !err)
-                err = e;
+                (*removed)++;
+            else if (e != -ENOENT && !*err)
+                *err = e;
         }
     }
+}
+
+int nft_data_reap(struct nft *n, const struct nft_data_pieces *p, const char *id, uint64_t cgroup_id,
+                  uint32_t mark) {
+    size_t removed = 0;
+    int err = 0;
+    reap_elems(n, p, p->n, id, cgroup_id, mark, &removed, &err);
     /* its chains and objects, by name */
     char name[NFTR_NAME_MAX];
     const char *chain_pfx[] = {NFTR_ALOG_CHAIN_PREFIX, NFTR_DLOG_CHAIN_PREFIX};
@@ -3683,6 +3694,18 @@ int nft_data_reap(struct nft *n, const struct nft_data_pieces *p, const char *id
         else if (e != -ENOENT && !err)
             err = e;
     }
+    return err ? err : removed ? 0 : -ENOENT;
+}
+
+int nft_data_reap_keyed(struct nft *n, const struct nft_data_pieces *p, uint64_t cgroup_id) {
+    const struct nftr_data_set *ds;
+    size_t removed = 0;
+    int err = 0;
+    if (!cgroup_id)
+        return -EINVAL;
+    /* the layout's own sets only (the base maps follow them in p), and no
+     * element keyed by a mark alone (no id) */
+    reap_elems(n, p, nftr_data_sets(&ds), "", cgroup_id, 0, &removed, &err);
     return err ? err : removed ? 0 : -ENOENT;
 }
 

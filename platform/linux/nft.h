@@ -149,6 +149,10 @@ int nft_data_pieces_owner(const struct nft_data_pieces *p, const char *id, uint6
  * record of. */
 int nft_data_reap(struct nft *n, const struct nft_data_pieces *p, const char *id, uint64_t cgroup_id,
                   uint32_t mark);
+/* Remove every element of the layout's own sets (not maps sessions, loopback,
+ * served, dnsport) keyed by cgroup cgroup_id in p: what a session that is not
+ * a data session should not have. Same return values. */
+int nft_data_reap_keyed(struct nft *n, const struct nft_data_pieces *p, uint64_t cgroup_id);
 
 /* Uid scopes (NFTR_SCOPE_UID, NFTR_SCOPE_SHARED_USER), one transaction: chain
  * LYH-<uid> / LYH-U-<uid> with its rules, and the dispatch rule inserted at the

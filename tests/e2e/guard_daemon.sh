@@ -680,21 +680,13 @@ fi
 # A's repair deleted B's elements keyed by that mark.) Then root adds an
 # element that would give A a second interface: lyhd's check takes it away.
 echo "# 5c. a data session's slot element changed while lyhd was stopped"
-nft5c() { nsenter --net="/run/netns/$LYH_MAIN" nft "$@"; }
-cgpath5c() { # a session's cgroup as nft names it (a path below the cgroup2 mount)
-    local cg base
-    cg=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select cgroup from sessions where id='$1'" 2>/dev/null)
-    base=${LYH_CGMNT#/sys/fs/cgroup}
-    base=${base#/}
-    if [ -n "$base" ]; then echo "$base$cg"; else echo "${cg#/}"; fi
-}
 mark5c() { # the mark whose refusals jump to the session's d-<id>
     lyh_nft list map inet lianyaohu dlogm 2>/dev/null | tr ',{}' '\n\n\n' |
         grep -E "jump d-$1([^0-9a-z-]|\$)" | grep -Eo '0x[0-9a-f]+' | head -n 1
 }
 slot5c() { # the value of the session's element of map dlomark
-    nft5c list map inet lianyaohu dlomark 2>/dev/null | tr ',{}' '\n\n\n' |
-        grep -F "\"$(cgpath5c "$1")\" :" | grep -Eo '0x[0-9a-f]+' | head -n 1
+    lyh_nft_main list map inet lianyaohu dlomark 2>/dev/null | tr ',{}' '\n\n\n' |
+        grep -F "\"$(lyh_nft_cgpath "$1")\" :" | grep -Eo '0x[0-9a-f]+' | head -n 1
 }
 by_mark5c() { # elements keyed by mark $1: maps dlogm, idrop, ilim, loopback
     local m
@@ -710,9 +702,9 @@ if agent_start s5a && agent_start s5b; then
     lyh_daemon_stop
     tamper_rc=1
     if [ -n "$mA" ] && [ -n "$mB" ]; then
-        nft5c delete element inet lianyaohu dlomark "{ \"$(cgpath5c "$SA")\" }" &&
-            nft5c add element inet lianyaohu dlomark "{ \"$(cgpath5c "$SA")\" : $mB }" &&
-            nft5c delete element inet lianyaohu dlogm "{ $mA }"
+        lyh_nft_main delete element inet lianyaohu dlomark "{ \"$(lyh_nft_cgpath "$SA")\" }" &&
+            lyh_nft_main add element inet lianyaohu dlomark "{ \"$(lyh_nft_cgpath "$SA")\" : $mB }" &&
+            lyh_nft_main delete element inet lianyaohu dlogm "{ $mA }"
         tamper_rc=$?
     fi
     t_eq "5c: root set A's dlomark element to B's mark ($(slot5c "$SA")) and deleted A's dlogm one" \
@@ -731,8 +723,8 @@ if agent_start s5a && agent_start s5b; then
     # a cgroup with its VPN interface): lyhd's check finds more keyed by A's
     # cgroup than its rules hold, and puts A's rules back without it.
     ethif=$(ip -n "$LYH_MAIN" route get 12.77.0.1 2>/dev/null | grep -o 'dev [^ ]*' | cut -d' ' -f2)
-    extra5c() { nft5c list set inet lianyaohu dvpn 2>/dev/null | grep -cF "\"$(cgpath5c "$SA")\" . \"$ethif\""; }
-    nft5c add element inet lianyaohu dvpn "{ \"$(cgpath5c "$SA")\" . \"${ethif:-none}\" }"
+    extra5c() { lyh_nft_main list set inet lianyaohu dvpn 2>/dev/null | grep -cF "\"$(lyh_nft_cgpath "$SA")\" . \"$ethif\""; }
+    lyh_nft_main add element inet lianyaohu dvpn "{ \"$(lyh_nft_cgpath "$SA")\" . \"${ethif:-none}\" }"
     t_eq "5c: root added a dvpn element pairing A with ${ethif:-no interface}" "$?" 0
     lyh_wait_until 5 eval '[ "$(extra5c)" = 0 ]'
     t_eq "5c: lyhd took it away" "$(extra5c)" 0
@@ -745,9 +737,9 @@ if agent_start s5a && agent_start s5b; then
     # everything until root's rule is gone; then lyhd puts A back. (Until
     # 2026-12-07, late evening, the failed removal ended the repair before
     # anything keyed by A's cgroup was reaped: the element stayed.)
-    nft5c add chain inet lianyaohu rootx &&
-        nft5c add rule inet lianyaohu rootx jump "d-$SA" &&
-        nft5c add element inet lianyaohu dvpn "{ \"$(cgpath5c "$SA")\" . \"${ethif:-none}\" }"
+    lyh_nft_main add chain inet lianyaohu rootx &&
+        lyh_nft_main add rule inet lianyaohu rootx jump "d-$SA" &&
+        lyh_nft_main add element inet lianyaohu dvpn "{ \"$(lyh_nft_cgpath "$SA")\" . \"${ethif:-none}\" }"
     t_eq "5c: root's rule jumps to d-$SA, and the dvpn element is back" "$?" 0
     lyh_wait_until 5 eval '[ "$(extra5c)" = 0 ]'
     t_eq "5c: lyhd took the element away all the same" "$(extra5c)" 0
@@ -755,7 +747,7 @@ if agent_start s5a && agent_start s5b; then
         "session '$SA': part of its firewall rules was removed by someone else, and what is left of them cannot be removed"
     agent_probe s5a $VPN_PROBES $LAN_PROBES $ETH_PROBES
     check_results "5c: A while root's rule names its chain" "$RES" -- $VPN_PROBES $LAN_PROBES $ETH_PROBES
-    nft5c flush chain inet lianyaohu rootx && nft5c delete chain inet lianyaohu rootx
+    lyh_nft_main flush chain inet lianyaohu rootx && lyh_nft_main delete chain inet lianyaohu rootx
     t_eq "5c: root removed its rule" "$?" 0
     back5c() { grep -cF "session '$SA': part of its firewall rules was removed by someone else while it ran; put them back" "$LYH_DAEMON_LOG"; }
     lyh_wait_until 10 eval '[ "$(back5c)" -ge 2 ]'

@@ -429,6 +429,22 @@ lyh_session_rules() {
     fi
 }
 
+# lyh_nft_cgpath SID: session SID's cgroup as nft names it (a path below the
+# cgroup2 mount), for `nft add element` of a cgroupsv2 key.
+lyh_nft_cgpath() {
+    local cg base
+    cg=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select cgroup from sessions where id='$1'" 2>/dev/null)
+    base=${LYH_CGMNT#/sys/fs/cgroup}
+    base=${base#/}
+    if [ -n "$base" ]; then echo "$base$cg"; else echo "${cg#/}"; fi
+}
+
+# lyh_nft_main ARGS...: nft in PREFIX-main by nsenter --net (nft reads a
+# cgroupsv2 value below /sys/fs/cgroup, which `ip netns exec` remounts).
+lyh_nft_main() {
+    nsenter --net="/run/netns/$LYH_MAIN" nft "$@"
+}
+
 # lyh_session_nft_left SID: lines of table inet lianyaohu that name session SID
 # or its cgroup id (state.db), counters aside: its chains, objects, elements.
 lyh_session_nft_left() {

@@ -475,13 +475,9 @@ if [ -n "$SA" ] && [ -n "$SB" ] && [ "$SA" != "$SB" ]; then
     # lyhd's check finds an element of the data sets keyed by a chain
     # session's cgroup and puts B's rules back without it. (Until 2026-12-07,
     # late evening, only a data session's cgroup was counted.)
-    cgB=$(sqlite3 -cmd '.timeout 5000' "$LYH_DB" "select cgroup from sessions where id='$SB'")
-    base=${LYH_CGMNT#/sys/fs/cgroup}
-    base=${base#/}
-    if [ -n "$base" ]; then cgB=$base$cgB; else cgB=${cgB#/}; fi
-    stray11() { nsenter --net="/run/netns/$LYH_MAIN" nft list set inet lianyaohu dvpn 2>/dev/null |
-        grep -cF "\"$cgB\" . \"eth9\""; }
-    nsenter --net="/run/netns/$LYH_MAIN" nft add element inet lianyaohu dvpn "{ \"$cgB\" . \"eth9\" }"
+    cgB=$(lyh_nft_cgpath "$SB")
+    stray11() { lyh_nft_main list set inet lianyaohu dvpn 2>/dev/null | grep -cF "\"$cgB\" . \"eth9\""; }
+    lyh_nft_main add element inet lianyaohu dvpn "{ \"$cgB\" . \"eth9\" }"
     t_eq "11: root added a dvpn element pairing B ($cgB) with eth9" "$?" 0
     lyh_wait_until 5 eval '[ "$(stray11)" = 0 ]'
     t_eq "11: lyhd took it away" "$(stray11)" 0
