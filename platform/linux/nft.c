@@ -2304,6 +2304,7 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
         { NFTR_CHAIN_DATA, b->params.data, -1, 0, NULL },
         { NFTR_CHAIN_DREFUSE, b->params.data, -1, 0, NULL },
         { NFTR_CHAIN_DLO, b->params.data, -1, 0, NULL },
+        { NFTR_CHAIN_DALOG, b->params.data, -1, 0, NULL },
     };
     for (size_t i = 0; i < ARRAY_SIZE(chains); i++)
         if ((r = base_chain_ok(n, chains[i].name, chains[i].want, chains[i].hook, chains[i].prio,
@@ -2353,7 +2354,8 @@ static int probe_base(struct nft *n, const struct nftr_base *b, int *ret) {
     }
     if (b->params.data && ((r = chain_rules_match(n, NFTR_CHAIN_DATA, b->data, b->n_data)) <= 0 ||
                            (r = chain_rules_match(n, NFTR_CHAIN_DREFUSE, b->drefuse, b->n_drefuse)) <= 0 ||
-                           (r = chain_rules_match(n, NFTR_CHAIN_DLO, b->dlo, b->n_dlo)) <= 0))
+                           (r = chain_rules_match(n, NFTR_CHAIN_DLO, b->dlo, b->n_dlo)) <= 0 ||
+                           (r = chain_rules_match(n, NFTR_CHAIN_DALOG, b->dalog, b->n_dalog)) <= 0))
         return r;
     if (b->params.dns && ((r = chain_rules_match(n, NFTR_CHAIN_DNSNAT, b->dnsnat, b->n_dnsnat)) <= 0 ||
                           (r = chain_rules_match(n, NFTR_CHAIN_DNSOUT, b->dnsout, b->n_dnsout)) <= 0))
@@ -2401,12 +2403,14 @@ static void put_base(struct nft *n, struct batch *bt, const struct nftr_base *b,
         put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DATA, false);
         put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DREFUSE, false);
         put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DLO, false);
+        put_chain(n, bt, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFTR_CHAIN_DALOG, false);
     }
     struct {
         const char *chain;
         const struct nftr_rule *v;
         size_t n;
     } lists[] = {
+        { NFTR_CHAIN_DALOG, b->dalog, b->n_dalog },
         { NFTR_CHAIN_DREFUSE, b->drefuse, b->n_drefuse },
         { NFTR_CHAIN_DATA, b->data, b->n_data },
         { NFTR_CHAIN_DLO, b->dlo, b->n_dlo },

@@ -1000,7 +1000,7 @@ static void render_data_chain(struct rules *rs, uint32_t level) {
         if (r) {
             r_objs(r, level, NFTR_MAP_LNEW, NFTR_MAP_LLIM);
             snprintf(r->ct_mark_map, sizeof(r->ct_mark_map), NFTR_MAP_DLOMARK);
-            r_verdict(r, NFTR_V_VMAP_CGROUP, NFTR_MAP_ALOG, level);
+            r_verdict(r, NFTR_V_JUMP, NFTR_CHAIN_DALOG, 0);
         }
         m_cg_set(&om, NFTR_M_MARK_CG_SET, level, NFTR_SET_DOWNMARK);
         r = rule_with(rs, &om);
@@ -1036,7 +1036,7 @@ static void render_data_chain(struct rules *rs, uint32_t level) {
         r = rule_with(rs, &nm);
         if (r) {
             r_objs(r, level, NFTR_MAP_ANEW, NFTR_MAP_ALIM);
-            r_verdict(r, NFTR_V_VMAP_CGROUP, NFTR_MAP_ALOG, level);
+            r_verdict(r, NFTR_V_JUMP, NFTR_CHAIN_DALOG, 0);
         }
         /* accepted only with its new flows' counter there: its loss closes,
          * never lets new flows out uncounted (the rule above, which counts
@@ -1068,6 +1068,19 @@ static void refuse_rest(struct rules *rs) {
         r->counter = true;
         r->verdict = NFTR_V_REJECT_ADMIN;
     }
+}
+
+/* Chain dalog: the jump to a session's accept log chain a-<id>, which the new
+ * loopback and VPN flows' rules reach (after their limit) by a jump of their
+ * own. In one rule, so that a commit that validates the table walks map alog's
+ * elements once, not once for each rule that names it (Linux 6.18 validates a
+ * chain once per hook, but walks a verdict map at every lookup that names
+ * it). */
+static void render_dalog(struct rules *rs, uint32_t level) {
+    struct matches ms = {.n = 0};
+    struct nftr_rule *r = rule_with(rs, &ms);
+    if (r)
+        r_verdict(r, NFTR_V_VMAP_CGROUP, NFTR_MAP_ALOG, level);
 }
 
 /* Chain drefuse: counted, logged within the session's rate, refused. The
@@ -1296,6 +1309,7 @@ void nftr_base_free(struct nftr_base *b) {
     free(b->data);
     free(b->drefuse);
     free(b->dlo);
+    free(b->dalog);
     free(b);
 }
 
@@ -1621,14 +1635,16 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         }
     }
 
-    struct rules da = { .v = NULL }, dr = { .v = NULL }, dl = { .v = NULL };
+    struct rules da = { .v = NULL }, dr = { .v = NULL }, dl = { .v = NULL }, dal = { .v = NULL };
     if (p->data) {
         render_data_chain(&da, p->cgroup_level);
         render_drefuse(&dr, p->cgroup_level);
         render_dlo(&dl, &lc, p->cgroup_level);
+        render_dalog(&dal, p->cgroup_level);
     }
 
-    if (out.err || gu.err || in.err || dn.err || dout.err || da.err || dr.err || dl.err) {
+    if (out.err || gu.err || in.err || dn.err || dout.err || da.err || dr.err || dl.err ||
+        dal.err) {
         free(out.v);
         free(gu.v);
         free(in.v);
@@ -1637,6 +1653,7 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
         free(da.v);
         free(dr.v);
         free(dl.v);
+        free(dal.v);
         return -ENOMEM;
     }
     b->data = da.v;
@@ -1645,6 +1662,8 @@ int nftr_render_base(const struct nftr_base_params *p, struct nftr_base **ret) {
     b->n_drefuse = dr.n;
     b->dlo = dl.v;
     b->n_dlo = dl.n;
+    b->dalog = dal.v;
+    b->n_dalog = dal.n;
     b->dnsnat = dn.v;
     b->n_dnsnat = dn.n;
     b->dnsout = dout.v;
@@ -2079,8 +2098,10 @@ int nftr_base_text(const struct nftr_base *b, char **ret) {
             sb_printf(&s, "; }\n");
         }
         sb_printf(&s, "add chain inet " NFTR_TABLE " " NFTR_CHAIN_DATA "\nadd chain inet " NFTR_TABLE
-                      " " NFTR_CHAIN_DREFUSE "\nadd chain inet " NFTR_TABLE " " NFTR_CHAIN_DLO "\n");
+                      " " NFTR_CHAIN_DREFUSE "\nadd chain inet " NFTR_TABLE " " NFTR_CHAIN_DLO
+                      "\nadd chain inet " NFTR_TABLE " " NFTR_CHAIN_DALOG "\n");
     }
+    put_rules(&s, NFTR_CHAIN_DALOG, b->dalog, b->n_dalog);
     put_rules(&s, NFTR_CHAIN_DREFUSE, b->drefuse, b->n_drefuse);
     put_rules(&s, NFTR_CHAIN_DATA, b->data, b->n_data);
     put_rules(&s, NFTR_CHAIN_DLO, b->dlo, b->n_dlo);

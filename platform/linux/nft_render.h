@@ -66,6 +66,7 @@
 #define NFTR_CHAIN_DATA    "data"
 #define NFTR_CHAIN_DREFUSE "drefuse"
 #define NFTR_CHAIN_DLO     "dlo"
+#define NFTR_CHAIN_DALOG   "dalog"
 #define NFTR_SET_DLIVE     "dlive"
 #define NFTR_SET_DVPN      "dvpn"
 #define NFTR_SET_DVPN6     "dvpn6"
@@ -395,12 +396,14 @@ struct nftr_base {
     size_t n_dnsnat;
     struct nftr_rule *dnsout;  /* owned, rules of chain dnsout (params.dns) */
     size_t n_dnsout;
-    struct nftr_rule *data;    /* owned, rules of chains data, drefuse, dlo (params.data) */
+    struct nftr_rule *data;    /* owned, rules of chains data, drefuse, dlo, dalog (params.data) */
     size_t n_data;
     struct nftr_rule *drefuse;
     size_t n_drefuse;
     struct nftr_rule *dlo;
     size_t n_dlo;
+    struct nftr_rule *dalog;
+    size_t n_dalog;
 };
 
 /* ---- the data layout: a session as elements ---------------------------------------- */
