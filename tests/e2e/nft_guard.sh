@@ -782,6 +782,10 @@ if [ -n "$REL" ]; then
     expect_eq "data: ... and changes nothing" "$(DN list table inet lianyaohu | norm)" "$before"
     DN flush chain inet lianyaohu dlo
     expect_eq "data: an emptied chain dlo is rebuilt" "$(DT base "${DBASE[@]}" 2>&1)" rebuilt
+    DN flush chain inet lianyaohu dalog
+    expect_eq "data: an emptied chain dalog is rebuilt" "$(DT base "${DBASE[@]}" 2>&1)" rebuilt
+    expect_eq "data: ... with its lookup of map alog" \
+        "$(DN list chain inet lianyaohu dalog | grep -c 'vmap @alog')" 1
     PNS=""
 fi
 
