@@ -412,11 +412,11 @@ static int handle_request(struct conn *c, const uint8_t *body, uint32_t len, int
     }
     /* Only for a client that is still connected: a request on a connection
      * whose client has gone would act for someone who left (the protocol
-     * process could keep such a socket open). A query only reads what that
-     * client could, which the protocol process could as well ask for while
-     * the client is still there: not worth a system call per call. */
-    const struct rpc_method *rm = rpc_lookup(req->method_case);
-    if ((!rm || !(rm->flags & RPC_QUERY)) && unixsock_peer_gone(c->fd)) {
+     * process could keep such a socket open). Queries too: a root client's
+     * connection kept open would let it start an AuditFollow of every user's
+     * records after root left, and keep it running (server_tick's sweep
+     * ends the calls of connections whose client has gone). */
+    if (unixsock_peer_gone(c->fd)) {
         conn_close(c, "client gone");
         goto out_fds;
     }

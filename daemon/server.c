@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,8 @@
 /* Closes of one user's fds that may still be pending before lyhd refuses
  * that user's new connections. */
 #define SERVER_MAX_PENDING_CLOSES 64u
+/* sweep_gone every 5 ticks of 200 ms: a second */
+#define SERVER_SWEEP_TICKS 5u
 
 struct conn_slot {
     struct conn *conn;
@@ -80,6 +83,7 @@ struct server {
     struct conn_slot *slots;
     unsigned n_slots;
     unsigned cap_slots;
+    unsigned ticks;             /* server_tick's calls (200 ms each) */
 };
 
 unsigned server_conn_count(const struct server *s) { return s ? s->n_slots : 0; }
@@ -105,12 +109,49 @@ void server_conn_removed(struct server *s, struct conn *c) {
     }
 }
 
+/* The connections with a call open (a stream: AuditFollow, Sessions, a Run
+ * attached) whose client has gone: the protocol process says so with
+ * CONN_GONE, and one that does not (it may be compromised, and kept the
+ * socket) must not keep such a call going for someone who left, a root
+ * client's AuditFollow of every user's records say. One poll over all of
+ * them; a poll that fails closes nothing (the next sweep tries again). */
+static void sweep_gone(struct server *s) {
+    _cleanup_free_ struct pollfd *p = NULL;
+    _cleanup_free_ struct conn **of = NULL;
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < s->n_slots; i++)
+        n += conn_calls_in_flight(s->slots[i].conn) > 0;
+    if (n == 0)
+        return;
+    p = calloc(n, sizeof(*p));
+    of = calloc(n, sizeof(*of));
+    if (!p || !of)
+        return;
+    n = 0;
+    for (unsigned i = 0; i < s->n_slots; i++) {
+        struct conn *c = s->slots[i].conn;
+        if (conn_calls_in_flight(c) == 0)
+            continue;
+        p[n] = (struct pollfd){.fd = conn_fd(c), .events = POLLRDHUP};
+        of[n++] = c;
+    }
+    if (poll(p, n, 0) <= 0)
+        return;
+    /* closing may release a connection and move the slots: the list first */
+    for (unsigned i = 0; i < n; i++)
+        if (p[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+            conn_close(of[i], "client gone (found by the sweep)");
+}
+
 void server_tick(struct server *s) {
     if (!s || s->stopping)
         return;
     for (unsigned i = 0; i < s->n_slots; i++)
         conn_resume_if_ok(s->slots[i].conn);
     conn_serve_waiting();
+    if (++s->ticks % SERVER_SWEEP_TICKS == 0)
+        sweep_gone(s);
 }
 
 static struct conn *find(const struct server *s, uint64_t id) {

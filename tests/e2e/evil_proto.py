@@ -23,6 +23,14 @@ address: the worst case of a compromised protocol process). Once every kind
 was sent, an instance only passes messages on until the parent closes.
 Its own requests use ids from EVIL_REQ up, so that the parent's answers to
 them are told apart from those for the real process (logged, not passed).
+Any instance also keeps a connection open after its client left, when
+the test asks (STATE_DIR/hold names how, and goes once used): it holds back
+the real process's CONN_GONE of the next connection that made a request,
+and with "replay" sends that request again on it (as if the client were
+still there), with "keep" only holds it (a stream of the client's would run
+on); it logs "held gone", then "held answered" for any bytes the parent
+sends that connection and "held closed" when the parent closes it, and
+gives the parent its CONN_GONE then.
 It logs every step and every reply to STATE_DIR/log, one line each. If the
 parent has not ended it 5 s after the malformed message it logs
 "survived MODE" and exits 3.
@@ -100,6 +108,8 @@ def main():
     log("instance %d mode %s uid %d" % (n, mode, os.getuid()))
 
     sessions, kept, conns = [], [], []
+    reqs, held = {}, {}  # a connection's last whole request; CONN_GONEs held back
+    hold_path = os.path.join(STATE, "hold")
     marker_due = [False]  # the real process sent fds: its FDS_CLOSED comes next
     listener, next_id = [], [0]  # the listening socket it was handed; the next connection id
 
@@ -130,6 +140,22 @@ def main():
                 if struct.unpack(">H", msg[:2])[0] == 6:  # CONN_OPEN: a client's connection
                     conns.append(struct.unpack(">Q", msg[8:16])[0])
                     next_id[0] = conns[-1] + 1
+                t = struct.unpack(">H", msg[:2])[0]
+                if t == 8 and not fds and len(msg) >= 24:  # REQUEST: id, total, offset, bytes
+                    cid, total, offset = struct.unpack(">QII", msg[8:24])
+                    if offset == 0 and total == len(msg) - 24:
+                        reqs[cid] = msg
+                if t == 7 and os.path.exists(hold_path):  # CONN_GONE
+                    cid = struct.unpack(">Q", msg[8:16])[0]
+                    if cid in reqs and not marker_due[0]:
+                        with open(hold_path) as f:
+                            how = f.read().strip()
+                        os.unlink(hold_path)
+                        held[cid] = msg
+                        log("held gone %d %s" % (cid, how))
+                        if how == "replay":
+                            sock.send(reqs[cid])
+                        continue
                 marker_due[0] = bool(fds) or (marker_due[0] and struct.unpack(">H", msg[:2])[0] != 13)
                 forward(sock, msg, fds)
                 for fd in fds:
@@ -140,6 +166,16 @@ def main():
                     log("parent closed")
                     sys.exit(0)
                 t = struct.unpack(">H", msg[:2])[0]
+                if t in (72, 73) and struct.unpack(">Q", msg[8:16])[0] in held:  # OUT, CONN_CLOSE
+                    cid = struct.unpack(">Q", msg[8:16])[0]
+                    if t == 72:
+                        log("held answered %d" % cid)
+                    else:
+                        log("held closed %d" % cid)
+                        sock.send(held.pop(cid))
+                    for fd in fds:
+                        os.close(fd)
+                    continue
                 if t == 67 and struct.unpack(">I", msg[8:12])[0] >= EVIL_REQ:
                     req, status = struct.unpack(">Ii", msg[8:16])
                     log("answered req %d status %d" % (req - EVIL_REQ, status))

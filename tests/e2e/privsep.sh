@@ -23,6 +23,10 @@
 #   3. nothing is spawned: one session, one session cgroup, no process of
 #      _lyhd but the current protocol process
 #   4. the hostile requests got their precise refusals (EPERM, ENOENT)
+#   4b. a root client's connection the process keeps open after root's lyh
+#      ended: a query it sends again on it is not answered (the connection
+#      is closed), and root's `lyh audit follow`, killed, is ended by the
+#      parent's sweep though the process never says CONN_GONE
 #   and, with the session's `lyh run` connected all along: its connection
 #   outlives each protocol process (the next one adopts it) and the agent
 #   ends 0. Then with lyhd's own protocol process:
@@ -188,6 +192,33 @@ t_check "4: an allowed name's public address: granted" \
 t_check "4: the parent says why (a name the session may not resolve)" \
     lyh_daemon_log_has "asked to open addresses for 'denied.test', which the session may not resolve" 1
 t_check "4: ... and a blocked address" lyh_daemon_log_has "asked to open a blocked address" 1
+
+# ---- 4b. a root client's connection kept open after it left ---------------------------
+# The quiet instance holds back the CONN_GONE of root's next connection that
+# made a request (evil_proto.py, state/hold). "replay": its query is sent
+# again on it once root's lyh has exited; "keep": root's `lyh audit follow`
+# is killed and its stream must not run on for nobody.
+replay_ended() { evil_log | grep -q " held gone [0-9]* replay$" && [ "$(evil_log | grep -c " held closed ")" -ge 1 ]; }
+keep_ended() { evil_log | grep -q " held gone [0-9]* keep$" && [ "$(evil_log | grep -c " held closed ")" -ge 2 ]; }
+echo replay >"$EVIL/state/hold"
+lyh_in_main "$LYH_LYH" --socket "$LYH_SOCK" status >/dev/null 2>&1
+t_check "4b: a query sent again on a root client's connection after it left is not answered" \
+    eval 'lyh_wait_until 5 replay_ended && ! evil_log | grep -q " held answered "'
+# timeout as the job itself (not a function's subshell): its TERM reaches lyh
+timeout -k 5 60 nsenter --net="/run/netns/$LYH_MAIN" "$LYH_LYH" --socket "$LYH_SOCK" audit follow \
+    >"$LYH_TMP/follow.out" 2>&1 &
+FOLLOW=$!
+lyh_track_pid "$FOLLOW"
+lyh_wait_until 5 eval '[ -s "$LYH_TMP/follow.out" ]' # it streams: its request reached the parent
+echo keep >"$EVIL/state/hold"
+kill -TERM "$FOLLOW" 2>/dev/null
+wait "$FOLLOW" 2>/dev/null
+T4B=$(date +%s%N)
+t_check "4b: root's AuditFollow whose client left is ended by the parent, though the protocol process keeps it open" \
+    lyh_wait_until 5 keep_ended
+echo "# the stream ended $((($(date +%s%N) - T4B) / 1000000)) ms after its client"
+evil_log | grep " held " | sort | uniq -c | sed 's/^/    /'
+rm -f "$EVIL/state/hold"
 
 # the agent: every probe of a refused address failed, the allowed one opened
 touch "$LYH_HOME/proj/stop"
