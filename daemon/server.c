@@ -109,6 +109,8 @@ void server_conn_removed(struct server *s, struct conn *c) {
     }
 }
 
+static struct conn *find(const struct server *s, uint64_t id);
+
 /* The connections with a call open (a stream: AuditFollow, Sessions, a Run
  * attached) whose client has gone: the protocol process says so with
  * CONN_GONE, and one that does not (it may be compromised, and kept the
@@ -117,7 +119,7 @@ void server_conn_removed(struct server *s, struct conn *c) {
  * them; a poll that fails closes nothing (the next sweep tries again). */
 static void sweep_gone(struct server *s) {
     _cleanup_free_ struct pollfd *p = NULL;
-    _cleanup_free_ struct conn **of = NULL;
+    _cleanup_free_ uint64_t *ids = NULL;
     unsigned n = 0;
 
     for (unsigned i = 0; i < s->n_slots; i++)
@@ -125,8 +127,8 @@ static void sweep_gone(struct server *s) {
     if (n == 0)
         return;
     p = calloc(n, sizeof(*p));
-    of = calloc(n, sizeof(*of));
-    if (!p || !of)
+    ids = calloc(n, sizeof(*ids));
+    if (!p || !ids)
         return;
     n = 0;
     for (unsigned i = 0; i < s->n_slots; i++) {
@@ -134,14 +136,18 @@ static void sweep_gone(struct server *s) {
         if (conn_calls_in_flight(c) == 0)
             continue;
         p[n] = (struct pollfd){.fd = conn_fd(c), .events = POLLRDHUP};
-        of[n++] = c;
+        ids[n++] = conn_id(c);
     }
     if (poll(p, n, 0) <= 0)
         return;
-    /* closing may release a connection and move the slots: the list first */
-    for (unsigned i = 0; i < n; i++)
-        if (p[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
-            conn_close(of[i], "client gone (found by the sweep)");
+    /* By id, found again each time: a close runs its calls' ends, which may
+     * close and release other connections (a stream whose output limit the
+     * session's end record passed, say). */
+    for (unsigned i = 0; i < n; i++) {
+        struct conn *c;
+        if ((p[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) && (c = find(s, ids[i])))
+            conn_close(c, "client gone (found by the sweep)");
+    }
 }
 
 void server_tick(struct server *s) {
