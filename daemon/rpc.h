@@ -19,10 +19,11 @@ enum rpc_flags {
     RPC_OWNER = 1u << 1,     /* the caller owns the object (owner_of), or is admin */
     RPC_MUTATES = 1u << 2,   /* runs inside one state.db transaction */
     RPC_STREAMING = 1u << 3, /* may answer with several responses */
-    /* Only reads, as its caller may: answering a client that has already
-     * gone harms no one, so the parent does not ask the kernel first
-     * (conn.c; one system call less per call). Never with RPC_MUTATES or
-     * RPC_OWNER (rpc_table_verify). */
+    /* Only reads, as its caller may. Never with RPC_MUTATES or RPC_OWNER
+     * (rpc_table_verify). (Until 2026-12-08 the parent did not ask the
+     * kernel whether a query's client had gone; it does for every request
+     * now: a compromised protocol process could otherwise read as root after
+     * root left, conn.c.) */
     RPC_QUERY = 1u << 4,
 };
 

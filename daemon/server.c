@@ -60,6 +60,7 @@
 #define SERVER_MAX_PENDING_CLOSES 64u
 /* sweep_gone every 5 ticks of 200 ms: a second */
 #define SERVER_SWEEP_TICKS 5u
+#define SERVER_SWEEP_CLOSES 64u
 
 struct conn_slot {
     struct conn *conn;
@@ -143,10 +144,16 @@ static void sweep_gone(struct server *s) {
     /* By id, found again each time: a close runs its calls' ends, which may
      * close and release other connections (a stream whose output limit the
      * session's end record passed, say). */
-    for (unsigned i = 0; i < n; i++) {
+    /* At most SERVER_SWEEP_CLOSES a sweep: each close is a message to the
+     * protocol process, whose socket may be full of answers; the rest go at
+     * the next sweep. */
+    unsigned closed = 0;
+    for (unsigned i = 0; i < n && closed < SERVER_SWEEP_CLOSES; i++) {
         struct conn *c;
-        if ((p[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) && (c = find(s, ids[i])))
+        if ((p[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) && (c = find(s, ids[i]))) {
             conn_close(c, "client gone (found by the sweep)");
+            closed++;
+        }
     }
 }
 
